@@ -1,0 +1,46 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { BaseConfig } from '../config.js';
+import { newId } from '../ids.js';
+import { loggerOptions } from '../logger.js';
+
+export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+/** Request bodies are at most 1 MB on every endpoint (spec §4, §8). */
+export const BODY_LIMIT = 1_048_576;
+
+const INCOMING_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface ServerOptions {
+  config: Pick<BaseConfig, 'logLevel' | 'trustProxy'>;
+  /** A ready logger (tests pass a silent one); otherwise one is built from config. */
+  logger?: FastifyBaseLogger;
+}
+
+/** A hop count becomes "trust the nearest N proxies"; Fastify's types take a function for it. */
+function trustProxyOption(value: BaseConfig['trustProxy']) {
+  return typeof value === 'number' ? (_address: string, hop: number) => hop < value : value;
+}
+
+/** The Fastify instance every service starts from. */
+export function createServer({ config, logger }: ServerOptions): App {
+  const app = Fastify<Server, IncomingMessage, ServerResponse, FastifyBaseLogger>({
+    ...(logger ? { loggerInstance: logger } : { logger: loggerOptions(config.logLevel) }),
+    bodyLimit: BODY_LIMIT,
+    trustProxy: trustProxyOption(config.trustProxy),
+    // An upstream's request id is kept so one request is traceable across services.
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && INCOMING_REQUEST_ID.test(incoming) ? incoming : newId('request');
+    },
+    requestIdHeader: false,
+    requestTimeout: 120_000,
+    connectionTimeout: 130_000,
+    keepAliveTimeout: 72_000,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: true, allErrors: false } },
+  });
+  return app.withTypeProvider<TypeBoxTypeProvider>();
+}

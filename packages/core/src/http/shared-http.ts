@@ -1,0 +1,94 @@
+import helmet from '@fastify/helmet';
+import swagger from '@fastify/swagger';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { CounterStore } from '../counters/store.js';
+import { HttpError } from '../errors.js';
+import { createRateLimitHook, type RateLimitRule } from './rate-limit.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    counters: CounterStore;
+    /** Builds an onRequest hook that enforces `rule` with the shared counter store. */
+    rateLimit(rule: RateLimitRule): (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  }
+  interface FastifyContextConfig {
+    /** The spec's 400 message for this route when the body is missing, not JSON, or malformed. */
+    invalidBodyMessage?: string;
+  }
+}
+
+export interface SharedHttpOptions {
+  counters: CounterStore;
+  openapi: { path: string; title: string; description: string; version?: string };
+}
+
+const DEFAULT_INVALID_BODY = 'Invalid request body';
+
+/** Fastify error codes that mean "the body is not the JSON this route needs". */
+const BAD_BODY_CODES = new Set([
+  'FST_ERR_CTP_INVALID_MEDIA_TYPE',
+  'FST_ERR_CTP_EMPTY_JSON_BODY',
+  'FST_ERR_CTP_INVALID_JSON_BODY',
+  'FST_ERR_CTP_INVALID_CONTENT_LENGTH',
+]);
+
+function errorBody(error: FastifyError & Partial<HttpError>, request: FastifyRequest): [number, Record<string, unknown>] {
+  if (error instanceof HttpError) return [error.statusCode, error.toBody()];
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return [413, { error: 'Request body too large' }];
+  const bodyMessage = request.routeOptions.config?.invalidBodyMessage ?? DEFAULT_INVALID_BODY;
+  if ((error.code && BAD_BODY_CODES.has(error.code)) || error instanceof SyntaxError) return [400, { error: bodyMessage }];
+  if (error.validation) {
+    const message = error.validationContext === 'body' && request.routeOptions.config?.invalidBodyMessage
+      ? bodyMessage
+      : error.message;
+    return [400, { error: message }];
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) return [status, { error: error.message }];
+  return [500, { error: 'Internal server error' }];
+}
+
+/**
+ * The HTTP rules every service shares (spec §4 conventions, §7, §8): one error
+ * shape, 1 MB bodies, JSON-only bodies unless a route opts in to another type,
+ * `{ error: 'Not found' }` for unknown routes, security headers, request ids,
+ * rate limiting, and an OpenAPI document built from the route schemas.
+ */
+async function sharedHttp(app: FastifyInstance, opts: SharedHttpOptions): Promise<void> {
+  app.decorate('counters', opts.counters);
+  app.decorate('rateLimit', (rule: RateLimitRule) => createRateLimitHook(opts.counters, rule));
+
+  // JSON only: a text/plain body must not reach a JSON route as a string.
+  app.removeContentTypeParser('text/plain');
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    // An empty body with a JSON content type means "no body", as clients often send it.
+    if (body === '' || body === undefined) return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
+
+  await app.register(helmet, { global: true });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: opts.openapi.title, description: opts.openapi.description, version: opts.openapi.version ?? '1.0.0' },
+    },
+  });
+  app.get(opts.openapi.path, { schema: { hide: true } }, async () => app.swagger());
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const [status, body] = errorBody(error, request);
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    else if (status !== 404) request.log.info({ status, error: body.error }, 'request refused');
+    return reply.code(status).send(body);
+  });
+
+  app.setNotFoundHandler(async (_request, reply) => reply.code(404).send({ error: 'Not found' }));
+}
+
+export const sharedHttpPlugin = fp(sharedHttp, { name: 'shared-http', fastify: '5.x' });

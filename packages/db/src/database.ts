@@ -1,0 +1,83 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
+import pg from 'pg';
+import { PGliteDialect } from './pglite-dialect.js';
+import type { DB } from './schema.js';
+
+export type Tx = Transaction<DB>;
+
+export interface DatabaseOptions {
+  /** A Postgres server; when absent PGlite runs embedded. */
+  databaseUrl?: string | undefined;
+  /** Where PGlite keeps its files; in memory when absent. */
+  pgliteDir?: string | undefined;
+  /** Pool size for a server. */
+  poolSize?: number;
+}
+
+export interface Database {
+  readonly kind: 'pglite' | 'postgres';
+  /** The owner connection: migrations and system lookups (sign-in, session cookies). */
+  readonly kysely: Kysely<DB>;
+  /**
+   * Runs `fn` in one transaction as the caller: the non-owner role `app_user`
+   * with `app.user_id` set, so row-level security hides every other user's rows
+   * even from a query that forgets its `where`.
+   */
+  withUser<T>(userId: string, fn: (trx: Tx) => Promise<T>): Promise<T>;
+  /** Answers true when a trivial query succeeds. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+// Both drivers read int8 as a number (counts, sums) and numeric as a string (money).
+const INT8 = 20;
+const NUMERIC = 1700;
+
+function pgliteDatabase(dir: string | undefined): { kysely: Kysely<DB>; kind: 'pglite' } {
+  if (dir) mkdirSync(dir, { recursive: true });
+  const pglite = new PGlite(dir, { parsers: { [INT8]: (v: string) => Number(v), [NUMERIC]: (v: string) => v } });
+  return { kind: 'pglite', kysely: new Kysely<DB>({ dialect: new PGliteDialect(pglite) }) };
+}
+
+function postgresDatabase(url: string, poolSize: number): { kysely: Kysely<DB>; kind: 'postgres' } {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  // An idle client losing its server must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  return { kind: 'postgres', kysely: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }) };
+}
+
+export function createDatabase(options: DatabaseOptions = {}): Database {
+  const { kysely, kind } = options.databaseUrl
+    ? postgresDatabase(options.databaseUrl, options.poolSize ?? 10)
+    : pgliteDatabase(options.pgliteDir);
+
+  return {
+    kind,
+    kysely,
+    withUser(userId, fn) {
+      return kysely.transaction().execute(async (trx) => {
+        await sql`set local role app_user`.execute(trx);
+        await sql`select set_config('app.user_id', ${userId}, true)`.execute(trx);
+        return fn(trx);
+      });
+    },
+    async ping() {
+      try {
+        await sql`select 1`.execute(kysely);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    close: () => kysely.destroy(),
+  };
+}

@@ -1,0 +1,6 @@
+export * from './audit.js';
+export * from './database.js';
+export * from './migrate.js';
+export * from './schema.js';
+export { sql } from 'kysely';
+export * from './paths.js';

@@ -1,0 +1,87 @@
+import { createTestDatabase, type TestDatabase } from '@aop/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '@aop/core';
+import { sql } from 'kysely';
+import { writeAudit } from './audit.js';
+
+// Row-level isolation (spec §1 "Authenticated requests only see and change the
+// calling user's own records", §5 session row scoping). Runs on PGlite and, with
+// DATABASE_URL, on a Postgres server.
+describe('row-level security through withUser', () => {
+  let t: TestDatabase;
+  const alice = newId('user');
+  const bob = newId('user');
+
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    const db = t.db.kysely;
+    await db.insertInto('users').values([
+      { id: alice, email: 'alice@example.com', name: 'Alice' },
+      { id: bob, email: 'bob@example.com', name: 'Bob' },
+    ]).execute();
+    const expires = new Date(Date.now() + 60_000);
+    await db.insertInto('sessions').values([
+      { id: newId('authSession'), user_id: alice, token_hash: 'a'.repeat(64), expires_at: expires, ip: null, user_agent: null },
+      { id: newId('authSession'), user_id: bob, token_hash: 'b'.repeat(64), expires_at: expires, ip: null, user_agent: null },
+    ]).execute();
+    await writeAudit(db, { userId: alice, action: 'session.create' });
+    await writeAudit(db, { userId: bob, action: 'session.create' });
+  });
+  afterAll(() => t.close());
+
+  it('a query with no where returns only the caller’s rows', async () => {
+    const rows = await t.db.withUser(alice, async (trx) => ({
+      users: await trx.selectFrom('users').selectAll().execute(),
+      sessions: await trx.selectFrom('sessions').selectAll().execute(),
+      audit: await trx.selectFrom('audit_log').selectAll().execute(),
+    }));
+    expect(rows.users.map((u) => u.id)).toEqual([alice]);
+    expect(rows.sessions.map((s) => s.user_id)).toEqual([alice]);
+    expect(rows.audit.map((a) => a.user_id)).toEqual([alice]);
+  });
+
+  it('runs as the non-owner role with the user id set, for that transaction only', async () => {
+    const inside = await t.db.withUser(bob, async (trx) =>
+      (await sql<{ role: string; uid: string }>`select current_user as role, current_setting('app.user_id', true) as uid`.execute(trx)).rows[0],
+    );
+    expect(inside).toEqual({ role: 'app_user', uid: bob });
+    const after = (await sql<{ role: string }>`select current_user as role`.execute(t.db.kysely)).rows[0];
+    expect(after?.role).not.toBe('app_user');
+  });
+
+  it('cannot update, delete or insert another user’s rows', async () => {
+    await t.db.withUser(alice, async (trx) => {
+      const updated = await trx.updateTable('users').set({ name: 'hijacked' }).where('id', '=', bob).executeTakeFirst();
+      expect(Number(updated.numUpdatedRows)).toBe(0);
+      const deleted = await trx.deleteFrom('sessions').where('user_id', '=', bob).executeTakeFirst();
+      expect(Number(deleted.numDeletedRows)).toBe(0);
+    });
+    await expect(
+      t.db.withUser(alice, (trx) =>
+        trx.insertInto('sessions').values({
+          id: newId('authSession'), user_id: bob, token_hash: 'c'.repeat(64), expires_at: new Date(), ip: null, user_agent: null,
+        }).execute(),
+      ),
+    ).rejects.toThrow(/row-level security/);
+    const bobRow = await t.db.kysely.selectFrom('users').select('name').where('id', '=', bob).executeTakeFirstOrThrow();
+    expect(bobRow.name).toBe('Bob');
+    const bobSessions = await t.db.kysely.selectFrom('sessions').select('id').where('user_id', '=', bob).execute();
+    expect(bobSessions).toHaveLength(1);
+  });
+
+  it('sees nothing when no user is set', async () => {
+    const rows = await t.db.withUser('', (trx) => trx.selectFrom('users').selectAll().execute());
+    expect(rows).toEqual([]);
+  });
+
+  it('a failing transaction leaves nothing behind', async () => {
+    await expect(
+      t.db.withUser(alice, async (trx) => {
+        await trx.updateTable('users').set({ name: 'Alice 2' }).where('id', '=', alice).execute();
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    const row = await t.db.kysely.selectFrom('users').select('name').where('id', '=', alice).executeTakeFirstOrThrow();
+    expect(row.name).toBe('Alice');
+  });
+});
