@@ -12,6 +12,8 @@ export interface DatabaseOptions {
   databaseUrl?: string | undefined;
   /** Where PGlite keeps its files; in memory when absent. */
   pgliteDir?: string | undefined;
+  /** A PGlite data directory dump to start from (tests clone a migrated template this way). */
+  pgliteTemplate?: Blob | undefined;
   /** Pool size for a server. */
   poolSize?: number;
 }
@@ -26,6 +28,8 @@ export interface Database {
    * even from a query that forgets its `where`.
    */
   withUser<T>(userId: string, fn: (trx: Tx) => Promise<T>): Promise<T>;
+  /** The embedded database's files as a tarball (PGlite only; used to clone test databases). */
+  dumpPglite(): Promise<Blob>;
   /** Answers true when a trivial query succeeds. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -35,13 +39,23 @@ export interface Database {
 const INT8 = 20;
 const NUMERIC = 1700;
 
-function pgliteDatabase(dir: string | undefined): { kysely: Kysely<DB>; kind: 'pglite' } {
-  if (dir) mkdirSync(dir, { recursive: true });
-  const pglite = new PGlite(dir, { parsers: { [INT8]: (v: string) => Number(v), [NUMERIC]: (v: string) => v } });
-  return { kind: 'pglite', kysely: new Kysely<DB>({ dialect: new PGliteDialect(pglite) }) };
+interface Engine {
+  kind: 'pglite' | 'postgres';
+  kysely: Kysely<DB>;
+  pglite?: PGlite;
 }
 
-function postgresDatabase(url: string, poolSize: number): { kysely: Kysely<DB>; kind: 'postgres' } {
+function pgliteDatabase(dir: string | undefined, template: Blob | undefined): Engine {
+  if (dir) mkdirSync(dir, { recursive: true });
+  const pglite = new PGlite({
+    ...(dir ? { dataDir: dir } : {}),
+    ...(template ? { loadDataDir: template } : {}),
+    parsers: { [INT8]: (v: string) => Number(v), [NUMERIC]: (v: string) => v },
+  });
+  return { kind: 'pglite', pglite, kysely: new Kysely<DB>({ dialect: new PGliteDialect(pglite) }) };
+}
+
+function postgresDatabase(url: string, poolSize: number): Engine {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
@@ -56,9 +70,9 @@ function postgresDatabase(url: string, poolSize: number): { kysely: Kysely<DB>; 
 }
 
 export function createDatabase(options: DatabaseOptions = {}): Database {
-  const { kysely, kind } = options.databaseUrl
+  const { kysely, kind, pglite } = options.databaseUrl
     ? postgresDatabase(options.databaseUrl, options.poolSize ?? 10)
-    : pgliteDatabase(options.pgliteDir);
+    : pgliteDatabase(options.pgliteDir, options.pgliteTemplate);
 
   return {
     kind,
@@ -69,6 +83,10 @@ export function createDatabase(options: DatabaseOptions = {}): Database {
         await sql`select set_config('app.user_id', ${userId}, true)`.execute(trx);
         return fn(trx);
       });
+    },
+    async dumpPglite() {
+      if (!pglite) throw new Error('Only an embedded database can be dumped');
+      return pglite.dumpDataDir('none');
     },
     async ping() {
       try {

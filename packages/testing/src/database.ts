@@ -1,6 +1,30 @@
-import { randomBytes } from 'node:crypto';
-import { createDatabase, type Database, migrate } from '@aop/db';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createDatabase, type Database, loadMigrations, migrate } from '@aop/db';
 import pg from 'pg';
+
+/**
+ * A migrated PGlite data directory, dumped once and kept on disk (keyed by the
+ * migrations' text), so each test database starts in about half a second
+ * instead of running initdb and every migration again.
+ */
+async function pgliteTemplate(): Promise<Blob> {
+  const key = createHash('sha256').update(loadMigrations().map((m) => m.sql).join('\0')).digest('hex').slice(0, 16);
+  const dir = join(tmpdir(), 'aop-test-cache');
+  const file = join(dir, `pglite-template-${key}.tar`);
+  if (existsSync(file)) return new Blob([readFileSync(file)]);
+  const db = createDatabase();
+  await migrate(db);
+  const dump = await db.dumpPglite();
+  await db.close();
+  mkdirSync(dir, { recursive: true });
+  const tmp = `${file}.${process.pid}`;
+  writeFileSync(tmp, Buffer.from(await dump.arrayBuffer()));
+  renameSync(tmp, file);
+  return dump;
+}
 
 export interface TestDatabase {
   db: Database;
@@ -16,7 +40,7 @@ export interface TestDatabase {
  */
 export async function createTestDatabase(serverUrl = process.env.DATABASE_URL): Promise<TestDatabase> {
   if (!serverUrl) {
-    const db = createDatabase();
+    const db = createDatabase({ pgliteTemplate: await pgliteTemplate() });
     await migrate(db);
     return { db, databaseUrl: undefined, close: () => db.close() };
   }

@@ -88,7 +88,16 @@ async function sharedHttp(app: FastifyInstance, opts: SharedHttpOptions): Promis
     return reply.code(status).send(body);
   });
 
-  app.setNotFoundHandler(async (_request, reply) => reply.code(404).send({ error: 'Not found' }));
+  app.setNotFoundHandler(notFoundHandler);
+}
+
+/**
+ * `{ "error": "Not found" }`. A prefixed scope that sets it again (with
+ * `setNotFoundHandler`) makes unknown paths there pass through that scope's
+ * hooks, so probing unknown URLs counts against its rate limits.
+ */
+export async function notFoundHandler(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  await reply.code(404).send({ error: 'Not found' });
 }
 
 export const sharedHttpPlugin = fp(sharedHttp, { name: 'shared-http', fastify: '5.x' });

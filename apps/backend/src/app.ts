@@ -1,0 +1,52 @@
+import { type App, type CounterStore, createServer, notFoundHandler, sharedHttpPlugin } from '@aop/core';
+import type { Database } from '@aop/db';
+import type { FastifyBaseLogger } from 'fastify';
+import type { BackendConfig } from './config.js';
+import { BACKEND_LIMITS } from './plugins/rate-limits.js';
+import { healthRoutes } from './routes/health/index.js';
+import { createHealthProbe } from './services/health.js';
+
+export interface BackendDeps {
+  config: BackendConfig;
+  db: Database;
+  counters: CounterStore;
+  logger?: FastifyBaseLogger;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: BackendConfig;
+    db: Database;
+  }
+}
+
+/** The backend (internal API) as a Fastify instance; `server.ts` listens. */
+export async function buildApp({ config, db, counters, logger }: BackendDeps): Promise<App> {
+  const app = createServer({ config, ...(logger ? { logger } : {}) });
+  app.decorate('config', config);
+  app.decorate('db', db);
+  await app.register(sharedHttpPlugin, {
+    counters,
+    openapi: { path: '/openapi.json', title: 'Backend API', description: 'Internal API: deployments, agent lifecycle, underground, mission control, AI.' },
+  });
+
+  await app.register(healthRoutes, { config, probe: createHealthProbe(config) });
+
+  // Everything under /api counts against the general limit; areas add their own on top.
+  await app.register(
+    async (api) => {
+      api.addHook('onRequest', api.rateLimit(BACKEND_LIMITS.general));
+      api.setNotFoundHandler(notFoundHandler);
+      await api.register(
+        async (ai) => {
+          ai.addHook('onRequest', ai.rateLimit(BACKEND_LIMITS.ai));
+          ai.setNotFoundHandler(notFoundHandler);
+        },
+        { prefix: '/ai' },
+      );
+    },
+    { prefix: '/api' },
+  );
+
+  return app;
+}

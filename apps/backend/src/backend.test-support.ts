@@ -1,0 +1,27 @@
+import { type RunningService, createTestDatabase, listen, tempDataDir, testCounters, testEnv } from '@aop/testing';
+import { buildApp } from './app.js';
+import { type BackendConfig, loadBackendConfig } from './config.js';
+
+export interface TestBackend extends RunningService {
+  config: BackendConfig;
+}
+
+/** A real backend on 127.0.0.1 with its own database, data dir and counters. */
+export async function startBackend(env: Record<string, string | undefined> = {}, options: { devSecrets?: boolean } = {}): Promise<TestBackend> {
+  const data = tempDataDir();
+  const config = loadBackendConfig(testEnv(data.dir, env), options);
+  const database = await createTestDatabase();
+  const counters = testCounters();
+  const app = await buildApp({ config, db: database.db, counters });
+  const running = await listen(app);
+  return {
+    ...running,
+    config,
+    async close() {
+      await running.close();
+      await counters.close();
+      await database.close();
+      data.remove();
+    },
+  };
+}
