@@ -1,3 +1,4 @@
+/// <reference types="@fastify/swagger" preserve="true" />
 import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

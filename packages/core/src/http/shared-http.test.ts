@@ -1,0 +1,129 @@
+import { listen, request, type RunningService } from '@aop/testing';
+import { Type } from '@sinclair/typebox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryCounterStore } from '../counters/memory.js';
+import { HttpError } from '../errors.js';
+import { createServer } from './server.js';
+import { sharedHttpPlugin } from './shared-http.js';
+
+async function start(trustProxy: boolean | string[]): Promise<RunningService> {
+  const app = createServer({ config: { logLevel: 'silent', trustProxy } });
+  await app.register(sharedHttpPlugin, { counters: new MemoryCounterStore(), openapi: { path: '/openapi.json', title: 't', description: 'd' } });
+  app.post('/api/config', { config: { invalidBodyMessage: 'Invalid request body' }, schema: { body: Type.Object({ config: Type.Object({}) }) } }, async (req) => ({ got: req.body }));
+  app.post('/api/echo', async (req) => ({ body: req.body ?? null }));
+  app.get('/api/ip', async (req) => ({ ip: req.ip }));
+  app.get('/api/teapot', async () => {
+    throw new HttpError(418, 'short and stout', { hint: 'tip me over' });
+  });
+  app.get('/api/crash', async () => {
+    throw new Error('database password is hunter2');
+  });
+  app.get('/api/limited', { onRequest: app.rateLimit({ name: 't', max: 2, windowMs: 60_000, message: 'Too many requests' }) }, async () => ({ ok: true }));
+  return listen(app);
+}
+
+// Spec §4 conventions, §7 error shape, §8 body limit and rate headers.
+describe('shared HTTP rules', () => {
+  let svc: RunningService;
+  let proxied: RunningService;
+  beforeAll(async () => {
+    svc = await start(false);
+    proxied = await start(['127.0.0.1']);
+  });
+  afterAll(async () => {
+    await svc.close();
+    await proxied.close();
+  });
+
+  it('413 { error: "Request body too large" } over 1 MB', async () => {
+    const big = JSON.stringify({ config: { blob: 'x'.repeat(1_048_576) } });
+    const res = await request(`${svc.url}/api/config`, { body: big, headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(413);
+    expect(res.body).toEqual({ error: 'Request body too large' });
+  });
+
+  it('accepts a body just under 1 MB', async () => {
+    const body = JSON.stringify({ config: { blob: 'x'.repeat(1_048_576 - 100) } });
+    const res = await request(`${svc.url}/api/config`, { body, headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(200);
+  });
+
+  it.each([
+    ['malformed JSON', '{"config": ', 'application/json'],
+    ['text/plain', '{"config": {}}', 'text/plain'],
+    ['a form', 'config=1', 'application/x-www-form-urlencoded'],
+    ['no content type', '{"config": {}}', undefined],
+  ])('400 with the route’s message for %s', async (_name, body, type) => {
+    const res = await request(`${svc.url}/api/config`, { body, headers: type ? { 'content-type': type } : {} });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'Invalid request body' });
+  });
+
+  it('400 with the route’s message when the JSON has the wrong shape', async () => {
+    const res = await request(`${svc.url}/api/config`, { json: { config: 'not an object' } });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'Invalid request body' });
+  });
+
+  it('treats an empty JSON body as no body', async () => {
+    const res = await request(`${svc.url}/api/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ body: null });
+  });
+
+  it('refuses prototype pollution in JSON bodies', async () => {
+    const res = await request(`${svc.url}/api/echo`, { body: '{"__proto__": {"admin": true}}', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(400);
+  });
+
+  it('404 { error: "Not found" } for unknown routes', async () => {
+    const res = await request(`${svc.url}/api/nope`);
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: 'Not found' });
+  });
+
+  it('HttpError becomes { error, ...extra } with its status', async () => {
+    const res = await request(`${svc.url}/api/teapot`);
+    expect(res.status).toBe(418);
+    expect(res.body).toEqual({ error: 'short and stout', hint: 'tip me over' });
+  });
+
+  it('an unexpected error is a generic 500: no message, no stack', async () => {
+    const res = await request(`${svc.url}/api/crash`);
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ error: 'Internal server error' });
+    expect(res.text).not.toContain('hunter2');
+  });
+
+  it('every answer carries a request id, kept from a well-formed incoming one', async () => {
+    const fresh = await request(`${svc.url}/api/ip`);
+    expect(fresh.headers.get('x-request-id')).toMatch(/^req_/);
+    const kept = await request(`${svc.url}/api/ip`, { headers: { 'x-request-id': 'trace-123' } });
+    expect(kept.headers.get('x-request-id')).toBe('trace-123');
+    const junk = await request(`${svc.url}/api/ip`, { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(junk.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+
+  it('sends security headers', async () => {
+    const res = await request(`${svc.url}/api/ip`);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+  });
+
+  it('ignores X-Forwarded-For unless TRUST_PROXY names the proxy', async () => {
+    const spoof = { 'x-forwarded-for': '203.0.113.9' };
+    expect((await request(`${svc.url}/api/ip`, { headers: spoof })).body.ip).toBe('127.0.0.1');
+    expect((await request(`${proxied.url}/api/ip`, { headers: spoof })).body.ip).toBe('203.0.113.9');
+  });
+
+  it('rate limits with RateLimit-* headers only, then 429 with the rule’s message', async () => {
+    const a = await request(`${svc.url}/api/limited`);
+    expect(a.headers.get('ratelimit-limit')).toBe('2');
+    expect(a.headers.get('ratelimit-remaining')).toBe('1');
+    expect([...a.headers.keys()].some((k) => k.startsWith('x-ratelimit'))).toBe(false);
+    await request(`${svc.url}/api/limited`);
+    const c = await request(`${svc.url}/api/limited`);
+    expect(c.status).toBe(429);
+    expect(c.body).toEqual({ error: 'Too many requests' });
+  });
+});
