@@ -15,7 +15,6 @@ export interface BackendDeps {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    config: BackendConfig;
     db: Database;
   }
 }
@@ -23,11 +22,14 @@ declare module 'fastify' {
 /** The backend (internal API) as a Fastify instance; `server.ts` listens. */
 export async function buildApp({ config, db, counters, logger }: BackendDeps): Promise<App> {
   const app = createServer({ config, ...(logger ? { logger } : {}) });
-  app.decorate('config', config);
   app.decorate('db', db);
   await app.register(sharedHttpPlugin, {
     counters,
-    openapi: { path: '/openapi.json', title: 'Backend API', description: 'Internal API: deployments, agent lifecycle, underground, mission control, AI.' },
+    openapi: {
+      path: '/openapi.json',
+      title: 'Backend API',
+      description: 'Internal API: deployments, agent lifecycle, underground, mission control, AI.',
+    },
   });
 
   await app.register(healthRoutes, { config, probe: createHealthProbe(config) });

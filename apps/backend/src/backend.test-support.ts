@@ -7,7 +7,10 @@ export interface TestBackend extends RunningService {
 }
 
 /** A real backend on 127.0.0.1 with its own database, data dir and counters. */
-export async function startBackend(env: Record<string, string | undefined> = {}, options: { devSecrets?: boolean } = {}): Promise<TestBackend> {
+export async function startBackend(
+  env: Record<string, string | undefined> = {},
+  options: { devSecrets?: boolean } = {},
+): Promise<TestBackend> {
   const data = tempDataDir();
   const config = loadBackendConfig(testEnv(data.dir, env), options);
   const database = await createTestDatabase();

@@ -41,9 +41,10 @@ export interface LoadOptions {
 export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): BackendConfig {
   const parsed = parseEnv(BackendEnvSchema, env);
   const base = toBaseConfig(parsed);
-  const secrets = options.devSecrets === false
-    ? { INTERNAL_API_KEY: parsed.INTERNAL_API_KEY, HMAC_SECRET: parsed.HMAC_SECRET }
-    : resolveSecrets(['INTERNAL_API_KEY', 'HMAC_SECRET'], env, base);
+  const secrets =
+    options.devSecrets === false
+      ? { INTERNAL_API_KEY: parsed.INTERNAL_API_KEY, HMAC_SECRET: parsed.HMAC_SECRET }
+      : resolveSecrets(['INTERNAL_API_KEY', 'HMAC_SECRET'], env, base);
   return Object.freeze({
     ...base,
     port: parsed.BACKEND_PORT,

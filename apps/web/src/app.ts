@@ -18,7 +18,6 @@ export interface WebDeps {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    config: WebConfig;
     db: Database;
     backend: BackendClient;
   }
@@ -27,7 +26,6 @@ declare module 'fastify' {
 /** The public web API as a Fastify instance; `server.ts` listens. */
 export async function buildApp({ config, db, counters, logger, metrics }: WebDeps): Promise<App> {
   const app = createServer({ config, ...(logger ? { logger } : {}) });
-  app.decorate('config', config);
   app.decorate('db', db);
   app.decorate(
     'backend',

@@ -51,9 +51,13 @@ describe('config', () => {
   });
 
   it('prefers the environment, and requires secrets in production', () => {
-    expect(resolveSecrets(['INTERNAL_API_KEY'], { INTERNAL_API_KEY: 'from-env' }, { production: false, dataDir: dir }).INTERNAL_API_KEY).toBe('from-env');
+    expect(
+      resolveSecrets(['INTERNAL_API_KEY'], { INTERNAL_API_KEY: 'from-env' }, { production: false, dataDir: dir }).INTERNAL_API_KEY,
+    ).toBe('from-env');
     const prodDir = join(dir, 'prod');
-    expect(() => resolveSecrets(['INTERNAL_API_KEY', 'HMAC_SECRET'], { HMAC_SECRET: 'x' }, { production: true, dataDir: prodDir })).toThrow(/INTERNAL_API_KEY/);
+    expect(() => resolveSecrets(['INTERNAL_API_KEY', 'HMAC_SECRET'], { HMAC_SECRET: 'x' }, { production: true, dataDir: prodDir })).toThrow(
+      /INTERNAL_API_KEY/,
+    );
     expect(existsSync(join(prodDir, 'secrets.json'))).toBe(false);
   });
 });

@@ -52,6 +52,8 @@ export const BaseEnvSchema = Type.Object({
   TRUST_PROXY: Env.optional(Type.String()),
   PRODUCT_NAME: Env.str('service'),
   REDIS_URL: Env.url(),
+  /** Set by npm to where `npm …` was typed: a relative DATA_DIR means the same place for every workspace. */
+  INIT_CWD: Env.optional(Type.String()),
 });
 
 export interface BaseConfig {
@@ -69,7 +71,7 @@ export function toBaseConfig(env: Static<typeof BaseEnvSchema>): BaseConfig {
   const production = env.NODE_ENV === 'production';
   return {
     production,
-    dataDir: resolve(env.DATA_DIR),
+    dataDir: resolve(env.INIT_CWD ?? process.cwd(), env.DATA_DIR),
     logLevel: env.LOG_LEVEL,
     host: env.HOST ?? (production ? '0.0.0.0' : '127.0.0.1'),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
@@ -85,11 +87,17 @@ export function parseTrustProxy(value: string | undefined): boolean | number | s
   if (v === 'true') return true;
   if (v === 'false' || v === '') return false;
   if (/^\d+$/.test(v)) return Number(v);
-  return v.split(',').map((s) => s.trim()).filter(Boolean);
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 export const splitList = (value: string | undefined): string[] =>
-  (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /**
  * The platform's own secrets. In development each is generated once and kept in

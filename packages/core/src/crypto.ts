@@ -2,8 +2,7 @@ import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, 
 
 export const sha256Hex = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex');
 
-export const hmacSha256Hex = (secret: string | Buffer, data: string): string =>
-  createHmac('sha256', secret).update(data).digest('hex');
+export const hmacSha256Hex = (secret: string | Buffer, data: string): string => createHmac('sha256', secret).update(data).digest('hex');
 
 /** Random secret material as hex (for tokens, keys and nonces). */
 export const randomHex = (bytes: number): string => randomBytes(bytes).toString('hex');

@@ -9,7 +9,9 @@ import { pgliteDirFor, SERVICE_DATABASES } from './paths.js';
 
 const url = process.env.DATABASE_URL || undefined;
 const dataDir = resolve(process.env.DATA_DIR || './.data');
-const targets = url ? [{ label: 'DATABASE_URL', url, dir: undefined }] : SERVICE_DATABASES.map((s) => ({ label: s, url: undefined, dir: pgliteDirFor(dataDir, s) }));
+const targets = url
+  ? [{ label: 'DATABASE_URL', url, dir: undefined }]
+  : SERVICE_DATABASES.map((s) => ({ label: s, url: undefined, dir: pgliteDirFor(dataDir, s) }));
 
 for (const target of targets) {
   const db = createDatabase({ databaseUrl: target.url, pgliteDir: target.dir });

@@ -15,15 +15,21 @@ describe('row-level security through withUser', () => {
   beforeAll(async () => {
     t = await createTestDatabase();
     const db = t.db.kysely;
-    await db.insertInto('users').values([
-      { id: alice, email: 'alice@example.com', name: 'Alice' },
-      { id: bob, email: 'bob@example.com', name: 'Bob' },
-    ]).execute();
+    await db
+      .insertInto('users')
+      .values([
+        { id: alice, email: 'alice@example.com', name: 'Alice' },
+        { id: bob, email: 'bob@example.com', name: 'Bob' },
+      ])
+      .execute();
     const expires = new Date(Date.now() + 60_000);
-    await db.insertInto('sessions').values([
-      { id: newId('authSession'), user_id: alice, token_hash: 'a'.repeat(64), expires_at: expires, ip: null, user_agent: null },
-      { id: newId('authSession'), user_id: bob, token_hash: 'b'.repeat(64), expires_at: expires, ip: null, user_agent: null },
-    ]).execute();
+    await db
+      .insertInto('sessions')
+      .values([
+        { id: newId('authSession'), user_id: alice, token_hash: 'a'.repeat(64), expires_at: expires, ip: null, user_agent: null },
+        { id: newId('authSession'), user_id: bob, token_hash: 'b'.repeat(64), expires_at: expires, ip: null, user_agent: null },
+      ])
+      .execute();
     await writeAudit(db, { userId: alice, action: 'session.create' });
     await writeAudit(db, { userId: bob, action: 'session.create' });
   });
@@ -41,8 +47,11 @@ describe('row-level security through withUser', () => {
   });
 
   it('runs as the non-owner role with the user id set, for that transaction only', async () => {
-    const inside = await t.db.withUser(bob, async (trx) =>
-      (await sql<{ role: string; uid: string }>`select current_user as role, current_setting('app.user_id', true) as uid`.execute(trx)).rows[0],
+    const inside = await t.db.withUser(
+      bob,
+      async (trx) =>
+        (await sql<{ role: string; uid: string }>`select current_user as role, current_setting('app.user_id', true) as uid`.execute(trx))
+          .rows[0],
     );
     expect(inside).toEqual({ role: 'app_user', uid: bob });
     const after = (await sql<{ role: string }>`select current_user as role`.execute(t.db.kysely)).rows[0];
@@ -58,9 +67,17 @@ describe('row-level security through withUser', () => {
     });
     await expect(
       t.db.withUser(alice, (trx) =>
-        trx.insertInto('sessions').values({
-          id: newId('authSession'), user_id: bob, token_hash: 'c'.repeat(64), expires_at: new Date(), ip: null, user_agent: null,
-        }).execute(),
+        trx
+          .insertInto('sessions')
+          .values({
+            id: newId('authSession'),
+            user_id: bob,
+            token_hash: 'c'.repeat(64),
+            expires_at: new Date(),
+            ip: null,
+            user_agent: null,
+          })
+          .execute(),
       ),
     ).rejects.toThrow(/row-level security/);
     const bobRow = await t.db.kysely.selectFrom('users').select('name').where('id', '=', bob).executeTakeFirstOrThrow();

@@ -40,9 +40,7 @@ class PGliteConnection implements DatabaseConnection {
 }
 
 function toQueryResult<R>(result: { rows: R[]; affectedRows?: number }): QueryResult<R> {
-  return result.affectedRows === undefined
-    ? { rows: result.rows }
-    : { rows: result.rows, numAffectedRows: BigInt(result.affectedRows) };
+  return result.affectedRows === undefined ? { rows: result.rows } : { rows: result.rows, numAffectedRows: BigInt(result.affectedRows) };
 }
 
 class PGliteDriver implements Driver {

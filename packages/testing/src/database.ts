@@ -11,7 +11,14 @@ import pg from 'pg';
  * instead of running initdb and every migration again.
  */
 async function pgliteTemplate(): Promise<Blob> {
-  const key = createHash('sha256').update(loadMigrations().map((m) => m.sql).join('\0')).digest('hex').slice(0, 16);
+  const key = createHash('sha256')
+    .update(
+      loadMigrations()
+        .map((m) => m.sql)
+        .join('\0'),
+    )
+    .digest('hex')
+    .slice(0, 16);
   const dir = join(tmpdir(), 'aop-test-cache');
   const file = join(dir, `pglite-template-${key}.tar`);
   if (existsSync(file)) return new Blob([readFileSync(file)]);

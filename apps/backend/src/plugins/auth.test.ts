@@ -8,7 +8,10 @@ const SECRET = 'hmac-secret-0123456789abcdef';
 
 async function appWith(register: (app: App) => void): Promise<RunningService> {
   const app = createServer({ config: { logLevel: 'silent', trustProxy: false } });
-  await app.register(sharedHttpPlugin, { counters: new MemoryCounterStore(), openapi: { path: '/openapi.json', title: 't', description: 't' } });
+  await app.register(sharedHttpPlugin, {
+    counters: new MemoryCounterStore(),
+    openapi: { path: '/openapi.json', title: 't', description: 't' },
+  });
   register(app);
   return listen(app);
 }
@@ -66,7 +69,9 @@ describe('user-context headers', () => {
   beforeAll(async () => {
     svc = await appWith((app) => {
       app.get('/api/me', { onRequest: [requireInternalKey(KEY), verifyUserContext(SECRET)] }, async (req) => req.userContext);
-      app.get('/api/admin', { onRequest: [verifyUserContext(SECRET), requireAdmin(new Set(['boss@example.com']))] }, async () => ({ admin: true }));
+      app.get('/api/admin', { onRequest: [verifyUserContext(SECRET), requireAdmin(new Set(['boss@example.com']))] }, async () => ({
+        admin: true,
+      }));
     });
     unsigned = await appWith((app) => app.get('/api/me', { onRequest: verifyUserContext(undefined) }, async (req) => req.userContext));
   });
@@ -78,7 +83,13 @@ describe('user-context headers', () => {
   const auth = { authorization: `Bearer ${KEY}` };
 
   it('accepts a lowercase-hex HMAC-SHA256 over userId:userEmail:userRole', async () => {
-    const headers = { ...auth, 'x-user-id': 'usr_1', 'x-user-email': 'a@example.com', 'x-user-role': 'user', 'x-user-signature': sign('usr_1', 'a@example.com', 'user') };
+    const headers = {
+      ...auth,
+      'x-user-id': 'usr_1',
+      'x-user-email': 'a@example.com',
+      'x-user-role': 'user',
+      'x-user-signature': sign('usr_1', 'a@example.com', 'user'),
+    };
     const res = await request(`${svc.url}/api/me`, { headers });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ userId: 'usr_1', email: 'a@example.com', role: 'user' });
@@ -104,8 +115,15 @@ describe('user-context headers', () => {
     ['base64 instead of hex', () => Buffer.from(sign('usr_1', 'a@example.com', 'user'), 'hex').toString('base64')],
     ['a truncated signature', () => sign('usr_1', 'a@example.com', 'user').slice(0, 63)],
     ['the wrong secret', () => sign('usr_1', 'a@example.com', 'user', 'other-secret')],
-  ])('401 INVALID_SIGNATURE with %s', async (_name, signature, extra = {}) => {
-    const headers = { ...auth, 'x-user-id': 'usr_1', 'x-user-email': 'a@example.com', 'x-user-role': 'user', 'x-user-signature': signature(), ...extra };
+  ])('401 INVALID_SIGNATURE with %s', async (_name, signature, extra: Record<string, string> = {}) => {
+    const headers = {
+      ...auth,
+      'x-user-id': 'usr_1',
+      'x-user-email': 'a@example.com',
+      'x-user-role': 'user',
+      'x-user-signature': signature(),
+      ...extra,
+    };
     const res = await request(`${svc.url}/api/me`, { headers });
     expect(res.status).toBe(401);
     expect(res.body).toEqual({ error: 'INVALID_SIGNATURE' });

@@ -78,9 +78,10 @@ export function createHealthProbe(config: BackendConfig, ttlMs = 5_000): () => P
   return () => {
     const now = Date.now();
     if (!cached || now - cached.at > ttlMs) {
-      const value = Promise.all([pingDocker(config.dockerSocket), provisioningStatus(config)]).then(
-        ([docker, provisioning]) => ({ docker, provisioning }),
-      );
+      const value = Promise.all([pingDocker(config.dockerSocket), provisioningStatus(config)]).then(([docker, provisioning]) => ({
+        docker,
+        provisioning,
+      }));
       cached = { at: now, value };
     }
     return cached.value;

@@ -10,7 +10,9 @@ interface Seen {
   body: string;
 }
 
-async function server(handler: (seen: Seen, res: import('node:http').ServerResponse) => void): Promise<{ url: string; seen: Seen[]; close(): Promise<void> }> {
+async function server(
+  handler: (seen: Seen, res: import('node:http').ServerResponse) => void,
+): Promise<{ url: string; seen: Seen[]; close(): Promise<void> }> {
   const seen: Seen[] = [];
   const srv: Server = createServer((req, res) => {
     let body = '';

@@ -6,7 +6,8 @@ import type { CounterStore } from './store.js';
 
 const stores: Array<[string, () => CounterStore]> = [['memory', () => new MemoryCounterStore()]];
 // Against a Redis server when REDIS_URL is set (CI's second pass).
-if (process.env.REDIS_URL) stores.push(['redis', () => new RedisCounterStore(process.env.REDIS_URL!, `aop-test:${randomBytes(6).toString('hex')}:`)]);
+if (process.env.REDIS_URL)
+  stores.push(['redis', () => new RedisCounterStore(process.env.REDIS_URL!, `aop-test:${randomBytes(6).toString('hex')}:`)]);
 
 describe.each(stores)('%s counter store', (_name, make) => {
   const store = make();

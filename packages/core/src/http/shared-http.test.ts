@@ -8,8 +8,15 @@ import { sharedHttpPlugin } from './shared-http.js';
 
 async function start(trustProxy: boolean | string[]): Promise<RunningService> {
   const app = createServer({ config: { logLevel: 'silent', trustProxy } });
-  await app.register(sharedHttpPlugin, { counters: new MemoryCounterStore(), openapi: { path: '/openapi.json', title: 't', description: 'd' } });
-  app.post('/api/config', { config: { invalidBodyMessage: 'Invalid request body' }, schema: { body: Type.Object({ config: Type.Object({}) }) } }, async (req) => ({ got: req.body }));
+  await app.register(sharedHttpPlugin, {
+    counters: new MemoryCounterStore(),
+    openapi: { path: '/openapi.json', title: 't', description: 'd' },
+  });
+  app.post(
+    '/api/config',
+    { config: { invalidBodyMessage: 'Invalid request body' }, schema: { body: Type.Object({ config: Type.Object({}) }) } },
+    async (req) => ({ got: req.body }),
+  );
   app.post('/api/echo', async (req) => ({ body: req.body ?? null }));
   app.get('/api/ip', async (req) => ({ ip: req.ip }));
   app.get('/api/teapot', async () => {
@@ -18,7 +25,11 @@ async function start(trustProxy: boolean | string[]): Promise<RunningService> {
   app.get('/api/crash', async () => {
     throw new Error('database password is hunter2');
   });
-  app.get('/api/limited', { onRequest: app.rateLimit({ name: 't', max: 2, windowMs: 60_000, message: 'Too many requests' }) }, async () => ({ ok: true }));
+  app.get(
+    '/api/limited',
+    { onRequest: app.rateLimit({ name: 't', max: 2, windowMs: 60_000, message: 'Too many requests' }) },
+    async () => ({ ok: true }),
+  );
   return listen(app);
 }
 
@@ -72,7 +83,10 @@ describe('shared HTTP rules', () => {
   });
 
   it('refuses prototype pollution in JSON bodies', async () => {
-    const res = await request(`${svc.url}/api/echo`, { body: '{"__proto__": {"admin": true}}', headers: { 'content-type': 'application/json' } });
+    const res = await request(`${svc.url}/api/echo`, {
+      body: '{"__proto__": {"admin": true}}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(400);
   });
 

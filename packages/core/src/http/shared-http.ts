@@ -40,9 +40,7 @@ function errorBody(error: FastifyError & Partial<HttpError>, request: FastifyReq
   const bodyMessage = request.routeOptions.config?.invalidBodyMessage ?? DEFAULT_INVALID_BODY;
   if ((error.code && BAD_BODY_CODES.has(error.code)) || error instanceof SyntaxError) return [400, { error: bodyMessage }];
   if (error.validation) {
-    const message = error.validationContext === 'body' && request.routeOptions.config?.invalidBodyMessage
-      ? bodyMessage
-      : error.message;
+    const message = error.validationContext === 'body' && request.routeOptions.config?.invalidBodyMessage ? bodyMessage : error.message;
     return [400, { error: message }];
   }
   const status = error.statusCode ?? 500;

@@ -79,7 +79,11 @@ describe('GET /api/health', () => {
 
     it('an expired session is no session', async () => {
       const { userId, cookie } = await web.signIn({ isAdmin: true });
-      await web.database.db.kysely.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', userId).execute();
+      await web.database.db.kysely
+        .updateTable('sessions')
+        .set({ expires_at: new Date(Date.now() - 1000) })
+        .where('user_id', '=', userId)
+        .execute();
       const res = await request(`${web.url}/api/admin/health`, { headers: { cookie } });
       expect(res.status).toBe(401);
     });

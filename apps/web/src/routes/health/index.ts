@@ -40,7 +40,12 @@ export async function healthRoutes(app: App, { metrics }: { metrics: SystemMetri
       health: classifyHealth(m.cpuPercent, m.memoryPercent),
       timestamp,
       cpu: { usagePercent: round(m.cpuPercent), cores: m.cpu.cores, loadAverage: m.cpu.loadAverage.map(round) },
-      memory: { usagePercent: round(m.memoryPercent), totalBytes: m.memory.totalBytes, usedBytes: m.memory.usedBytes, process: m.memory.process },
+      memory: {
+        usagePercent: round(m.memoryPercent),
+        totalBytes: m.memory.totalBytes,
+        usedBytes: m.memory.usedBytes,
+        process: m.memory.process,
+      },
       uptime: m.uptime,
     };
   });

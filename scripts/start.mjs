@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+// `npm start`: builds if needed, then runs web, backend and summarizer together,
+// wired to each other, on embedded defaults. Ctrl-C stops all three cleanly.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const tsc = join(root, 'node_modules', '.bin', 'tsc');
+
+if (existsSync(tsc)) {
+  // Incremental: a second start with nothing changed takes a moment.
+  const build = spawnSync(tsc, ['-b'], { cwd: root, stdio: 'inherit' });
+  if (build.status !== 0) process.exit(build.status ?? 1);
+} else if (!existsSync(join(root, 'apps/web/dist/server.js'))) {
+  console.error('TypeScript is not installed and there is no build: run `npm install` first.');
+  process.exit(1);
+}
+
+const env = { ...process.env, DATA_DIR: process.env.DATA_DIR ?? join(root, '.data') };
+const backendPort = env.BACKEND_PORT ?? '3001';
+const summarizerPort = env.SUMMARIZER_PORT ?? '3100';
+env.BACKEND_API_URL ??= `http://127.0.0.1:${backendPort}`;
+env.SUMMARIZER_URL ??= `http://127.0.0.1:${summarizerPort}`;
+
+const services = ['backend', 'summarizer', 'web'];
+const children = new Map();
+let stopping = false;
+let exitCode = 0;
+
+function prefixLines(stream, name, out) {
+  let pending = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk) => {
+    pending += chunk;
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) out.write(`[${name}] ${line}\n`);
+  });
+  stream.on('end', () => pending && out.write(`[${name}] ${pending}\n`));
+}
+
+function stopAll(signal) {
+  if (stopping) return;
+  stopping = true;
+  for (const child of children.values()) child.kill(signal);
+  // A service that ignores the signal is not allowed to hold the terminal forever.
+  setTimeout(() => {
+    for (const child of children.values()) child.kill('SIGKILL');
+  }, 15_000).unref();
+}
+
+for (const name of services) {
+  const child = spawn(process.execPath, [join(root, 'apps', name, 'dist', 'server.js')], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  prefixLines(child.stdout, name, process.stdout);
+  prefixLines(child.stderr, name, process.stderr);
+  children.set(name, child);
+  child.on('exit', (code, signal) => {
+    children.delete(name);
+    if (!stopping) {
+      console.error(`[${name}] exited (${signal ?? code}); stopping the others`);
+      exitCode = code || 1;
+      stopAll('SIGTERM');
+    }
+    if (children.size === 0) process.exit(exitCode);
+  });
+}
+
+process.on('SIGINT', () => stopAll('SIGINT'));
+process.on('SIGTERM', () => stopAll('SIGTERM'));
