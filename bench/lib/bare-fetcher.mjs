@@ -8,6 +8,7 @@ createServer((req, res) => {
     body += c;
   });
   req.on('end', async () => {
+    if (req.method !== 'POST') return res.end('ok');
     const { url } = JSON.parse(body);
     const page = await (await fetch(url)).text();
     res.writeHead(200, { 'content-type': 'application/json' });

