@@ -46,6 +46,17 @@ export async function buildApp({ config, db, counters, logger }: BackendDeps): P
         },
         { prefix: '/ai' },
       );
+      // Deploying is the expensive call: POST /api/deployments is limited to 5/min on top.
+      await api.register(
+        async (deployments) => {
+          const limit = deployments.rateLimit(BACKEND_LIMITS.deployments);
+          deployments.addHook('onRequest', async (request, reply) => {
+            if (request.method === 'POST') await limit(request, reply);
+          });
+          deployments.setNotFoundHandler(notFoundHandler);
+        },
+        { prefix: '/deployments' },
+      );
     },
     { prefix: '/api' },
   );

@@ -10,6 +10,24 @@ async function hit(url: string, times: number) {
 
 // Spec §8: backend general 120/min and AI 30/min per IP, RateLimit-* headers, never X-RateLimit-*.
 describe('backend rate limits', () => {
+  it('deployments: 5 POSTs per minute, then 429 "Deployment rate limit exceeded."', async () => {
+    const other = await startBackend();
+    try {
+      const answers = [];
+      for (let i = 0; i < 6; i++) answers.push(await request(`${other.url}/api/deployments`, { json: { agentId: 'a' } }));
+      expect(answers[0]!.headers.get('ratelimit-limit')).toBe('5');
+      expect(answers.slice(0, 5).every((a) => a.status !== 429)).toBe(true);
+      expect(answers[5]!.status).toBe(429);
+      expect(answers[5]!.body).toEqual({ error: 'Deployment rate limit exceeded.' });
+      // Reading is not deploying: GET stays under the general limit only.
+      const get = await request(`${other.url}/api/deployments`);
+      expect(get.status).not.toBe(429);
+      expect(get.headers.get('ratelimit-limit')).toBe('120');
+    } finally {
+      await other.close();
+    }
+  });
+
   let backend: TestBackend;
   beforeAll(async () => {
     backend = await startBackend();
