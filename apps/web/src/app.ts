@@ -2,9 +2,15 @@ import { type App, type CounterStore, createServer, sharedHttpPlugin } from '@ao
 import type { Database } from '@aop/db';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebConfig } from './config.js';
-import { sessionsPlugin } from './plugins/session.js';
+import { authPlugin } from './plugins/auth.js';
+import { passwordResetRoutes } from './routes/auth/password-reset.js';
+import { registerRoute } from './routes/auth/register.js';
+import { sessionRoutes } from './routes/auth/session.js';
 import { healthRoutes } from './routes/health/index.js';
+import { keysRoutes } from './routes/keys/index.js';
+import { settingsRoutes } from './routes/settings/index.js';
 import { BackendClient } from './services/backend-client.js';
+import { createMailer } from './services/mailer.js';
 import { type SystemMetrics, createSystemMetrics } from './services/system-metrics.js';
 
 export interface WebDeps {
@@ -14,6 +20,8 @@ export interface WebDeps {
   logger?: FastifyBaseLogger;
   /** The machine's CPU and memory readings; the operating system's by default. */
   metrics?: SystemMetrics;
+  /** Milliseconds since the epoch; `Date.now` by default. */
+  clock?: () => number;
 }
 
 declare module 'fastify' {
@@ -24,7 +32,7 @@ declare module 'fastify' {
 }
 
 /** The public web API as a Fastify instance; `server.ts` listens. */
-export async function buildApp({ config, db, counters, logger, metrics }: WebDeps): Promise<App> {
+export async function buildApp({ config, db, counters, logger, metrics, clock = Date.now }: WebDeps): Promise<App> {
   const app = createServer({ config, ...(logger ? { logger } : {}) });
   app.decorate('db', db);
   app.decorate(
@@ -35,8 +43,16 @@ export async function buildApp({ config, db, counters, logger, metrics }: WebDep
     counters,
     openapi: { path: '/api/openapi.json', title: 'Web API', description: 'Public API of the agent operations platform.' },
   });
-  await app.register(sessionsPlugin, { config });
+  await app.register(authPlugin, { config, clock });
+
+  const mailer = createMailer(config.mail, db.kysely);
+  app.addHook('onClose', async () => mailer.close());
 
   await app.register(healthRoutes, { metrics: metrics ?? createSystemMetrics() });
+  await app.register(registerRoute, { config });
+  await app.register(sessionRoutes, { config });
+  await app.register(passwordResetRoutes, { config, mailer });
+  await app.register(settingsRoutes);
+  await app.register(keysRoutes, { config });
   return app;
 }

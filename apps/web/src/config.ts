@@ -15,6 +15,17 @@ const WebEnvSchema = Type.Composite([
     ENCRYPTION_KEY: Env.optional(Type.String({ minLength: 32 })),
     ADMIN_EMAILS: Env.optional(Type.String()),
     COOKIE_SECURE: Env.optional(Type.Boolean()),
+    PUBLIC_URL: Env.url(),
+    SMTP_URL: Env.url(),
+    MAIL_FROM: Env.optional(Type.String()),
+    BOT_CHECK_SECRET: Env.optional(Type.String()),
+    BOT_CHECK_URL: Env.url(),
+    REFERRAL_CREDITS_REFERRED: Env.int(50),
+    REFERRAL_CREDITS_REFERRER: Env.int(50),
+    PASSWORD_RESET_TTL_MINUTES: Env.int(60, 1),
+    REGISTER_LIMIT_PER_HOUR: Env.int(10, 1),
+    FORGOT_PASSWORD_LIMIT_PER_15_MIN: Env.int(5, 1),
+    RESET_PASSWORD_LIMIT_PER_15_MIN: Env.int(10, 1),
   }),
 ]);
 
@@ -32,6 +43,14 @@ export interface WebConfig extends BaseConfig {
   adminEmails: ReadonlySet<string>;
   /** Session cookies carry `Secure`; on by default in production. */
   cookieSecure: boolean;
+  /** Where users reach the platform; links in emails start with it. */
+  publicUrl: string;
+  mail: { smtpUrl: string | undefined; from: string };
+  /** A Turnstile-style challenge verifier; off unless both are set. */
+  botCheck: { secret: string; url: string } | undefined;
+  referralCredits: { referred: number; referrer: number };
+  passwordResetTtlMs: number;
+  limits: { registerPerHour: number; forgotPasswordPer15Min: number; resetPasswordPer15Min: number };
 }
 
 export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
@@ -50,5 +69,15 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     encryptionKey: secrets.ENCRYPTION_KEY,
     adminEmails: new Set(splitList(parsed.ADMIN_EMAILS).map((e) => e.toLowerCase())),
     cookieSecure: parsed.COOKIE_SECURE ?? base.production,
+    publicUrl: (parsed.PUBLIC_URL ?? `http://127.0.0.1:${parsed.PORT}`).replace(/\/+$/, ''),
+    mail: { smtpUrl: parsed.SMTP_URL, from: parsed.MAIL_FROM ?? `no-reply@${parsed.PRODUCT_NAME}.localhost` },
+    botCheck: parsed.BOT_CHECK_SECRET && parsed.BOT_CHECK_URL ? { secret: parsed.BOT_CHECK_SECRET, url: parsed.BOT_CHECK_URL } : undefined,
+    referralCredits: { referred: parsed.REFERRAL_CREDITS_REFERRED, referrer: parsed.REFERRAL_CREDITS_REFERRER },
+    passwordResetTtlMs: parsed.PASSWORD_RESET_TTL_MINUTES * 60_000,
+    limits: {
+      registerPerHour: parsed.REGISTER_LIMIT_PER_HOUR,
+      forgotPasswordPer15Min: parsed.FORGOT_PASSWORD_LIMIT_PER_15_MIN,
+      resetPasswordPer15Min: parsed.RESET_PASSWORD_LIMIT_PER_15_MIN,
+    },
   });
 }

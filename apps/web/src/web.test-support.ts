@@ -1,5 +1,5 @@
 import { newId } from '@aop/core';
-import { type RunningService, type TestDatabase, createTestDatabase, listen, tempDataDir, testCounters, testEnv } from '@aop/testing';
+import { type RunningService, type TestDatabase, createTestDatabase, listen, request, tempDataDir, testCounters, testEnv } from '@aop/testing';
 import { type WebDeps, buildApp } from './app.js';
 import { type WebConfig, loadWebConfig } from './config.js';
 import { SESSION_COOKIE, createSession } from './services/sessions.js';
@@ -12,7 +12,7 @@ export interface TestWeb extends RunningService {
 }
 
 /** A real web service on 127.0.0.1 with its own database, data dir and counters. */
-export async function startWeb(env: Record<string, string | undefined> = {}, deps: Pick<WebDeps, 'metrics'> = {}): Promise<TestWeb> {
+export async function startWeb(env: Record<string, string | undefined> = {}, deps: Pick<WebDeps, 'metrics' | 'clock'> = {}): Promise<TestWeb> {
   const data = tempDataDir();
   const config = loadWebConfig(testEnv(data.dir, env));
   const database = await createTestDatabase();
@@ -40,4 +40,33 @@ export async function startWeb(env: Record<string, string | undefined> = {}, dep
       data.remove();
     },
   };
+}
+
+/** Cookie header value from a response's Set-Cookie for `name`. */
+export function cookieFrom(headers: Headers, name: string): string | undefined {
+  for (const line of headers.getSetCookie()) {
+    const [pair] = line.split(';');
+    if (pair?.startsWith(`${name}=`)) return pair;
+  }
+  return undefined;
+}
+
+/** A distinct client address per caller, for services started with TRUST_PROXY=127.0.0.1. */
+let nextIp = 1;
+export const freshIp = () => `198.51.100.${nextIp++ % 250}`;
+
+/** Registers through the API (POST /api/register). */
+export async function register(url: string, body: { email: string; password: string; name?: string; referralCode?: string }, headers: Record<string, string> = {}) {
+  return request(`${url}/api/register`, { json: body, headers });
+}
+
+/** Signs in through the API exactly as a browser would: CSRF token first, then login. Returns the session cookie. */
+export async function login(url: string, email: string, password: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any; cookie: string | undefined; setCookie: string[] }> {
+  const csrf = await request(`${url}/api/auth/csrf`, { headers });
+  const csrfCookie = cookieFrom(csrf.headers, 'service-csrf');
+  const res = await request(`${url}/api/auth/login`, {
+    json: { email, password },
+    headers: { ...headers, 'x-csrf-token': csrf.body.csrfToken, ...(csrfCookie ? { cookie: csrfCookie } : {}) },
+  });
+  return { status: res.status, body: res.body, cookie: cookieFrom(res.headers, 'service-session'), setCookie: res.headers.getSetCookie() };
 }

@@ -11,8 +11,48 @@ export interface UsersTable {
   password_hash: string | null;
   is_admin: Generated<boolean>;
   email_verified_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** Upper-case; matched case-insensitively. */
+  referral_code: string | null;
+  referred_by: string | null;
+  /** Referral credits. */
+  credits: Generated<number>;
+  plan: Generated<string>;
+  runtime_url: string | null;
+  runtime_instance_id: string | null;
+  /** Notification preferences as the user set them. */
+  notifications: Json<Record<string, unknown>>;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+
+export interface ApiKeysTable {
+  id: string;
+  user_id: string;
+  name: string;
+  key_prefix: string;
+  key_hash: string;
+  created_at: Timestamp;
+  last_used_at: NullableTimestamp;
+}
+
+export interface PasswordResetTokensTable {
+  token_hash: string;
+  user_id: string;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  used_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export interface EmailOutboxTable {
+  id: string;
+  user_id: string | null;
+  kind: string;
+  to_address: string;
+  subject: string;
+  body_text: string;
+  created_at: Timestamp;
 }
 
 export interface SessionsTable {
@@ -45,6 +85,9 @@ export interface DB {
   users: UsersTable;
   sessions: SessionsTable;
   audit_log: AuditLogTable;
+  api_keys: ApiKeysTable;
+  password_reset_tokens: PasswordResetTokensTable;
+  email_outbox: EmailOutboxTable;
   schema_migrations: SchemaMigrationsTable;
 }
 
@@ -53,3 +96,4 @@ export type NewUser = Insertable<UsersTable>;
 export type UserUpdate = Updateable<UsersTable>;
 export type Session = Selectable<SessionsTable>;
 export type AuditEntry = Selectable<AuditLogTable>;
+export type ApiKey = Selectable<ApiKeysTable>;

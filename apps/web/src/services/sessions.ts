@@ -1,17 +1,20 @@
 import { newId, randomHex, sha256Hex } from '@aop/core';
-import type { Kysely } from 'kysely';
 import type { DB } from '@aop/db';
+import type { Kysely } from 'kysely';
 
 /** Spec §2.1 / §3.3: the session cookie and its server-side record live 30 days. */
 export const SESSION_COOKIE = 'service-session';
 export const SESSION_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
-export interface SessionUser {
+/** The signed-in user, however they proved it. */
+export interface AuthUser {
   id: string;
   name: string;
   email: string;
   isAdmin: boolean;
-  sessionId: string;
+  /** `session` for the cookie, `apiKey` for `Authorization: Bearer sk_…`. */
+  via: 'session' | 'apiKey';
+  sessionId?: string;
 }
 
 export interface NewSession {
@@ -26,10 +29,11 @@ export async function createSession(
   db: Kysely<DB>,
   userId: string,
   meta: { ip?: string | null; userAgent?: string | null } = {},
+  now = Date.now(),
 ): Promise<NewSession> {
   const token = randomHex(32);
   const sessionId = newId('authSession');
-  const expiresAt = new Date(Date.now() + SESSION_TTL_MS);
+  const expiresAt = new Date(now + SESSION_TTL_MS);
   await db
     .insertInto('sessions')
     .values({
@@ -46,28 +50,36 @@ export async function createSession(
 
 const TOKEN_FORMAT = /^[0-9a-f]{64}$/;
 
-/** The user behind a live session token, or null (unknown, malformed or expired). */
-export async function findSessionUser(db: Kysely<DB>, token: string, adminEmails: ReadonlySet<string>): Promise<SessionUser | null> {
+export const isAdminEmail = (email: string, adminEmails: ReadonlySet<string>) => adminEmails.has(email.toLowerCase());
+
+/** The user behind a live session token, or null (unknown, malformed or expired at `now`). */
+export async function findSessionUser(db: Kysely<DB>, token: string, adminEmails: ReadonlySet<string>, now = Date.now()): Promise<AuthUser | null> {
   if (!TOKEN_FORMAT.test(token)) return null;
   const row = await db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select(['sessions.id as sessionId', 'users.id', 'users.name', 'users.email', 'users.is_admin'])
+    .select(['sessions.id as sessionId', 'sessions.expires_at', 'users.id', 'users.name', 'users.email', 'users.is_admin'])
     .where('sessions.token_hash', '=', sha256Hex(token))
-    .where('sessions.expires_at', '>', new Date())
     .executeTakeFirst();
-  if (!row) return null;
+  if (!row || row.expires_at.getTime() <= now) return null;
   return {
     id: row.id,
     name: row.name,
     email: row.email,
-    isAdmin: row.is_admin || adminEmails.has(row.email.toLowerCase()),
+    isAdmin: row.is_admin || isAdminEmail(row.email, adminEmails),
+    via: 'session',
     sessionId: row.sessionId,
   };
 }
 
 /** Deletes the session behind a token; succeeds whether or not it existed. */
-export async function deleteSession(db: Kysely<DB>, token: string): Promise<void> {
-  if (!TOKEN_FORMAT.test(token)) return;
-  await db.deleteFrom('sessions').where('token_hash', '=', sha256Hex(token)).execute();
+export async function deleteSession(db: Kysely<DB>, token: string): Promise<boolean> {
+  if (!TOKEN_FORMAT.test(token)) return false;
+  const result = await db.deleteFrom('sessions').where('token_hash', '=', sha256Hex(token)).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** Ends every session of a user (after a password reset). */
+export async function deleteUserSessions(db: Kysely<DB>, userId: string): Promise<void> {
+  await db.deleteFrom('sessions').where('user_id', '=', userId).execute();
 }

@@ -1,6 +1,6 @@
 import type { App } from '@aop/core';
 import { Type } from '@sinclair/typebox';
-import { requireAdminSession } from '../../plugins/session.js';
+import { requireAdmin } from '../../plugins/auth.js';
 import { type MetricsReading, type SystemMetrics, classifyHealth } from '../../services/system-metrics.js';
 
 const HealthEnum = Type.Union([Type.Literal('healthy'), Type.Literal('degraded'), Type.Literal('unhealthy')]);
@@ -31,7 +31,7 @@ export async function healthRoutes(app: App, { metrics }: { metrics: SystemMetri
     },
   );
 
-  app.get('/api/admin/health', { preHandler: requireAdminSession, schema: { tags: ['health', 'admin'] } }, async (_request, reply) => {
+  app.get('/api/admin/health', { preHandler: requireAdmin, schema: { tags: ['health', 'admin'] } }, async (_request, reply) => {
     const timestamp = new Date().toISOString();
     const m = await reading();
     if (!m) return reply.code(500).send({ status: 'error', health: 'unhealthy', timestamp });

@@ -1,0 +1,43 @@
+import { newId } from '@aop/core';
+import type { DB } from '@aop/db';
+import type { Kysely } from 'kysely';
+import { createTransport, type Transporter } from 'nodemailer';
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+  /** What the mail is for (`password-reset`, …); kept in the outbox. */
+  kind: string;
+  userId?: string | null;
+}
+
+export interface Mailer {
+  send(mail: Mail): Promise<void>;
+  close(): void;
+}
+
+/**
+ * SMTP through nodemailer when `SMTP_URL` is set; otherwise mail goes to the
+ * `email_outbox` table, where an operator (or a developer) reads it.
+ */
+export function createMailer(options: { smtpUrl: string | undefined; from: string }, db: Kysely<DB>): Mailer {
+  if (options.smtpUrl) {
+    const transport: Transporter = createTransport(options.smtpUrl);
+    return {
+      async send(mail) {
+        await transport.sendMail({ from: options.from, to: mail.to, subject: mail.subject, text: mail.text });
+      },
+      close: () => transport.close(),
+    };
+  }
+  return {
+    async send(mail) {
+      await db
+        .insertInto('email_outbox')
+        .values({ id: newId('message'), user_id: mail.userId ?? null, kind: mail.kind, to_address: mail.to, subject: mail.subject, body_text: mail.text })
+        .execute();
+    },
+    close() {},
+  };
+}
