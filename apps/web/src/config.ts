@@ -24,6 +24,7 @@ const WebEnvSchema = Type.Composite([
     REFERRAL_CREDITS_REFERRER: Env.int(50),
     PASSWORD_RESET_TTL_MINUTES: Env.int(60, 1),
     REGISTER_LIMIT_PER_HOUR: Env.int(10, 1),
+    LOGIN_LIMIT_WINDOW_SECONDS: Env.int(900, 1),
     FORGOT_PASSWORD_LIMIT_PER_15_MIN: Env.int(5, 1),
     RESET_PASSWORD_LIMIT_PER_15_MIN: Env.int(10, 1),
   }),
@@ -50,7 +51,7 @@ export interface WebConfig extends BaseConfig {
   botCheck: { secret: string; url: string } | undefined;
   referralCredits: { referred: number; referrer: number };
   passwordResetTtlMs: number;
-  limits: { registerPerHour: number; forgotPasswordPer15Min: number; resetPasswordPer15Min: number };
+  limits: { registerPerHour: number; loginWindowMs: number; forgotPasswordPer15Min: number; resetPasswordPer15Min: number };
 }
 
 export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
@@ -76,6 +77,7 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     passwordResetTtlMs: parsed.PASSWORD_RESET_TTL_MINUTES * 60_000,
     limits: {
       registerPerHour: parsed.REGISTER_LIMIT_PER_HOUR,
+      loginWindowMs: parsed.LOGIN_LIMIT_WINDOW_SECONDS * 1000,
       forgotPasswordPer15Min: parsed.FORGOT_PASSWORD_LIMIT_PER_15_MIN,
       resetPasswordPer15Min: parsed.RESET_PASSWORD_LIMIT_PER_15_MIN,
     },

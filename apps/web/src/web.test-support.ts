@@ -1,5 +1,14 @@
 import { newId } from '@aop/core';
-import { type RunningService, type TestDatabase, createTestDatabase, listen, request, tempDataDir, testCounters, testEnv } from '@aop/testing';
+import {
+  type RunningService,
+  type TestDatabase,
+  createTestDatabase,
+  listen,
+  request,
+  tempDataDir,
+  testCounters,
+  testEnv,
+} from '@aop/testing';
 import { type WebDeps, buildApp } from './app.js';
 import { type WebConfig, loadWebConfig } from './config.js';
 import { SESSION_COOKIE, createSession } from './services/sessions.js';
@@ -12,7 +21,10 @@ export interface TestWeb extends RunningService {
 }
 
 /** A real web service on 127.0.0.1 with its own database, data dir and counters. */
-export async function startWeb(env: Record<string, string | undefined> = {}, deps: Pick<WebDeps, 'metrics' | 'clock'> = {}): Promise<TestWeb> {
+export async function startWeb(
+  env: Record<string, string | undefined> = {},
+  deps: Pick<WebDeps, 'metrics' | 'clock'> = {},
+): Promise<TestWeb> {
   const data = tempDataDir();
   const config = loadWebConfig(testEnv(data.dir, env));
   const database = await createTestDatabase();
@@ -56,12 +68,21 @@ let nextIp = 1;
 export const freshIp = () => `198.51.100.${nextIp++ % 250}`;
 
 /** Registers through the API (POST /api/register). */
-export async function register(url: string, body: { email: string; password: string; name?: string; referralCode?: string }, headers: Record<string, string> = {}) {
+export async function register(
+  url: string,
+  body: { email: string; password: string; name?: string; referralCode?: string },
+  headers: Record<string, string> = {},
+) {
   return request(`${url}/api/register`, { json: body, headers });
 }
 
 /** Signs in through the API exactly as a browser would: CSRF token first, then login. Returns the session cookie. */
-export async function login(url: string, email: string, password: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any; cookie: string | undefined; setCookie: string[] }> {
+export async function login(
+  url: string,
+  email: string,
+  password: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; cookie: string | undefined; setCookie: string[] }> {
   const csrf = await request(`${url}/api/auth/csrf`, { headers });
   const csrfCookie = cookieFrom(csrf.headers, 'service-csrf');
   const res = await request(`${url}/api/auth/login`, {

@@ -34,7 +34,10 @@ export interface Registration {
 }
 
 const isUniqueViolation = (err: unknown, constraint: string) =>
-  typeof err === 'object' && err !== null && (err as { code?: string }).code === '23505' && String((err as { constraint?: string; message?: string }).constraint ?? (err as Error).message).includes(constraint);
+  typeof err === 'object' &&
+  err !== null &&
+  (err as { code?: string }).code === '23505' &&
+  String((err as { constraint?: string; message?: string }).constraint ?? (err as Error).message).includes(constraint);
 
 /**
  * Creates a user (spec §4.1 register). The referral code, if any, credits both
@@ -58,7 +61,11 @@ export async function registerUser(
   const id = newId('user');
   try {
     await db.transaction().execute(async (trx) => {
-      const existing = await trx.selectFrom('users').select('id').where((eb) => eb(eb.fn('lower', ['email']), '=', email)).executeTakeFirst();
+      const existing = await trx
+        .selectFrom('users')
+        .select('id')
+        .where((eb) => eb(eb.fn('lower', ['email']), '=', email))
+        .executeTakeFirst();
       if (existing) throw new HttpError(409, 'User already exists');
       let referrer: { id: string } | undefined;
       if (code) {

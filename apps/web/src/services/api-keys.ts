@@ -42,10 +42,17 @@ export async function getApiKey(trx: Tx, id: string): Promise<ApiKeyView | null>
 }
 
 /** Creates a key for the user of the transaction; the raw key is returned this once only. */
-export async function createApiKey(trx: Tx, userId: string, name: string): Promise<{ id: string; name: string; key: string; createdAt: string }> {
+export async function createApiKey(
+  trx: Tx,
+  userId: string,
+  name: string,
+): Promise<{ id: string; name: string; key: string; createdAt: string }> {
   // Serialises concurrent creations by one user, so the limit cannot be raced past.
   await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
-  const { count } = await trx.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow();
+  const { count } = await trx
+    .selectFrom('api_keys')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .executeTakeFirstOrThrow();
   if (Number(count) >= MAX_KEYS_PER_USER) throw new HttpError(429, `Maximum of ${MAX_KEYS_PER_USER} API keys reached`);
   const key = generateApiKey();
   const id = newId('apiKey');
@@ -75,7 +82,12 @@ export interface KeyOwner {
  * `last_used_at` is written at most once a minute per key, so API traffic does
  * not turn every read into a write.
  */
-export async function findKeyOwner(db: Kysely<DB>, rawKey: string, adminEmails: ReadonlySet<string>, now = Date.now()): Promise<KeyOwner | null> {
+export async function findKeyOwner(
+  db: Kysely<DB>,
+  rawKey: string,
+  adminEmails: ReadonlySet<string>,
+  now = Date.now(),
+): Promise<KeyOwner | null> {
   if (!KEY_FORMAT.test(rawKey)) return null;
   const row = await db
     .selectFrom('api_keys')
@@ -85,7 +97,11 @@ export async function findKeyOwner(db: Kysely<DB>, rawKey: string, adminEmails: 
     .executeTakeFirst();
   if (!row) return null;
   if (!row.last_used_at || now - row.last_used_at.getTime() > 60_000) {
-    await db.updateTable('api_keys').set({ last_used_at: new Date(now) }).where('id', '=', row.keyId).execute();
+    await db
+      .updateTable('api_keys')
+      .set({ last_used_at: new Date(now) })
+      .where('id', '=', row.keyId)
+      .execute();
   }
   return {
     keyId: row.keyId,

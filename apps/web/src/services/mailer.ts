@@ -35,7 +35,14 @@ export function createMailer(options: { smtpUrl: string | undefined; from: strin
     async send(mail) {
       await db
         .insertInto('email_outbox')
-        .values({ id: newId('message'), user_id: mail.userId ?? null, kind: mail.kind, to_address: mail.to, subject: mail.subject, body_text: mail.text })
+        .values({
+          id: newId('message'),
+          user_id: mail.userId ?? null,
+          kind: mail.kind,
+          to_address: mail.to,
+          subject: mail.subject,
+          body_text: mail.text,
+        })
         .execute();
     },
     close() {},

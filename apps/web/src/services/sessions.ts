@@ -53,7 +53,12 @@ const TOKEN_FORMAT = /^[0-9a-f]{64}$/;
 export const isAdminEmail = (email: string, adminEmails: ReadonlySet<string>) => adminEmails.has(email.toLowerCase());
 
 /** The user behind a live session token, or null (unknown, malformed or expired at `now`). */
-export async function findSessionUser(db: Kysely<DB>, token: string, adminEmails: ReadonlySet<string>, now = Date.now()): Promise<AuthUser | null> {
+export async function findSessionUser(
+  db: Kysely<DB>,
+  token: string,
+  adminEmails: ReadonlySet<string>,
+  now = Date.now(),
+): Promise<AuthUser | null> {
   if (!TOKEN_FORMAT.test(token)) return null;
   const row = await db
     .selectFrom('sessions')

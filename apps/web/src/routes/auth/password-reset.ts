@@ -50,7 +50,11 @@ export async function passwordResetRoutes(app: App, { config, mailer }: { config
       config: { invalidBodyMessage: 'Email is required' },
       schema: {
         tags: ['accounts'],
-        body: Type.Object({ email: Type.Optional(Type.String()), website: Type.Optional(Type.String()), botToken: Type.Optional(Type.String()) }),
+        body: Type.Object({
+          email: Type.Optional(Type.String()),
+          website: Type.Optional(Type.String()),
+          botToken: Type.Optional(Type.String()),
+        }),
         response: { 200: Type.Object({ message: Type.String() }) },
       },
     },
@@ -101,7 +105,12 @@ export async function passwordResetRoutes(app: App, { config, mailer }: { config
         // A reset is what people do when they fear someone else is signed in: end every session.
         await deleteUserSessions(trx, claimed.user_id);
         // Other outstanding links for this account stop working too.
-        await trx.updateTable('password_reset_tokens').set({ used_at: now }).where('user_id', '=', claimed.user_id).where('used_at', 'is', null).execute();
+        await trx
+          .updateTable('password_reset_tokens')
+          .set({ used_at: now })
+          .where('user_id', '=', claimed.user_id)
+          .where('used_at', 'is', null)
+          .execute();
         await writeAudit(trx, { userId: claimed.user_id, action: 'password.reset', ip: request.ip });
       });
       return { message: 'Password reset successfully' };

@@ -14,7 +14,13 @@ const SessionUserSchema = Type.Object({ id: Type.String(), name: Type.String(), 
 
 /** Spec §4.1 / §3.3: CSRF token, login, session, sign-out. */
 export async function sessionRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  const csrfCookie = { httpOnly: true, sameSite: 'strict' as const, path: '/api/auth', secure: config.cookieSecure, maxAge: CSRF_TTL_MS / 1000 };
+  const csrfCookie = {
+    httpOnly: true,
+    sameSite: 'strict' as const,
+    path: '/api/auth',
+    secure: config.cookieSecure,
+    maxAge: CSRF_TTL_MS / 1000,
+  };
 
   app.get(
     '/api/auth/csrf',
@@ -54,8 +60,19 @@ export async function sessionRoutes(app: App, { config }: { config: WebConfig })
         const user = await findUserByEmail(app.db.kysely, email);
         // Unknown email and wrong password take the same time and give the same answer.
         if (!(await verifyPassword(user?.password_hash, password)) || !user) throw new HttpError(401, 'Invalid credentials');
-        const session = await createSession(app.db.kysely, user.id, { ip: request.ip, userAgent: request.headers['user-agent'] }, app.clock());
-        await writeAudit(app.db.kysely, { userId: user.id, action: 'session.create', target: session.sessionId, ip: request.ip, metadata: { method: 'password' } });
+        const session = await createSession(
+          app.db.kysely,
+          user.id,
+          { ip: request.ip, userAgent: request.headers['user-agent'] },
+          app.clock(),
+        );
+        await writeAudit(app.db.kysely, {
+          userId: user.id,
+          action: 'session.create',
+          target: session.sessionId,
+          ip: request.ip,
+          metadata: { method: 'password' },
+        });
         reply.setCookie(SESSION_COOKIE, session.token, sessionCookieOptions(config, session.expiresAt));
         reply.clearCookie(CSRF_COOKIE, { path: csrfCookie.path });
         return { ok: true as const, user: { id: user.id, name: user.name } };
