@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { BackendConfig } from './config.js';
 import { BACKEND_LIMITS } from './plugins/rate-limits.js';
 import { healthRoutes } from './routes/health/index.js';
+import { validateKeyRoute } from './routes/keys/index.js';
 import { createHealthProbe } from './services/health.js';
 
 export interface BackendDeps {
@@ -39,6 +40,7 @@ export async function buildApp({ config, db, counters, logger }: BackendDeps): P
     async (api) => {
       api.addHook('onRequest', api.rateLimit(BACKEND_LIMITS.general));
       api.setNotFoundHandler(notFoundHandler);
+      await api.register(validateKeyRoute, { config });
       await api.register(
         async (ai) => {
           ai.addHook('onRequest', ai.rateLimit(BACKEND_LIMITS.ai));

@@ -1,9 +1,10 @@
-import { type RunningService, createTestDatabase, listen, tempDataDir, testCounters, testEnv } from '@aop/testing';
+import { type RunningService, type TestDatabase, createTestDatabase, listen, tempDataDir, testCounters, testEnv } from '@aop/testing';
 import { buildApp } from './app.js';
 import { type BackendConfig, loadBackendConfig } from './config.js';
 
 export interface TestBackend extends RunningService {
   config: BackendConfig;
+  database: TestDatabase;
 }
 
 /** A real backend on 127.0.0.1 with its own database, data dir and counters. */
@@ -20,6 +21,7 @@ export async function startBackend(
   return {
     ...running,
     config,
+    database,
     async close() {
       await running.close();
       await counters.close();

@@ -19,6 +19,13 @@ async function start(trustProxy: boolean | string[]): Promise<RunningService> {
   );
   app.post('/api/echo', async (req) => ({ body: req.body ?? null }));
   app.get('/api/ip', async (req) => ({ ip: req.ip }));
+  app.get(
+    '/api/typed-401',
+    { schema: { response: { 401: Type.Object({ valid: Type.Literal(false) }, { required: ['valid'] }) } } },
+    async () => {
+      throw new HttpError(401, 'Unauthorized');
+    },
+  );
   app.get('/api/teapot', async () => {
     throw new HttpError(418, 'short and stout', { hint: 'tip me over' });
   });
@@ -100,6 +107,12 @@ describe('shared HTTP rules', () => {
     const res = await request(`${svc.url}/api/teapot`);
     expect(res.status).toBe(418);
     expect(res.body).toEqual({ error: 'short and stout', hint: 'tip me over' });
+  });
+
+  it('an error keeps its { error } body even where the route declares another shape for that status', async () => {
+    const res = await request(`${svc.url}/api/typed-401`);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: 'Unauthorized' });
   });
 
   it('an unexpected error is a generic 500: no message, no stack', async () => {

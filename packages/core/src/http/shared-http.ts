@@ -84,7 +84,8 @@ async function sharedHttp(app: FastifyInstance, opts: SharedHttpOptions): Promis
     const [status, body] = errorBody(error, request);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     else if (status !== 404) request.log.info({ status, error: body.error }, 'request refused');
-    return reply.code(status).send(body);
+    // Error bodies are always `{ error, … }`: never run them through a route's response schema for that status.
+    return reply.code(status).type('application/json; charset=utf-8').serializer(JSON.stringify).send(body);
   });
 
   app.setNotFoundHandler(notFoundHandler);
