@@ -61,6 +61,16 @@ export async function requireUser(request: FastifyRequest, message = 'Unauthoriz
   return user;
 }
 
+/**
+ * A signed-in person, not an API key: for what a leaked key must never do
+ * (mint keys, change the sign-in email or the password), 403 otherwise.
+ */
+export async function requireSessionUser(request: FastifyRequest, message = 'Unauthorized'): Promise<AuthUser> {
+  const user = await requireUser(request, message);
+  if (user.via !== 'session') throw new HttpError(403, 'This action needs a signed-in session, not an API key');
+  return user;
+}
+
 /** preHandler: an admin is required (401 without a session, 403 `Forbidden` for others). */
 export async function requireAdmin(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
   const user = await requireUser(request);

@@ -359,7 +359,12 @@ describe('accounts: CSRF, login, session, sign-out', () => {
   });
 
   it('GET /api/auth/session is { user: null } without or with a bad cookie', async () => {
-    for (const headers of [{}, { cookie: 'service-session=deadbeef' }, { cookie: `service-session=${'a'.repeat(64)}` }]) {
+    const variants: Record<string, string>[] = [
+      {},
+      { cookie: 'service-session=deadbeef' },
+      { cookie: `service-session=${'a'.repeat(64)}` },
+    ];
+    for (const headers of variants) {
       const res = await request(`${web.url}/api/auth/session`, { headers });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ user: null });

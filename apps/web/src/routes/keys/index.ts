@@ -2,7 +2,7 @@ import { type App, HttpError } from '@aop/core';
 import { writeAudit } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
-import { requireUser } from '../../plugins/auth.js';
+import { requireSessionUser, requireUser } from '../../plugins/auth.js';
 import { KEY_NAME_MAX, createApiKey, deleteApiKey, findKeyOwner, getApiKey, listApiKeys } from '../../services/api-keys.js';
 import { isPaidPlan, planFeatures } from '../../services/plans.js';
 
@@ -17,10 +17,14 @@ const IdParamsSchema = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
 /** Spec §5 user API keys; shapes from the reference (research/not-shown-facts.md). */
 export async function keysRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  app.get('/api/keys', { schema: { tags: ['keys'], response: { 200: Type.Object({ keys: Type.Array(KeyViewSchema) }) } } }, async (request) => {
-    const user = await requireUser(request);
-    return { keys: await app.db.withUser(user.id, listApiKeys) };
-  });
+  app.get(
+    '/api/keys',
+    { schema: { tags: ['keys'], response: { 200: Type.Object({ keys: Type.Array(KeyViewSchema) }) } } },
+    async (request) => {
+      const user = await requireUser(request);
+      return { keys: await app.db.withUser(user.id, listApiKeys) };
+    },
+  );
 
   app.post(
     '/api/keys',
@@ -29,13 +33,19 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
       schema: {
         tags: ['keys'],
         body: Type.Object({ name: Type.Optional(Type.String()) }),
-        response: { 201: Type.Object({ id: Type.String(), name: Type.String(), key: Type.String({ description: 'shown once' }), createdAt: Type.String() }) },
+        response: {
+          201: Type.Object({
+            id: Type.String(),
+            name: Type.String(),
+            key: Type.String({ description: 'shown once' }),
+            createdAt: Type.String(),
+          }),
+        },
       },
     },
     async (request, reply) => {
-      const user = await requireUser(request);
       // A leaked key must not be able to mint more keys: creation needs a signed-in person.
-      if (user.via !== 'session') throw new HttpError(403, 'API keys can only be created from a signed-in session');
+      const user = await requireSessionUser(request);
       const name = request.body?.name?.trim();
       if (!name) throw new HttpError(400, 'Name is required');
       if (name.length > KEY_NAME_MAX) throw new HttpError(400, `Name must be at most ${KEY_NAME_MAX} characters`);
@@ -48,16 +58,26 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
     },
   );
 
-  app.get('/api/keys/:id', { schema: { tags: ['keys'], params: IdParamsSchema, response: { 200: Type.Object({ key: KeyViewSchema }) } } }, async (request) => {
-    const user = await requireUser(request);
-    const key = await app.db.withUser(user.id, (trx) => getApiKey(trx, request.params.id));
-    if (!key) throw new HttpError(404, 'API key not found');
-    return { key };
-  });
+  app.get(
+    '/api/keys/:id',
+    { schema: { tags: ['keys'], params: IdParamsSchema, response: { 200: Type.Object({ key: KeyViewSchema }) } } },
+    async (request) => {
+      const user = await requireUser(request);
+      const key = await app.db.withUser(user.id, (trx) => getApiKey(trx, request.params.id));
+      if (!key) throw new HttpError(404, 'API key not found');
+      return { key };
+    },
+  );
 
   app.delete(
     '/api/keys/:id',
-    { schema: { tags: ['keys'], params: IdParamsSchema, response: { 200: Type.Object({ success: Type.Literal(true), id: Type.String() }) } } },
+    {
+      schema: {
+        tags: ['keys'],
+        params: IdParamsSchema,
+        response: { 200: Type.Object({ success: Type.Literal(true), id: Type.String() }) },
+      },
+    },
     async (request) => {
       const user = await requireUser(request);
       const deleted = await app.db.withUser(user.id, async (trx) => {

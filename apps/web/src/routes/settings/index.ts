@@ -2,7 +2,7 @@ import { type App, HttpError } from '@aop/core';
 import { type Tx, writeAudit } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { requireUser } from '../../plugins/auth.js';
+import { requireSessionUser, requireUser } from '../../plugins/auth.js';
 import { checkPasswordLength, isEmail, normalizeEmail } from '../../services/accounts.js';
 import { hashPassword, verifyPassword } from '../../services/passwords.js';
 
@@ -14,7 +14,11 @@ const SettingsSchema = Type.Object({
   credits: Type.Number({ description: 'referral credits' }),
   twoFactorEnabled: Type.Boolean(),
   notifications: Type.Record(Type.String(), Type.Unknown()),
-  runtime: Type.Object({ managed: Type.Boolean(), instanceId: Type.Union([Type.String(), Type.Null()]), url: Type.Union([Type.String(), Type.Null()]) }),
+  runtime: Type.Object({
+    managed: Type.Boolean(),
+    instanceId: Type.Union([Type.String(), Type.Null()]),
+    url: Type.Union([Type.String(), Type.Null()]),
+  }),
 });
 
 async function readSettings(trx: Tx, userId: string) {
@@ -73,7 +77,8 @@ export async function settingsRoutes(app: App): Promise<void> {
     '/api/settings',
     { schema: { ...schema, body: Type.Object({ name: Type.Optional(Type.String()), email: Type.Optional(Type.String()) }) } },
     async (request) => {
-      const user = await requireUser(request);
+      // Changing the sign-in email is an account takeover step: never with an API key.
+      const user = request.body?.email === undefined ? await requireUser(request) : await requireSessionUser(request);
       const name = checkedName(request.body?.name);
       let email: string | undefined;
       if (request.body?.email !== undefined) {
@@ -83,7 +88,11 @@ export async function settingsRoutes(app: App): Promise<void> {
       return orFail(request, 'Failed to update settings', async () => {
         if (email && email !== user.email.toLowerCase()) {
           // The other account is invisible under row-level security, so this look-up is a system one.
-          const taken = await app.db.kysely.selectFrom('users').select('id').where((eb) => eb(eb.fn('lower', ['email']), '=', email)).executeTakeFirst();
+          const taken = await app.db.kysely
+            .selectFrom('users')
+            .select('id')
+            .where((eb) => eb(eb.fn('lower', ['email']), '=', email))
+            .executeTakeFirst();
           if (taken && taken.id !== user.id) throw new HttpError(409, 'Email already in use');
         }
         return app.db.withUser(user.id, async (trx) => {
@@ -93,7 +102,12 @@ export async function settingsRoutes(app: App): Promise<void> {
               .set({ ...(name !== undefined ? { name } : {}), ...(email !== undefined ? { email } : {}), updated_at: new Date() })
               .where('id', '=', user.id)
               .execute();
-            await writeAudit(trx, { userId: user.id, action: 'settings.update', ip: request.ip, metadata: { fields: Object.keys(request.body ?? {}) } });
+            await writeAudit(trx, {
+              userId: user.id,
+              action: 'settings.update',
+              ip: request.ip,
+              metadata: { fields: Object.keys(request.body ?? {}) },
+            });
           }
           return readSettings(trx, user.id);
         });
@@ -118,7 +132,11 @@ export async function settingsRoutes(app: App): Promise<void> {
           if (name !== undefined || notifications !== undefined) {
             await trx
               .updateTable('users')
-              .set({ ...(name !== undefined ? { name } : {}), ...(notifications !== undefined ? { notifications: JSON.stringify(notifications) } : {}), updated_at: new Date() })
+              .set({
+                ...(name !== undefined ? { name } : {}),
+                ...(notifications !== undefined ? { notifications: JSON.stringify(notifications) } : {}),
+                updated_at: new Date(),
+              })
               .where('id', '=', user.id)
               .execute();
           }
@@ -139,7 +157,7 @@ export async function settingsRoutes(app: App): Promise<void> {
       },
     },
     async (request) => {
-      const user = await requireUser(request, 'Not authenticated');
+      const user = await requireSessionUser(request, 'Not authenticated');
       const { currentPassword, newPassword } = request.body ?? {};
       if (!currentPassword || !newPassword) throw new HttpError(400, 'Current and new password required');
       checkPasswordLength(newPassword);
@@ -150,7 +168,11 @@ export async function settingsRoutes(app: App): Promise<void> {
         // it sets one through the emailed reset link, which proves it owns the address.
         if (!row.password_hash) throw new HttpError(400, 'This account has no password yet. Use "Forgot password" to set one by email.');
         if (!(await verifyPassword(row.password_hash, currentPassword))) throw new HttpError(401, 'Current password is incorrect');
-        await trx.updateTable('users').set({ password_hash: await hashPassword(newPassword), updated_at: new Date() }).where('id', '=', user.id).execute();
+        await trx
+          .updateTable('users')
+          .set({ password_hash: await hashPassword(newPassword), updated_at: new Date() })
+          .where('id', '=', user.id)
+          .execute();
         // Other devices signed in with the old password are signed out; this one stays.
         let others = trx.deleteFrom('sessions').where('user_id', '=', user.id);
         if (user.sessionId) others = others.where('id', '!=', user.sessionId);
