@@ -25,6 +25,25 @@ const WebEnvSchema = Type.Composite([
     PASSWORD_RESET_TTL_MINUTES: Env.int(60, 1),
     REGISTER_LIMIT_PER_HOUR: Env.int(10, 1),
     LOGIN_LIMIT_WINDOW_SECONDS: Env.int(900, 1),
+    IDP_CLIENT_ID: Env.optional(Type.String()),
+    IDP_CLIENT_SECRET: Env.optional(Type.String()),
+    IDP_ISSUER: Env.url(),
+    RISC_AUDIENCES: Env.optional(Type.String()),
+    CODEHOST_CLIENT_ID: Env.optional(Type.String()),
+    CODEHOST_CLIENT_SECRET: Env.optional(Type.String()),
+    CODEHOST_AUTHORIZE_URL: Env.str('https://github.com/login/oauth/authorize'),
+    CODEHOST_TOKEN_URL: Env.str('https://github.com/login/oauth/access_token'),
+    CODEHOST_USER_URL: Env.str('https://api.github.com/user'),
+    CODEHOST_EMAILS_URL: Env.str('https://api.github.com/user/emails'),
+    GATING_RPC_URL: Env.url(),
+    GATING_CHAIN_ID: Env.int(8453, 1),
+    GATE_TOKEN_ADDRESS: Env.optional(Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })),
+    GATE_MIN_BALANCE: Env.str('1250000'),
+    SIWE_DOMAIN: Env.optional(Type.String()),
+    WALLET_NONCE_TTL_MS: Env.int(600_000, 1000),
+    SOCIAL_VERIFY_URL: Env.url(),
+    SOCIAL_SESSION_SECRET: Env.optional(Type.String({ minLength: 16 })),
+    AUTH_SECRET: Env.optional(Type.String({ minLength: 16 })),
     FORGOT_PASSWORD_LIMIT_PER_15_MIN: Env.int(5, 1),
     RESET_PASSWORD_LIMIT_PER_15_MIN: Env.int(10, 1),
   }),
@@ -52,6 +71,25 @@ export interface WebConfig extends BaseConfig {
   referralCredits: { referred: number; referrer: number };
   passwordResetTtlMs: number;
   limits: { registerPerHour: number; loginWindowMs: number; forgotPasswordPer15Min: number; resetPasswordPer15Min: number };
+  /** OIDC identity provider; sign-in is "not configured" unless id, secret and issuer are set. */
+  idp: { clientId: string | undefined; clientSecret: string | undefined; issuer: string | undefined };
+  /** Audiences accepted on security-event tokens: the IdP client id and RISC_AUDIENCES. */
+  riscAudiences: string[];
+  /** OAuth 2 code-hosting provider (GitHub-compatible endpoints by default). */
+  codehost: {
+    clientId: string | undefined;
+    clientSecret: string | undefined;
+    authorizeUrl: string;
+    tokenUrl: string;
+    userUrl: string;
+    emailsUrl: string;
+  };
+  /** The network wallets sign in on and gate tokens live on. */
+  gating: { rpcUrl: string | undefined; chainId: number; tokenAddress: `0x${string}` | undefined; minBalance: string };
+  /** The SIWE `domain` a message must name: SIWE_DOMAIN, else the host of PUBLIC_URL. */
+  siweDomain: string;
+  walletNonceTtlMs: number;
+  social: { verifyUrl: string | undefined; sessionSecret: string };
 }
 
 export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
@@ -75,6 +113,29 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     botCheck: parsed.BOT_CHECK_SECRET && parsed.BOT_CHECK_URL ? { secret: parsed.BOT_CHECK_SECRET, url: parsed.BOT_CHECK_URL } : undefined,
     referralCredits: { referred: parsed.REFERRAL_CREDITS_REFERRED, referrer: parsed.REFERRAL_CREDITS_REFERRER },
     passwordResetTtlMs: parsed.PASSWORD_RESET_TTL_MINUTES * 60_000,
+    idp: { clientId: parsed.IDP_CLIENT_ID, clientSecret: parsed.IDP_CLIENT_SECRET, issuer: parsed.IDP_ISSUER },
+    riscAudiences: [...new Set([parsed.IDP_CLIENT_ID, ...splitList(parsed.RISC_AUDIENCES)].filter((a): a is string => Boolean(a)))],
+    codehost: {
+      clientId: parsed.CODEHOST_CLIENT_ID,
+      clientSecret: parsed.CODEHOST_CLIENT_SECRET,
+      authorizeUrl: parsed.CODEHOST_AUTHORIZE_URL,
+      tokenUrl: parsed.CODEHOST_TOKEN_URL,
+      userUrl: parsed.CODEHOST_USER_URL,
+      emailsUrl: parsed.CODEHOST_EMAILS_URL,
+    },
+    gating: {
+      rpcUrl: parsed.GATING_RPC_URL,
+      chainId: parsed.GATING_CHAIN_ID,
+      tokenAddress: parsed.GATE_TOKEN_ADDRESS as `0x${string}` | undefined,
+      minBalance: parsed.GATE_MIN_BALANCE,
+    },
+    siweDomain: parsed.SIWE_DOMAIN ?? new URL(parsed.PUBLIC_URL ?? `http://127.0.0.1:${parsed.PORT}`).host,
+    walletNonceTtlMs: parsed.WALLET_NONCE_TTL_MS,
+    // Social session tokens: their own secret, else AUTH_SECRET, else one derived from the session secret.
+    social: {
+      verifyUrl: parsed.SOCIAL_VERIFY_URL,
+      sessionSecret: parsed.SOCIAL_SESSION_SECRET ?? parsed.AUTH_SECRET ?? `social:${secrets.SESSION_SECRET}`,
+    },
     limits: {
       registerPerHour: parsed.REGISTER_LIMIT_PER_HOUR,
       loginWindowMs: parsed.LOGIN_LIMIT_WINDOW_SECONDS * 1000,

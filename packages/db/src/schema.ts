@@ -3,6 +3,7 @@ import type { ColumnType, Generated, Insertable, Selectable, Updateable } from '
 /** Timestamps are written as Date or ISO strings and read as Date. */
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T> = ColumnType<T, string | T | undefined, string | T>;
+type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
 export interface UsersTable {
   id: string;
@@ -21,11 +22,14 @@ export interface UsersTable {
   runtime_instance_id: string | null;
   /** Notification preferences as the user set them. */
   notifications: Json<Record<string, unknown>>;
+  /** Lower-case address of the smart-contract wallet that signs in. */
+  wallet_address: string | null;
+  /** Set by account protection: the account cannot sign in and its sessions stop working. */
+  disabled_at: NullableTimestamp;
+  credential_change_flagged_at: NullableTimestamp;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
-
-type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
 export interface ApiKeysTable {
   id: string;
@@ -75,6 +79,38 @@ export interface AuditLogTable {
   created_at: Timestamp;
 }
 
+export interface OauthAccountsTable {
+  id: string;
+  user_id: string;
+  /** `idp` or `codehost`. */
+  provider: string;
+  provider_account_id: string;
+  email: string | null;
+  access_token_enc: string | null;
+  refresh_token_enc: string | null;
+  id_token_enc: string | null;
+  expires_at: NullableTimestamp;
+  scope: string | null;
+  metadata: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SecurityEventsTable {
+  jti: string;
+  /** `risc` (validated receiver) or `legacy` (email-matched receiver). */
+  source: string;
+  issuer: string | null;
+  subject: string | null;
+  email: string | null;
+  event_types: Json<string[]>;
+  payload: Json<Record<string, unknown>>;
+  received_at: Timestamp;
+  processed_at: NullableTimestamp;
+  attempts: Generated<number>;
+  last_error: string | null;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -88,6 +124,8 @@ export interface DB {
   api_keys: ApiKeysTable;
   password_reset_tokens: PasswordResetTokensTable;
   email_outbox: EmailOutboxTable;
+  oauth_accounts: OauthAccountsTable;
+  security_events: SecurityEventsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 

@@ -106,6 +106,6 @@ export async function registerUser(
 export const findUserByEmail = (db: Kysely<DB>, email: string) =>
   db
     .selectFrom('users')
-    .select(['id', 'name', 'email', 'password_hash'])
+    .select(['id', 'name', 'email', 'password_hash', 'disabled_at'])
     .where((eb) => eb(eb.fn('lower', ['email']), '=', normalizeEmail(email)))
     .executeTakeFirst();

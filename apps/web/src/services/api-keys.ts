@@ -94,6 +94,7 @@ export async function findKeyOwner(
     .innerJoin('users', 'users.id', 'api_keys.user_id')
     .select(['api_keys.id as keyId', 'api_keys.last_used_at', 'users.id', 'users.name', 'users.email', 'users.is_admin', 'users.plan'])
     .where('api_keys.key_hash', '=', sha256Hex(rawKey))
+    .where('users.disabled_at', 'is', null)
     .executeTakeFirst();
   if (!row) return null;
   if (!row.last_used_at || now - row.last_used_at.getTime() > 60_000) {

@@ -65,6 +65,8 @@ export async function findSessionUser(
     .innerJoin('users', 'users.id', 'sessions.user_id')
     .select(['sessions.id as sessionId', 'sessions.expires_at', 'users.id', 'users.name', 'users.email', 'users.is_admin'])
     .where('sessions.token_hash', '=', sha256Hex(token))
+    // A disabled account (account protection) has no working session.
+    .where('users.disabled_at', 'is', null)
     .executeTakeFirst();
   if (!row || row.expires_at.getTime() <= now) return null;
   return {

@@ -60,6 +60,8 @@ export async function sessionRoutes(app: App, { config }: { config: WebConfig })
         const user = await findUserByEmail(app.db.kysely, email);
         // Unknown email and wrong password take the same time and give the same answer.
         if (!(await verifyPassword(user?.password_hash, password)) || !user) throw new HttpError(401, 'Invalid credentials');
+        // Account protection disabled it: only after the right password, so this says nothing to a guesser.
+        if (user.disabled_at) throw new HttpError(403, 'Account disabled');
         const session = await createSession(
           app.db.kysely,
           user.id,
