@@ -44,6 +44,11 @@ const WebEnvSchema = Type.Composite([
     SOCIAL_VERIFY_URL: Env.url(),
     SOCIAL_SESSION_SECRET: Env.optional(Type.String({ minLength: 16 })),
     AUTH_SECRET: Env.optional(Type.String({ minLength: 16 })),
+    BRIDGE_SECRET: Env.optional(Type.String()),
+    BRIDGE_OPERATOR_IDENTITY: Env.str('operator'),
+    TRADING_API_URL: Env.str('https://api.bankr.bot'),
+    TRADING_API_KEY: Env.optional(Type.String()),
+    TRADING_TIMEOUT_MS: Env.int(30_000, 100),
     FORGOT_PASSWORD_LIMIT_PER_15_MIN: Env.int(5, 1),
     RESET_PASSWORD_LIMIT_PER_15_MIN: Env.int(10, 1),
   }),
@@ -90,6 +95,10 @@ export interface WebConfig extends BaseConfig {
   siweDomain: string;
   walletNonceTtlMs: number;
   social: { verifyUrl: string | undefined; sessionSecret: string };
+  /** `X-Bridge-Secret`; the check is skipped when unset (spec §4.8). */
+  bridge: { secret: string | undefined; operatorIdentity: string };
+  /** Trading service: base URL, the platform key (used when a user has none), request timeout. */
+  trading: { apiUrl: string; platformKey: string | undefined; timeoutMs: number };
 }
 
 export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {

@@ -17,6 +17,12 @@ export const ID_PREFIXES = {
   workflowNode: 'wfn',
   device: 'dev',
   message: 'msg',
+  memory: 'mem',
+  file: 'file',
+  skill: 'skl',
+  task: 'task',
+  usage: 'use',
+  bridgeMessage: 'brg',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

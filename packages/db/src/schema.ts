@@ -111,6 +111,139 @@ export interface SecurityEventsTable {
   last_error: string | null;
 }
 
+export interface AgentConfigsTable {
+  user_id: string;
+  config: Json<Record<string, unknown>>;
+  updated_at: Timestamp;
+}
+
+export interface ConfigBackupsTable {
+  id: string;
+  user_id: string;
+  config: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+}
+
+export interface WorkflowsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  description: string | null;
+  enabled: Generated<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WorkflowNodesTable {
+  id: string;
+  workflow_id: string;
+  user_id: string;
+  type: 'trigger' | 'action' | 'condition' | 'output';
+  /** JSON-encoded text, as the spec returns it. */
+  config: string;
+  /** JSON-encoded `{x, y}` text. */
+  position: string;
+  seq: number;
+  created_at: Timestamp;
+}
+
+export interface BridgeMessagesTable {
+  id: string;
+  sender: string;
+  channel: string;
+  content: string;
+  priority: string;
+  created_at: Timestamp;
+}
+
+export interface BridgeReadsTable {
+  message_id: string;
+  reader: string;
+  read_at: Timestamp;
+}
+
+export interface TradingKeysTable {
+  user_id: string;
+  key_enc: string;
+  updated_at: Timestamp;
+}
+
+export interface AgentsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  model: string | null;
+  status: Generated<string>;
+  plan: string | null;
+  subdomain: string | null;
+  url: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface UsageEventsTable {
+  id: string;
+  user_id: string;
+  agent_id: string | null;
+  agent_name: string | null;
+  /** `llm`, `plugin`, `agent`, `demo` … */
+  kind: string;
+  model: string | null;
+  prompt_tokens: Generated<number>;
+  completion_tokens: Generated<number>;
+  total_tokens: Generated<number>;
+  /** numeric(14,6), read as a string. */
+  cost_usd: ColumnType<string, string | number | undefined, string | number>;
+  created_at: Timestamp;
+}
+
+export interface MemoriesTable {
+  id: string;
+  user_id: string;
+  agent_id: string | null;
+  content: string;
+  tags: Json<string[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface AgentFilesTable {
+  id: string;
+  user_id: string;
+  agent_id: string;
+  path: string;
+  content: string;
+  size: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SkillsTable {
+  id: string;
+  user_id: string;
+  agent_id: string | null;
+  name: string;
+  description: string | null;
+  enabled: Generated<boolean>;
+  config: Json<Record<string, unknown>>;
+  installed_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ScheduledTasksTable {
+  id: string;
+  user_id: string;
+  agent_id: string | null;
+  name: string;
+  schedule: string;
+  prompt: string;
+  enabled: Generated<boolean>;
+  last_run_at: NullableTimestamp;
+  next_run_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -126,6 +259,19 @@ export interface DB {
   email_outbox: EmailOutboxTable;
   oauth_accounts: OauthAccountsTable;
   security_events: SecurityEventsTable;
+  agent_configs: AgentConfigsTable;
+  config_backups: ConfigBackupsTable;
+  workflows: WorkflowsTable;
+  workflow_nodes: WorkflowNodesTable;
+  bridge_messages: BridgeMessagesTable;
+  bridge_reads: BridgeReadsTable;
+  trading_keys: TradingKeysTable;
+  agents: AgentsTable;
+  usage_events: UsageEventsTable;
+  memories: MemoriesTable;
+  agent_files: AgentFilesTable;
+  skills: SkillsTable;
+  scheduled_tasks: ScheduledTasksTable;
   schema_migrations: SchemaMigrationsTable;
 }
 
