@@ -11,13 +11,15 @@ alter table agent_configs enable row level security;
 create policy agent_configs_owner on agent_configs using (user_id = app_current_user_id()) with check (user_id = app_current_user_id());
 grant select, insert, update, delete on agent_configs to app_user;
 
+-- `seq` orders backups exactly, even two made within one millisecond.
 create table config_backups (
   id text primary key,
+  seq bigint generated always as identity,
   user_id text not null references users (id) on delete cascade,
   config jsonb not null,
   created_at timestamptz not null default now()
 );
-create index config_backups_user_created_idx on config_backups (user_id, created_at desc, id desc);
+create index config_backups_user_seq_idx on config_backups (user_id, seq desc);
 alter table config_backups enable row level security;
 create policy config_backups_owner on config_backups using (user_id = app_current_user_id()) with check (user_id = app_current_user_id());
 grant select, insert, update, delete on config_backups to app_user;

@@ -119,6 +119,7 @@ export interface AgentConfigsTable {
 
 export interface ConfigBackupsTable {
   id: string;
+  seq: Generated<number>;
   user_id: string;
   config: Json<Record<string, unknown>>;
   created_at: Timestamp;

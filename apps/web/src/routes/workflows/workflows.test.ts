@@ -1,0 +1,136 @@
+import { request } from '@aop/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWeb, type TestWeb } from '../../web.test-support.js';
+
+// Spec §4.9 workflows, §2.7 workflow and node, §3.4 (enabled toggled by PUT).
+describe('workflows', () => {
+  let web: TestWeb;
+  let now = Date.parse('2026-11-01T10:00:00Z');
+  beforeAll(async () => {
+    web = await startWeb({}, { clock: () => now });
+  });
+  afterAll(() => web.close());
+
+  const call = (cookie: string | undefined, method: string, path = '', json?: unknown) =>
+    request(`${web.url}/api/workflows${path}`, { method, headers: cookie ? { cookie } : {}, ...(json === undefined ? {} : { json }) });
+  const create = (cookie: string, json: unknown) => call(cookie, 'POST', '', json);
+
+  it('401: the list answers { workflows: [] } with the error; the others the plain error', async () => {
+    const list = await call(undefined, 'GET');
+    expect(list.status).toBe(401);
+    expect(list.body).toEqual({ error: 'Unauthorized', workflows: [] });
+    for (const [method, path] of [
+      ['POST', ''],
+      ['GET', '/wf_x'],
+      ['PUT', '/wf_x'],
+      ['DELETE', '/wf_x'],
+    ] as const) {
+      const res = await call(undefined, method, path, method === 'POST' || method === 'PUT' ? { name: 'x' } : undefined);
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ error: 'Unauthorized' });
+    }
+  });
+
+  it('creates a workflow with nodes: config and position come back as JSON strings, in creation order', async () => {
+    const { cookie } = await web.signIn();
+    const res = await create(cookie, {
+      name: 'Daily digest',
+      description: 'collects and posts',
+      nodes: [
+        { type: 'trigger', config: { label: 'Every morning' }, position: { x: 10, y: 20 } },
+        { type: 'action' },
+        { type: 'output', config: { label: 'Post' } },
+      ],
+    });
+    expect(res.status).toBe(201);
+    const wf = res.body.workflow;
+    expect(wf).toMatchObject({ id: expect.stringMatching(/^wf_/), name: 'Daily digest', description: 'collects and posts', enabled: true });
+    expect(wf.createdAt).toBe(new Date(now).toISOString());
+    expect(wf.nodes.map((n: { type: string }) => n.type)).toEqual(['trigger', 'action', 'output']);
+    expect(wf.nodes[0]).toMatchObject({ config: '{"label":"Every morning"}', position: '{"x":10,"y":20}' });
+    expect(wf.nodes[1]).toMatchObject({ config: '{}', position: '{"x":0,"y":0}' });
+    const got = await call(cookie, 'GET', `/${wf.id}`);
+    expect(got.body.workflow).toEqual(wf);
+  });
+
+  it('400 Name required; 400 for bad nodes; nothing is created', async () => {
+    const { cookie } = await web.signIn();
+    for (const body of [{}, { name: '' }, { name: '   ' }, { name: 42 }]) {
+      const res = await create(cookie, body);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: 'Name required' });
+    }
+    expect((await create(cookie, { name: 'x', nodes: [{ type: 'loop' }] })).status).toBe(400);
+    expect((await create(cookie, { name: 'x', nodes: [{}] })).status).toBe(400);
+    expect((await create(cookie, { name: 'x', nodes: 'not-an-array' })).status).toBe(400);
+    expect((await create(cookie, { name: 'x', nodes: [{ type: 'action', config: [1] }] })).status).toBe(400);
+    expect((await call(cookie, 'GET')).body.workflows).toEqual([]);
+  });
+
+  it('lists newest updated first, each with its nodes', async () => {
+    const { cookie } = await web.signIn();
+    now += 1000;
+    const a = (await create(cookie, { name: 'A', nodes: [{ type: 'trigger' }] })).body.workflow;
+    now += 1000;
+    const b = (await create(cookie, { name: 'B' })).body.workflow;
+    now += 1000;
+    await call(cookie, 'PUT', `/${a.id}`, { description: 'touched' });
+    const list = (await call(cookie, 'GET')).body.workflows;
+    expect(list.map((w: { name: string }) => w.name)).toEqual(['A', 'B']);
+    expect(list[0].nodes).toHaveLength(1);
+    expect(list[1].id).toBe(b.id);
+  });
+
+  it('PUT toggles enabled, updates fields, and replaces all nodes when nodes are given', async () => {
+    const { cookie } = await web.signIn();
+    const wf = (await create(cookie, { name: 'W', nodes: [{ type: 'trigger' }, { type: 'action' }] })).body.workflow;
+    now += 1000;
+    const off = await call(cookie, 'PUT', `/${wf.id}`, { enabled: false });
+    expect(off.body.workflow.enabled).toBe(false);
+    expect(off.body.workflow.nodes.map((n: { id: string }) => n.id)).toEqual(wf.nodes.map((n: { id: string }) => n.id));
+    expect(off.body.workflow.updatedAt).toBe(new Date(now).toISOString());
+    const replaced = await call(cookie, 'PUT', `/${wf.id}`, { name: 'W2', nodes: [{ type: 'condition', config: { label: 'if' } }] });
+    expect(replaced.body.workflow.name).toBe('W2');
+    expect(replaced.body.workflow.nodes).toEqual([expect.objectContaining({ type: 'condition', config: '{"label":"if"}' })]);
+    const rows = await web.database.db.kysely.selectFrom('workflow_nodes').select('id').where('workflow_id', '=', wf.id).execute();
+    expect(rows).toHaveLength(1);
+  });
+
+  it('a PUT with a bad node changes nothing', async () => {
+    const { cookie } = await web.signIn();
+    const wf = (await create(cookie, { name: 'Keep', nodes: [{ type: 'trigger' }] })).body.workflow;
+    const bad = await call(cookie, 'PUT', `/${wf.id}`, { name: 'Changed', nodes: [{ type: 'action' }, { type: 'bogus' }] });
+    expect(bad.status).toBe(400);
+    const after = (await call(cookie, 'GET', `/${wf.id}`)).body.workflow;
+    expect(after.name).toBe('Keep');
+    expect(after.nodes).toHaveLength(1);
+  });
+
+  it('DELETE removes the workflow and its nodes', async () => {
+    const { cookie } = await web.signIn();
+    const wf = (await create(cookie, { name: 'Gone', nodes: [{ type: 'trigger' }] })).body.workflow;
+    const res = await call(cookie, 'DELETE', `/${wf.id}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ deleted: true });
+    expect((await call(cookie, 'GET', `/${wf.id}`)).status).toBe(404);
+    expect(await web.database.db.kysely.selectFrom('workflow_nodes').select('id').where('workflow_id', '=', wf.id).execute()).toEqual([]);
+    expect((await call(cookie, 'DELETE', `/${wf.id}`)).status).toBe(404);
+  });
+
+  it('another user’s workflow is 404 to read, change or delete, and never listed', async () => {
+    const a = await web.signIn();
+    const b = await web.signIn();
+    const wf = (await create(a.cookie, { name: 'Private' })).body.workflow;
+    for (const [method, json] of [
+      ['GET', undefined],
+      ['PUT', { name: 'stolen' }],
+      ['DELETE', undefined],
+    ] as const) {
+      const res = await call(b.cookie, method, `/${wf.id}`, json);
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: 'Workflow not found' });
+    }
+    expect((await call(b.cookie, 'GET')).body.workflows).toEqual([]);
+    expect((await call(a.cookie, 'GET', `/${wf.id}`)).body.workflow.name).toBe('Private');
+  });
+});
