@@ -6,11 +6,6 @@ import { requireUser } from '../../plugins/auth.js';
 const NODE_TYPES = ['trigger', 'action', 'condition', 'output'] as const;
 type NodeType = (typeof NODE_TYPES)[number];
 
-const NodeInputSchema = Type.Object({
-  type: Type.Optional(Type.Unknown()),
-  config: Type.Optional(Type.Unknown()),
-  position: Type.Optional(Type.Unknown()),
-});
 const WorkflowBodySchema = Type.Object({
   name: Type.Optional(Type.Unknown()),
   description: Type.Optional(Type.Unknown()),
