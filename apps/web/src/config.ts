@@ -141,7 +141,11 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     siweDomain: parsed.SIWE_DOMAIN ?? new URL(parsed.PUBLIC_URL ?? `http://127.0.0.1:${parsed.PORT}`).host,
     walletNonceTtlMs: parsed.WALLET_NONCE_TTL_MS,
     bridge: { secret: parsed.BRIDGE_SECRET, operatorIdentity: parsed.BRIDGE_OPERATOR_IDENTITY },
-    trading: { apiUrl: parsed.TRADING_API_URL.replace(/\/+$/, ''), platformKey: parsed.TRADING_API_KEY, timeoutMs: parsed.TRADING_TIMEOUT_MS },
+    trading: {
+      apiUrl: parsed.TRADING_API_URL.replace(/\/+$/, ''),
+      platformKey: parsed.TRADING_API_KEY,
+      timeoutMs: parsed.TRADING_TIMEOUT_MS,
+    },
     // Social session tokens: their own secret, else AUTH_SECRET, else one derived from the session secret.
     social: {
       verifyUrl: parsed.SOCIAL_VERIFY_URL,

@@ -23,6 +23,7 @@ export const ID_PREFIXES = {
   task: 'task',
   usage: 'use',
   bridgeMessage: 'brg',
+  oauthAccount: 'oac',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -14,7 +14,7 @@ const REFERRAL_FORMAT = /^[A-Za-z0-9-]{1,20}$/;
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 
 /** Eight characters without look-alikes (0/O, 1/I), so a code read aloud is typed right. */
-function newReferralCode(): string {
+export function newReferralCode(): string {
   let code = '';
   for (let i = 0; i < 8; i++) code += CODE_ALPHABET[randomInt(CODE_ALPHABET.length)];
   return code;

@@ -23,7 +23,8 @@ describe('bridge bus', () => {
   const inbox = (query: string, headers: Record<string, string> = auth) => request(`${web.url}/api/bridge/inbox?${query}`, { headers });
 
   it('401 { error: unauthorized } with a missing or wrong secret, on every route', async () => {
-    for (const headers of [{}, { 'x-bridge-secret': 'wrong' }, { 'x-bridge-secret': `${SECRET}x` }]) {
+    const variants: Record<string, string>[] = [{}, { 'x-bridge-secret': 'wrong' }, { 'x-bridge-secret': `${SECRET}x` }];
+    for (const headers of variants) {
       for (const res of [
         await send({ sender: 'atlas-main', content: 'x' }, headers),
         await inbox('', headers),
