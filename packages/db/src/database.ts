@@ -79,8 +79,8 @@ export function createDatabase(options: DatabaseOptions = {}): Database {
     kysely,
     withUser(userId, fn) {
       return kysely.transaction().execute(async (trx) => {
-        await sql`set local role app_user`.execute(trx);
-        await sql`select set_config('app.user_id', ${userId}, true)`.execute(trx);
+        // One round trip: `role` set through set_config is `SET LOCAL ROLE`.
+        await sql`select set_config('role', 'app_user', true), set_config('app.user_id', ${userId}, true)`.execute(trx);
         return fn(trx);
       });
     },
