@@ -9,3 +9,4 @@ export * from './fakes/oauth2-server.js';
 export * from './fakes/trading-api.js';
 export * from './fakes/chain.js';
 export * from './fakes/social-verifier.js';
+export * from './fakes/llm.js';

@@ -1,0 +1,87 @@
+/** Sizing and crash back-off for gateways on one host. Pure functions, no I/O. */
+
+const GIB = 1024 ** 3;
+
+/** An OpenClaw gateway holds ~1.0 GB idle and ~1.5 GB after a few turns (research §4). */
+export const DEFAULT_MEMORY_PER_AGENT_BYTES = 1.5 * GIB;
+/** Memory left for the platform itself (web, backend, database) and the OS. */
+export const DEFAULT_RESERVE_BYTES = 2 * GIB;
+
+export interface CapacityInput {
+  /** `MemAvailable` of the host now. */
+  availableBytes: number;
+  /** Resident memory of the gateways this host already runs (already missing from `availableBytes`). */
+  agentsRssBytes: number;
+  /** Gateways this host runs or is starting (each is budgeted at `memoryPerAgentBytes`). */
+  activeAgents: number;
+  memoryPerAgentBytes: number;
+  reserveBytes: number;
+  /** A hard cap set by the operator. */
+  maxAgents?: number;
+}
+
+export interface Capacity {
+  maxAgents: number;
+  activeAgents: number;
+  /** Another gateway can be started. */
+  hasRoom: boolean;
+}
+
+/**
+ * How many gateways fit: the memory they could use (what is available plus what our gateways already hold),
+ * less the reserve, divided by the per-gateway budget; capped by `maxAgents`.
+ */
+export function computeCapacity(input: CapacityInput): Capacity {
+  const budget = input.availableBytes + input.agentsRssBytes - input.reserveBytes;
+  const byMemory = input.memoryPerAgentBytes > 0 ? Math.max(0, Math.floor(budget / input.memoryPerAgentBytes)) : 0;
+  const maxAgents = input.maxAgents === undefined ? byMemory : Math.min(byMemory, Math.max(0, Math.floor(input.maxAgents)));
+  return { maxAgents, activeAgents: input.activeAgents, hasRoom: input.activeAgents < maxAgents };
+}
+
+export const formatGiB = (bytes: number) => `${(bytes / GIB).toFixed(1)} GiB`;
+
+export function capacityMessage(capacity: Capacity, input: Pick<CapacityInput, 'availableBytes' | 'memoryPerAgentBytes'>): string {
+  return (
+    `Host is at capacity: ${capacity.activeAgents} of ${capacity.maxAgents} agents running ` +
+    `(${formatGiB(input.memoryPerAgentBytes)} budgeted per agent, ${formatGiB(input.availableBytes)} available)`
+  );
+}
+
+export interface BackoffOptions {
+  /** First delay (default 1 s). */
+  initialMs?: number;
+  /** Ceiling (default 30 s). */
+  maxMs?: number;
+  /** A process that stayed healthy this long starts the sequence again (default 60 s). */
+  resetAfterMs?: number;
+}
+
+/** Exponential back-off for crash restarts: 1 s, 2 s, 4 s … 30 s; back to 1 s after 60 s of health. */
+export class Backoff {
+  readonly initialMs: number;
+  readonly maxMs: number;
+  readonly resetAfterMs: number;
+  private attempt = 0;
+
+  constructor(options: BackoffOptions = {}) {
+    this.initialMs = options.initialMs ?? 1_000;
+    this.maxMs = options.maxMs ?? 30_000;
+    this.resetAfterMs = options.resetAfterMs ?? 60_000;
+  }
+
+  /** The delay before the next restart. `healthyForMs`: how long the crashed process had been ready (0 if never). */
+  next(healthyForMs = 0): number {
+    if (healthyForMs >= this.resetAfterMs) this.attempt = 0;
+    const delay = Math.min(this.maxMs, this.initialMs * 2 ** this.attempt);
+    if (delay < this.maxMs) this.attempt += 1;
+    return delay;
+  }
+
+  reset(): void {
+    this.attempt = 0;
+  }
+
+  get attempts(): number {
+    return this.attempt;
+  }
+}

@@ -1,0 +1,85 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** How a fake gateway behaves; written next to its `openclaw.mjs`. */
+export interface FakeGatewayBehaviour {
+  /** `/readyz` answers 503 `startup-sidecars` for this long after start (default 150 ms). */
+  readyDelayMs?: number;
+  /** Exit with code 1 this long after start. */
+  crashAfterMs?: number;
+  /** Exit with code 1 at once (a version that cannot start). */
+  exitImmediately?: boolean;
+  /** Keep running on SIGTERM (to exercise SIGKILL). */
+  ignoreSigterm?: boolean;
+}
+
+/**
+ * A stand-in for the OpenClaw CLI speaking the parts of its protocol the host relies on: `gateway run --port N`
+ * serves `/healthz` and `/readyz` (same bodies as OpenClaw), keeps a helper child process like OpenClaw's broker,
+ * seeds the workspace of `OPENCLAW_STATE_DIR` like OpenClaw (only when AGENTS.md is missing), writes session and
+ * memory files on `POST /remember` (what a chat turn leaves), counts its starts in the state dir, and stops on SIGTERM.
+ */
+const SCRIPT = String.raw`
+import { spawn } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const behaviour = JSON.parse(readFileSync(join(here, 'behaviour.json'), 'utf8'));
+const version = JSON.parse(readFileSync(join(here, 'package.json'), 'utf8')).version;
+const args = process.argv.slice(2);
+if (args[0] !== 'gateway' || args[1] !== 'run') { console.error('usage: gateway run --port N'); process.exit(2); }
+const port = Number(args[args.indexOf('--port') + 1]);
+console.log('fake openclaw ' + version + ' starting on port ' + port);
+if (behaviour.exitImmediately) { console.error('fatal: this version cannot start'); process.exit(1); }
+
+const state = process.env.OPENCLAW_STATE_DIR;
+const config = JSON.parse(readFileSync(process.env.OPENCLAW_CONFIG_PATH, 'utf8'));
+if (config.gateway?.mode !== 'local') { console.error('Gateway start blocked: set gateway.mode=local'); process.exit(1); }
+const workspace = config.agents?.defaults?.workspace ?? join(state, 'workspace');
+mkdirSync(join(workspace, 'memory'), { recursive: true });
+if (!existsSync(join(workspace, 'AGENTS.md'))) {
+  for (const name of ['AGENTS.md', 'SOUL.md', 'IDENTITY.md', 'USER.md', 'BOOTSTRAP.md']) writeFileSync(join(workspace, name), '# ' + name + '\n');
+}
+appendFileSync(join(state, 'starts.txt'), version + '\n');
+
+const helper = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+const started = Date.now();
+const server = http.createServer((req, res) => {
+  const json = (status, body) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
+  if (req.method === 'POST' && req.url === '/remember') {
+    // What a chat turn leaves behind: a session and memory notes.
+    mkdirSync(join(state, 'agents', 'main', 'agent'), { recursive: true });
+    writeFileSync(join(state, 'agents', 'main', 'agent', 'openclaw-agent.sqlite'), 'sessions');
+    writeFileSync(join(workspace, 'MEMORY.md'), 'remembered');
+    writeFileSync(join(workspace, 'memory', '2026-01-01.md'), 'daily note');
+    return json(200, { ok: true });
+  }
+  if (req.url === '/healthz') return json(200, { ok: true, status: 'live' });
+  if (req.url === '/readyz') {
+    const ready = Date.now() - started >= (behaviour.readyDelayMs ?? 150);
+    return json(ready ? 200 : 503, { ready, failing: ready ? [] : ['startup-sidecars'], uptimeMs: Date.now() - started });
+  }
+  json(404, { error: 'not found' });
+});
+server.listen(port, config.gateway.bind === 'loopback' ? '127.0.0.1' : '0.0.0.0', () => console.log('[gateway] http server listening'));
+if (behaviour.crashAfterMs !== undefined) setTimeout(() => { console.error('fatal: crashed'); helper.kill(); process.exit(1); }, behaviour.crashAfterMs);
+process.on('SIGTERM', () => {
+  if (behaviour.ignoreSigterm) { console.log('ignoring SIGTERM'); return; }
+  console.log('[gateway] signal SIGTERM received, shutting down');
+  helper.kill();
+  server.close(() => process.exit(0));
+});
+`;
+
+/** Installs a fake OpenClaw `version` as an npm-project-like directory (`<dir>/node_modules/openclaw`). */
+export async function installFakeRuntime(dir: string, version: string, behaviour: FakeGatewayBehaviour = {}): Promise<string> {
+  const pkg = join(dir, 'node_modules', 'openclaw');
+  await mkdir(pkg, { recursive: true });
+  await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: 'openclaw', version, type: 'module' }));
+  await writeFile(join(pkg, 'openclaw.mjs'), SCRIPT);
+  await writeFile(join(pkg, 'behaviour.json'), JSON.stringify(behaviour));
+  return dir;
+}

@@ -1,0 +1,168 @@
+/**
+ * Where agents run. Every provider (local processes, Docker, Kubernetes, a hosting API) implements
+ * `AgentHost`; the backend only talks to this interface.
+ */
+
+/** Messaging channel tokens, given at provisioning. Stored encrypted by the host, passed to OpenClaw via env only. */
+export interface ChannelTokens {
+  telegram?: string;
+  discord?: string;
+  whatsapp?: string;
+}
+
+/** An OpenAI-compatible LLM the agent talks to (written as an OpenClaw `models.providers` entry). */
+export interface LlmSpec {
+  /** Base URL including `/v1`, e.g. `https://openrouter.ai/api/v1`. */
+  baseUrl: string;
+  apiKey: string;
+  /** Model id at that provider, e.g. `anthropic/claude-sonnet-4.5`. */
+  model: string;
+  contextWindow?: number;
+  maxTokens?: number;
+}
+
+export interface AgentSpec {
+  agentId: string;
+  userId: string;
+  plan: string;
+  /** The stored agent configuration (spec §2.2): an OpenClaw config in our dialect, translated on write. */
+  config: Record<string, unknown>;
+  /** The gateway's shared token (`Authorization: Bearer …`, WS `auth.token`). */
+  gatewayToken: string;
+  channelTokens?: ChannelTokens;
+  llm?: LlmSpec;
+  /** OpenClaw version; the pinned one when absent. */
+  version?: string;
+}
+
+/**
+ * `starting`: spawned, `/readyz` not ready yet. `running`: ready. `restarting`: crashed, waiting on the back-off.
+ * `stopping`/`stopped`: by request. `error`: did not become ready in time, or could not be started.
+ */
+export type AgentStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'error';
+
+export interface AgentState {
+  agentId: string;
+  userId: string;
+  status: AgentStatus;
+  /** OpenClaw version the agent runs (or will run on its next start). */
+  version: string;
+  /** Base URL of the gateway (HTTP; the WebSocket is the same with `ws:`), null while it has no port. */
+  url: string | null;
+  port: number | null;
+  pid: number | null;
+  /** ISO 8601: when the current process was spawned. */
+  startedAt: string | null;
+  /** ISO 8601: when the current process became ready. */
+  readyAt: string | null;
+  /** Crash restarts since the agent was last started by request. */
+  restarts: number;
+  lastError: string | null;
+}
+
+export interface AgentHealth {
+  /** `GET /healthz` answered 200. */
+  live: boolean;
+  /** `GET /readyz` answered 200 with `ready: true`. */
+  ready: boolean;
+  /** What `/readyz` reports as failing (e.g. `startup-sidecars`). */
+  failing: string[];
+  /** Gateway uptime as `/readyz` reports it; null when unknown. */
+  uptimeMs: number | null;
+}
+
+export interface AgentStats {
+  /** CPU of the whole process tree over a short sample, in percent of one core (can exceed 100). */
+  cpuPercent: number;
+  /** Resident memory of the process tree. */
+  memoryBytes: number;
+  /** Processes in the tree (the gateway runs two helper processes). */
+  pids: number;
+  /** Since the main process started; 0 when it is not running. */
+  uptimeMs: number;
+}
+
+export interface LogsOptions {
+  /** Last N lines (default 200). */
+  tail?: number;
+}
+
+export interface WaitOptions {
+  /** Default: the host's ready timeout. */
+  timeoutMs?: number;
+}
+
+export interface AgentHost {
+  /** `local`, `docker`, `kubernetes`, `hosting`. */
+  readonly provider: string;
+  /** Writes the agent's config and state, then starts it; resolves once the process is spawned (`starting`). */
+  create(spec: AgentSpec): Promise<AgentState>;
+  start(agentId: string): Promise<AgentState>;
+  stop(agentId: string): Promise<AgentState>;
+  restart(agentId: string): Promise<AgentState>;
+  /**
+   * Moves the agent to another OpenClaw version: backs up the state, starts the new version and waits until it is
+   * ready. If it does not come up, restores the backup, starts the previous version again and throws `UpdateFailedError`.
+   */
+  update(agentId: string, options: { version: string }): Promise<AgentState>;
+  /** Changes the stored spec; config-only changes are hot-reloaded by OpenClaw, token/LLM changes restart the gateway. */
+  configure(agentId: string, changes: Partial<Pick<AgentSpec, 'config' | 'plan' | 'channelTokens' | 'llm'>>): Promise<AgentState>;
+  /** Re-writes the config from the spec, fixes the state directory (layout, modes, stale locks), restarts. */
+  repair(agentId: string): Promise<AgentState>;
+  /** Clears sessions and memory but keeps the workspace's seed files (AGENTS.md, SOUL.md, …); restarts. */
+  resetMemory(agentId: string): Promise<AgentState>;
+  logs(agentId: string, options?: LogsOptions): Promise<string[]>;
+  stats(agentId: string): Promise<AgentStats>;
+  /** `/healthz` and `/readyz`, 5-second timeout each. */
+  health(agentId: string): Promise<AgentHealth>;
+  status(agentId: string): Promise<AgentState>;
+  list(): Promise<AgentState[]>;
+  /** Resolves when the agent is `running`; rejects when it ends in `error`/`stopped` or the timeout passes. */
+  waitUntilReady(agentId: string, options?: WaitOptions): Promise<AgentState>;
+  /** Stops the agent and removes everything it had (state, backups, logs, registry entry). */
+  delete(agentId: string): Promise<void>;
+  /** Stops every agent (they start again on the next `restore()`); the host is unusable afterwards. */
+  shutdown(): Promise<void>;
+}
+
+/** No room for another agent on this host; the backend answers 503. */
+export class HostFullError extends Error {
+  override readonly name = 'HostFullError';
+  readonly statusCode = 503;
+}
+
+export class AgentNotFoundError extends Error {
+  override readonly name = 'AgentNotFoundError';
+  readonly statusCode = 404;
+  constructor(readonly agentId: string) {
+    super(`Agent not found: ${agentId}`);
+  }
+}
+
+/** The agent already exists on this host. */
+export class AgentExistsError extends Error {
+  override readonly name = 'AgentExistsError';
+  readonly statusCode = 409;
+  constructor(readonly agentId: string) {
+    super(`Agent already exists: ${agentId}`);
+  }
+}
+
+/** A gateway could not be started (runtime missing, exited before ready, not ready in time). */
+export class AgentStartError extends Error {
+  override readonly name = 'AgentStartError';
+}
+
+/** An update did not come up; the agent was rolled back to `previousVersion` with the state backed up at `backupPath`. */
+export class UpdateFailedError extends Error {
+  override readonly name = 'UpdateFailedError';
+  constructor(
+    message: string,
+    readonly backupPath: string,
+    readonly previousVersion: string,
+    readonly targetVersion: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

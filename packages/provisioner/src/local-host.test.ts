@@ -1,0 +1,319 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installFakeRuntime } from './fake-gateway.test-support.js';
+import { AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from './host.js';
+import { LocalAgentHost, type LocalHostOptions } from './local-host.js';
+import { isAlive, processTree } from './proc.js';
+
+// Host behaviour (supervision, capacity, update roll-back, memory reset, secrets) against a fake OpenClaw CLI that
+// starts in milliseconds. The real gateway is exercised in local-host.real.test.ts.
+
+const PLATFORM_SECRETS = ['DATABASE_URL', 'INTERNAL_API_KEY', 'HMAC_SECRET', 'SESSION_SECRET', 'ENCRYPTION_KEY', 'REDIS_URL'];
+
+let work: string;
+let runtimes: Record<string, string>;
+const key = randomBytes(32);
+const hosts: LocalAgentHost[] = [];
+
+async function newHost(options: Partial<LocalHostOptions> = {}): Promise<LocalAgentHost> {
+  const host = new LocalAgentHost({
+    dataDir: await mkdtemp(join(work, 'data-')),
+    encryptionKey: key,
+    runtimes,
+    defaultVersion: '1.0.0',
+    readyPollMs: 50,
+    stopTimeoutMs: 5_000,
+    backoff: { initialMs: 100, maxMs: 400, resetAfterMs: 60_000 },
+    ...options,
+  });
+  hosts.push(host);
+  return host;
+}
+
+let n = 0;
+function spec(overrides: Partial<AgentSpec> = {}): AgentSpec {
+  n += 1;
+  return {
+    agentId: `agt_test${n}`,
+    userId: 'usr_1',
+    plan: 'solo',
+    config: { gateway: { bind: 'lan', auth: { mode: 'token' } }, cron: { enabled: true, maxConcurrentRuns: 2 } },
+    gatewayToken: `gw-token-${n}-${randomBytes(8).toString('hex')}`,
+    ...overrides,
+  };
+}
+
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'aop-local-host-'));
+  runtimes = {
+    '1.0.0': await installFakeRuntime(join(work, 'rt-1.0.0'), '1.0.0'),
+    '1.1.0': await installFakeRuntime(join(work, 'rt-1.1.0'), '1.1.0'),
+    broken: await installFakeRuntime(join(work, 'rt-broken'), 'broken', { exitImmediately: true }),
+    crashy: await installFakeRuntime(join(work, 'rt-crashy'), 'crashy', { crashAfterMs: 300 }),
+    stubborn: await installFakeRuntime(join(work, 'rt-stubborn'), 'stubborn', { ignoreSigterm: true }),
+    slow: await installFakeRuntime(join(work, 'rt-slow'), 'slow', { readyDelayMs: 60_000 }),
+  };
+  for (const name of PLATFORM_SECRETS) process.env[name] ??= `platform-${name.toLowerCase()}-value`;
+});
+
+afterAll(async () => {
+  await Promise.all(hosts.map((host) => host.shutdown()));
+  await rm(work, { recursive: true, force: true });
+});
+
+describe('LocalAgentHost (fake OpenClaw)', () => {
+  it('creates an agent: starting → running, healthy, with its state, logs, stats and sealed secrets', async () => {
+    const host = await newHost();
+    const s = spec({
+      channelTokens: { telegram: 'tg-secret-token' },
+      llm: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-llm-secret', model: 'm' },
+    });
+    const created = await host.create(s);
+    expect(created.status).toBe('starting');
+    expect(created.url).toBe(`http://127.0.0.1:${created.port}`);
+    const running = await host.waitUntilReady(s.agentId);
+    expect(running).toMatchObject({ status: 'running', version: '1.0.0', restarts: 0, lastError: null });
+    expect(await host.health(s.agentId)).toEqual({ live: true, ready: true, failing: [], uptimeMs: expect.any(Number) });
+
+    const stats = await host.stats(s.agentId);
+    expect(stats.pids).toBeGreaterThanOrEqual(2); // the gateway and its helper
+    expect(stats.memoryBytes).toBeGreaterThan(10 * 1024 * 1024);
+    expect(stats.uptimeMs).toBeGreaterThanOrEqual(0);
+    expect(stats.cpuPercent).toBeGreaterThanOrEqual(0);
+    expect((await host.logs(s.agentId, { tail: 50 })).join('\n')).toContain('http server listening');
+
+    const paths = host.paths(s.agentId);
+    const registry = await readFile(paths.registry, 'utf8');
+    for (const secret of [s.gatewayToken, 'tg-secret-token', 'sk-llm-secret']) expect(registry).not.toContain(secret);
+    expect(JSON.parse(registry)).toMatchObject({ agentId: s.agentId, version: '1.0.0', desired: 'running', config: s.config });
+    expect((await stat(paths.registry)).mode & 0o777).toBe(0o600);
+    expect((await stat(paths.dir)).mode & 0o777).toBe(0o700);
+    const config = await readFile(paths.config, 'utf8');
+    for (const secret of [s.gatewayToken, 'tg-secret-token', 'sk-llm-secret']) expect(config).not.toContain(secret);
+    expect(JSON.parse(config)).toMatchObject({ gateway: { mode: 'local', bind: 'loopback', port: created.port }, cron: { enabled: true } });
+    expect(await host.spec(s.agentId)).toMatchObject({ gatewayToken: s.gatewayToken, channelTokens: { telegram: 'tg-secret-token' } });
+
+    // The environment is built from scratch: the tokens it needs, none of the platform's secrets.
+    const environ = (await readFile(`/proc/${running.pid}/environ`, 'utf8')).split('\0');
+    expect(environ).toEqual(expect.arrayContaining([`OPENCLAW_GATEWAY_TOKEN=${s.gatewayToken}`, 'TELEGRAM_BOT_TOKEN=tg-secret-token']));
+    expect(environ).toContain(`OPENCLAW_STATE_DIR=${paths.state}`);
+    for (const name of PLATFORM_SECRETS) {
+      expect(process.env[name]).toBeTruthy();
+      expect(environ.some((entry) => entry.startsWith(`${name}=`))).toBe(false);
+    }
+  });
+
+  it('stop ends the whole process tree; start brings the same state back', async () => {
+    const host = await newHost();
+    const s = spec();
+    await host.create(s);
+    const { pid } = await host.waitUntilReady(s.agentId);
+    const tree = await processTree(pid!);
+    expect(tree.length).toBeGreaterThanOrEqual(2);
+    expect(await host.stop(s.agentId)).toMatchObject({ status: 'stopped', pid: null });
+    for (const p of tree) expect(isAlive(p)).toBe(false);
+    expect(await host.health(s.agentId)).toMatchObject({ live: false, ready: false });
+    expect(JSON.parse(await readFile(host.paths(s.agentId).registry, 'utf8')).desired).toBe('stopped');
+
+    await host.start(s.agentId);
+    await host.waitUntilReady(s.agentId);
+    expect(await readFile(join(host.paths(s.agentId).state, 'starts.txt'), 'utf8')).toBe('1.0.0\n1.0.0\n');
+  });
+
+  it('restarts a crashed gateway with back-off', async () => {
+    const host = await newHost();
+    const s = spec({ version: 'crashy' });
+    await host.create(s);
+    await host.waitUntilReady(s.agentId);
+    await until(async () => (await host.status(s.agentId)).restarts >= 2);
+    const state = await host.status(s.agentId);
+    expect(state.lastError).toBe('Gateway exited with code 1');
+    expect((await host.logs(s.agentId)).join('\n')).toMatch(/restarting in 100 ms[\s\S]*restarting in 200 ms/);
+    await host.stop(s.agentId);
+    const stopped = await host.status(s.agentId);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(await host.status(s.agentId)).toMatchObject({ status: 'stopped', restarts: stopped.restarts });
+  });
+
+  it('SIGKILLs a gateway that ignores SIGTERM after the stop timeout', async () => {
+    const host = await newHost({ stopTimeoutMs: 400 });
+    const s = spec({ version: 'stubborn' });
+    await host.create(s);
+    const { pid } = await host.waitUntilReady(s.agentId);
+    const started = Date.now();
+    await host.stop(s.agentId);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+    expect(isAlive(pid!)).toBe(false);
+    expect((await host.logs(s.agentId)).join('\n')).toContain('SIGKILL');
+  });
+
+  it('marks a gateway that does not become ready in time as error', async () => {
+    const host = await newHost({ readyTimeoutMs: 600 });
+    const s = spec({ version: 'slow' });
+    await host.create(s);
+    await expect(host.waitUntilReady(s.agentId)).rejects.toThrow('Gateway did not become ready within 1 s');
+    expect(await host.status(s.agentId)).toMatchObject({ status: 'error', lastError: 'Gateway did not become ready within 1 s' });
+    expect(await host.health(s.agentId)).toMatchObject({ live: true, ready: false, failing: ['startup-sidecars'] });
+  });
+
+  it('refuses agents beyond capacity with HostFullError', async () => {
+    const capped = await newHost({ maxAgents: 1 });
+    const first = spec();
+    await capped.create(first);
+    const second = spec();
+    await expect(capped.create(second)).rejects.toThrow(HostFullError);
+    await expect(capped.create(second)).rejects.toThrow(/^Host is at capacity: 1 of 1 agents running/);
+    expect(existsSync(capped.paths(second.agentId).dir)).toBe(false);
+    await capped.stop(first.agentId);
+    await capped.create(second); // room again
+    await expect(capped.start(first.agentId)).rejects.toThrow(HostFullError);
+
+    const tiny = await newHost({ memoryPerAgentBytes: 2 ** 50 });
+    await expect(tiny.create(spec())).rejects.toThrow(/Host is at capacity: 0 of 0 agents running \(1048576\.0 GiB budgeted per agent/);
+  });
+
+  it('update: moves to a new version, or rolls back to the previous one with a backup', async () => {
+    const host = await newHost();
+    const s = spec();
+    await host.create(s);
+    await host.waitUntilReady(s.agentId);
+
+    expect(await host.update(s.agentId, { version: '1.1.0' })).toMatchObject({ status: 'running', version: '1.1.0' });
+    expect(await readFile(join(host.paths(s.agentId).state, 'starts.txt'), 'utf8')).toBe('1.0.0\n1.1.0\n');
+
+    for (const bad of ['broken', '9.9.9']) {
+      const error = await host.update(s.agentId, { version: bad }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UpdateFailedError);
+      const failure = error as UpdateFailedError;
+      expect(failure.previousVersion).toBe('1.1.0');
+      expect(failure.targetVersion).toBe(bad);
+      expect(failure.message).toMatch(new RegExp(`^Update to OpenClaw ${bad} failed: .+\\. Rolled back to 1\\.1\\.0\\.$`));
+      expect(existsSync(join(failure.backupPath, 'state', 'workspace', 'AGENTS.md'))).toBe(true);
+      await expect(host.waitUntilReady(s.agentId)).resolves.toMatchObject({ status: 'running', version: '1.1.0' });
+    }
+    expect((await host.status(s.agentId)).version).toBe('1.1.0');
+    expect(JSON.parse(await readFile(host.paths(s.agentId).registry, 'utf8')).version).toBe('1.1.0');
+  });
+
+  it('resetMemory clears sessions and memory but keeps the workspace seed files', async () => {
+    const host = await newHost();
+    const s = spec();
+    await host.create(s);
+    const { url } = await host.waitUntilReady(s.agentId);
+    const { state, workspace } = host.paths(s.agentId);
+    await fetch(`${url}/remember`, { method: 'POST' });
+    const session = join(state, 'agents', 'main', 'agent', 'openclaw-agent.sqlite');
+    expect([session, join(workspace, 'MEMORY.md'), join(workspace, 'memory', '2026-01-01.md')].map((f) => existsSync(f))).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    await writeFile(join(workspace, 'AGENTS.md'), '# edited by the user\n');
+
+    await host.resetMemory(s.agentId);
+    await host.waitUntilReady(s.agentId);
+    expect([session, join(workspace, 'MEMORY.md'), join(workspace, 'memory', '2026-01-01.md')].map((f) => existsSync(f))).toEqual([
+      false,
+      false,
+      false,
+    ]);
+    expect(await readFile(join(workspace, 'AGENTS.md'), 'utf8')).toBe('# edited by the user\n');
+    expect(await readdir(workspace)).toEqual(expect.arrayContaining(['AGENTS.md', 'SOUL.md', 'IDENTITY.md', 'USER.md', 'BOOTSTRAP.md']));
+    expect(await readFile(join(state, 'starts.txt'), 'utf8')).toBe('1.0.0\n1.0.0\n');
+  });
+
+  it('repair re-writes a lost config and fixes the state directory', async () => {
+    const host = await newHost();
+    const s = spec();
+    await host.create(s);
+    await host.waitUntilReady(s.agentId);
+    await host.stop(s.agentId);
+    const paths = host.paths(s.agentId);
+    await rm(paths.config);
+    await chmod(paths.state, 0o755);
+    await host.repair(s.agentId);
+    expect((await stat(paths.state)).mode & 0o777).toBe(0o700);
+    expect(JSON.parse(await readFile(paths.config, 'utf8')).gateway.mode).toBe('local');
+    await expect(host.waitUntilReady(s.agentId)).resolves.toMatchObject({ status: 'running' });
+  });
+
+  it('restore: a new host over the same data directory restarts what was running, not what was stopped', async () => {
+    const host = await newHost();
+    const running = spec();
+    const stopped = spec();
+    await host.create(running);
+    await host.create(stopped);
+    await host.waitUntilReady(running.agentId);
+    await host.stop(stopped.agentId);
+    await host.shutdown();
+    await expect(host.status(running.agentId)).rejects.toThrow('The agent host is shut down');
+
+    const again = await newHost({ dataDir: host.agentsDir.replace(/\/agents$/, '') });
+    const states = await again.restore();
+    expect(states.map((a) => [a.agentId, a.status]).sort()).toEqual(
+      [
+        [running.agentId, 'starting'],
+        [stopped.agentId, 'stopped'],
+      ].sort(),
+    );
+    await again.waitUntilReady(running.agentId);
+    expect(await again.spec(running.agentId)).toMatchObject({ gatewayToken: running.gatewayToken });
+  });
+
+  it('configure: a config change is written for hot reload, a token change restarts with the new environment', async () => {
+    const host = await newHost();
+    const s = spec();
+    await host.create(s);
+    const { pid } = await host.waitUntilReady(s.agentId);
+    const paths = host.paths(s.agentId);
+
+    const config = { ...s.config, logging: { level: 'debug' } };
+    expect(await host.configure(s.agentId, { config })).toMatchObject({ status: 'running', pid });
+    expect(JSON.parse(await readFile(paths.config, 'utf8')).logging).toEqual({ level: 'debug', file: join(paths.logs, 'openclaw.log') });
+
+    const restarted = await host.configure(s.agentId, { channelTokens: { discord: 'new-discord-token' } });
+    expect(restarted.pid).not.toBe(pid);
+    const environ = (await readFile(`/proc/${restarted.pid}/environ`, 'utf8')).split('\0');
+    expect(environ).toContain('DISCORD_BOT_TOKEN=new-discord-token');
+    expect(JSON.parse(await readFile(paths.config, 'utf8')).channels.discord.enabled).toBe(true);
+    expect(await readFile(paths.registry, 'utf8')).not.toContain('new-discord-token');
+    expect(JSON.parse(await readFile(paths.registry, 'utf8')).config.logging).toEqual({ level: 'debug' });
+  });
+
+  it('a start after a ready timeout replaces the gateway that never became ready', async () => {
+    const host = await newHost({ readyTimeoutMs: 300 });
+    const s = spec({ version: 'slow' });
+    await host.create(s);
+    await expect(host.waitUntilReady(s.agentId)).rejects.toThrow('did not become ready');
+    const { pid } = await host.status(s.agentId);
+    expect(isAlive(pid!)).toBe(true);
+    const again = await host.start(s.agentId);
+    expect(again.pid).not.toBe(pid);
+    expect(isAlive(pid!)).toBe(false);
+    await host.stop(s.agentId);
+  });
+
+  it('delete removes the agent and everything it had', async () => {
+    const host = await newHost();
+    const s = spec();
+    await host.create(s);
+    const { pid } = await host.waitUntilReady(s.agentId);
+    await host.delete(s.agentId);
+    expect(existsSync(host.paths(s.agentId).dir)).toBe(false);
+    expect(isAlive(pid!)).toBe(false);
+    await expect(host.status(s.agentId)).rejects.toThrow(AgentNotFoundError);
+    await expect(host.logs('agt_missing')).rejects.toThrow('Agent not found: agt_missing');
+  });
+});

@@ -1,0 +1,948 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { type WriteStream, createWriteStream, existsSync } from 'node:fs';
+import { chmod, cp, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
+import {
+  Backoff,
+  type BackoffOptions,
+  DEFAULT_MEMORY_PER_AGENT_BYTES,
+  DEFAULT_RESERVE_BYTES,
+  capacityMessage,
+  computeCapacity,
+} from './capacity.js';
+import {
+  type AgentHealth,
+  type AgentHost,
+  type AgentSpec,
+  type AgentState,
+  type AgentStats,
+  type AgentStatus,
+  type ChannelTokens,
+  type LlmSpec,
+  type LogsOptions,
+  type WaitOptions,
+  AgentExistsError,
+  AgentNotFoundError,
+  AgentStartError,
+  HostFullError,
+  UpdateFailedError,
+} from './host.js';
+import { MESSAGING_CHANNELS, buildOpenClawConfig, secretEnv } from './openclaw-config.js';
+import { isAlive, memAvailableBytes, processTree, treeRssBytes, treeStats } from './proc.js';
+import { type OpenClawRuntime, PINNED_OPENCLAW_VERSION, REPO_ROOT, defaultNodeBin, openClawRuntime, runtimeProblem } from './runtime.js';
+
+/** Seals the secrets kept in the registry file (`agent.json`). */
+export interface SecretBox {
+  encrypt(plaintext: string, associatedData: string): string;
+  decrypt(sealed: string, associatedData: string): string;
+}
+
+export interface LocalHostOptions {
+  /** The platform's data directory; agents live in `<dataDir>/agents/<agentId>/`. */
+  dataDir: string;
+  /** 32-byte key (Buffer, 64 hex characters or base64) for the secrets in `agent.json`. Either this or `secrets`. */
+  encryptionKey?: Buffer | string;
+  secrets?: SecretBox;
+  /** Repository root (default: the one this package lives in). */
+  rootDir?: string;
+  /** Node >= 24.16 binary (default `<root>/node_modules/node/bin/node`). */
+  nodeBin?: string;
+  /** OpenClaw version → npm project directory holding `node_modules/openclaw`. Unlisted versions: `runtime/versions/<v>`. */
+  runtimes?: Record<string, string>;
+  /** Version for agents whose spec names none (default: the pinned one). */
+  defaultVersion?: string;
+  /** Memory budget per gateway (default 1.5 GiB). */
+  memoryPerAgentBytes?: number;
+  /** Memory kept free for everything else on the host (default 2 GiB). */
+  reserveBytes?: number;
+  /** Hard cap on gateways, on top of the memory-derived one. */
+  maxAgents?: number;
+  /** `starting` → `error` when `/readyz` is not ready after this long (default 120 s). */
+  readyTimeoutMs?: number;
+  /** `/readyz` poll interval while starting (default 500 ms). */
+  readyPollMs?: number;
+  /** SIGTERM, then SIGKILL after this long (default 30 s). */
+  stopTimeoutMs?: number;
+  /** Crash restarts: 1 s doubling to 30 s, reset after 60 s of health. */
+  backoff?: BackoffOptions;
+  /** Log lines kept in memory per agent (default 1000). */
+  logLines?: number;
+  /** `logs/gateway.log` is rotated to `gateway.log.1` at a start when larger than this (default 10 MiB). */
+  maxLogFileBytes?: number;
+  /** State backups kept per agent (default 3). */
+  keepBackups?: number;
+}
+
+type ChannelName = (typeof MESSAGING_CHANNELS)[number];
+
+/** What `agent.json` holds. Tokens and the LLM key are sealed with the host's key. */
+interface AgentRecord {
+  agentId: string;
+  userId: string;
+  plan: string;
+  config: Record<string, unknown>;
+  version: string;
+  port: number | null;
+  /** What the agent should be doing when the host (re)starts. */
+  desired: 'running' | 'stopped';
+  /** Last gateway pid, to clean up a gateway left behind by a previous host process. */
+  pid: number | null;
+  llm: (Omit<LlmSpec, 'apiKey'> & { apiKey: string }) | null;
+  secrets: { gatewayToken: string; channelTokens: Partial<Record<ChannelName, string>> };
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface Agent {
+  record: AgentRecord;
+  status: AgentStatus;
+  child: ChildProcess | null;
+  exited: Promise<void> | null;
+  generation: number;
+  supervise: boolean;
+  stopping: boolean;
+  startedAt: number | null;
+  readyAt: number | null;
+  restarts: number;
+  lastError: string | null;
+  backoff: Backoff;
+  restartTimer: NodeJS.Timeout | null;
+  logs: string[];
+  logFile: WriteStream | null;
+  lock: Promise<unknown>;
+  events: EventEmitter;
+}
+
+export interface AgentPaths {
+  dir: string;
+  registry: string;
+  state: string;
+  config: string;
+  workspace: string;
+  home: string;
+  logs: string;
+  backups: string;
+}
+
+const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+/** Workspace files created on first boot (spec §2.2: seeded only when AGENTS.md is missing); kept by `resetMemory`. */
+export const SEED_FILES = ['AGENTS.md', 'SOUL.md', 'IDENTITY.md', 'USER.md', 'BOOTSTRAP.md', 'TOOLS.md', 'HEARTBEAT.md'];
+/** What `resetMemory` removes, relative to the state dir: sessions and the memory index, then the memory files. */
+export const MEMORY_PATHS = ['agents', 'workspace/memory', 'workspace/MEMORY.md', 'workspace/DREAMS.md', 'workspace/memory_summary.md'];
+const ACTIVE: ReadonlySet<AgentStatus> = new Set(['starting', 'running', 'restarting', 'stopping']);
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+async function writeFileAtomic(path: string, data: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, data, { mode: 0o600 });
+  await rename(tmp, path);
+}
+
+function killQuietly(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+const openHosts = new Set<LocalAgentHost>();
+/** Last resort when the platform exits without `shutdown()`: ask every gateway to stop gracefully. */
+function stopGatewaysOnExit(): void {
+  for (const host of openHosts) for (const pid of host.gatewayPids()) killQuietly(pid, 'SIGTERM');
+}
+
+/**
+ * The `local` provider: each agent is an OpenClaw gateway child process on this host, run with the Node 24
+ * binary, bound to 127.0.0.1 on a free port, with an environment built from scratch (nothing of the platform's).
+ */
+export class LocalAgentHost implements AgentHost {
+  readonly provider = 'local';
+  readonly agentsDir: string;
+  private readonly options: Required<
+    Pick<LocalHostOptions, 'readyTimeoutMs' | 'readyPollMs' | 'stopTimeoutMs' | 'logLines' | 'maxLogFileBytes' | 'keepBackups'>
+  >;
+  private readonly secrets: SecretBox;
+  private readonly root: string;
+  private readonly nodeBin: string;
+  private readonly agents = new Map<string, Agent>();
+  private readonly creating = new Set<string>();
+  private shuttingDown = false;
+
+  constructor(private readonly config: LocalHostOptions) {
+    if (config.secrets) this.secrets = config.secrets;
+    else if (config.encryptionKey !== undefined) {
+      const key = Buffer.isBuffer(config.encryptionKey) ? config.encryptionKey : parseEncryptionKey(config.encryptionKey);
+      if (key.length !== 32) throw new Error('Encryption key must be 32 bytes');
+      this.secrets = { encrypt: (p, aad) => encryptSecret(key, p, aad), decrypt: (s, aad) => decryptSecret(key, s, aad) };
+    } else throw new Error('LocalAgentHost needs `encryptionKey` or `secrets` to store agent tokens');
+    this.agentsDir = join(config.dataDir, 'agents');
+    this.root = config.rootDir ?? REPO_ROOT;
+    this.nodeBin = config.nodeBin ?? defaultNodeBin(this.root);
+    this.options = {
+      readyTimeoutMs: config.readyTimeoutMs ?? 120_000,
+      readyPollMs: config.readyPollMs ?? 500,
+      stopTimeoutMs: config.stopTimeoutMs ?? 30_000,
+      logLines: config.logLines ?? 1_000,
+      maxLogFileBytes: config.maxLogFileBytes ?? 10 * 1024 * 1024,
+      keepBackups: config.keepBackups ?? 3,
+    };
+    openHosts.add(this);
+    if (openHosts.size === 1) process.on('exit', stopGatewaysOnExit);
+  }
+
+  get defaultVersion(): string {
+    return this.config.defaultVersion ?? PINNED_OPENCLAW_VERSION;
+  }
+
+  /** The runtime (Node binary + OpenClaw entry) of a version. */
+  runtimeFor(version: string): OpenClawRuntime {
+    return openClawRuntime(version, { dir: this.config.runtimes?.[version], nodeBin: this.nodeBin, root: this.root });
+  }
+
+  paths(agentId: string): AgentPaths {
+    const dir = join(this.agentsDir, agentId);
+    const state = join(dir, 'state');
+    return {
+      dir,
+      registry: join(dir, 'agent.json'),
+      state,
+      config: join(state, 'openclaw.json'),
+      workspace: join(state, 'workspace'),
+      home: join(dir, 'home'),
+      logs: join(dir, 'logs'),
+      backups: join(dir, 'backups'),
+    };
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  async create(spec: AgentSpec): Promise<AgentState> {
+    this.assertOpen();
+    if (!ID_PATTERN.test(spec.agentId)) throw new Error(`Invalid agent id: ${spec.agentId}`);
+    if (!spec.gatewayToken) throw new Error('A gateway token is required');
+    const paths = this.paths(spec.agentId);
+    if (this.agents.has(spec.agentId) || this.creating.has(spec.agentId) || existsSync(paths.registry)) {
+      throw new AgentExistsError(spec.agentId);
+    }
+    const version = spec.version ?? this.defaultVersion;
+    const problem = runtimeProblem(this.runtimeFor(version));
+    if (problem) throw new AgentStartError(`Cannot create agent ${spec.agentId}: ${problem}`);
+    this.creating.add(spec.agentId);
+    try {
+      await this.assertCapacity(null);
+      const now = new Date().toISOString();
+      const record: AgentRecord = {
+        agentId: spec.agentId,
+        userId: spec.userId,
+        plan: spec.plan,
+        config: spec.config,
+        version,
+        port: null,
+        desired: 'running',
+        pid: null,
+        llm: null,
+        secrets: { gatewayToken: '', channelTokens: {} },
+        createdAt: now,
+        updatedAt: now,
+      };
+      this.sealSecrets(record, spec);
+      await this.ensureLayout(paths);
+      const agent = this.newAgent(record);
+      this.agents.set(spec.agentId, agent);
+      await this.saveRecord(agent);
+      return await this.exclusive(agent, async () => {
+        await this.spawnGateway(agent, { supervise: true });
+        return this.snapshot(agent);
+      });
+    } finally {
+      this.creating.delete(spec.agentId);
+    }
+  }
+
+  async start(agentId: string): Promise<AgentState> {
+    const agent = this.get(agentId);
+    return this.exclusive(agent, async () => {
+      if (ACTIVE.has(agent.status) && agent.status !== 'stopping') return this.snapshot(agent);
+      await this.assertCapacity(agentId);
+      agent.record.desired = 'running';
+      agent.restarts = 0;
+      agent.backoff.reset();
+      await this.saveRecord(agent);
+      await this.spawnGateway(agent, { supervise: true });
+      return this.snapshot(agent);
+    });
+  }
+
+  async stop(agentId: string): Promise<AgentState> {
+    const agent = this.get(agentId);
+    return this.exclusive(agent, async () => {
+      agent.record.desired = 'stopped';
+      await this.saveRecord(agent);
+      await this.stopGateway(agent);
+      return this.snapshot(agent);
+    });
+  }
+
+  async restart(agentId: string): Promise<AgentState> {
+    const agent = this.get(agentId);
+    return this.exclusive(agent, async () => {
+      if (!ACTIVE.has(agent.status)) await this.assertCapacity(agentId);
+      await this.stopGateway(agent);
+      agent.record.desired = 'running';
+      agent.restarts = 0;
+      agent.backoff.reset();
+      await this.saveRecord(agent);
+      await this.spawnGateway(agent, { supervise: true });
+      return this.snapshot(agent);
+    });
+  }
+
+  async update(agentId: string, options: { version: string }): Promise<AgentState> {
+    const agent = this.get(agentId);
+    return this.exclusive(agent, async () => {
+      const previousVersion = agent.record.version;
+      const targetVersion = options.version;
+      const paths = this.paths(agentId);
+      if (!ACTIVE.has(agent.status)) await this.assertCapacity(agentId);
+      await this.stopGateway(agent);
+      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+      const backupPath = join(paths.backups, `${stamp}-${previousVersion}`);
+      await mkdir(backupPath, { recursive: true, mode: 0o700 });
+      await cp(paths.state, join(backupPath, 'state'), { recursive: true, preserveTimestamps: true });
+      this.log(agent, `[host] state backed up to ${backupPath}; updating OpenClaw ${previousVersion} -> ${targetVersion}`);
+
+      agent.record.version = targetVersion;
+      agent.record.desired = 'running';
+      agent.restarts = 0;
+      agent.backoff.reset();
+      await this.saveRecord(agent);
+      try {
+        await this.spawnGateway(agent, { supervise: false });
+        await this.waitForRunning(agent, this.options.readyTimeoutMs);
+        agent.supervise = true;
+        await this.pruneBackups(paths.backups);
+        return this.snapshot(agent);
+      } catch (cause) {
+        const reason = (cause as Error).message;
+        this.log(agent, `[host] OpenClaw ${targetVersion} did not start (${reason}); rolling back to ${previousVersion}`);
+        await this.stopGateway(agent);
+        await rm(paths.state, { recursive: true, force: true });
+        await cp(join(backupPath, 'state'), paths.state, { recursive: true, preserveTimestamps: true });
+        agent.record.version = previousVersion;
+        await this.saveRecord(agent);
+        await this.spawnGateway(agent, { supervise: true });
+        throw new UpdateFailedError(
+          `Update to OpenClaw ${targetVersion} failed: ${reason}. Rolled back to ${previousVersion}.`,
+          backupPath,
+          previousVersion,
+          targetVersion,
+          { cause },
+        );
+      }
+    });
+  }
+
+  async repair(agentId: string): Promise<AgentState> {
+    const agent = this.get(agentId);
+    return this.exclusive(agent, async () => {
+      if (!ACTIVE.has(agent.status)) await this.assertCapacity(agentId);
+      await this.stopGateway(agent);
+      const paths = this.paths(agentId);
+      await this.ensureLayout(paths);
+      // Lock files of a gateway that died hard; OpenClaw reclaims them too, but only after a wait.
+      const lockRoot = join(paths.state, 'tmp');
+      for (const name of await readdir(lockRoot).catch(() => [] as string[])) {
+        if (name.startsWith('openclaw')) await rm(join(lockRoot, name), { recursive: true, force: true });
+      }
+      agent.record.port = null;
+      agent.record.desired = 'running';
+      agent.restarts = 0;
+      agent.backoff.reset();
+      agent.lastError = null;
+      await this.saveRecord(agent);
+      this.log(agent, '[host] repair: config re-written from the spec, state directory fixed');
+      await this.spawnGateway(agent, { supervise: true });
+      return this.snapshot(agent);
+    });
+  }
+
+  async resetMemory(agentId: string): Promise<AgentState> {
+    const agent = this.get(agentId);
+    return this.exclusive(agent, async () => {
+      const wasActive = ACTIVE.has(agent.status);
+      if (!wasActive) await this.assertCapacity(agentId);
+      await this.stopGateway(agent);
+      const { state } = this.paths(agentId);
+      for (const relative of MEMORY_PATHS) await rm(join(state, relative), { recursive: true, force: true });
+      this.log(agent, `[host] memory reset: removed ${MEMORY_PATHS.join(', ')}; workspace seed files kept`);
+      agent.record.desired = 'running';
+      await this.saveRecord(agent);
+      await this.spawnGateway(agent, { supervise: true });
+      return this.snapshot(agent);
+    });
+  }
+
+  /** Changes the stored spec (config, plan, tokens, LLM). Config-only changes hot-reload; secret changes restart. */
+  async configure(agentId: string, changes: Partial<Pick<AgentSpec, 'config' | 'plan' | 'channelTokens' | 'llm'>>): Promise<AgentState> {
+    const agent = this.get(agentId);
+    return this.exclusive(agent, async () => {
+      const current = this.openSpec(agent.record);
+      if (changes.config) agent.record.config = changes.config;
+      if (changes.plan) agent.record.plan = changes.plan;
+      const secretsChanged = changes.channelTokens !== undefined || changes.llm !== undefined;
+      if (secretsChanged) {
+        this.sealSecrets(agent.record, {
+          ...current,
+          channelTokens: changes.channelTokens ?? current.channelTokens,
+          llm: changes.llm === undefined ? current.llm : changes.llm,
+        });
+      }
+      await this.saveRecord(agent);
+      if (ACTIVE.has(agent.status) && agent.record.port !== null) {
+        if (secretsChanged) {
+          await this.stopGateway(agent);
+          await this.spawnGateway(agent, { supervise: true });
+        } else await this.writeGatewayConfig(agent, agent.record.port);
+      }
+      return this.snapshot(agent);
+    });
+  }
+
+  async delete(agentId: string): Promise<void> {
+    const agent = this.get(agentId);
+    await this.exclusive(agent, async () => {
+      agent.record.desired = 'stopped';
+      await this.stopGateway(agent);
+      agent.logFile?.end();
+      agent.logFile = null;
+      this.agents.delete(agentId);
+      await rm(this.paths(agentId).dir, { recursive: true, force: true });
+    });
+  }
+
+  async shutdown(): Promise<void> {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    await Promise.all(
+      [...this.agents.values()].map((agent) =>
+        this.exclusive(agent, async () => {
+          await this.stopGateway(agent);
+          agent.logFile?.end();
+          agent.logFile = null;
+        }).catch(() => undefined),
+      ),
+    );
+    openHosts.delete(this);
+    if (openHosts.size === 0) process.off('exit', stopGatewaysOnExit);
+  }
+
+  /**
+   * Loads the agents of `<dataDir>/agents` (after a platform restart): stops gateways a previous host process left
+   * behind, then starts the agents that should be running (while there is room).
+   */
+  async restore(): Promise<AgentState[]> {
+    this.assertOpen();
+    const names = await readdir(this.agentsDir).catch(() => [] as string[]);
+    for (const name of names) {
+      if (!ID_PATTERN.test(name) || this.agents.has(name)) continue;
+      let record: AgentRecord;
+      try {
+        record = JSON.parse(await readFile(this.paths(name).registry, 'utf8')) as AgentRecord;
+      } catch {
+        continue;
+      }
+      const agent = this.newAgent(record);
+      this.agents.set(name, agent);
+      if (record.pid && isAlive(record.pid)) await this.killLeftover(record.pid);
+      if (record.desired === 'running') {
+        try {
+          await this.start(name);
+        } catch (error) {
+          agent.status = 'error';
+          agent.lastError = (error as Error).message;
+        }
+      }
+    }
+    return this.list();
+  }
+
+  // ---------------------------------------------------------------- observation
+
+  async status(agentId: string): Promise<AgentState> {
+    return this.snapshot(this.get(agentId));
+  }
+
+  async list(): Promise<AgentState[]> {
+    return [...this.agents.values()].map((agent) => this.snapshot(agent));
+  }
+
+  async waitUntilReady(agentId: string, options: WaitOptions = {}): Promise<AgentState> {
+    const agent = this.get(agentId);
+    // By default, long enough for the host's own ready timeout to decide (`running` or `error`).
+    await this.waitForRunning(agent, options.timeoutMs ?? this.options.readyTimeoutMs + 5_000);
+    return this.snapshot(agent);
+  }
+
+  async logs(agentId: string, options: LogsOptions = {}): Promise<string[]> {
+    const agent = this.get(agentId);
+    const tail = Math.max(0, options.tail ?? 200);
+    if (agent.logs.length > 0) return agent.logs.slice(-tail);
+    const text = await readFile(join(this.paths(agentId).logs, 'gateway.log'), 'utf8').catch(() => '');
+    return text.split('\n').filter(Boolean).slice(-tail);
+  }
+
+  async stats(agentId: string): Promise<AgentStats> {
+    const agent = this.get(agentId);
+    const pid = agent.child?.pid;
+    if (!pid) return { cpuPercent: 0, memoryBytes: 0, pids: 0, uptimeMs: 0 };
+    return treeStats(pid);
+  }
+
+  async health(agentId: string): Promise<AgentHealth> {
+    const agent = this.get(agentId);
+    const down: AgentHealth = { live: false, ready: false, failing: [], uptimeMs: null };
+    const port = agent.record.port;
+    if (port === null || !agent.child) return down;
+    const base = `http://127.0.0.1:${port}`;
+    try {
+      const live = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(5_000) });
+      await live.arrayBuffer();
+      if (!live.ok) return down;
+    } catch {
+      return down;
+    }
+    try {
+      const token = this.secrets.decrypt(agent.record.secrets.gatewayToken, this.aad(agent.record.agentId, 'gatewayToken'));
+      const res = await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
+      const body = (await res.json().catch(() => ({}))) as { ready?: boolean; failing?: string[]; uptimeMs?: number };
+      return {
+        live: true,
+        ready: res.status === 200 && body.ready === true,
+        failing: Array.isArray(body.failing) ? body.failing : [],
+        uptimeMs: typeof body.uptimeMs === 'number' ? body.uptimeMs : null,
+      };
+    } catch {
+      return { live: true, ready: false, failing: [], uptimeMs: null };
+    }
+  }
+
+  /** The spec as given (secrets decrypted), e.g. for a provider migration. */
+  async spec(agentId: string): Promise<AgentSpec> {
+    return this.openSpec(this.get(agentId).record);
+  }
+
+  /** Pids of the gateways this host runs. */
+  gatewayPids(): number[] {
+    return [...this.agents.values()].flatMap((agent) => (agent.child?.pid ? [agent.child.pid] : []));
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private assertOpen(): void {
+    if (this.shuttingDown) throw new Error('The agent host is shut down');
+  }
+
+  private get(agentId: string): Agent {
+    this.assertOpen();
+    const agent = this.agents.get(agentId);
+    if (!agent) throw new AgentNotFoundError(agentId);
+    return agent;
+  }
+
+  private newAgent(record: AgentRecord): Agent {
+    return {
+      record,
+      status: 'stopped',
+      child: null,
+      exited: null,
+      generation: 0,
+      supervise: true,
+      stopping: false,
+      startedAt: null,
+      readyAt: null,
+      restarts: 0,
+      lastError: null,
+      backoff: new Backoff(this.config.backoff),
+      restartTimer: null,
+      logs: [],
+      logFile: null,
+      lock: Promise.resolve(),
+      events: new EventEmitter(),
+    };
+  }
+
+  /** Runs one lifecycle operation at a time per agent. */
+  private exclusive<T>(agent: Agent, fn: () => Promise<T>): Promise<T> {
+    const run = agent.lock.then(fn, fn);
+    agent.lock = run.catch(() => undefined);
+    return run;
+  }
+
+  private snapshot(agent: Agent): AgentState {
+    const port = agent.record.port;
+    return {
+      agentId: agent.record.agentId,
+      userId: agent.record.userId,
+      status: agent.status,
+      version: agent.record.version,
+      url: port === null ? null : `http://127.0.0.1:${port}`,
+      port,
+      pid: agent.child?.pid ?? null,
+      startedAt: agent.startedAt === null ? null : new Date(agent.startedAt).toISOString(),
+      readyAt: agent.readyAt === null ? null : new Date(agent.readyAt).toISOString(),
+      restarts: agent.restarts,
+      lastError: agent.lastError,
+    };
+  }
+
+  private setStatus(agent: Agent, status: AgentStatus, error?: string | null): void {
+    agent.status = status;
+    if (error !== undefined) agent.lastError = error;
+    agent.events.emit('change', status);
+  }
+
+  private aad(agentId: string, name: string): string {
+    return `agent:${agentId}:${name}`;
+  }
+
+  private sealSecrets(record: AgentRecord, spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm'>): void {
+    const id = record.agentId;
+    record.secrets.gatewayToken = this.secrets.encrypt(spec.gatewayToken, this.aad(id, 'gatewayToken'));
+    record.secrets.channelTokens = {};
+    for (const name of MESSAGING_CHANNELS) {
+      const token = spec.channelTokens?.[name];
+      if (token) record.secrets.channelTokens[name] = this.secrets.encrypt(token, this.aad(id, `channel:${name}`));
+    }
+    record.llm = spec.llm ? { ...spec.llm, apiKey: this.secrets.encrypt(spec.llm.apiKey, this.aad(id, 'llmApiKey')) } : null;
+  }
+
+  private openSpec(record: AgentRecord): AgentSpec {
+    const id = record.agentId;
+    const channelTokens: ChannelTokens = {};
+    for (const name of MESSAGING_CHANNELS) {
+      const sealed = record.secrets.channelTokens[name];
+      if (sealed) channelTokens[name] = this.secrets.decrypt(sealed, this.aad(id, `channel:${name}`));
+    }
+    return {
+      agentId: id,
+      userId: record.userId,
+      plan: record.plan,
+      config: record.config,
+      gatewayToken: this.secrets.decrypt(record.secrets.gatewayToken, this.aad(id, 'gatewayToken')),
+      channelTokens,
+      llm: record.llm ? { ...record.llm, apiKey: this.secrets.decrypt(record.llm.apiKey, this.aad(id, 'llmApiKey')) } : undefined,
+      version: record.version,
+    };
+  }
+
+  private async saveRecord(agent: Agent): Promise<void> {
+    agent.record.updatedAt = new Date().toISOString();
+    await writeFileAtomic(this.paths(agent.record.agentId).registry, `${JSON.stringify(agent.record, null, 2)}\n`);
+  }
+
+  private async ensureLayout(paths: AgentPaths): Promise<void> {
+    await mkdir(join(this.agentsDir, 'tmp'), { recursive: true, mode: 0o700 });
+    for (const dir of [paths.dir, paths.state, paths.home, paths.logs, paths.backups]) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await chmod(dir, 0o700);
+    }
+    if (existsSync(paths.config)) await chmod(paths.config, 0o600);
+    if (existsSync(paths.registry)) await chmod(paths.registry, 0o600);
+  }
+
+  private async activeAgentsRss(exclude: string | null): Promise<{ active: number; rss: number }> {
+    let active = 0;
+    let rss = 0;
+    for (const [id, agent] of this.agents) {
+      if (id === exclude || (!ACTIVE.has(agent.status) && !agent.child)) continue;
+      active += 1;
+      if (agent.child?.pid) rss += await treeRssBytes(agent.child.pid);
+    }
+    return { active: active + this.creating.size - (exclude === null ? 1 : 0), rss };
+  }
+
+  /** Throws `HostFullError` unless one more gateway fits (`exclude`: the agent being (re)started, already counted). */
+  private async assertCapacity(exclude: string | null): Promise<void> {
+    const { active, rss } = await this.activeAgentsRss(exclude);
+    const input = {
+      availableBytes: await memAvailableBytes(),
+      agentsRssBytes: rss,
+      activeAgents: Math.max(0, active),
+      memoryPerAgentBytes: this.config.memoryPerAgentBytes ?? DEFAULT_MEMORY_PER_AGENT_BYTES,
+      reserveBytes: this.config.reserveBytes ?? DEFAULT_RESERVE_BYTES,
+      maxAgents: this.config.maxAgents,
+    };
+    const capacity = computeCapacity(input);
+    if (!capacity.hasRoom) throw new HostFullError(capacityMessage(capacity, input));
+  }
+
+  private async writeGatewayConfig(agent: Agent, port: number): Promise<void> {
+    const paths = this.paths(agent.record.agentId);
+    const spec = this.openSpec(agent.record);
+    const config = buildOpenClawConfig(spec, {
+      port,
+      bind: 'loopback',
+      workspaceDir: paths.workspace,
+      logFile: join(paths.logs, 'openclaw.log'),
+    });
+    await writeFileAtomic(paths.config, `${JSON.stringify(config, null, 2)}\n`);
+  }
+
+  /** The gateway's whole environment, from scratch: nothing of the platform's own environment is passed on. */
+  private gatewayEnv(agent: Agent, runtime: OpenClawRuntime): Record<string, string> {
+    const paths = this.paths(agent.record.agentId);
+    return {
+      PATH: `${dirname(runtime.nodeBin)}:/usr/local/bin:/usr/bin:/bin`,
+      HOME: paths.home,
+      // Shared by all gateways: OpenClaw keeps Node's compile cache under the temp dir (warm cache ≈ 2 s faster start).
+      TMPDIR: join(this.agentsDir, 'tmp'),
+      LANG: 'C.UTF-8',
+      MALLOC_ARENA_MAX: '2',
+      OPENCLAW_STATE_DIR: paths.state,
+      OPENCLAW_CONFIG_PATH: paths.config,
+      OPENCLAW_NO_AUTO_UPDATE: '1',
+      OPENCLAW_DISABLE_BONJOUR: '1',
+      OPENCLAW_OFFLINE: '1',
+      ...secretEnv(this.openSpec(agent.record)),
+    };
+  }
+
+  private log(agent: Agent, line: string): void {
+    agent.logs.push(line);
+    if (agent.logs.length > this.options.logLines) agent.logs.splice(0, agent.logs.length - this.options.logLines);
+    agent.logFile?.write(`${line}\n`);
+  }
+
+  private async openLogFile(agent: Agent): Promise<void> {
+    if (agent.logFile) return;
+    const file = join(this.paths(agent.record.agentId).logs, 'gateway.log');
+    const size = await stat(file).then(
+      (s) => s.size,
+      () => 0,
+    );
+    if (size > this.options.maxLogFileBytes) await rename(file, `${file}.1`);
+    agent.logFile = createWriteStream(file, { flags: 'a', mode: 0o600 });
+    agent.logFile.on('error', () => undefined);
+  }
+
+  private pipeLines(agent: Agent, stream: NodeJS.ReadableStream | null): void {
+    if (!stream) return;
+    let pending = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      pending += chunk;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) this.log(agent, line);
+    });
+    stream.on('end', () => {
+      if (pending) this.log(agent, pending);
+      pending = '';
+    });
+  }
+
+  private async spawnGateway(agent: Agent, options: { supervise: boolean }): Promise<void> {
+    this.assertOpen();
+    const runtime = this.runtimeFor(agent.record.version);
+    const problem = runtimeProblem(runtime);
+    if (problem) {
+      this.setStatus(agent, 'error', problem);
+      this.log(agent, `[host] cannot start: ${problem}`);
+      throw new AgentStartError(problem);
+    }
+    if (agent.child) await this.stopGateway(agent); // e.g. a gateway in `error` that never became ready
+    const paths = this.paths(agent.record.agentId);
+    await this.ensureLayout(paths);
+    let port = agent.record.port;
+    if (port === null || !(await portIsFree(port))) port = await freePort();
+    agent.record.port = port;
+    await this.writeGatewayConfig(agent, port);
+    await this.openLogFile(agent);
+
+    const child = spawn(runtime.nodeBin, [runtime.entry, 'gateway', 'run', '--port', String(port)], {
+      cwd: paths.home, // never the repository: OpenClaw reads a `.env` from its working directory
+      env: this.gatewayEnv(agent, runtime),
+      detached: true, // its own process group, so a Ctrl-C of the platform does not kill it mid-write
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const generation = ++agent.generation;
+    agent.child = child;
+    agent.supervise = options.supervise;
+    agent.stopping = false;
+    agent.startedAt = Date.now();
+    agent.readyAt = null;
+    agent.exited = new Promise((resolve) => {
+      let done = false;
+      const finish = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
+        if (done) return;
+        done = true;
+        resolve();
+        this.onExit(agent, generation, code, signal, error);
+      };
+      child.once('exit', (code, signal) => finish(code, signal));
+      child.once('error', (error) => finish(null, null, error));
+    });
+    this.pipeLines(agent, child.stdout);
+    this.pipeLines(agent, child.stderr);
+    agent.record.pid = child.pid ?? null;
+    await this.saveRecord(agent);
+    this.log(agent, `[host] started OpenClaw ${runtime.version} (pid ${child.pid}) on 127.0.0.1:${port}`);
+    this.setStatus(agent, 'starting', null);
+    void this.pollReady(agent, generation);
+  }
+
+  private async pollReady(agent: Agent, generation: number): Promise<void> {
+    const deadline = (agent.startedAt ?? Date.now()) + this.options.readyTimeoutMs;
+    const port = agent.record.port;
+    while (agent.generation === generation && agent.status === 'starting' && agent.child) {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(2_000) });
+        const body = (await res.json().catch(() => ({}))) as { ready?: boolean };
+        if (res.status === 200 && body.ready === true) {
+          if (agent.generation !== generation || agent.status !== 'starting') return;
+          agent.readyAt = Date.now();
+          this.log(agent, `[host] ready after ${((agent.readyAt - (agent.startedAt ?? agent.readyAt)) / 1000).toFixed(1)} s`);
+          this.setStatus(agent, 'running', null);
+          return;
+        }
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() >= deadline) {
+        if (agent.generation === generation && agent.status === 'starting') {
+          const message = `Gateway did not become ready within ${Math.round(this.options.readyTimeoutMs / 1000)} s`;
+          this.log(agent, `[host] ${message}`);
+          this.setStatus(agent, 'error', message);
+        }
+        return;
+      }
+      await sleep(this.options.readyPollMs);
+    }
+  }
+
+  private onExit(agent: Agent, generation: number, code: number | null, signal: NodeJS.Signals | null, error?: Error): void {
+    if (agent.generation !== generation) return;
+    agent.child = null;
+    agent.record.pid = null;
+    const how = error ? `failed to spawn: ${error.message}` : `exited with ${signal ? `signal ${signal}` : `code ${code}`}`;
+    this.log(agent, `[host] gateway ${how}`);
+    if (agent.stopping) return; // stopGateway sets the status
+    if (!agent.supervise || this.shuttingDown || agent.record.desired !== 'running') {
+      this.setStatus(agent, 'error', `Gateway ${how}`);
+      return;
+    }
+    const healthyFor = agent.readyAt === null ? 0 : Date.now() - agent.readyAt;
+    const delay = agent.backoff.next(healthyFor);
+    agent.restarts += 1;
+    this.log(agent, `[host] restarting in ${delay} ms (restart ${agent.restarts})`);
+    this.setStatus(agent, 'restarting', `Gateway ${how}`);
+    agent.restartTimer = setTimeout(() => {
+      agent.restartTimer = null;
+      void this.exclusive(agent, async () => {
+        if (agent.status !== 'restarting' || this.shuttingDown) return;
+        await this.spawnGateway(agent, { supervise: true });
+      }).catch((failure: unknown) => {
+        this.setStatus(agent, 'error', (failure as Error).message);
+      });
+    }, delay);
+    agent.restartTimer.unref();
+  }
+
+  /** SIGTERM, wait, then SIGKILL for the whole process tree. Resolves when the gateway is gone. */
+  private async stopGateway(agent: Agent): Promise<void> {
+    if (agent.restartTimer) {
+      clearTimeout(agent.restartTimer);
+      agent.restartTimer = null;
+    }
+    const child = agent.child;
+    if (!child?.pid) {
+      if (agent.status !== 'stopped') this.setStatus(agent, 'stopped');
+      return;
+    }
+    agent.stopping = true;
+    this.setStatus(agent, 'stopping');
+    const tree = await processTree(child.pid);
+    killQuietly(child.pid, 'SIGTERM');
+    const exited = agent.exited ?? Promise.resolve();
+    const timedOut = await Promise.race([exited.then(() => false), sleep(this.options.stopTimeoutMs).then(() => true)]);
+    if (timedOut) {
+      this.log(agent, `[host] no exit ${this.options.stopTimeoutMs} ms after SIGTERM: SIGKILL`);
+      for (const pid of [...(await processTree(child.pid)), ...tree]) killQuietly(pid, 'SIGKILL');
+      await exited;
+    }
+    // Helpers that outlived the gateway (they normally exit with it).
+    for (const pid of tree) if (pid !== child.pid && isAlive(pid)) killQuietly(pid, 'SIGKILL');
+    agent.stopping = false;
+    agent.child = null;
+    agent.startedAt = null;
+    agent.readyAt = null;
+    agent.record.pid = null;
+    this.setStatus(agent, 'stopped');
+    await this.saveRecord(agent).catch(() => undefined);
+  }
+
+  private async killLeftover(pid: number): Promise<void> {
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (!cmdline.includes('openclaw')) return; // the pid was reused by something else
+    const tree = await processTree(pid);
+    killQuietly(pid, 'SIGTERM');
+    const deadline = Date.now() + this.options.stopTimeoutMs;
+    while (isAlive(pid) && Date.now() < deadline) await sleep(200);
+    for (const p of tree) if (isAlive(p)) killQuietly(p, 'SIGKILL');
+  }
+
+  private waitForRunning(agent: Agent, timeoutMs: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (agent.status === 'running') finish();
+        else if (agent.status === 'error' || agent.status === 'stopped') {
+          finish(new AgentStartError(agent.lastError ?? `Agent ${agent.record.agentId} is ${agent.status}`));
+        }
+      };
+      const timer = setTimeout(
+        () => finish(new AgentStartError(`Agent ${agent.record.agentId} not ready within ${Math.round(timeoutMs / 1000)} s`)),
+        timeoutMs,
+      );
+      const finish = (error?: Error) => {
+        clearTimeout(timer);
+        agent.events.off('change', check);
+        if (error) reject(error);
+        else resolve();
+      };
+      agent.events.on('change', check);
+      check();
+    });
+  }
+
+  private async pruneBackups(dir: string): Promise<void> {
+    const entries = (await readdir(dir).catch(() => [] as string[])).sort();
+    for (const name of entries.slice(0, Math.max(0, entries.length - this.options.keepBackups))) {
+      await rm(join(dir, name), { recursive: true, force: true });
+    }
+  }
+}

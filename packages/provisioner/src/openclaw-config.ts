@@ -1,0 +1,146 @@
+import type { AgentSpec, ChannelTokens } from './host.js';
+
+/**
+ * Turns our stored agent configuration (spec §2.2) into a config the pinned OpenClaw accepts
+ * (`openclaw config validate`), and builds the secret environment variables that config refers to.
+ *
+ * Secrets never reach the file: the gateway token comes from `OPENCLAW_GATEWAY_TOKEN` (used by OpenClaw when
+ * `gateway.auth.token` is unset), channel tokens and the LLM key are OpenClaw SecretRefs to environment variables
+ * (`{ source: 'env', provider: 'default', id: 'TELEGRAM_BOT_TOKEN' }`), resolved by the gateway at start.
+ */
+
+/** Environment variables holding each channel's token (OpenClaw's own default-account names). */
+export const CHANNEL_TOKEN_ENV = { telegram: 'TELEGRAM_BOT_TOKEN', discord: 'DISCORD_BOT_TOKEN' } as const;
+/** Where each channel's token goes in OpenClaw's config. WhatsApp links by QR code: OpenClaw has no token for it. */
+const CHANNEL_TOKEN_KEY = { telegram: 'botToken', discord: 'token' } as const;
+/** Keys that would put a credential in the file; dropped from the stored config. */
+const CHANNEL_SECRET_KEYS = ['botToken', 'token', 'tokenFile', 'webhookSecret'];
+export const MESSAGING_CHANNELS = ['telegram', 'discord', 'whatsapp'] as const;
+
+export const LLM_API_KEY_ENV = 'AOP_LLM_API_KEY';
+/** The `models.providers` id of the platform's LLM; the primary model becomes `platform/<model>`. */
+export const LLM_PROVIDER_ID = 'platform';
+
+export interface OpenClawConfigOptions {
+  port: number;
+  /** `loopback` when the gateway runs on the platform's own host (local provider); `lan` in a container. */
+  bind: 'loopback' | 'lan';
+  /** Replaces `agents.defaults.workspace` (the stored value is a container path). */
+  workspaceDir?: string;
+  /** `logging.file`: OpenClaw's JSONL log (by default a file in the OS temp dir shared by every gateway). */
+  logFile?: string;
+}
+
+type Json = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const objectAt = (parent: Json, key: string): Json => {
+  const value = parent[key];
+  if (isObject(value)) return value;
+  const created: Json = {};
+  parent[key] = created;
+  return created;
+};
+const envRef = (id: string) => ({ source: 'env', provider: 'default', id });
+
+/**
+ * Keys of our stored config that the pinned OpenClaw rejects or ignores, and what happens to them. We keep
+ * them in our record (the spec's config object has them) but they never reach OpenClaw.
+ */
+export const RETIRED_KEYS: ReadonlyArray<{ path: string; action: string }> = [
+  { path: 'cron.maxConcurrentRuns', action: 'dropped (retired: "Unrecognized key")' },
+  { path: 'channels.webchat', action: 'dropped (retired: WebChat has no config section; it is always on)' },
+  { path: 'gateway.webchat', action: 'dropped (retired)' },
+  { path: 'gateway.controlUi.dangerouslyDisableDeviceAuth', action: 'dropped (retired and inert)' },
+  { path: 'tools.exec.timeoutSec', action: 'renamed to tools.exec.timeoutSeconds' },
+  { path: '$include, secrets, env.shellEnv', action: 'dropped (would read host files or run host commands)' },
+];
+
+function stripIncludes(value: unknown): void {
+  if (Array.isArray(value)) {
+    for (const item of value) stripIncludes(item);
+  } else if (isObject(value)) {
+    delete value.$include;
+    for (const child of Object.values(value)) stripIncludes(child);
+  }
+}
+
+/** The OpenClaw config for an agent. Pure: the same spec and options give the same config. */
+export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTokens' | 'llm'>, options: OpenClawConfigOptions): Json {
+  const config = structuredClone(isObject(spec.config) ? spec.config : {}) as Json;
+
+  // Host-reaching keys: an agent config must not make the gateway read host files or run host commands.
+  stripIncludes(config);
+  delete config.secrets;
+  if (isObject(config.env)) delete config.env.shellEnv;
+
+  // Retired keys.
+  if (isObject(config.cron)) delete config.cron.maxConcurrentRuns;
+  const tools = isObject(config.tools) ? config.tools : undefined;
+  if (tools && isObject(tools.exec) && 'timeoutSec' in tools.exec) {
+    const exec = tools.exec;
+    if (exec.timeoutSeconds === undefined) exec.timeoutSeconds = exec.timeoutSec;
+    delete exec.timeoutSec;
+  }
+
+  // Gateway: ours, whatever the stored config says.
+  const gateway = objectAt(config, 'gateway');
+  delete gateway.webchat;
+  if (isObject(gateway.controlUi)) delete gateway.controlUi.dangerouslyDisableDeviceAuth;
+  gateway.mode = 'local';
+  gateway.port = options.port;
+  gateway.bind = options.bind;
+  gateway.auth = { mode: 'token' };
+  const endpoints = objectAt(objectAt(gateway, 'http'), 'endpoints');
+  endpoints.chatCompletions = { ...(isObject(endpoints.chatCompletions) ? endpoints.chatCompletions : {}), enabled: true };
+
+  // Channels: a messaging channel is on exactly when its token was given.
+  const channels = objectAt(config, 'channels');
+  delete channels.webchat;
+  const tokens: ChannelTokens = spec.channelTokens ?? {};
+  for (const name of MESSAGING_CHANNELS) {
+    const channel = objectAt(channels, name);
+    for (const key of CHANNEL_SECRET_KEYS) delete channel[key];
+    const token = tokens[name];
+    channel.enabled = Boolean(token);
+    if (channel.dmPolicy !== 'pairing' && channel.dmPolicy !== 'allowlist') channel.dmPolicy = 'pairing';
+    if (token && name !== 'whatsapp') channel[CHANNEL_TOKEN_KEY[name]] = envRef(CHANNEL_TOKEN_ENV[name]);
+  }
+
+  const defaults = objectAt(objectAt(config, 'agents'), 'defaults');
+  if (options.workspaceDir) defaults.workspace = options.workspaceDir;
+  if (options.logFile) objectAt(config, 'logging').file = options.logFile;
+
+  if (spec.llm) {
+    const models = objectAt(config, 'models');
+    if (models.mode === undefined) models.mode = 'merge';
+    const providers = objectAt(models, 'providers');
+    providers[LLM_PROVIDER_ID] = {
+      baseUrl: spec.llm.baseUrl,
+      apiKey: envRef(LLM_API_KEY_ENV),
+      api: 'openai-completions',
+      models: [
+        {
+          id: spec.llm.model,
+          name: spec.llm.model,
+          reasoning: false,
+          input: ['text'],
+          cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+          contextWindow: spec.llm.contextWindow ?? 128_000,
+          maxTokens: spec.llm.maxTokens ?? 4_096,
+        },
+      ],
+    };
+    objectAt(defaults, 'model').primary = `${LLM_PROVIDER_ID}/${spec.llm.model}`;
+  }
+  return config;
+}
+
+/** The secret variables the config refers to: gateway token, channel tokens, LLM key. */
+export function secretEnv(spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm'>): Record<string, string> {
+  const env: Record<string, string> = { OPENCLAW_GATEWAY_TOKEN: spec.gatewayToken };
+  if (spec.channelTokens?.telegram) env[CHANNEL_TOKEN_ENV.telegram] = spec.channelTokens.telegram;
+  if (spec.channelTokens?.discord) env[CHANNEL_TOKEN_ENV.discord] = spec.channelTokens.discord;
+  if (spec.llm) env[LLM_API_KEY_ENV] = spec.llm.apiKey;
+  return env;
+}
