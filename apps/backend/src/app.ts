@@ -1,10 +1,13 @@
 import { type App, type CounterStore, createServer, notFoundHandler, sharedHttpPlugin } from '@aop/core';
 import type { Database } from '@aop/db';
+import type { AgentHost } from '@aop/provisioner';
 import type { FastifyBaseLogger } from 'fastify';
 import type { BackendConfig } from './config.js';
 import { BACKEND_LIMITS } from './plugins/rate-limits.js';
 import { healthRoutes } from './routes/health/index.js';
 import { validateKeyRoute } from './routes/keys/index.js';
+import { agentRoutes, deploymentRoutes } from './routes/agents/index.js';
+import { unavailableProvisioning } from './routes/agents/unavailable.js';
 import { createHealthProbe } from './services/health.js';
 
 export interface BackendDeps {
@@ -12,6 +15,8 @@ export interface BackendDeps {
   db: Database;
   counters: CounterStore;
   logger?: FastifyBaseLogger;
+  /** Where agents run; absent when the configured provisioner has no host in this version. */
+  host?: AgentHost;
 }
 
 declare module 'fastify' {
@@ -21,7 +26,7 @@ declare module 'fastify' {
 }
 
 /** The backend (internal API) as a Fastify instance; `server.ts` listens. */
-export async function buildApp({ config, db, counters, logger }: BackendDeps): Promise<App> {
+export async function buildApp({ config, db, counters, logger, host }: BackendDeps): Promise<App> {
   const app = createServer({ config, ...(logger ? { logger } : {}) });
   app.decorate('db', db);
   await app.register(sharedHttpPlugin, {
@@ -41,6 +46,8 @@ export async function buildApp({ config, db, counters, logger }: BackendDeps): P
       api.addHook('onRequest', api.rateLimit(BACKEND_LIMITS.general));
       api.setNotFoundHandler(notFoundHandler);
       await api.register(validateKeyRoute, { config });
+      if (host) await api.register(agentRoutes, { config, host });
+      else await api.register(unavailableProvisioning, { config, paths: ['/agents', '/agents/*'] });
       await api.register(
         async (ai) => {
           ai.addHook('onRequest', ai.rateLimit(BACKEND_LIMITS.ai));
@@ -56,6 +63,8 @@ export async function buildApp({ config, db, counters, logger }: BackendDeps): P
             if (request.method === 'POST') await limit(request, reply);
           });
           deployments.setNotFoundHandler(notFoundHandler);
+          if (host) await deployments.register(deploymentRoutes, { config, host });
+          else await deployments.register(unavailableProvisioning, { config, paths: ['/'] });
         },
         { prefix: '/deployments' },
       );

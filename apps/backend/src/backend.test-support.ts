@@ -1,4 +1,5 @@
 import { type RunningService, type TestDatabase, createTestDatabase, listen, tempDataDir, testCounters, testEnv } from '@aop/testing';
+import type { AgentHost } from '@aop/provisioner';
 import { buildApp } from './app.js';
 import { type BackendConfig, loadBackendConfig } from './config.js';
 
@@ -16,7 +17,7 @@ export async function startBackend(
   const config = loadBackendConfig(testEnv(data.dir, env), options);
   const database = await createTestDatabase();
   const counters = testCounters();
-  const app = await buildApp({ config, db: database.db, counters });
+  const app = await buildApp({ config, db: database.db, counters, ...(options.host ? { host: options.host } : {}) });
   const running = await listen(app);
   return {
     ...running,

@@ -13,7 +13,17 @@ const BackendEnvSchema = Type.Composite([
     DOCKER_SOCKET: Env.str('/var/run/docker.sock'),
     HOSTING_API_URL: Env.url(),
     HOSTING_API_KEY: Env.optional(Type.String()),
-    OPENCLAW_ENTRY: Env.optional(Type.String()),
+    ENCRYPTION_KEY: Env.optional(Type.String({ minLength: 32 })),
+    GATEWAY_SHARED_TOKEN: Env.optional(Type.String({ minLength: 16 })),
+    AGENT_DOMAIN: Env.optional(Type.String()),
+    AGENT_READY_TIMEOUT_MS: Env.int(120_000, 1000),
+    AGENT_MEMORY_BYTES: Env.int(1_610_612_736, 1),
+    AGENT_MAX: Env.optional(Type.Integer({ minimum: 0 })),
+    OPENROUTER_BASE_URL: Env.str('https://openrouter.ai/api/v1'),
+    GEMINI_BASE_URL: Env.str('https://generativelanguage.googleapis.com/v1beta/openai'),
+    GROQ_BASE_URL: Env.str('https://api.groq.com/openai/v1'),
+    ANTHROPIC_BASE_URL: Env.str('https://api.anthropic.com/v1'),
+    OPENAI_BASE_URL: Env.str('https://api.openai.com/v1'),
   }),
 ]);
 
@@ -29,8 +39,15 @@ export interface BackendConfig extends BaseConfig {
   dockerSocket: string;
   hostingApiUrl: string | undefined;
   hostingApiKey: string | undefined;
-  /** Path of OpenClaw's entry point for the local provisioner; resolved from the runtime workspace when unset. */
-  openclawEntry: string | undefined;
+  /** Seals the agent host's secrets (gateway and channel tokens, LLM keys) at rest. */
+  encryptionKey: string;
+  /** One gateway token for every agent; unset → each agent gets 24 random bytes as 48 hex characters. */
+  gatewaySharedToken: string | undefined;
+  /** Agents are reached at `https://<subdomain>.<AGENT_DOMAIN>` when set; at their gateway URL otherwise. */
+  agentDomain: string | undefined;
+  agents: { readyTimeoutMs: number; memoryPerAgentBytes: number; maxAgents: number | undefined };
+  /** OpenAI-compatible base URL per AI provider (`aiProvider` of a deployment). */
+  aiBaseUrls: Record<'openrouter' | 'gemini' | 'groq' | 'anthropic' | 'openai', string>;
 }
 
 export interface LoadOptions {
@@ -45,6 +62,7 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
     options.devSecrets === false
       ? { INTERNAL_API_KEY: parsed.INTERNAL_API_KEY, HMAC_SECRET: parsed.HMAC_SECRET }
       : resolveSecrets(['INTERNAL_API_KEY', 'HMAC_SECRET'], env, base);
+  const { ENCRYPTION_KEY } = resolveSecrets(['ENCRYPTION_KEY'], env, base);
   return Object.freeze({
     ...base,
     port: parsed.BACKEND_PORT,
@@ -56,6 +74,16 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
     dockerSocket: parsed.DOCKER_SOCKET,
     hostingApiUrl: parsed.HOSTING_API_URL,
     hostingApiKey: parsed.HOSTING_API_KEY,
-    openclawEntry: parsed.OPENCLAW_ENTRY,
+    encryptionKey: ENCRYPTION_KEY,
+    gatewaySharedToken: parsed.GATEWAY_SHARED_TOKEN,
+    agentDomain: parsed.AGENT_DOMAIN,
+    agents: { readyTimeoutMs: parsed.AGENT_READY_TIMEOUT_MS, memoryPerAgentBytes: parsed.AGENT_MEMORY_BYTES, maxAgents: parsed.AGENT_MAX },
+    aiBaseUrls: {
+      openrouter: parsed.OPENROUTER_BASE_URL,
+      gemini: parsed.GEMINI_BASE_URL,
+      groq: parsed.GROQ_BASE_URL,
+      anthropic: parsed.ANTHROPIC_BASE_URL,
+      openai: parsed.OPENAI_BASE_URL,
+    },
   });
 }

@@ -245,6 +245,23 @@ export interface ScheduledTasksTable {
   updated_at: Timestamp;
 }
 
+export interface AgentDeploymentsTable {
+  id: string;
+  user_id: string;
+  user_email: string | null;
+  name: string;
+  subdomain: string;
+  /** `pending`, `deploying`, `active`, `stopped`, `error`. */
+  status: Generated<string>;
+  plan: string;
+  ai_provider: Generated<string>;
+  config: Json<Record<string, unknown>>;
+  version: string | null;
+  verification: Json<Record<string, unknown> | null>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -273,6 +290,7 @@ export interface DB {
   agent_files: AgentFilesTable;
   skills: SkillsTable;
   scheduled_tasks: ScheduledTasksTable;
+  agent_deployments: AgentDeploymentsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 

@@ -116,6 +116,8 @@ export interface AgentHost {
   /** `/healthz` and `/readyz`, 5-second timeout each. */
   health(agentId: string): Promise<AgentHealth>;
   status(agentId: string): Promise<AgentState>;
+  /** The agent's spec with its secrets opened (the gateway token is handed to the agent's owner). */
+  spec(agentId: string): Promise<AgentSpec>;
   list(): Promise<AgentState[]>;
   /** Resolves when the agent is `running`; rejects when it ends in `error`/`stopped` or the timeout passes. */
   waitUntilReady(agentId: string, options?: WaitOptions): Promise<AgentState>;

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { createRequire } from 'node:module';
+import { PINNED_OPENCLAW_VERSION, openClawRuntime, runtimeProblem } from '@aop/provisioner';
 import type { BackendConfig } from '../config.js';
 
 export type DockerStatus = 'available' | 'unavailable';
@@ -42,21 +42,14 @@ async function pingHostingApi(url: string | undefined, key: string | undefined):
   }
 }
 
-/** The local provisioner needs the pinned OpenClaw package on disk. */
-function openclawInstalled(entry: string | undefined): ProvisioningStatus {
-  if (entry) return existsSync(entry) ? 'enabled' : 'disabled';
-  try {
-    createRequire(import.meta.url).resolve('openclaw/package.json');
-    return 'enabled';
-  } catch {
-    return 'disabled';
-  }
-}
+/** The local provisioner needs the Node 24 binary and the pinned OpenClaw runtime on disk. */
+const openclawInstalled = (): ProvisioningStatus =>
+  runtimeProblem(openClawRuntime(PINNED_OPENCLAW_VERSION)) === null ? 'enabled' : 'disabled';
 
 export async function provisioningStatus(config: BackendConfig): Promise<ProvisioningStatus> {
   switch (config.provisioner) {
     case 'local':
-      return openclawInstalled(config.openclawEntry);
+      return openclawInstalled();
     case 'docker':
       return (await pingDocker(config.dockerSocket)) === 'available' ? 'enabled' : 'disabled';
     case 'hosting':

@@ -1,0 +1,258 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hmacSha256Hex } from '@aop/core';
+import { LocalAgentHost } from '@aop/provisioner';
+import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import { request } from '@aop/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBackend, type TestBackend } from '../../backend.test-support.js';
+
+const KEY = 'internal-key-for-agent-tests';
+const HMAC = 'hmac-secret-for-agent-tests';
+
+/** Headers the web service sends for a user (spec §5). */
+function as(userId: string, email = `${userId}@example.com`) {
+  return {
+    authorization: `Bearer ${KEY}`,
+    'x-user-id': userId,
+    'x-user-email': email,
+    'x-user-role': 'user',
+    'x-user-signature': hmacSha256Hex(HMAC, `${userId}:${email}:user`),
+  };
+}
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// Spec §4.15 backend agent rows, §3.2 provisioning and image update, §5 auth; reference shapes in not-shown-facts.md.
+// The agent host is the real local provider running a stand-in OpenClaw CLI that serves /healthz and /readyz.
+describe('backend agents and deployments', () => {
+  let work: string;
+  let host: LocalAgentHost;
+  let backend: TestBackend;
+
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), 'aop-backend-agents-'));
+    host = new LocalAgentHost({
+      dataDir: join(work, 'data'),
+      encryptionKey: randomBytes(32),
+      runtimes: {
+        '1.0.0': await installFakeRuntime(join(work, 'rt-1.0.0'), '1.0.0'),
+        '1.1.0': await installFakeRuntime(join(work, 'rt-1.1.0'), '1.1.0'),
+        broken: await installFakeRuntime(join(work, 'rt-broken'), 'broken', { exitImmediately: true }),
+      },
+      defaultVersion: '1.0.0',
+      readyPollMs: 50,
+      readyTimeoutMs: 10_000,
+      stopTimeoutMs: 5_000,
+    });
+    // Deployments are limited to 5 per minute per client: each test call comes from its own address.
+    backend = await startBackend({ INTERNAL_API_KEY: KEY, HMAC_SECRET: HMAC, TRUST_PROXY: '127.0.0.1' }, { host });
+  });
+  afterAll(async () => {
+    await backend.close();
+    await host.shutdown();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  let client = 0;
+  const call = (userId: string, method: string, path: string, json?: unknown) =>
+    request(`${backend.url}/api${path}`, {
+      method,
+      headers: { ...as(userId), 'x-forwarded-for': `203.0.113.${++client % 250}` },
+      ...(json === undefined ? {} : { json }),
+    });
+  const deploy = (userId: string, json: unknown) => call(userId, 'POST', '/deployments', json);
+
+  it('POST /api/deployments validates its body', async () => {
+    expect((await deploy('usr_v', {})).body).toEqual({ error: 'agentId is required' });
+    expect((await deploy('usr_v', { agentId: 'bad id!' })).body).toEqual({ error: 'Invalid agentId' });
+    expect((await deploy('usr_v', { agentId: 'agt_v1', config: {} })).body).toEqual({ error: 'telegramToken is required' });
+    const provider = await deploy('usr_v', { agentId: 'agt_v1', config: { telegramToken: 't', aiProvider: 'cohere' } });
+    expect(provider.status).toBe(400);
+    expect(provider.body).toEqual({ error: 'Unsupported aiProvider' });
+  });
+
+  it('needs the internal key and a signed user context', async () => {
+    const noKey = await request(`${backend.url}/api/agents`, { headers: { ...as('usr_a'), authorization: '' } });
+    expect(noKey.status).toBe(401);
+    const forged = await request(`${backend.url}/api/agents`, { headers: { ...as('usr_a'), 'x-user-id': 'usr_b' } });
+    expect(forged.status).toBe(401);
+    expect(forged.body).toEqual({ error: 'INVALID_SIGNATURE' });
+  });
+
+  it('deploys a gateway that becomes ready, lists and reads it, and hands its token to the owner only', async () => {
+    const res = await deploy('usr_a', {
+      agentId: 'agt_alpha',
+      name: 'Alpha Bot',
+      config: { telegramToken: 'tg-secret-token', plan: 'solo' },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      id: 'deploy-agt_alpha',
+      agentId: 'agt_alpha',
+      subdomain: expect.stringMatching(/^alpha-bot-/),
+      url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+      status: 'active',
+      openclawVersion: '1.0.0',
+    });
+    await host.waitUntilReady('agt_alpha', { timeoutMs: 10_000 });
+    const health = await fetch(`${res.body.url}/healthz`);
+    expect(await health.json()).toEqual({ ok: true, status: 'live' });
+
+    const list = await call('usr_a', 'GET', '/agents');
+    expect(list.status).toBe(200);
+    expect(list.body).toEqual([
+      expect.objectContaining({ id: 'agt_alpha', name: 'Alpha Bot', status: 'active', plan: 'solo', created: expect.any(String) }),
+    ]);
+    const one = await call('usr_a', 'GET', '/agents/agt_alpha');
+    expect(one.body).toMatchObject({ id: 'agt_alpha', subdomain: res.body.subdomain, url: res.body.url });
+
+    const token = await call('usr_a', 'GET', '/agents/agt_alpha/token');
+    expect(token.body.token).toMatch(/^[0-9a-f]{48}$/);
+    // The gateway takes that token, and the channel token reached only the agent's environment.
+    const stateFile = await readFile(join(work, 'data', 'agents', 'agt_alpha', 'agent.json'), 'utf8');
+    expect(stateFile).not.toContain('tg-secret-token');
+    expect(stateFile).not.toContain(token.body.token);
+
+    // Another user sees nothing of it.
+    expect(await (await call('usr_b', 'GET', '/agents')).body).toEqual([]);
+    for (const [method, path] of [
+      ['GET', '/agents/agt_alpha'],
+      ['GET', '/agents/agt_alpha/token'],
+      ['POST', '/agents/agt_alpha/stop'],
+    ] as const) {
+      const res = await call('usr_b', method, path);
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: 'Agent not found' });
+    }
+    const takeover = await deploy('usr_b', { agentId: 'agt_alpha', config: { telegramToken: 'x' } });
+    expect(takeover.status).toBe(409);
+  });
+
+  it('stop, start, restart, repair and reset-memory answer the reference shapes', async () => {
+    const stop = await call('usr_a', 'POST', '/agents/agt_alpha/stop');
+    expect(stop.body).toEqual({ success: true, status: 'stopped' });
+    expect((await call('usr_a', 'GET', '/agents/agt_alpha')).body.status).toBe('stopped');
+    const restart = await call('usr_a', 'POST', '/agents/agt_alpha/restart');
+    expect(restart.body).toEqual({
+      success: true,
+      status: 'active',
+      healedLegacyModel: false,
+      healMessage: 'skip:container-not-running',
+      openclawVersion: '1.0.0',
+    });
+    await host.waitUntilReady('agt_alpha', { timeoutMs: 10_000 });
+    expect((await call('usr_a', 'POST', '/agents/agt_alpha/start')).body).toEqual({ success: true, status: 'active' });
+    expect((await call('usr_a', 'POST', '/agents/agt_alpha/repair')).body).toEqual({
+      success: true,
+      message: 'Agent repaired successfully',
+    });
+    await host.waitUntilReady('agt_alpha', { timeoutMs: 10_000 });
+    expect((await call('usr_a', 'POST', '/agents/agt_alpha/reset-memory')).body).toEqual({
+      success: true,
+      message: 'Memory reset successfully',
+    });
+    await host.waitUntilReady('agt_alpha', { timeoutMs: 10_000 });
+    const running = await until(
+      () => call('usr_a', 'GET', '/agents/agt_alpha'),
+      (r) => r.body.status === 'active',
+    );
+    expect(running.body.status).toBe('active');
+  });
+
+  it('update: to a new version, and a failed one rolls back with a backup path (500)', async () => {
+    const bad = await call('usr_a', 'POST', '/agents/agt_alpha/update', { image: 'not a version!' });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({ error: 'Invalid docker image value' });
+
+    const ok = await call('usr_a', 'POST', '/agents/agt_alpha/update', { image: '1.1.0' });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toEqual({
+      success: true,
+      status: 'active',
+      image: '1.1.0',
+      previousImage: '1.0.0',
+      backupPath: null,
+      openclawVersion: '1.1.0',
+    });
+
+    const failed = await call('usr_a', 'POST', '/agents/agt_alpha/update', { image: 'broken' });
+    expect(failed.status).toBe(500);
+    expect(failed.body.backupPath).toEqual(expect.any(String));
+    expect(existsSync(failed.body.backupPath)).toBe(true);
+    expect(failed.body.previousImage).toBe('1.1.0');
+    const after = await until(
+      () => call('usr_a', 'GET', '/agents/agt_alpha'),
+      (r) => r.body.status === 'active',
+    );
+    expect(after.body.openclawVersion).toBe('1.1.0');
+  });
+
+  it('PUT updates plan, provider and config; POST creates a pending record', async () => {
+    const put = await call('usr_a', 'PUT', '/agents/agt_alpha', {
+      plan: 'collective',
+      aiProvider: 'google',
+      config: { logging: { level: 'debug' } },
+    });
+    expect(put.body).toEqual({
+      id: 'agt_alpha',
+      plan: 'collective',
+      aiProvider: 'gemini',
+      subdomain: expect.any(String),
+      status: 'active',
+      message: 'Agent updated',
+    });
+    expect((await call('usr_a', 'PUT', '/agents/agt_alpha', { aiProvider: 'nope' })).status).toBe(400);
+
+    expect((await call('usr_a', 'POST', '/agents', {})).body).toEqual({ error: 'Name required' });
+    const created = await call('usr_a', 'POST', '/agents', { name: 'Later' });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({
+      id: expect.stringMatching(/^agt_/),
+      name: 'Later',
+      agentId: created.body.id,
+      status: 'pending',
+      subdomain: expect.stringMatching(/^later-/),
+      url: null,
+      createdAt: expect.any(String),
+    });
+    const start = await call('usr_a', 'POST', `/agents/${created.body.id}/start`);
+    expect(start.status).toBe(409);
+    expect(start.body).toEqual({ error: 'Agent is not deployed' });
+  });
+
+  it('DELETE is best effort: deleted even for an unknown agent; a deployed one is really removed', async () => {
+    expect((await call('usr_a', 'DELETE', '/agents/agt_unknown')).body).toEqual({ id: 'agt_unknown', deleted: true });
+    const res = await call('usr_a', 'DELETE', '/agents/agt_alpha');
+    expect(res.body).toEqual({ id: 'agt_alpha', deleted: true });
+    expect(existsSync(join(work, 'data', 'agents', 'agt_alpha'))).toBe(false);
+    expect((await call('usr_a', 'GET', '/agents/agt_alpha')).status).toBe(404);
+  });
+});
+
+describe('backend without an agent host', () => {
+  let backend: TestBackend;
+  beforeAll(async () => {
+    backend = await startBackend({ INTERNAL_API_KEY: KEY, HMAC_SECRET: HMAC, PROVISIONER: 'hosting' });
+  });
+  afterAll(() => backend.close());
+
+  it('provisioning-dependent endpoints answer 500, the rest keep working', async () => {
+    const res = await request(`${backend.url}/api/deployments`, { json: { agentId: 'a' }, headers: as('usr_x') });
+    expect(res.status).toBe(500);
+    expect(res.body.error).toMatch(/^Provisioning is not available/);
+    expect((await request(`${backend.url}/api/agents`, { headers: as('usr_x') })).status).toBe(500);
+    expect((await request(`${backend.url}/health`)).status).toBe(200);
+  });
+});

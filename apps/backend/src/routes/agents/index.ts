@@ -1,0 +1,372 @@
+import { type App, HttpError, newId } from '@aop/core';
+import { type AgentHost, PINNED_OPENCLAW_VERSION, UpdateFailedError } from '@aop/provisioner';
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import type { BackendConfig } from '../../config.js';
+import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
+import {
+  agentView,
+  hostState,
+  isAgentId,
+  llmFor,
+  newGatewayToken,
+  normalizeAiProvider,
+  onHost,
+  ownDeployment,
+  publicUrl,
+  subdomainFor,
+} from '../../services/agents.js';
+
+export interface AgentRoutesOptions {
+  config: BackendConfig;
+  host: AgentHost;
+}
+
+const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const VERSION_FORMAT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** The caller, from the signed user context; agents always belong to a real user. */
+function callerId(request: FastifyRequest): string {
+  const id = request.userContext?.userId;
+  if (!id || id === 'anonymous') throw new HttpError(401, 'User context required');
+  return id;
+}
+
+/** Auth for every agent route: internal key, then the signed user context (spec §5). */
+export function agentAuth(config: BackendConfig) {
+  return [requireInternalKey(config.internalApiKey), verifyUserContext(config.userContextSecret)];
+}
+
+/** `POST /api/deployments` (spec §4.15; body and answers from the reference): deploys an agent's gateway. */
+export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOptions): Promise<void> {
+  app.post(
+    '/',
+    {
+      onRequest: agentAuth(config),
+      config: { invalidBodyMessage: 'agentId is required' },
+      schema: {
+        tags: ['agents'],
+        body: Type.Object({
+          agentId: Type.Optional(Type.Unknown()),
+          name: Type.Optional(Type.String({ maxLength: 100 })),
+          config: Type.Optional(Type.Unknown()),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const userId = callerId(request);
+      const body = request.body ?? {};
+      if (body.agentId === undefined || body.agentId === null || body.agentId === '') throw new HttpError(400, 'agentId is required');
+      if (typeof body.agentId !== 'string' || !isAgentId(body.agentId)) throw new HttpError(400, 'Invalid agentId');
+      const agentId = body.agentId;
+      const deploy = (typeof body.config === 'object' && body.config !== null ? body.config : {}) as Record<string, unknown>;
+      const autoProvision = deploy.autoProvision === true || deploy.agentType === 'business';
+      const telegramToken = typeof deploy.telegramToken === 'string' ? deploy.telegramToken : undefined;
+      const discordToken = typeof deploy.discordToken === 'string' ? deploy.discordToken : undefined;
+      if (!telegramToken && !discordToken && !autoProvision) throw new HttpError(400, 'telegramToken is required');
+      const aiProvider = normalizeAiProvider(deploy.aiProvider);
+      const plan = typeof deploy.plan === 'string' && deploy.plan ? deploy.plan : 'label';
+      const agentConfig =
+        typeof deploy.agentConfig === 'object' && deploy.agentConfig !== null ? (deploy.agentConfig as Record<string, unknown>) : {};
+      const apiKey = typeof deploy.apiKey === 'string' && deploy.apiKey ? deploy.apiKey : undefined;
+      const name = body.name?.trim() || agentId;
+      const now = new Date();
+
+      const { row, created } = await app.db
+        .withUser(userId, async (trx) => {
+          const existing = await trx.selectFrom('agent_deployments').selectAll().where('id', '=', agentId).executeTakeFirst();
+          if (existing) {
+            const updated = await trx
+              .updateTable('agent_deployments')
+              .set({ plan, ai_provider: aiProvider, config: JSON.stringify(agentConfig), status: 'deploying', updated_at: now })
+              .where('id', '=', agentId)
+              .returningAll()
+              .executeTakeFirstOrThrow();
+            return { row: updated, created: false };
+          }
+          const inserted = await trx
+            .insertInto('agent_deployments')
+            .values({
+              id: agentId,
+              user_id: userId,
+              user_email: request.userContext?.email ?? null,
+              name,
+              subdomain: subdomainFor(name, agentId),
+              status: 'deploying',
+              plan,
+              ai_provider: aiProvider,
+              config: JSON.stringify(agentConfig),
+              version: PINNED_OPENCLAW_VERSION,
+              created_at: now,
+              updated_at: now,
+            })
+            .returningAll()
+            .executeTakeFirstOrThrow();
+          return { row: inserted, created: true };
+        })
+        .catch((err) => {
+          // An id another user already deployed is not theirs to take over.
+          if ((err as { code?: string }).code === '23505') throw new HttpError(409, 'agentId is already in use');
+          throw err;
+        });
+
+      const spec = {
+        agentId,
+        userId,
+        plan,
+        config: agentConfig,
+        channelTokens: { ...(telegramToken ? { telegram: telegramToken } : {}), ...(discordToken ? { discord: discordToken } : {}) },
+        ...(llmFor(config, aiProvider, apiKey) ? { llm: llmFor(config, aiProvider, apiKey) } : {}),
+      };
+      const state = await onHost(async () => {
+        const existing = await hostState(host, agentId);
+        if (existing) {
+          await host.configure(agentId, {
+            config: spec.config,
+            plan,
+            channelTokens: spec.channelTokens,
+            ...(spec.llm ? { llm: spec.llm } : {}),
+          });
+          return host.start(agentId).catch(() => host.status(agentId));
+        }
+        return host.create({ ...spec, gatewayToken: newGatewayToken(config) });
+      }).catch(async (err) => {
+        await app.db.withUser(userId, (trx) =>
+          trx.updateTable('agent_deployments').set({ status: 'error' }).where('id', '=', agentId).execute(),
+        );
+        throw err;
+      });
+      await app.db.withUser(userId, (trx) =>
+        trx.updateTable('agent_deployments').set({ status: 'active' }).where('id', '=', agentId).execute(),
+      );
+      return reply.code(created ? 201 : 200).send({
+        id: `deploy-${agentId}`,
+        agentId,
+        subdomain: row.subdomain,
+        url: publicUrl(config, row.subdomain, state),
+        status: 'active',
+        openclawVersion: state.version,
+      });
+    },
+  );
+}
+
+/** Agents (spec §4.15 backend rows): CRUD, lifecycle, token. Every route is limited to the caller's agents. */
+export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions): Promise<void> {
+  app.addHook('onRequest', requireInternalKey(config.internalApiKey));
+  app.addHook('onRequest', verifyUserContext(config.userContextSecret));
+
+  const view = async (row: Parameters<typeof agentView>[1]) => agentView(config, row, await hostState(host, row.id));
+
+  app.get('/agents', { schema: { tags: ['agents'] } }, async (request) => {
+    const userId = callerId(request);
+    const rows = await app.db.withUser(userId, (trx) =>
+      trx.selectFrom('agent_deployments').selectAll().orderBy('created_at', 'desc').execute(),
+    );
+    const states = new Map((await host.list()).map((s) => [s.agentId, s]));
+    return rows.map((row) => agentView(config, row, states.get(row.id) ?? null));
+  });
+
+  app.post(
+    '/agents',
+    {
+      config: { invalidBodyMessage: 'Name required' },
+      schema: {
+        tags: ['agents'],
+        body: Type.Object({
+          name: Type.Optional(Type.Unknown()),
+          config: Type.Optional(Type.Unknown()),
+          plan: Type.Optional(Type.String()),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const userId = callerId(request);
+      const name = typeof request.body?.name === 'string' ? request.body.name.trim() : '';
+      if (!name) throw new HttpError(400, 'Name required');
+      if (name.length > 100) throw new HttpError(400, 'Name must be at most 100 characters');
+      const agentConfig = typeof request.body?.config === 'object' && request.body.config !== null ? request.body.config : {};
+      const id = newId('agent');
+      const row = await app.db.withUser(userId, (trx) =>
+        trx
+          .insertInto('agent_deployments')
+          .values({
+            id,
+            user_id: userId,
+            user_email: request.userContext?.email ?? null,
+            name,
+            subdomain: subdomainFor(name, id),
+            status: 'pending',
+            plan: request.body?.plan ?? 'label',
+            config: JSON.stringify(agentConfig),
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow(),
+      );
+      return reply.code(201).send({
+        id,
+        name,
+        agentId: id,
+        status: 'pending',
+        subdomain: row.subdomain,
+        url: publicUrl(config, row.subdomain, null),
+        createdAt: row.created_at.toISOString(),
+      });
+    },
+  );
+
+  app.get('/agents/:id', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
+    const userId = callerId(request);
+    return view(await app.db.withUser(userId, (trx) => ownDeployment(trx, request.params.id)));
+  });
+
+  app.put(
+    '/agents/:id',
+    {
+      schema: {
+        tags: ['agents'],
+        params: IdParams,
+        body: Type.Object({
+          plan: Type.Optional(Type.String()),
+          aiProvider: Type.Optional(Type.Unknown()),
+          config: Type.Optional(Type.Unknown()),
+        }),
+      },
+    },
+    async (request) => {
+      const userId = callerId(request);
+      const body = request.body ?? {};
+      const aiProvider = body.aiProvider === undefined ? undefined : normalizeAiProvider(body.aiProvider);
+      if (body.config !== undefined && (typeof body.config !== 'object' || body.config === null || Array.isArray(body.config))) {
+        throw new HttpError(400, 'Invalid config object');
+      }
+      const agentConfig = body.config as Record<string, unknown> | undefined;
+      const row = await app.db.withUser(userId, async (trx) => {
+        await ownDeployment(trx, request.params.id);
+        return trx
+          .updateTable('agent_deployments')
+          .set({
+            ...(body.plan ? { plan: body.plan } : {}),
+            ...(aiProvider ? { ai_provider: aiProvider } : {}),
+            ...(agentConfig ? { config: JSON.stringify(agentConfig) } : {}),
+            updated_at: new Date(),
+          })
+          .where('id', '=', request.params.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+      });
+      const state = await hostState(host, row.id);
+      if (state && (agentConfig || body.plan)) {
+        await onHost(() =>
+          host.configure(row.id, { ...(agentConfig ? { config: agentConfig } : {}), ...(body.plan ? { plan: body.plan } : {}) }),
+        );
+      }
+      const current = agentView(config, row, state);
+      return {
+        id: row.id,
+        plan: row.plan,
+        aiProvider: row.ai_provider,
+        subdomain: row.subdomain,
+        status: current.status,
+        message: 'Agent updated',
+      };
+    },
+  );
+
+  // Best effort (spec §4.15): deleting an unknown agent still answers deleted.
+  app.delete('/agents/:id', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
+    const userId = callerId(request);
+    const owned = await app.db.withUser(userId, async (trx) => {
+      const result = await trx.deleteFrom('agent_deployments').where('id', '=', request.params.id).executeTakeFirst();
+      return Number(result.numDeletedRows) > 0;
+    });
+    if (owned) await host.delete(request.params.id).catch((err) => request.log.warn({ err }, 'agent host delete failed'));
+    return { id: request.params.id, deleted: true };
+  });
+
+  /** Runs a lifecycle action on an agent the caller owns. */
+  async function lifecycle<T>(request: FastifyRequest, action: (id: string) => Promise<T>): Promise<T> {
+    const userId = callerId(request);
+    const { id } = request.params as { id: string };
+    await app.db.withUser(userId, (trx) => ownDeployment(trx, id));
+    if ((await hostState(host, id)) === null) throw new HttpError(409, 'Agent is not deployed');
+    return onHost(() => action(id));
+  }
+
+  const lifecycleSchema = { tags: ['agents'], params: IdParams };
+
+  app.post('/agents/:id/start', { schema: lifecycleSchema }, async (request) => {
+    await lifecycle(request, (id) => host.start(id));
+    return { success: true, status: 'active' };
+  });
+
+  app.post('/agents/:id/stop', { schema: lifecycleSchema }, async (request) => {
+    await lifecycle(request, (id) => host.stop(id));
+    return { success: true, status: 'stopped' };
+  });
+
+  app.post('/agents/:id/restart', { schema: lifecycleSchema }, async (request) => {
+    const before = await hostState(host, request.params.id);
+    const state = await lifecycle(request, (id) => host.restart(id));
+    return {
+      success: true,
+      status: 'active',
+      healedLegacyModel: false,
+      healMessage: before?.status === 'running' ? 'skip' : 'skip:container-not-running',
+      openclawVersion: state.version,
+    };
+  });
+
+  app.post(
+    '/agents/:id/update',
+    { schema: { tags: ['agents'], params: IdParams, body: Type.Object({ image: Type.Optional(Type.Unknown()) }) } },
+    async (request, reply) => {
+      const image = request.body?.image ?? PINNED_OPENCLAW_VERSION;
+      if (typeof image !== 'string' || !VERSION_FORMAT.test(image)) throw new HttpError(400, 'Invalid docker image value');
+      const previous = await hostState(host, request.params.id);
+      try {
+        const state = await lifecycle(request, (id) => host.update(id, { version: image }));
+        await app.db.withUser(callerId(request), (trx) =>
+          trx
+            .updateTable('agent_deployments')
+            .set({ version: state.version, updated_at: new Date() })
+            .where('id', '=', request.params.id)
+            .execute(),
+        );
+        return {
+          success: true,
+          status: 'active',
+          image,
+          previousImage: previous?.version ?? null,
+          backupPath: null,
+          openclawVersion: state.version,
+        };
+      } catch (err) {
+        // The new version did not start: the previous one runs again and the backup stays (spec §3.2).
+        if (err instanceof UpdateFailedError) {
+          return reply
+            .code(500)
+            .send({ error: err.message, backupPath: err.backupPath, previousImage: err.previousVersion, status: 'active' });
+        }
+        throw err;
+      }
+    },
+  );
+
+  app.post('/agents/:id/repair', { schema: lifecycleSchema }, async (request) => {
+    await lifecycle(request, (id) => host.repair(id));
+    return { success: true, message: 'Agent repaired successfully' };
+  });
+
+  app.post('/agents/:id/reset-memory', { schema: lifecycleSchema }, async (request) => {
+    await lifecycle(request, (id) => host.resetMemory(id));
+    return { success: true, message: 'Memory reset successfully' };
+  });
+
+  app.get('/agents/:id/token', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
+    const userId = callerId(request);
+    await app.db.withUser(userId, (trx) => ownDeployment(trx, request.params.id));
+    const spec = await onHost(() => host.spec(request.params.id));
+    return { agentId: request.params.id, token: spec.gatewayToken };
+  });
+}

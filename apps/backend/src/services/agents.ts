@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto';
+import { HttpError } from '@aop/core';
+import type { Tx } from '@aop/db';
+import {
+  type AgentHost,
+  AgentNotFoundError,
+  type AgentState,
+  HostFullError,
+  type LlmSpec,
+  PINNED_OPENCLAW_VERSION,
+  UpdateFailedError,
+} from '@aop/provisioner';
+import type { BackendConfig } from '../config.js';
+
+/** Reference behaviour: `openrouter` by default; `google` is an alias of `gemini`. */
+export const AI_PROVIDERS = ['openrouter', 'gemini', 'google', 'groq', 'anthropic', 'openai'] as const;
+export type AiProvider = (typeof AI_PROVIDERS)[number];
+
+/** The default model per provider, as that provider names it. */
+const DEFAULT_MODELS: Record<Exclude<AiProvider, 'google'>, string> = {
+  openrouter: 'anthropic/claude-sonnet-4.5',
+  gemini: 'gemini-2.5-flash',
+  groq: 'llama-3.3-70b-versatile',
+  anthropic: 'claude-sonnet-4-5',
+  openai: 'gpt-4.1-mini',
+};
+
+export function normalizeAiProvider(value: unknown): Exclude<AiProvider, 'google'> {
+  if (value === undefined || value === null || value === '') return 'openrouter';
+  if (typeof value !== 'string' || !(AI_PROVIDERS as readonly string[]).includes(value)) throw new HttpError(400, 'Unsupported aiProvider');
+  return value === 'google' ? 'gemini' : (value as Exclude<AiProvider, 'google'>);
+}
+
+/** The agent's own model provider, from the key the user brought (never a platform key). */
+export function llmFor(
+  config: BackendConfig,
+  provider: Exclude<AiProvider, 'google'>,
+  apiKey: string | undefined,
+  model?: string,
+): LlmSpec | undefined {
+  if (!apiKey) return undefined;
+  return { baseUrl: config.aiBaseUrls[provider], apiKey, model: model || DEFAULT_MODELS[provider] };
+}
+
+/** Spec §4.15: the token is the shared one when set, else 24 random bytes as 48 hex characters. */
+export const newGatewayToken = (config: BackendConfig) => config.gatewaySharedToken ?? randomBytes(24).toString('hex');
+
+const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+export const isAgentId = (value: string) => AGENT_ID.test(value);
+
+/** `my-agent-3f9a1c`: readable, unique, and valid as a DNS label. */
+export function subdomainFor(name: string, id: string): string {
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40);
+  const suffix =
+    id
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, '')
+      .slice(-6) || randomBytes(3).toString('hex');
+  return `${slug || 'agent'}-${suffix}`;
+}
+
+export function publicUrl(config: BackendConfig, subdomain: string, state: AgentState | null): string | null {
+  if (config.agentDomain) return `https://${subdomain}.${config.agentDomain}`;
+  return state?.url ?? null;
+}
+
+/** Host states in the words of spec §2.3. */
+export function statusFromHost(state: AgentState | null, stored: string): string {
+  if (!state) return stored;
+  switch (state.status) {
+    case 'starting':
+    case 'restarting':
+      return 'deploying';
+    case 'running':
+      return 'active';
+    case 'stopping':
+    case 'stopped':
+      return 'stopped';
+    case 'error':
+      return 'error';
+  }
+}
+
+export async function hostState(host: AgentHost, agentId: string): Promise<AgentState | null> {
+  try {
+    return await host.status(agentId);
+  } catch (err) {
+    if (err instanceof AgentNotFoundError) return null;
+    throw err;
+  }
+}
+
+/** Runs a host call, turning host failures into the spec's answers (503 full, 404 missing, 500 otherwise). */
+export async function onHost<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof HttpError || err instanceof UpdateFailedError) throw err;
+    if (err instanceof HostFullError) throw new HttpError(503, err.message);
+    if (err instanceof AgentNotFoundError) throw new HttpError(404, 'Agent not found');
+    throw new HttpError(500, `Provisioning failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+export type DeploymentRow = Awaited<ReturnType<typeof findDeployment>>;
+
+export const findDeployment = (trx: Tx, id: string) =>
+  trx.selectFrom('agent_deployments').selectAll().where('id', '=', id).executeTakeFirst();
+
+export async function ownDeployment(trx: Tx, id: string) {
+  const row = await findDeployment(trx, id);
+  if (!row) throw new HttpError(404, 'Agent not found');
+  return row;
+}
+
+/** The backend's agent object (spec §2.3: `created`, `subdomain`, `url`). */
+export function agentView(config: BackendConfig, row: NonNullable<DeploymentRow>, state: AgentState | null) {
+  return {
+    id: row.id,
+    name: row.name,
+    userId: row.user_id,
+    subdomain: row.subdomain,
+    url: publicUrl(config, row.subdomain, state),
+    status: statusFromHost(state, row.status),
+    plan: row.plan,
+    aiProvider: row.ai_provider,
+    openclawVersion: state?.version ?? row.version ?? PINNED_OPENCLAW_VERSION,
+    created: row.created_at.toISOString(),
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    verified: row.verification !== null,
+  };
+}
