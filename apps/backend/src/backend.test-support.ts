@@ -11,7 +11,7 @@ export interface TestBackend extends RunningService {
 /** A real backend on 127.0.0.1 with its own database, data dir and counters. */
 export async function startBackend(
   env: Record<string, string | undefined> = {},
-  options: { devSecrets?: boolean } = {},
+  options: { devSecrets?: boolean; host?: AgentHost } = {},
 ): Promise<TestBackend> {
   const data = tempDataDir();
   const config = loadBackendConfig(testEnv(data.dir, env), options);
