@@ -44,6 +44,7 @@ const WebEnvSchema = Type.Composite([
     SOCIAL_VERIFY_URL: Env.url(),
     SOCIAL_SESSION_SECRET: Env.optional(Type.String({ minLength: 16 })),
     AUTH_SECRET: Env.optional(Type.String({ minLength: 16 })),
+    PROVISIONING_DISABLED: Env.bool(false),
     BRIDGE_SECRET: Env.optional(Type.String()),
     BRIDGE_OPERATOR_IDENTITY: Env.str('operator'),
     TRADING_API_URL: Env.str('https://api.bankr.bot'),
@@ -95,6 +96,8 @@ export interface WebConfig extends BaseConfig {
   siweDomain: string;
   walletNonceTtlMs: number;
   social: { verifyUrl: string | undefined; sessionSecret: string };
+  /** The provisioning kill switch (spec §4.15: 503 while on). */
+  provisioningDisabled: boolean;
   /** `X-Bridge-Secret`; the check is skipped when unset (spec §4.8). */
   bridge: { secret: string | undefined; operatorIdentity: string };
   /** Trading service: base URL, the platform key (used when a user has none), request timeout. */
@@ -140,6 +143,7 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     },
     siweDomain: parsed.SIWE_DOMAIN ?? new URL(parsed.PUBLIC_URL ?? `http://127.0.0.1:${parsed.PORT}`).host,
     walletNonceTtlMs: parsed.WALLET_NONCE_TTL_MS,
+    provisioningDisabled: parsed.PROVISIONING_DISABLED,
     bridge: { secret: parsed.BRIDGE_SECRET, operatorIdentity: parsed.BRIDGE_OPERATOR_IDENTITY },
     trading: {
       apiUrl: parsed.TRADING_API_URL.replace(/\/+$/, ''),

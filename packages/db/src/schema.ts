@@ -18,6 +18,8 @@ export interface UsersTable {
   /** Referral credits. */
   credits: Generated<number>;
   plan: Generated<string>;
+  /** `none`, `active`, `past_due`, `canceled`. */
+  subscription_status: Generated<string>;
   runtime_url: string | null;
   runtime_instance_id: string | null;
   /** Notification preferences as the user set them. */

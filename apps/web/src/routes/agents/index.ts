@@ -1,0 +1,110 @@
+import { type App, HttpError } from '@aop/core';
+import { Type } from '@sinclair/typebox';
+import type { WebConfig } from '../../config.js';
+import { requireUser } from '../../plugins/auth.js';
+import { BackendUnavailableError } from '../../services/backend-client.js';
+import { provisionAgent } from '../../services/provisioning.js';
+
+const MINUTE = 60_000;
+
+const wsUrl = (url: string | null) => (url ? url.replace(/^http/, 'ws') : null);
+
+/** Spec §4.15 (web): provisioning, the agent list and records, clone, runtime details. */
+export async function agentRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  const provisionLimit = app.rateLimit({ name: 'provision', max: 5, windowMs: MINUTE, message: 'Too many requests' });
+  const agentsLimit = app.rateLimit({ name: 'agents', max: 100, windowMs: MINUTE, message: 'Too many requests' });
+
+  for (const url of ['/api/provision', '/api/agents/provision']) {
+    app.post(
+      url,
+      { onRequest: provisionLimit, schema: { tags: ['agents'], body: Type.Optional(Type.Record(Type.String(), Type.Unknown())) } },
+      async (request) => {
+        const user = await requireUser(request);
+        return provisionAgent(app.db, app.backend, config, user, request.body ?? {});
+      },
+    );
+  }
+
+  app.get('/api/agents/provision', { onRequest: agentsLimit, schema: { tags: ['agents'] } }, async (request) => {
+    const user = await requireUser(request);
+    const agents = await app.db.withUser(user.id, (trx) =>
+      trx
+        .selectFrom('agents')
+        .select(['id', 'name', 'status', 'subdomain', 'url', 'plan', 'created_at'])
+        .orderBy('created_at', 'desc')
+        .execute(),
+    );
+    return { agents: agents.map((a) => ({ ...a, createdAt: a.created_at.toISOString(), created_at: undefined })) };
+  });
+
+  app.get('/api/agents', { onRequest: agentsLimit, schema: { tags: ['agents'] } }, async (request) => {
+    const user = await requireUser(request);
+    const rows = await app.db.withUser(user.id, (trx) => trx.selectFrom('agents').selectAll().orderBy('created_at', 'desc').execute());
+    return {
+      agents: rows.map((a) => ({
+        id: a.id,
+        name: a.name,
+        model: a.model,
+        status: a.status,
+        url: a.url,
+        websocketUrl: wsUrl(a.url),
+        createdAt: a.created_at.toISOString(),
+        updatedAt: a.updated_at.toISOString(),
+      })),
+      count: rows.length,
+      status: 'ok',
+    };
+  });
+
+  // Cloning is not implemented (spec §4.15): 501 whatever the body.
+  app.post('/api/agents/clone', { schema: { tags: ['agents'] } }, async (_request, reply) =>
+    reply.code(501).send({ error: 'Not Implemented' }),
+  );
+  app.get('/api/agents/clone', { schema: { tags: ['agents'] } }, async () => ({ status: 'ok', service: 'agent-clone', available: false }));
+
+  app.get(
+    '/api/agents/:id',
+    { onRequest: agentsLimit, schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
+    async (request) => {
+      const user = await requireUser(request);
+      const agent = await app.db.withUser(user.id, (trx) =>
+        trx.selectFrom('agents').selectAll().where('id', '=', request.params.id).executeTakeFirst(),
+      );
+      if (!agent) throw new HttpError(404, 'Agent not found');
+      return {
+        status: 'ok',
+        agent: {
+          id: agent.id,
+          name: agent.name,
+          model: agent.model,
+          status: agent.status,
+          subdomain: agent.subdomain,
+          url: agent.url,
+          websocketUrl: wsUrl(agent.url),
+          plan: agent.plan,
+          createdAt: agent.created_at.toISOString(),
+          updatedAt: agent.updated_at.toISOString(),
+        },
+      };
+    },
+  );
+
+  app.get('/api/user/runtime', { schema: { tags: ['agents'] } }, async (request) => {
+    const user = await requireUser(request);
+    const row = await app.db.withUser(user.id, (trx) =>
+      trx.selectFrom('users').select(['runtime_url', 'runtime_instance_id']).where('id', '=', user.id).executeTakeFirstOrThrow(),
+    );
+    let token: string | null = null;
+    if (row.runtime_instance_id) {
+      try {
+        const answer = await app.backend.request<{ token?: string }>(`/api/agents/${encodeURIComponent(row.runtime_instance_id)}/token`, {
+          caller: { id: user.id, email: user.email },
+        });
+        token = answer.status === 200 ? (answer.body.token ?? null) : null;
+      } catch (err) {
+        if (!(err instanceof BackendUnavailableError)) throw err;
+      }
+    }
+    return { url: row.runtime_url, instanceId: row.runtime_instance_id, token };
+  });
+}

@@ -1,0 +1,153 @@
+import { HttpError, newId } from '@aop/core';
+import type { Database } from '@aop/db';
+import type { WebConfig } from '../config.js';
+import { type BackendClient, BackendUnavailableError } from './backend-client.js';
+import type { AuthUser } from './sessions.js';
+
+/** Spec §8: backend provisioning plans (network is unlimited); legacy tiers of the web proxy. */
+const PROVISIONING_LIMITS: Record<string, number> = {
+  solo: 1,
+  collective: 3,
+  label: 10,
+  network: Number.POSITIVE_INFINITY,
+  starter: 1,
+  pro: 3,
+  enterprise: 100,
+};
+
+/** Providers a user may pick; others exist only as fallbacks and are refused (spec §4.15). */
+const AI_PROVIDERS = new Set(['openrouter', 'gemini', 'google', 'groq', 'anthropic', 'openai']);
+
+export interface ProvisionRequest {
+  name?: unknown;
+  telegramToken?: unknown;
+  discordToken?: unknown;
+  whatsappToken?: unknown;
+  autoProvision?: unknown;
+  agentType?: unknown;
+  aiProvider?: unknown;
+  apiKey?: unknown;
+  tier?: unknown;
+}
+
+const text = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : undefined);
+
+/** The checks of spec §4.15, in its order: kill switch, plan, subscription, tier limit, channel tokens, provider. */
+async function admit(db: Database, config: WebConfig, user: AuthUser, body: ProvisionRequest) {
+  if (config.provisioningDisabled) throw new HttpError(503, 'Provisioning is temporarily disabled');
+  const account = await db.withUser(user.id, (trx) =>
+    trx.selectFrom('users').select(['plan', 'subscription_status']).where('id', '=', user.id).executeTakeFirstOrThrow(),
+  );
+  const plan = text(body.tier) ?? (account.plan === 'free' ? 'label' : account.plan);
+  if (!user.isAdmin) {
+    if (account.plan === 'free') throw new HttpError(402, 'A paid plan (solo or higher) is required to provision agents');
+    if (account.subscription_status !== 'active') throw new HttpError(403, 'Active subscription required');
+    const limit = PROVISIONING_LIMITS[account.plan] ?? 1;
+    const count = await db.withUser(user.id, (trx) =>
+      trx
+        .selectFrom('agents')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('status', '!=', 'error')
+        .executeTakeFirstOrThrow(),
+    );
+    if (Number(count.n) >= limit) throw new HttpError(429, `Agent limit reached for the ${account.plan} plan (${limit})`);
+  }
+  const autoProvision = body.autoProvision === true || body.agentType === 'business';
+  const tokens = { telegram: text(body.telegramToken), discord: text(body.discordToken), whatsapp: text(body.whatsappToken) };
+  if (!autoProvision && !tokens.telegram && !tokens.discord && !tokens.whatsapp) {
+    throw new HttpError(400, 'At least one channel token (Telegram, WhatsApp or Discord) is required');
+  }
+  const aiProvider = text(body.aiProvider);
+  if (aiProvider && !AI_PROVIDERS.has(aiProvider)) throw new HttpError(400, `AI provider ${aiProvider} cannot be chosen`);
+  return { plan, autoProvision, tokens, aiProvider };
+}
+
+export interface ProvisionResult {
+  success: true;
+  userId: string;
+  agentId: string;
+  subdomain: string;
+  url: string | null;
+  status: string;
+  streamKey: string | null;
+  liveStreamId: string | null;
+}
+
+/**
+ * Spec §4.15 / §3.2: the agent record exists at once (`provisioning`), the
+ * backend deploys it (15 s, then the fallback URL), and the record moves to
+ * `running` or `error`. The user record keeps the runtime URL and instance id.
+ */
+export async function provisionAgent(
+  db: Database,
+  backend: BackendClient,
+  config: WebConfig,
+  user: AuthUser,
+  body: ProvisionRequest,
+): Promise<ProvisionResult> {
+  const { plan, autoProvision, tokens, aiProvider } = await admit(db, config, user, body);
+  const agentId = newId('agent');
+  const name = text(body.name)?.slice(0, 100) ?? 'My agent';
+  await db.withUser(user.id, (trx) =>
+    trx.insertInto('agents').values({ id: agentId, user_id: user.id, name, status: 'provisioning', plan }).execute(),
+  );
+
+  const setStatus = (status: string, extra: { url?: string | null; subdomain?: string | null } = {}) =>
+    db.withUser(user.id, (trx) =>
+      trx
+        .updateTable('agents')
+        .set({ status, updated_at: new Date(), ...extra })
+        .where('id', '=', agentId)
+        .execute(),
+    );
+
+  let answer: Awaited<ReturnType<BackendClient['request']>>;
+  try {
+    answer = await backend.request('/api/deployments', {
+      caller: { id: user.id, email: user.email },
+      timeoutMs: 15_000,
+      body: {
+        agentId,
+        name,
+        config: {
+          ...(tokens.telegram ? { telegramToken: tokens.telegram } : {}),
+          ...(tokens.discord ? { discordToken: tokens.discord } : {}),
+          ...(tokens.whatsapp ? { whatsappToken: tokens.whatsapp } : {}),
+          ...(aiProvider ? { aiProvider } : {}),
+          ...(typeof body.apiKey === 'string' ? { apiKey: body.apiKey } : {}),
+          autoProvision,
+          plan,
+        },
+      },
+    });
+  } catch (err) {
+    await setStatus('error');
+    if (err instanceof BackendUnavailableError)
+      throw new HttpError(502, 'Provisioning failed: the backend is unreachable and no hosting provider is configured');
+    throw err;
+  }
+  const deployed = answer.body as { subdomain?: string; url?: string | null; status?: string; error?: string };
+  if (answer.status >= 400) {
+    await setStatus('error');
+    throw new HttpError(answer.status === 503 ? 503 : 502, `Provisioning failed: ${deployed.error ?? `backend answered ${answer.status}`}`);
+  }
+  await setStatus('running', { url: deployed.url ?? null, subdomain: deployed.subdomain ?? null });
+  await db.withUser(user.id, (trx) =>
+    trx
+      .updateTable('users')
+      .set({ runtime_url: deployed.url ?? null, runtime_instance_id: agentId })
+      .where('id', '=', user.id)
+      .execute(),
+  );
+  return {
+    success: true,
+    userId: user.id,
+    agentId,
+    subdomain: deployed.subdomain ?? '',
+    url: deployed.url ?? null,
+    status: 'running',
+    // No streaming provider is configured in this version: the placeholders the spec allows.
+    streamKey: null,
+    liveStreamId: null,
+  };
+}

@@ -1,0 +1,190 @@
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LocalAgentHost } from '@aop/provisioner';
+import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import { request } from '@aop/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBackend, type TestBackend } from '../apps/backend/src/backend.test-support.js';
+import { startWeb, type TestWeb } from '../apps/web/src/web.test-support.js';
+
+const SHARED = { INTERNAL_API_KEY: 'internal-key-for-e2e-tests', HMAC_SECRET: 'hmac-secret-for-e2e-tests', TRUST_PROXY: '127.0.0.1' };
+let ip = 0;
+const from = () => ({ 'x-forwarded-for': `198.18.0.${++ip % 250}` });
+
+// Spec §4.15 (web provisioning and proxies), §3.2, §7 (402/403/429/502/503), §8 limits: web → backend → agent host.
+describe('provisioning an agent from the web API', () => {
+  let work: string;
+  let host: LocalAgentHost;
+  let backend: TestBackend;
+  let web: TestWeb;
+
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), 'aop-e2e-'));
+    host = new LocalAgentHost({
+      dataDir: join(work, 'data'),
+      encryptionKey: randomBytes(32),
+      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0') },
+      defaultVersion: '1.0.0',
+      readyPollMs: 50,
+      stopTimeoutMs: 5_000,
+    });
+    backend = await startBackend(SHARED, { host });
+    web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
+  });
+  afterAll(async () => {
+    await web.close();
+    await backend.close();
+    await host.shutdown();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  async function customer(plan = 'solo', subscription = 'active') {
+    const signed = await web.signIn();
+    await web.database.db.kysely
+      .updateTable('users')
+      .set({ plan, subscription_status: subscription })
+      .where('id', '=', signed.userId)
+      .execute();
+    return signed;
+  }
+  const provision = (cookie: string | undefined, json: unknown, target = web) =>
+    request(`${target.url}/api/provision`, { json, headers: { ...from(), ...(cookie ? { cookie } : {}) } });
+
+  it('provisions: the record moves to running, the gateway runs, the runtime is on the user', async () => {
+    const { cookie, userId } = await customer();
+    const res = await provision(cookie, { name: 'Helper', telegramToken: 'tg-token' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      success: true,
+      userId,
+      agentId: expect.stringMatching(/^agt_/),
+      subdomain: expect.stringMatching(/^helper-/),
+      url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+      status: 'running',
+      streamKey: null,
+      liveStreamId: null,
+    });
+    await host.waitUntilReady(res.body.agentId, { timeoutMs: 10_000 });
+    expect((await fetch(`${res.body.url}/healthz`)).status).toBe(200);
+
+    const list = await request(`${web.url}/api/agents`, { headers: { cookie } });
+    expect(list.body).toMatchObject({ count: 1, status: 'ok' });
+    expect(list.body.agents[0]).toMatchObject({
+      id: res.body.agentId,
+      name: 'Helper',
+      status: 'running',
+      websocketUrl: res.body.url.replace('http', 'ws'),
+    });
+    const one = await request(`${web.url}/api/agents/${res.body.agentId}`, { headers: { cookie } });
+    expect(one.body).toMatchObject({ status: 'ok', agent: { id: res.body.agentId } });
+
+    const runtime = await request(`${web.url}/api/user/runtime`, { headers: { cookie } });
+    expect(runtime.body).toEqual({ url: res.body.url, instanceId: res.body.agentId, token: expect.stringMatching(/^[0-9a-f]{48}$/) });
+
+    const stop = await request(`${web.url}/api/instance/${userId}/stop`, { method: 'POST', headers: { cookie } });
+    expect(stop.body).toEqual({ success: true, status: 'stopped' });
+    const stats = await request(`${web.url}/api/instance/${userId}/stats`, { headers: { cookie } });
+    expect(stats.body).toMatchObject({ status: 'degraded', cpu: 'N/A', memory: 'N/A' });
+    const start = await request(`${web.url}/api/instance/${userId}/start`, { method: 'POST', headers: { cookie } });
+    expect(start.body).toEqual({ success: true, status: 'active' });
+    await host.waitUntilReady(res.body.agentId, { timeoutMs: 10_000 });
+    expect((await request(`${web.url}/api/instance/${userId}/stats`, { headers: { cookie } })).body.status).toBe('ok');
+    const details = await request(`${web.url}/api/instance/${userId}`, { headers: { cookie } });
+    expect(details.body).toMatchObject({ status: 'ok', instance: { id: res.body.agentId } });
+
+    // Someone else can neither act on this instance nor see the agent.
+    const other = await customer();
+    const foreign = await request(`${web.url}/api/instance/${userId}/stop`, { method: 'POST', headers: { cookie: other.cookie } });
+    expect(foreign.status).toBe(403);
+    expect(foreign.body).toMatchObject({ success: false, status: 'error' });
+    expect((await request(`${web.url}/api/agents/${res.body.agentId}`, { headers: { cookie: other.cookie } })).status).toBe(404);
+  });
+
+  it('401 unauthenticated, 402 free plan, 403 without an active subscription, 400 without a channel token', async () => {
+    expect((await provision(undefined, { telegramToken: 't' })).status).toBe(401);
+    const free = await customer('free', 'none');
+    expect((await provision(free.cookie, { telegramToken: 't' })).status).toBe(402);
+    const lapsed = await customer('solo', 'canceled');
+    const forbidden = await provision(lapsed.cookie, { telegramToken: 't' });
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.body).toEqual({ error: 'Active subscription required' });
+    const paying = await customer();
+    const noToken = await provision(paying.cookie, {});
+    expect(noToken.status).toBe(400);
+    const badProvider = await provision(paying.cookie, { telegramToken: 't', aiProvider: 'deepinfra' });
+    expect(badProvider.status).toBe(400);
+  });
+
+  it('429 at the plan limit; admins skip subscription and limit; business agents need no channel token', async () => {
+    const solo = await customer('solo');
+    expect((await provision(solo.cookie, { agentType: 'business' })).status).toBe(200);
+    const second = await provision(solo.cookie, { agentType: 'business' });
+    expect(second.status).toBe(429);
+    const admin = await web.signIn({ isAdmin: true });
+    expect((await provision(admin.cookie, { autoProvision: true })).status).toBe(200);
+  });
+
+  it('the agents rate limit: 5 provisioning calls per minute per client', async () => {
+    const user = await customer('network');
+    const same = from();
+    const answers = [];
+    for (let i = 0; i < 6; i++)
+      answers.push(await request(`${web.url}/api/provision`, { json: {}, headers: { ...same, cookie: user.cookie } }));
+    expect(answers.slice(0, 5).every((a) => a.status === 400)).toBe(true);
+    expect(answers[5]!.status).toBe(429);
+  });
+
+  it('POST /api/agents/clone is 501 whatever the body', async () => {
+    const { cookie } = await customer();
+    for (const json of [{}, { agentId: 'x' }])
+      expect((await request(`${web.url}/api/agents/clone`, { json, headers: { cookie } })).status).toBe(501);
+    expect((await request(`${web.url}/api/agents/clone`)).body).toMatchObject({ status: 'ok' });
+  });
+});
+
+describe('provisioning when the backend fails', () => {
+  let html: ReturnType<typeof createServer>;
+  let htmlUrl: string;
+  beforeAll(async () => {
+    html = createServer((_req, res) => {
+      res.writeHead(502, { 'content-type': 'text/html' });
+      res.end('<h1>Bad gateway</h1>');
+    });
+    await new Promise<void>((r) => html.listen(0, '127.0.0.1', r));
+    htmlUrl = `http://127.0.0.1:${(html.address() as { port: number }).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => html.close(() => r())));
+
+  it('502 when no path works (a non-JSON answer counts as a failure); the record ends in error', async () => {
+    const web = await startWeb({ ...SHARED, BACKEND_API_URL: htmlUrl, BACKEND_API_FALLBACK_URL: 'http://127.0.0.1:9' });
+    try {
+      const { cookie, userId } = await web.signIn();
+      await web.database.db.kysely
+        .updateTable('users')
+        .set({ plan: 'solo', subscription_status: 'active' })
+        .where('id', '=', userId)
+        .execute();
+      const res = await request(`${web.url}/api/provision`, { json: { telegramToken: 't' }, headers: { cookie } });
+      expect(res.status).toBe(502);
+      const rows = await web.database.db.kysely.selectFrom('agents').select('status').where('user_id', '=', userId).execute();
+      expect(rows).toEqual([{ status: 'error' }]);
+    } finally {
+      await web.close();
+    }
+  });
+
+  it('503 while the kill switch is on', async () => {
+    const web = await startWeb({ ...SHARED, PROVISIONING_DISABLED: 'true' });
+    try {
+      const { cookie } = await web.signIn({ isAdmin: true });
+      const res = await request(`${web.url}/api/provision`, { json: { autoProvision: true }, headers: { cookie } });
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ error: 'Provisioning is temporarily disabled' });
+    } finally {
+      await web.close();
+    }
+  });
+});
