@@ -92,6 +92,9 @@ describe('provisioning an agent from the web API', () => {
     expect(start.body).toEqual({ success: true, status: 'active' });
     await host.waitUntilReady(res.body.agentId, { timeoutMs: 10_000 });
     expect((await request(`${web.url}/api/instance/${userId}/stats`, { headers: { cookie } })).body.status).toBe('ok');
+    const stats2 = await request(`${web.url}/api/agents/${res.body.agentId}/stats`, { headers: { cookie } });
+    expect(stats2.body).toMatchObject({ status: 'ok', stats: { agentId: res.body.agentId, status: 'active', network: 'N/A' } });
+    expect(stats2.body.stats.pids).toBeGreaterThanOrEqual(1);
     const details = await request(`${web.url}/api/instance/${userId}`, { headers: { cookie } });
     expect(details.body).toMatchObject({ status: 'ok', instance: { id: res.body.agentId } });
 
@@ -171,6 +174,35 @@ describe('provisioning when the backend fails', () => {
       expect(res.status).toBe(502);
       const rows = await web.database.db.kysely.selectFrom('agents').select('status').where('user_id', '=', userId).execute();
       expect(rows).toEqual([{ status: 'error' }]);
+    } finally {
+      await web.close();
+    }
+  });
+
+  it('agent stats fall back to the mock, marked status mock, when the backend is down', async () => {
+    const web = await startWeb({ ...SHARED, BACKEND_API_URL: 'http://127.0.0.1:9' });
+    try {
+      const { cookie, userId } = await web.signIn();
+      await web.database.db.kysely
+        .insertInto('agents')
+        .values({ id: 'agt_offline', user_id: userId, name: 'Offline', status: 'running' })
+        .execute();
+      const res = await request(`${web.url}/api/agents/agt_offline/stats`, { headers: { cookie } });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        status: 'mock',
+        stats: {
+          agentId: 'agt_offline',
+          messagesProcessed: 0,
+          messagesPerHour: 0,
+          averageResponseTime: 0,
+          uptime: 0,
+          successRate: 0,
+          errorRate: 0,
+          timestamp: expect.any(String),
+        },
+      });
+      expect((await request(`${web.url}/api/agents/agt_missing/stats`, { headers: { cookie } })).status).toBe(404);
     } finally {
       await web.close();
     }

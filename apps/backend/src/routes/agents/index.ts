@@ -1,3 +1,4 @@
+import { totalmem } from 'node:os';
 import { type App, HttpError, newId } from '@aop/core';
 import { type AgentHost, PINNED_OPENCLAW_VERSION, UpdateFailedError } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
@@ -361,6 +362,29 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   app.post('/agents/:id/reset-memory', { schema: lifecycleSchema }, async (request) => {
     await lifecycle(request, (id) => host.resetMemory(id));
     return { success: true, message: 'Memory reset successfully' };
+  });
+
+  app.get('/agents/:id/stats', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
+    const userId = callerId(request);
+    const row = await app.db.withUser(userId, (trx) => ownDeployment(trx, request.params.id));
+    const state = await hostState(host, row.id);
+    const stats = state ? await onHost(() => host.stats(row.id)) : { cpuPercent: 0, memoryBytes: 0, pids: 0, uptimeMs: 0 };
+    const total = totalmem();
+    const seconds = Math.floor(stats.uptimeMs / 1000);
+    return {
+      stats: {
+        agentId: row.id,
+        cpu: `${stats.cpuPercent.toFixed(1)}%`,
+        memory: `${(stats.memoryBytes / 1024 ** 2).toFixed(1)} MiB`,
+        memoryPercent: `${((stats.memoryBytes / total) * 100).toFixed(1)}%`,
+        network: 'N/A',
+        uptime: seconds,
+        uptimeFormatted: `${Math.floor(seconds / 3600)}h ${Math.floor((seconds % 3600) / 60)}m ${seconds % 60}s`,
+        status: agentView(config, row, state).status,
+        pids: stats.pids,
+      },
+      status: 'ok',
+    };
   });
 
   app.get('/agents/:id/token', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {

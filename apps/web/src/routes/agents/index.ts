@@ -89,6 +89,41 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
     },
   );
 
+  // Spec §4.15: live figures from the backend; only when the backend is down, the named mock with `status: 'mock'`.
+  app.get(
+    '/api/agents/:id/stats',
+    { onRequest: agentsLimit, schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
+    async (request, reply) => {
+      const user = await requireUser(request);
+      const agent = await app.db.withUser(user.id, (trx) =>
+        trx.selectFrom('agents').select('id').where('id', '=', request.params.id).executeTakeFirst(),
+      );
+      if (!agent) throw new HttpError(404, 'Agent not found');
+      try {
+        const answer = await app.backend.request(`/api/agents/${encodeURIComponent(agent.id)}/stats`, {
+          caller: { id: user.id, email: user.email },
+          timeoutMs: 10_000,
+        });
+        return reply.code(answer.status).send(answer.body);
+      } catch (err) {
+        if (!(err instanceof BackendUnavailableError)) throw err;
+        return {
+          stats: {
+            agentId: agent.id,
+            messagesProcessed: 0,
+            messagesPerHour: 0,
+            averageResponseTime: 0,
+            uptime: 0,
+            successRate: 0,
+            errorRate: 0,
+            timestamp: new Date(app.clock()).toISOString(),
+          },
+          status: 'mock',
+        };
+      }
+    },
+  );
+
   app.get('/api/user/runtime', { schema: { tags: ['agents'] } }, async (request) => {
     const user = await requireUser(request);
     const row = await app.db.withUser(user.id, (trx) =>
