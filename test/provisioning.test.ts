@@ -67,7 +67,12 @@ describe('provisioning an agent from the web API', () => {
       streamKey: null,
       liveStreamId: null,
     });
-    await host.waitUntilReady(res.body.agentId, { timeoutMs: 10_000 });
+    // The progress stream follows the gateway until it is ready.
+    const events = await (await fetch(`${web.url}/api/agents/${res.body.agentId}/events`, { headers: { cookie } })).text();
+    const frames = events.split('\n\n').filter(Boolean);
+    expect(frames.at(-1)).toBe('event: done\ndata: {"status":"running","ready":true}');
+    const statuses = frames.filter((f) => f.startsWith('event: status')).map((f) => JSON.parse(f.split('data: ')[1]!));
+    expect(statuses.at(-1)).toMatchObject({ agentId: res.body.agentId, status: 'running', live: true, ready: true });
     expect((await fetch(`${res.body.url}/healthz`)).status).toBe(200);
 
     const list = await request(`${web.url}/api/agents`, { headers: { cookie } });

@@ -11,6 +11,7 @@ import { sessionRoutes } from './routes/auth/session.js';
 import { socialIdentityRoutes } from './routes/auth/social-identity.js';
 import { tokenGatingRoutes } from './routes/auth/token-gating.js';
 import { walletRoutes } from './routes/auth/wallet.js';
+import { agentEventRoutes } from './routes/agents/events.js';
 import { agentRoutes } from './routes/agents/index.js';
 import { bridgeRoutes } from './routes/bridge/index.js';
 import { configRoutes } from './routes/config/index.js';
@@ -80,6 +81,7 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(workflowRoutes);
   await app.register(bridgeRoutes, { config });
   await app.register(agentRoutes, { config });
+  await app.register(agentEventRoutes);
   await app.register(instanceRoutes);
   await app.register(riscRoutes, { config });
   await app.register(tradingRoutes, { config });
