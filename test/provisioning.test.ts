@@ -100,6 +100,26 @@ describe('provisioning an agent from the web API', () => {
     const stats2 = await request(`${web.url}/api/agents/${res.body.agentId}/stats`, { headers: { cookie } });
     expect(stats2.body).toMatchObject({ status: 'ok', stats: { agentId: res.body.agentId, status: 'active', network: 'N/A' } });
     expect(stats2.body.stats.pids).toBeGreaterThanOrEqual(1);
+    // Configuration and verification pass through to the backend for the owner.
+    const agentPath = `${web.url}/api/agents/${res.body.agentId}`;
+    expect((await request(`${agentPath}/config`, { headers: { cookie } })).body).toEqual({ agentId: res.body.agentId, config: {} });
+    const put = await request(`${agentPath}/config`, {
+      method: 'PUT',
+      json: { config: { logging: { level: 'debug' } } },
+      headers: { cookie },
+    });
+    expect(put.body).toEqual({ success: true, agentId: res.body.agentId, config: { logging: { level: 'debug' } } });
+    expect((await request(`${agentPath}/config`, { method: 'PUT', json: { config: [1] }, headers: { cookie } })).status).toBe(400);
+    const verified = await request(`${agentPath}/verify`, { json: { type: 'ens', verified: false }, headers: { cookie } });
+    expect(verified.body).toMatchObject({
+      success: true,
+      verified: true,
+      type: 'ens',
+      verifierAddress: null,
+      metadata: { verifiedBy: userId, source: 'web' },
+    });
+    expect((await request(`${agentPath}/verify`, { json: { type: 'sms' }, headers: { cookie } })).status).toBe(400);
+    expect((await request(`${agentPath}/verify`, { method: 'DELETE', headers: { cookie } })).body).toMatchObject({ verified: false });
     const details = await request(`${web.url}/api/instance/${userId}`, { headers: { cookie } });
     expect(details.body).toMatchObject({ status: 'ok', instance: { id: res.body.agentId } });
 

@@ -25,6 +25,8 @@ export interface AgentRoutesOptions {
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const VERSION_FORMAT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** Spec §4.15 verification types. */
+const VERIFICATION_TYPES = ['eas', 'wallet-provider', 'ens', 'webauthn'];
 
 /** The caller, from the signed user context; agents always belong to a real user. */
 function callerId(request: FastifyRequest): string {
@@ -385,6 +387,93 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
       },
       status: 'ok',
     };
+  });
+
+  app.get('/agents/:id/config', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
+    const row = await app.db.withUser(callerId(request), (trx) => ownDeployment(trx, request.params.id));
+    return { agentId: row.id, config: row.config };
+  });
+
+  app.put(
+    '/agents/:id/config',
+    {
+      config: { invalidBodyMessage: 'Invalid config object' },
+      schema: { tags: ['agents'], params: IdParams, body: Type.Object({ config: Type.Optional(Type.Unknown()) }) },
+    },
+    async (request) => {
+      const next = request.body?.config;
+      if (typeof next !== 'object' || next === null || Array.isArray(next)) throw new HttpError(400, 'Invalid config object');
+      const userId = callerId(request);
+      const row = await app.db.withUser(userId, async (trx) => {
+        await ownDeployment(trx, request.params.id);
+        return trx
+          .updateTable('agent_deployments')
+          .set({ config: JSON.stringify(next), updated_at: new Date() })
+          .where('id', '=', request.params.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+      });
+      // A running gateway picks the change up (OpenClaw hot-reloads its config file).
+      if (await hostState(host, row.id)) await onHost(() => host.configure(row.id, { config: next as Record<string, unknown> }));
+      return { success: true, agentId: row.id, config: row.config };
+    },
+  );
+
+  app.get('/agents/:id/verification', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
+    const row = await app.db.withUser(callerId(request), (trx) => ownDeployment(trx, request.params.id));
+    return { agentId: row.id, verified: row.verification !== null, ...(row.verification ?? {}) };
+  });
+
+  app.post(
+    '/agents/:id/verify',
+    {
+      schema: {
+        tags: ['agents'],
+        params: IdParams,
+        body: Type.Object({
+          type: Type.Optional(Type.Unknown()),
+          verified: Type.Optional(Type.Boolean()),
+          verifierAddress: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 200 })])),
+          metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+        }),
+      },
+    },
+    async (request) => {
+      const body = request.body ?? {};
+      if (typeof body.type !== 'string' || !VERIFICATION_TYPES.includes(body.type)) {
+        throw new HttpError(400, `Invalid verification type: use ${VERIFICATION_TYPES.join(', ')}`);
+      }
+      const verification =
+        body.verified === false
+          ? null
+          : {
+              type: body.type,
+              verifierAddress: body.verifierAddress ?? null,
+              metadata: body.metadata ?? {},
+              verifiedAt: new Date().toISOString(),
+            };
+      await app.db.withUser(callerId(request), async (trx) => {
+        await ownDeployment(trx, request.params.id);
+        await trx
+          .updateTable('agent_deployments')
+          .set({ verification: verification === null ? null : JSON.stringify(verification), updated_at: new Date() })
+          .where('id', '=', request.params.id)
+          .execute();
+      });
+      return { success: true, agentId: request.params.id, verified: verification !== null, ...(verification ?? {}) };
+    },
+  );
+
+  app.delete('/agents/:id/verify', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
+    await app.db.withUser(callerId(request), async (trx) => {
+      await ownDeployment(trx, request.params.id);
+      await trx
+        .updateTable('agent_deployments')
+        .set({ verification: null, updated_at: new Date() })
+        .where('id', '=', request.params.id)
+        .execute();
+    });
+    return { success: true, agentId: request.params.id, verified: false };
   });
 
   app.get('/agents/:id/token', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
