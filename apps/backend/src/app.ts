@@ -8,6 +8,7 @@ import { healthRoutes } from './routes/health/index.js';
 import { validateKeyRoute } from './routes/keys/index.js';
 import { agentRoutes, deploymentRoutes } from './routes/agents/index.js';
 import { unavailableProvisioning } from './routes/agents/unavailable.js';
+import { runtimeRoutes } from './routes/runtime/index.js';
 import { createHealthProbe } from './services/health.js';
 
 export interface BackendDeps {
@@ -46,8 +47,10 @@ export async function buildApp({ config, db, counters, logger, host }: BackendDe
       api.addHook('onRequest', api.rateLimit(BACKEND_LIMITS.general));
       api.setNotFoundHandler(notFoundHandler);
       await api.register(validateKeyRoute, { config });
-      if (host) await api.register(agentRoutes, { config, host });
-      else await api.register(unavailableProvisioning, { config, paths: ['/agents', '/agents/*'] });
+      if (host) {
+        await api.register(agentRoutes, { config, host });
+        await api.register(runtimeRoutes, { config, host });
+      } else await api.register(unavailableProvisioning, { config, paths: ['/agents', '/agents/*', '/runtime/*'] });
       await api.register(
         async (ai) => {
           ai.addHook('onRequest', ai.rateLimit(BACKEND_LIMITS.ai));

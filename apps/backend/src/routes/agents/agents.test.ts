@@ -256,3 +256,57 @@ describe('backend without an agent host', () => {
     expect((await request(`${backend.url}/health`)).status).toBe(200);
   });
 });
+
+describe('runtime endpoints (operators)', () => {
+  let work: string;
+  let host: LocalAgentHost;
+  let backend: TestBackend;
+  const admin = (method: string, path: string, json?: unknown, who = 'ops@example.com') =>
+    request(`${backend.url}/api${path}`, { method, headers: as('usr_ops', who), ...(json === undefined ? {} : { json }) });
+
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), 'aop-backend-runtime-'));
+    host = new LocalAgentHost({
+      dataDir: join(work, 'data'),
+      encryptionKey: randomBytes(32),
+      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0') },
+      defaultVersion: '1.0.0',
+      readyPollMs: 50,
+      stopTimeoutMs: 5_000,
+    });
+    backend = await startBackend({ INTERNAL_API_KEY: KEY, HMAC_SECRET: HMAC, ADMIN_EMAILS: 'ops@example.com' }, { host });
+    const deployed = await request(`${backend.url}/api/deployments`, {
+      json: { agentId: 'agt_rt', config: { autoProvision: true } },
+      headers: as('usr_t'),
+    });
+    expect(deployed.status).toBe(201);
+    await host.waitUntilReady('agt_rt', { timeoutMs: 10_000 });
+  });
+  afterAll(async () => {
+    await backend.close();
+    await host.shutdown();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  it('version needs only the internal key', async () => {
+    const res = await request(`${backend.url}/api/runtime/version`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(res.body).toMatchObject({ openclawVersion: '2026.9.6', backendNode: process.version, provider: 'local' });
+  });
+
+  it('instances, stats and maintenance need an administrator', async () => {
+    const list = await admin('GET', '/runtime/instances');
+    expect(list.body).toMatchObject({ count: 1, instances: [{ agentId: 'agt_rt', status: 'running' }] });
+    const stats = await admin('GET', '/runtime/instances/agt_rt/stats');
+    expect(stats.body).toMatchObject({ agentId: 'agt_rt', status: 'running', health: { live: true, ready: true } });
+    expect(stats.body.stats.pids).toBeGreaterThanOrEqual(1);
+    const check = await admin('GET', '/runtime/maintenance');
+    expect(check.body).toMatchObject({ status: 'ok', total: 1, live: 1, ready: 1 });
+    const restart = await admin('POST', '/runtime/maintenance', { agentId: 'agt_rt' });
+    expect(restart.body).toMatchObject({ success: true, agentId: 'agt_rt', action: 'restart' });
+    expect((await admin('POST', '/runtime/maintenance', {})).body).toEqual({ error: 'agentId is required' });
+    expect((await admin('GET', '/runtime/instances/agt_nope/stats')).status).toBe(404);
+    const denied = await admin('GET', '/runtime/instances', undefined, 'someone@example.com');
+    expect(denied.status).toBe(403);
+    expect(denied.body).toEqual({ error: 'ADMIN_REQUIRED' });
+  });
+});
