@@ -146,7 +146,7 @@ export async function provisionAgent(
     subdomain: deployed.subdomain ?? '',
     url: deployed.url ?? null,
     status: 'running',
-    // No streaming provider is configured in this version: the placeholders the spec allows.
+    // No streaming provider is configured in this version: spec §4.15 answers null stream fields then.
     streamKey: null,
     liveStreamId: null,
   };

@@ -56,7 +56,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
     };
   });
 
-  // Cloning is not implemented (spec §4.15): 501 whatever the body.
+  // Spec §4.15: agent cloning answers 501 whatever the body.
   app.post('/api/agents/clone', { schema: { tags: ['agents'] } }, async (_request, reply) =>
     reply.code(501).send({ error: 'Not Implemented' }),
   );

@@ -5,6 +5,8 @@ import type { WebConfig } from '../../config.js';
 import { sessionCookieOptions } from '../../plugins/auth.js';
 import {
   AUTHORIZATION_STATE_TTL_MS,
+  callbackQuery,
+  loginError,
   saveAuthorizationState,
   signInWithProvider,
   takeAuthorizationState,
@@ -19,19 +21,6 @@ const SCOPE = 'read:user user:email';
 const TIMEOUT_MS = 10_000;
 
 /** Every failure ends on the login page with the spec's error value (a relative Location). */
-function loginError(reply: FastifyReply, value: string) {
-  return reply.header('cache-control', 'no-store').redirect(`/login?error=${value}`, 302);
-}
-
-/** The callback's query parameters, strings only (a repeated parameter keeps its first value). */
-function callbackQuery(request: FastifyRequest): Map<string, string> {
-  const query = new Map<string, string>();
-  for (const [name, value] of Object.entries((request.query ?? {}) as Record<string, unknown>)) {
-    const first = Array.isArray(value) ? value[0] : value;
-    if (typeof first === 'string') query.set(name, first);
-  }
-  return query;
-}
 
 interface CodehostTokens {
   access_token: string;

@@ -5,6 +5,8 @@ import type { WebConfig } from '../../config.js';
 import { sessionCookieOptions } from '../../plugins/auth.js';
 import {
   AUTHORIZATION_STATE_TTL_MS,
+  callbackQuery,
+  loginError,
   saveAuthorizationState,
   signInWithProvider,
   takeAuthorizationState,
@@ -18,19 +20,6 @@ const CALLBACK_PATH = '/api/auth/idp/callback';
 const TIMEOUT_SECONDS = 10;
 
 /** Every failure ends on the login page with the spec's error value (a relative Location). */
-function loginError(reply: FastifyReply, value: string) {
-  return reply.header('cache-control', 'no-store').redirect(`/login?error=${value}`, 302);
-}
-
-/** The callback's query parameters, strings only (a repeated parameter keeps its first value). */
-function callbackQuery(request: FastifyRequest): Map<string, string> {
-  const query = new Map<string, string>();
-  for (const [name, value] of Object.entries((request.query ?? {}) as Record<string, unknown>)) {
-    const first = Array.isArray(value) ? value[0] : value;
-    if (typeof first === 'string') query.set(name, first);
-  }
-  return query;
-}
 
 const isLoopback = (host: string) => host === '127.0.0.1' || host === 'localhost' || host === '[::1]';
 

@@ -70,7 +70,7 @@ export async function instanceRoutes(app: App): Promise<void> {
     }
   });
 
-  // The gateway's own health check; cpu and memory are placeholders (spec §4.15), degraded when unreachable.
+  // The gateway's own health check; spec §4.15 fixes cpu and memory as 'N/A' here; degraded when unreachable.
   app.get('/api/instance/:userId/stats', { schema: { tags: ['agents'], params } }, async (request, reply) => {
     const own = await ownInstance(request, reply, request.params.userId);
     if (!own) return reply;
