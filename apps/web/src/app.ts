@@ -76,7 +76,7 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(tokenGatingRoutes, { config });
   await app.register(socialIdentityRoutes, { config });
   await app.register(passwordResetRoutes, { config, mailer });
-  await app.register(settingsRoutes);
+  await app.register(settingsRoutes, { config });
   await app.register(keysRoutes, { config });
   await app.register(configRoutes);
   await app.register(workflowRoutes);

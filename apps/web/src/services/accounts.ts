@@ -9,6 +9,14 @@ const EMAIL_FORMAT = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export const isEmail = (value: string) => value.length <= 254 && EMAIL_FORMAT.test(value);
 export const normalizeEmail = (value: string) => value.trim().toLowerCase();
 
+/**
+ * Wallet accounts use `<address>@wallet.<product>`; nobody may claim such an
+ * address by other means, or a later wallet sign-in would link into their account.
+ */
+export function checkNotReserved(email: string, productName: string): void {
+  if (normalizeEmail(email).endsWith(`@wallet.${productName.toLowerCase()}`)) throw new HttpError(400, 'This email address is reserved');
+}
+
 /** Spec §4.1: letters, digits and hyphens, at most 20, case-insensitive. */
 const REFERRAL_FORMAT = /^[A-Za-z0-9-]{1,20}$/;
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';

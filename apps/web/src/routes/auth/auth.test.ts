@@ -70,6 +70,12 @@ describe('accounts: register', () => {
     },
   );
 
+  it('400 for an address in the wallet accounts’ reserved domain', async () => {
+    const res = await register(web.url, { email: '0x1111111111111111111111111111111111111111@Wallet.Service', password: PASSWORD });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'This email address is reserved' });
+  });
+
   it('400 for a password under 8 characters; 8 is enough', async () => {
     const short = await register(web.url, { email: email(), password: '1234567' });
     expect(short.status).toBe(400);

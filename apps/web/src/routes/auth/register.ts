@@ -1,7 +1,7 @@
 import { type App, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
-import { registerUser } from '../../services/accounts.js';
+import { checkNotReserved, registerUser } from '../../services/accounts.js';
 import { checkNotBot } from '../../services/bot-check.js';
 import { accountLimits } from './rate-limits.js';
 
@@ -31,6 +31,7 @@ export async function registerRoute(app: App, { config }: { config: WebConfig })
       const body = request.body ?? {};
       await checkNotBot({ honeypot: body.website, challengeToken: body.botToken, ip: request.ip }, config.botCheck);
       if (!body.email?.trim() || !body.password) throw new HttpError(400, 'Email and password are required');
+      checkNotReserved(body.email, config.productName);
       return registerUser(
         app.db.kysely,
         { email: body.email, password: body.password, name: body.name, referralCode: body.referralCode, ip: request.ip },

@@ -2,8 +2,9 @@ import { type App, HttpError } from '@aop/core';
 import { type Tx, writeAudit } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
+import type { WebConfig } from '../../config.js';
 import { requireSessionUser, requireUser } from '../../plugins/auth.js';
-import { checkPasswordLength, isEmail, normalizeEmail } from '../../services/accounts.js';
+import { checkNotReserved, checkPasswordLength, isEmail, normalizeEmail } from '../../services/accounts.js';
 import { hashPassword, verifyPassword } from '../../services/passwords.js';
 
 const SettingsSchema = Type.Object({
@@ -65,7 +66,7 @@ function checkedName(name: unknown): string | undefined {
 }
 
 /** Spec §4.1 settings and password change; shapes from the reference (research/not-shown-facts.md). */
-export async function settingsRoutes(app: App): Promise<void> {
+export async function settingsRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const schema = { tags: ['settings'], response: { 200: SettingsSchema } };
 
   app.get('/api/settings', { schema }, async (request) => {
@@ -84,6 +85,7 @@ export async function settingsRoutes(app: App): Promise<void> {
       if (request.body?.email !== undefined) {
         email = normalizeEmail(request.body.email);
         if (!isEmail(email)) throw new HttpError(400, 'Invalid email format');
+        checkNotReserved(email, config.productName);
       }
       return orFail(request, 'Failed to update settings', async () => {
         if (email && email !== user.email.toLowerCase()) {

@@ -271,6 +271,12 @@ describe('settings', () => {
     });
   });
 
+  it('400 when moving to an address in the wallet accounts’ reserved domain', async () => {
+    const account = await registered();
+    const res = await postSettings(account.cookie, { email: '0x2222222222222222222222222222222222222222@wallet.service' });
+    expectError(res, 400, 'This email address is reserved');
+  });
+
   it('an API key may rename the account but never change its email or password', async () => {
     const account = await registered();
     const created = await request(`${web.url}/api/keys`, { headers: { cookie: account.cookie }, json: { name: 'automation' } });
