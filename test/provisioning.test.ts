@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
-import { request } from '@aop/testing';
+import { request, startFakeHostingApi } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../apps/backend/src/backend.test-support.js';
 import { startWeb, type TestWeb } from '../apps/web/src/web.test-support.js';
@@ -201,6 +201,58 @@ describe('provisioning when the backend fails', () => {
       expect(rows).toEqual([{ status: 'error' }]);
     } finally {
       await web.close();
+    }
+  });
+
+  it('no backend answers: deploys directly through the hosting provider; both failing is 502', async () => {
+    const hosting = await startFakeHostingApi({ apiKey: 'hosting-key' });
+    const web = await startWeb({
+      ...SHARED,
+      BACKEND_API_URL: 'http://127.0.0.1:9',
+      HOSTING_API_URL: hosting.url,
+      HOSTING_API_KEY: 'hosting-key',
+      HOSTING_PROJECT_ID: 'proj-1',
+      HOSTING_ENVIRONMENT_ID: 'env-1',
+    });
+    try {
+      const { cookie, userId } = await web.signIn({ isAdmin: true });
+      const res = await request(`${web.url}/api/provision`, { json: { telegramToken: 'tg-direct' }, headers: { cookie } });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        success: true,
+        userId,
+        agentId: expect.stringMatching(/^agt_/),
+        status: 'deploying',
+        url: 'https://svc-1.hosting.test',
+        controlUiUrl: expect.stringMatching(
+          /^https:\/\/svc-1\.hosting\.test\/#gatewayUrl=wss%3A%2F%2Fsvc-1\.hosting\.test&token=[0-9a-f]{48}$/,
+        ),
+      });
+      expect(res.body.subdomain).toBeUndefined();
+      expect(hosting.calls.map((c) => c.operation)).toEqual([
+        'serviceCreate',
+        'variableCollectionUpsert',
+        'serviceInstanceUpdate',
+        'serviceDomainCreate',
+        'serviceInstanceDeployV2',
+      ]);
+      expect(hosting.calls[0]!.variables.input).toMatchObject({ projectId: 'proj-1', environmentId: 'env-1' });
+      expect(hosting.calls[3]!.variables.input.targetPort).toBe(18789);
+      const env = hosting.calls[1]!.variables.input.variables as Record<string, string>;
+      expect(env.TELEGRAM_BOT_TOKEN).toBe('tg-direct');
+      for (const secret of ['INTERNAL_API_KEY', 'HMAC_SECRET', 'DATABASE_URL', 'SESSION_SECRET', 'ENCRYPTION_KEY'])
+        expect(env[secret]).toBeUndefined();
+      expect(JSON.stringify(env)).not.toContain(SHARED.INTERNAL_API_KEY);
+      const rows = await web.database.db.kysely.selectFrom('agents').select(['status', 'url']).where('user_id', '=', userId).execute();
+      expect(rows).toEqual([{ status: 'deploying', url: 'https://svc-1.hosting.test' }]);
+
+      hosting.failOn.add('serviceDomainCreate');
+      const failed = await request(`${web.url}/api/provision`, { json: { telegramToken: 't' }, headers: { cookie } });
+      expect(failed.status).toBe(502);
+      expect(failed.body.error).toContain('serviceDomainCreate failed');
+    } finally {
+      await web.close();
+      await hosting.close();
     }
   });
 

@@ -45,6 +45,11 @@ const WebEnvSchema = Type.Composite([
     SOCIAL_SESSION_SECRET: Env.optional(Type.String({ minLength: 16 })),
     AUTH_SECRET: Env.optional(Type.String({ minLength: 16 })),
     PROVISIONING_DISABLED: Env.bool(false),
+    HOSTING_API_URL: Env.url(),
+    HOSTING_API_KEY: Env.optional(Type.String()),
+    HOSTING_PROJECT_ID: Env.optional(Type.String()),
+    HOSTING_ENVIRONMENT_ID: Env.optional(Type.String()),
+    HOSTING_AGENT_IMAGE: Env.str('ghcr.io/openclaw/openclaw:2026.9.6'),
     BRIDGE_SECRET: Env.optional(Type.String()),
     BRIDGE_OPERATOR_IDENTITY: Env.str('operator'),
     TRADING_API_URL: Env.str('https://api.bankr.bot'),
@@ -96,6 +101,8 @@ export interface WebConfig extends BaseConfig {
   siweDomain: string;
   walletNonceTtlMs: number;
   social: { verifyUrl: string | undefined; sessionSecret: string };
+  /** Direct deployment through the hosting provider's GraphQL API; used when no backend answers. */
+  hosting: { apiUrl: string; apiKey: string; projectId: string; environmentId: string; image: string } | undefined;
   /** The provisioning kill switch (spec §4.15: 503 while on). */
   provisioningDisabled: boolean;
   /** `X-Bridge-Secret`; the check is skipped when unset (spec §4.8). */
@@ -144,6 +151,16 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     siweDomain: parsed.SIWE_DOMAIN ?? new URL(parsed.PUBLIC_URL ?? `http://127.0.0.1:${parsed.PORT}`).host,
     walletNonceTtlMs: parsed.WALLET_NONCE_TTL_MS,
     provisioningDisabled: parsed.PROVISIONING_DISABLED,
+    hosting:
+      parsed.HOSTING_API_URL && parsed.HOSTING_API_KEY && parsed.HOSTING_PROJECT_ID && parsed.HOSTING_ENVIRONMENT_ID
+        ? {
+            apiUrl: parsed.HOSTING_API_URL,
+            apiKey: parsed.HOSTING_API_KEY,
+            projectId: parsed.HOSTING_PROJECT_ID,
+            environmentId: parsed.HOSTING_ENVIRONMENT_ID,
+            image: parsed.HOSTING_AGENT_IMAGE,
+          }
+        : undefined,
     bridge: { secret: parsed.BRIDGE_SECRET, operatorIdentity: parsed.BRIDGE_OPERATOR_IDENTITY },
     trading: {
       apiUrl: parsed.TRADING_API_URL.replace(/\/+$/, ''),

@@ -10,3 +10,4 @@ export * from './fakes/trading-api.js';
 export * from './fakes/chain.js';
 export * from './fakes/social-verifier.js';
 export * from './fakes/llm.js';
+export * from './fakes/hosting-api.js';

@@ -2,6 +2,7 @@ import { HttpError, newId } from '@aop/core';
 import type { Database } from '@aop/db';
 import type { WebConfig } from '../config.js';
 import { type BackendClient, BackendUnavailableError } from './backend-client.js';
+import { deployDirect } from './hosting.js';
 import type { AuthUser } from './sessions.js';
 
 /** Spec §8: backend provisioning plans (network is unlimited); legacy tiers of the web proxy. */
@@ -62,16 +63,18 @@ async function admit(db: Database, config: WebConfig, user: AuthUser, body: Prov
   return { plan, autoProvision, tokens, aiProvider };
 }
 
-export interface ProvisionResult {
-  success: true;
-  userId: string;
-  agentId: string;
-  subdomain: string;
-  url: string | null;
-  status: string;
-  streamKey: string | null;
-  liveStreamId: string | null;
-}
+export type ProvisionResult =
+  | {
+      success: true;
+      userId: string;
+      agentId: string;
+      subdomain: string;
+      url: string | null;
+      status: string;
+      streamKey: string | null;
+      liveStreamId: string | null;
+    }
+  | { success: true; userId: string; agentId: string; status: 'deploying'; url: string; controlUiUrl: string };
 
 /**
  * Spec §4.15 / §3.2: the agent record exists at once (`provisioning`), the
@@ -121,10 +124,28 @@ export async function provisionAgent(
       },
     });
   } catch (err) {
-    await setStatus('error');
-    if (err instanceof BackendUnavailableError)
+    if (!(err instanceof BackendUnavailableError)) {
+      await setStatus('error');
+      throw err;
+    }
+    // No backend answered: deploy directly through the hosting provider, when one is configured.
+    if (!config.hosting) {
+      await setStatus('error');
       throw new HttpError(502, 'Provisioning failed: the backend is unreachable and no hosting provider is configured');
-    throw err;
+    }
+    try {
+      const channelTokens = Object.fromEntries(Object.entries(tokens).filter((e): e is [string, string] => Boolean(e[1])));
+      const direct = await deployDirect(config.hosting, { agentId, name, channelTokens });
+      await setStatus('deploying', { url: direct.url });
+      await db.withUser(user.id, (trx) =>
+        trx.updateTable('users').set({ runtime_url: direct.url, runtime_instance_id: agentId }).where('id', '=', user.id).execute(),
+      );
+      return { success: true, userId: user.id, agentId, status: 'deploying', url: direct.url, controlUiUrl: direct.controlUiUrl };
+    } catch (hostingErr) {
+      await setStatus('error');
+      const reason = hostingErr instanceof Error ? hostingErr.message : 'the hosting provider failed';
+      throw new HttpError(502, `Provisioning failed: the backend is unreachable and ${reason}`);
+    }
   }
   const deployed = answer.body as { subdomain?: string; url?: string | null; status?: string; error?: string };
   if (answer.status >= 400) {
