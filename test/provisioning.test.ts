@@ -83,6 +83,18 @@ describe('provisioning an agent from the web API', () => {
       status: 'running',
       websocketUrl: res.body.url.replace('http', 'ws'),
     });
+    const provisioned = await request(`${web.url}/api/agents/provision`, { headers: { cookie } });
+    expect(provisioned.body.agents).toEqual([
+      {
+        id: res.body.agentId,
+        name: 'Helper',
+        status: 'running',
+        subdomain: res.body.subdomain,
+        url: res.body.url,
+        plan: 'solo',
+        createdAt: expect.any(String),
+      },
+    ]);
     const one = await request(`${web.url}/api/agents/${res.body.agentId}`, { headers: { cookie } });
     expect(one.body).toMatchObject({ status: 'ok', agent: { id: res.body.agentId } });
 

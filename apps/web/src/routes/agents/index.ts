@@ -34,7 +34,17 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
         .orderBy('created_at', 'desc')
         .execute(),
     );
-    return { agents: agents.map((a) => ({ ...a, createdAt: a.created_at.toISOString(), created_at: undefined })) };
+    return {
+      agents: agents.map((a) => ({
+        id: a.id,
+        name: a.name,
+        status: a.status,
+        subdomain: a.subdomain,
+        url: a.url,
+        plan: a.plan,
+        createdAt: a.created_at.toISOString(),
+      })),
+    };
   });
 
   app.get('/api/agents', { onRequest: agentsLimit, schema: { tags: ['agents'] } }, async (request) => {
