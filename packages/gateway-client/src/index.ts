@@ -1,0 +1,2 @@
+export * from './device-identity.js';
+export * from './gateway-client.js';
