@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FAKE_LLM_REPLY, type FakeLlm, startFakeLlm } from '@aop/testing';
+import { GatewayError, connectGateway, cronAdd, cronList, cronRemove } from '@aop/gateway-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentSpec, UpdateFailedError } from './host.js';
 import { LocalAgentHost } from './local-host.js';
@@ -130,6 +131,39 @@ describe('LocalAgentHost with the real OpenClaw gateway', () => {
     expect(seen[0]?.body).toMatchObject({ model: 'fake-1', stream: true });
     expect(JSON.stringify(seen[0]?.body)).toContain('ping from the platform');
   }, 120_000);
+
+  it('speaks the gateway WebSocket protocol with @aop/gateway-client: handshake, cron add/list/remove, bad token refused', async () => {
+    const { url } = await host.status(spec.agentId);
+    const wsUrl = url!.replace(/^http/, 'ws');
+    const refused = await connectGateway({ url: wsUrl, token: 'not-the-token' }).then(
+      (c) => {
+        c.close();
+        return null;
+      },
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(GatewayError);
+
+    const conn = await connectGateway({ url: wsUrl, token: spec.gatewayToken });
+    try {
+      expect(conn.hello.protocol).toBe(4);
+      const job = await cronAdd(conn, {
+        name: 'platform-check',
+        schedule: { kind: 'every', everyMs: 3_600_000 },
+        sessionTarget: 'main',
+        wakeMode: 'next-heartbeat',
+        payload: { kind: 'systemEvent', text: 'hourly check' },
+      });
+      expect(job.id).toEqual(expect.any(String));
+      const listed = await cronList(conn, { includeDisabled: true });
+      expect(listed.jobs.map((j) => j.name)).toContain('platform-check');
+      expect(await cronRemove(conn, job.id)).toMatchObject({ removed: true });
+      const after = await cronList(conn, { includeDisabled: true });
+      expect(after.jobs.map((j) => j.id)).not.toContain(job.id);
+    } finally {
+      conn.close();
+    }
+  }, 60_000);
 
   it('runs with none of the platform secrets in its environment (gateway and helpers)', async () => {
     const { pid } = await host.status(spec.agentId);
