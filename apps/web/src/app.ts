@@ -13,6 +13,7 @@ import { tokenGatingRoutes } from './routes/auth/token-gating.js';
 import { walletRoutes } from './routes/auth/wallet.js';
 import { agentEventRoutes } from './routes/agents/events.js';
 import { agentRoutes } from './routes/agents/index.js';
+import { agentMessageRoutes } from './routes/agents/messages.js';
 import { agentProxyRoutes } from './routes/agents/agent-proxy.js';
 import { bridgeRoutes } from './routes/bridge/index.js';
 import { configRoutes } from './routes/config/index.js';
@@ -84,6 +85,7 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(agentRoutes, { config });
   await app.register(agentEventRoutes);
   await app.register(agentProxyRoutes);
+  await app.register(agentMessageRoutes);
   await app.register(instanceRoutes);
   await app.register(riscRoutes, { config });
   await app.register(tradingRoutes, { config });
