@@ -4,3 +4,4 @@ export * from './migrate.js';
 export * from './schema.js';
 export { sql } from 'kysely';
 export * from './paths.js';
+export * from './errors.js';

@@ -1,5 +1,5 @@
 import { HttpError, newId } from '@aop/core';
-import { type DB, writeAudit } from '@aop/db';
+import { type DB, writeAudit, isUniqueViolation } from '@aop/db';
 import { randomInt } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, hashPassword } from './passwords.js';
@@ -40,12 +40,6 @@ export interface Registration {
   referralCode?: string | undefined;
   ip: string;
 }
-
-const isUniqueViolation = (err: unknown, constraint: string) =>
-  typeof err === 'object' &&
-  err !== null &&
-  (err as { code?: string }).code === '23505' &&
-  String((err as { constraint?: string; message?: string }).constraint ?? (err as Error).message).includes(constraint);
 
 /**
  * Creates a user (spec §4.1 register). The referral code, if any, credits both

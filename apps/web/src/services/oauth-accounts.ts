@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type CounterStore, encryptSecret, newId, randomHex } from '@aop/core';
-import { type DB, writeAudit } from '@aop/db';
+import { type DB, writeAudit, isUniqueViolation } from '@aop/db';
 import type { Kysely, Transaction } from 'kysely';
 import { isEmail, newReferralCode, normalizeEmail } from './accounts.js';
 import { type NewSession, createSession } from './sessions.js';
@@ -85,8 +85,6 @@ export interface SignInContext {
 /** Whether the provider's email can be used at all. */
 export const usableEmail = (value: unknown): string | undefined =>
   typeof value === 'string' && isEmail(normalizeEmail(value)) ? normalizeEmail(value) : undefined;
-
-const isUniqueViolation = (err: unknown) => typeof err === 'object' && err !== null && (err as { code?: string }).code === '23505';
 
 /**
  * Spec §4.1 callback steps 3 to 5, shared by the identity provider and the code host:

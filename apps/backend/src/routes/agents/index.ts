@@ -1,5 +1,6 @@
 import { totalmem } from 'node:os';
 import { type App, HttpError, newId } from '@aop/core';
+import { isUniqueViolation } from '@aop/db';
 import { type AgentHost, PINNED_OPENCLAW_VERSION, UpdateFailedError } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -109,7 +110,7 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
         })
         .catch((err) => {
           // An id another user already deployed is not theirs to take over.
-          if ((err as { code?: string }).code === '23505') throw new HttpError(409, 'agentId is already in use');
+          if (isUniqueViolation(err)) throw new HttpError(409, 'agentId is already in use');
           throw err;
         });
 

@@ -1,5 +1,5 @@
 import { type App, HttpError, newId } from '@aop/core';
-import { type DB, writeAudit } from '@aop/db';
+import { type DB, writeAudit, isUniqueViolation } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { Kysely } from 'kysely';
 import { type Address, type Hex, hashMessage, isAddress, isAddressEqual } from 'viem';
@@ -32,8 +32,6 @@ const NonceSchema = Type.Object({ nonce: Type.String({ description: 'EIP-4361 no
 export const walletUserName = (address: string) => `Wallet:${address.slice(0, 6)}...${address.slice(-4)}`;
 /** The synthetic, verified email of a wallet account: `<address>@wallet.<product>`. */
 export const walletEmail = (address: string, productName: string) => `${address.toLowerCase()}@wallet.${productName}`;
-
-const isUniqueViolation = (err: unknown) => typeof err === 'object' && err !== null && (err as { code?: string }).code === '23505';
 
 /**
  * The user of a wallet: the one whose `wallet_address` it is, else the one with

@@ -1,5 +1,5 @@
 import { type App, HttpError } from '@aop/core';
-import { type Tx, writeAudit } from '@aop/db';
+import { type Tx, writeAudit, isUniqueViolation } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
@@ -40,8 +40,6 @@ async function readSettings(trx: Tx, userId: string) {
     runtime: { managed: true, instanceId: row.runtime_instance_id, url: row.runtime_url },
   };
 }
-
-const isUniqueViolation = (err: unknown) => typeof err === 'object' && err !== null && (err as { code?: string }).code === '23505';
 
 /** Runs `fn`, turning anything but an HttpError into a 500 with the spec's message. */
 async function orFail<T>(request: FastifyRequest, message: string, fn: () => Promise<T>): Promise<T> {

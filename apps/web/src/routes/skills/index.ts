@@ -1,5 +1,5 @@
 import { type App, HttpError, newId } from '@aop/core';
-import type { Tx } from '@aop/db';
+import { isUniqueViolation, type Tx } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../plugins/auth.js';
 
@@ -40,8 +40,6 @@ const view = (row: SkillRow) => ({
   config: row.config,
   installedAt: row.installed_at.toISOString(),
 });
-
-const isUniqueViolation = (err: unknown) => typeof err === 'object' && err !== null && (err as { code?: string }).code === '23505';
 
 /** `agentId` of a body: absent, null or `all` is the user-wide scope (null). */
 function agentScope(agentId: unknown): string | null {
