@@ -14,6 +14,14 @@ const SHARED = { INTERNAL_API_KEY: 'internal-key-for-e2e-tests', HMAC_SECRET: 'h
 let ip = 0;
 const from = () => ({ 'x-forwarded-for': `198.18.0.${++ip % 250}` });
 
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
 // Spec §4.15 (web provisioning and proxies), §3.2, §7 (402/403/429/502/503), §8 limits: web → backend → agent host.
 describe('provisioning an agent from the web API', () => {
   let work: string;
@@ -225,9 +233,12 @@ describe('provisioning when the backend fails', () => {
       HOSTING_API_KEY: 'hosting-key',
       HOSTING_PROJECT_ID: 'proj-1',
       HOSTING_ENVIRONMENT_ID: 'env-1',
+      HOSTING_STATUS_POLL_MS: '50',
     });
     try {
       const { cookie, userId } = await web.signIn({ isAdmin: true });
+      // The provider keeps the deployment in progress until the test lets it finish.
+      hosting.nextStatuses.push(['DEPLOYING']);
       const res = await request(`${web.url}/api/provision`, { json: { telegramToken: 'tg-direct' }, headers: { cookie } });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
@@ -257,6 +268,54 @@ describe('provisioning when the backend fails', () => {
       expect(JSON.stringify(env)).not.toContain(SHARED.INTERNAL_API_KEY);
       const rows = await web.database.db.kysely.selectFrom('agents').select(['status', 'url']).where('user_id', '=', userId).execute();
       expect(rows).toEqual([{ status: 'deploying', url: 'https://svc-1.hosting.test' }]);
+
+      // The gateway token is kept sealed on the record with the provider's ids; the owner gets it from the runtime.
+      const agentId = res.body.agentId as string;
+      const token = new URL(res.body.controlUiUrl).hash.split('token=')[1]!;
+      const stored = await web.database.db.kysely.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirstOrThrow();
+      const deploymentId = [...hosting.deployments.keys()][0]!;
+      expect(stored).toMatchObject({ hosting_service_id: 'svc-1', hosting_deployment_id: deploymentId });
+      expect(stored.gateway_token_sealed).toMatch(/^v1\./);
+      expect(stored.gateway_token_sealed).not.toContain(token);
+      const runtime = await request(`${web.url}/api/user/runtime`, { headers: { cookie } });
+      expect(runtime.body).toEqual({ url: 'https://svc-1.hosting.test', instanceId: agentId, token });
+      expect(JSON.stringify((await request(`${web.url}/api/agents/${agentId}`, { headers: { cookie } })).body)).not.toContain('sealed');
+
+      // Polled in the background: deploying → running once the provider's deployment succeeds, seen by
+      // GET /api/agents/:id and on the progress stream.
+      const events = new AbortController();
+      const stream = await fetch(`${web.url}/api/agents/${agentId}/events`, { headers: { cookie }, signal: events.signal });
+      const seen: string[] = [];
+      const reading = (async () => {
+        const decoder = new TextDecoder();
+        let buffered = '';
+        for await (const chunk of stream.body!) {
+          buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+          for (const frame of buffered.split('\n\n').slice(0, -1)) {
+            if (frame.startsWith('event: status')) seen.push(JSON.parse(frame.split('data: ')[1]!).status);
+          }
+          buffered = buffered.slice(buffered.lastIndexOf('\n\n') + 2);
+          if (seen.includes('running')) break;
+        }
+      })();
+      await until(async () => seen.includes('deploying'));
+      const polls = hosting.calls.filter((c) => c.operation === 'deployment').length;
+      await until(() => hosting.calls.filter((c) => c.operation === 'deployment').length > polls);
+      expect((await request(`${web.url}/api/agents/${agentId}`, { headers: { cookie } })).body.agent.status).toBe('deploying');
+      hosting.setStatuses(deploymentId, ['SUCCESS']);
+      await until(async () => (await request(`${web.url}/api/agents/${agentId}`, { headers: { cookie } })).body.agent.status === 'running');
+      await reading;
+      events.abort();
+      expect(seen).toEqual(['deploying', 'running']);
+      expect(hosting.calls.filter((c) => c.operation === 'deployment').every((c) => c.variables.id === deploymentId)).toBe(true);
+
+      // A deployment that fails moves the record to error.
+      hosting.nextStatuses.push(['BUILDING', 'FAILED']);
+      const doomed = await request(`${web.url}/api/provision`, { json: { telegramToken: 'tg-doomed' }, headers: { cookie } });
+      expect(doomed.body.status).toBe('deploying');
+      await until(
+        async () => (await request(`${web.url}/api/agents/${doomed.body.agentId}`, { headers: { cookie } })).body.agent.status === 'error',
+      );
 
       hosting.failOn.add('serviceDomainCreate');
       const failed = await request(`${web.url}/api/provision`, { json: { telegramToken: 't' }, headers: { cookie } });

@@ -4,11 +4,14 @@ import type { AgentHost } from '@aop/provisioner';
 import type { FastifyBaseLogger } from 'fastify';
 import type { BackendConfig } from './config.js';
 import { BACKEND_LIMITS } from './plugins/rate-limits.js';
+import { aiRoutes } from './routes/ai/index.js';
+import { gatewayTokenRoute } from './routes/gateway/index.js';
 import { healthRoutes } from './routes/health/index.js';
 import { validateKeyRoute } from './routes/keys/index.js';
 import { agentRoutes, deploymentRoutes } from './routes/agents/index.js';
 import { unavailableProvisioning } from './routes/agents/unavailable.js';
 import { runtimeRoutes } from './routes/runtime/index.js';
+import { runtimeProxyRoutes } from './routes/runtime/proxy.js';
 import { createHealthProbe } from './services/health.js';
 
 export interface BackendDeps {
@@ -47,14 +50,17 @@ export async function buildApp({ config, db, counters, logger, host }: BackendDe
       api.addHook('onRequest', api.rateLimit(BACKEND_LIMITS.general));
       api.setNotFoundHandler(notFoundHandler);
       await api.register(validateKeyRoute, { config });
+      await api.register(gatewayTokenRoute, { config });
       if (host) {
         await api.register(agentRoutes, { config, host });
         await api.register(runtimeRoutes, { config, host });
+        await api.register(runtimeProxyRoutes, { config, host });
       } else await api.register(unavailableProvisioning, { config, paths: ['/agents', '/agents/*', '/runtime/*'] });
       await api.register(
         async (ai) => {
           ai.addHook('onRequest', ai.rateLimit(BACKEND_LIMITS.ai));
           ai.setNotFoundHandler(notFoundHandler);
+          await ai.register(aiRoutes, { config });
         },
         { prefix: '/ai' },
       );

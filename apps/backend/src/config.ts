@@ -15,6 +15,7 @@ const BackendEnvSchema = Type.Composite([
     HOSTING_API_KEY: Env.optional(Type.String()),
     ENCRYPTION_KEY: Env.optional(Type.String({ minLength: 32 })),
     GATEWAY_SHARED_TOKEN: Env.optional(Type.String({ minLength: 16 })),
+    PLATFORM_GATEWAY_TOKEN: Env.optional(Type.String({ minLength: 16 })),
     AGENT_DOMAIN: Env.optional(Type.String()),
     AGENT_READY_TIMEOUT_MS: Env.int(120_000, 1000),
     AGENT_MEMORY_BYTES: Env.int(1_610_612_736, 1),
@@ -24,6 +25,13 @@ const BackendEnvSchema = Type.Composite([
     GROQ_BASE_URL: Env.str('https://api.groq.com/openai/v1'),
     ANTHROPIC_BASE_URL: Env.str('https://api.anthropic.com/v1'),
     OPENAI_BASE_URL: Env.str('https://api.openai.com/v1'),
+    OPENROUTER_API_KEY: Env.optional(Type.String()),
+    GEMINI_API_KEY: Env.optional(Type.String()),
+    GROQ_API_KEY: Env.optional(Type.String()),
+    ANTHROPIC_API_KEY: Env.optional(Type.String()),
+    OPENAI_API_KEY: Env.optional(Type.String()),
+    AI_FALLBACK_PROVIDER: Env.optional(Type.Union(['gemini', 'google', 'groq', 'anthropic', 'openai'].map((p) => Type.Literal(p)))),
+    AI_TIMEOUT_MS: Env.int(60_000, 100),
   }),
 ]);
 
@@ -43,11 +51,22 @@ export interface BackendConfig extends BaseConfig {
   encryptionKey: string;
   /** One gateway token for every agent; unset → each agent gets 24 random bytes as 48 hex characters. */
   gatewaySharedToken: string | undefined;
+  /** Token of the shared platform gateway (web `GATEWAY_URL`), handed to the web service only. */
+  platformGatewayToken: string | undefined;
   /** Agents are reached at `https://<subdomain>.<AGENT_DOMAIN>` when set; at their gateway URL otherwise. */
   agentDomain: string | undefined;
   agents: { readyTimeoutMs: number; memoryPerAgentBytes: number; maxAgents: number | undefined };
   /** OpenAI-compatible base URL per AI provider (`aiProvider` of a deployment). */
   aiBaseUrls: Record<'openrouter' | 'gemini' | 'groq' | 'anthropic' | 'openai', string>;
+  /**
+   * `/api/ai/*`: the platform's key per provider (unset → that provider answers 503), the fallback-only
+   * provider tried when the chosen one fails (never `openrouter`, the default), and the upstream timeout.
+   */
+  ai: {
+    keys: Record<'openrouter' | 'gemini' | 'groq' | 'anthropic' | 'openai', string | undefined>;
+    fallbackProvider: 'gemini' | 'groq' | 'anthropic' | 'openai' | undefined;
+    timeoutMs: number;
+  };
 }
 
 export interface LoadOptions {
@@ -76,6 +95,7 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
     hostingApiKey: parsed.HOSTING_API_KEY,
     encryptionKey: ENCRYPTION_KEY,
     gatewaySharedToken: parsed.GATEWAY_SHARED_TOKEN,
+    platformGatewayToken: parsed.PLATFORM_GATEWAY_TOKEN,
     agentDomain: parsed.AGENT_DOMAIN,
     agents: { readyTimeoutMs: parsed.AGENT_READY_TIMEOUT_MS, memoryPerAgentBytes: parsed.AGENT_MEMORY_BYTES, maxAgents: parsed.AGENT_MAX },
     aiBaseUrls: {
@@ -84,6 +104,18 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
       groq: parsed.GROQ_BASE_URL,
       anthropic: parsed.ANTHROPIC_BASE_URL,
       openai: parsed.OPENAI_BASE_URL,
+    },
+    ai: {
+      keys: {
+        openrouter: parsed.OPENROUTER_API_KEY,
+        gemini: parsed.GEMINI_API_KEY,
+        groq: parsed.GROQ_API_KEY,
+        anthropic: parsed.ANTHROPIC_API_KEY,
+        openai: parsed.OPENAI_API_KEY,
+      },
+      fallbackProvider:
+        parsed.AI_FALLBACK_PROVIDER === 'google' ? 'gemini' : (parsed.AI_FALLBACK_PROVIDER as BackendConfig['ai']['fallbackProvider']),
+      timeoutMs: parsed.AI_TIMEOUT_MS,
     },
   });
 }

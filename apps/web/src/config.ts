@@ -1,5 +1,6 @@
 import { BaseEnvSchema, type BaseConfig, Env, parseEnv, resolveSecrets, splitList, toBaseConfig } from '@aop/core';
 import { Type } from '@sinclair/typebox';
+import { DEFAULT_DEMO_MODELS, type DemoModel, parseDemoModels } from './services/demo-chat.js';
 
 const WebEnvSchema = Type.Composite([
   BaseEnvSchema,
@@ -50,12 +51,22 @@ const WebEnvSchema = Type.Composite([
     HOSTING_PROJECT_ID: Env.optional(Type.String()),
     HOSTING_ENVIRONMENT_ID: Env.optional(Type.String()),
     HOSTING_AGENT_IMAGE: Env.str('ghcr.io/openclaw/openclaw:2026.9.6'),
+    HOSTING_STATUS_POLL_MS: Env.int(5_000, 10),
+    HOSTING_DEPLOY_TIMEOUT_MS: Env.int(600_000, 100),
     BRIDGE_SECRET: Env.optional(Type.String()),
     BRIDGE_OPERATOR_IDENTITY: Env.str('operator'),
+    LLM_BASE_URL: Env.url(),
+    LLM_API_KEY: Env.optional(Type.String()),
+    DEMO_MODELS: Env.str(DEFAULT_DEMO_MODELS),
+    DEMO_CHAT_LIMIT_PER_MINUTE: Env.int(10, 1),
+    DEMO_CHAT_TIMEOUT_MS: Env.int(30_000, 100),
     TRADING_API_URL: Env.str('https://api.bankr.bot'),
     TRADING_API_KEY: Env.optional(Type.String()),
     TRADING_TIMEOUT_MS: Env.int(30_000, 100),
     FORGOT_PASSWORD_LIMIT_PER_15_MIN: Env.int(5, 1),
+    GATEWAY_URL: Env.url(),
+    GATEWAY_CHAT_TIMEOUT_MS: Env.int(30_000, 100),
+    GATEWAY_REQUEST_TIMEOUT_MS: Env.int(10_000, 100),
     RESET_PASSWORD_LIMIT_PER_15_MIN: Env.int(10, 1),
   }),
 ]);
@@ -102,13 +113,32 @@ export interface WebConfig extends BaseConfig {
   walletNonceTtlMs: number;
   social: { verifyUrl: string | undefined; sessionSecret: string };
   /** Direct deployment through the hosting provider's GraphQL API; used when no backend answers. */
-  hosting: { apiUrl: string; apiKey: string; projectId: string; environmentId: string; image: string } | undefined;
+  hosting:
+    | {
+        apiUrl: string;
+        apiKey: string;
+        projectId: string;
+        environmentId: string;
+        image: string;
+        /** How often a direct deployment's status is polled until it settles, and when it counts as failed. */
+        statusPollMs: number;
+        deployTimeoutMs: number;
+      }
+    | undefined;
   /** The provisioning kill switch (spec §4.15: 503 while on). */
   provisioningDisabled: boolean;
   /** `X-Bridge-Secret`; the check is skipped when unset (spec §4.8). */
   bridge: { secret: string | undefined; operatorIdentity: string };
+  /** Demo chat (spec §4.6): the OpenAI-compatible LLM it calls (unset → 503), its six models, per-IP limit, timeout. */
+  demo: { llm: { baseUrl: string; apiKey: string } | undefined; models: DemoModel[]; limitPerMinute: number; timeoutMs: number };
   /** Trading service: base URL, the platform key (used when a user has none), request timeout. */
   trading: { apiUrl: string; platformKey: string | undefined; timeoutMs: number };
+  /**
+   * Agent gateways. `sharedUrl` is the shared platform gateway used for users who have no agent of their own (its
+   * token comes from the backend); `chatTimeoutMs` bounds `/api/gateway/chat` (spec: 30 s); `requestTimeoutMs` bounds
+   * every other gateway call (connect + one request).
+   */
+  gateway: { sharedUrl: string | undefined; chatTimeoutMs: number; requestTimeoutMs: number };
 }
 
 export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
@@ -159,13 +189,26 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
             projectId: parsed.HOSTING_PROJECT_ID,
             environmentId: parsed.HOSTING_ENVIRONMENT_ID,
             image: parsed.HOSTING_AGENT_IMAGE,
+            statusPollMs: parsed.HOSTING_STATUS_POLL_MS,
+            deployTimeoutMs: parsed.HOSTING_DEPLOY_TIMEOUT_MS,
           }
         : undefined,
     bridge: { secret: parsed.BRIDGE_SECRET, operatorIdentity: parsed.BRIDGE_OPERATOR_IDENTITY },
+    demo: {
+      llm: parsed.LLM_BASE_URL && parsed.LLM_API_KEY ? { baseUrl: parsed.LLM_BASE_URL, apiKey: parsed.LLM_API_KEY } : undefined,
+      models: parseDemoModels(parsed.DEMO_MODELS),
+      limitPerMinute: parsed.DEMO_CHAT_LIMIT_PER_MINUTE,
+      timeoutMs: parsed.DEMO_CHAT_TIMEOUT_MS,
+    },
     trading: {
       apiUrl: parsed.TRADING_API_URL.replace(/\/+$/, ''),
       platformKey: parsed.TRADING_API_KEY,
       timeoutMs: parsed.TRADING_TIMEOUT_MS,
+    },
+    gateway: {
+      sharedUrl: parsed.GATEWAY_URL?.replace(/\/+$/, ''),
+      chatTimeoutMs: parsed.GATEWAY_CHAT_TIMEOUT_MS,
+      requestTimeoutMs: parsed.GATEWAY_REQUEST_TIMEOUT_MS,
     },
     // Social session tokens: their own secret, else AUTH_SECRET, else one derived from the session secret.
     social: {

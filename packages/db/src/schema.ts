@@ -180,6 +180,10 @@ export interface AgentsTable {
   plan: string | null;
   subdomain: string | null;
   url: string | null;
+  /** Direct deployments only (migration 0007): the gateway token sealed with the web's key, the provider's ids. */
+  gateway_token_sealed: string | null;
+  hosting_service_id: string | null;
+  hosting_deployment_id: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -264,6 +268,60 @@ export interface AgentDeploymentsTable {
   updated_at: Timestamp;
 }
 
+/** The model a user chose for backend AI chat (`POST /api/ai/models/select`). */
+export interface AiModelSelectionsTable {
+  user_id: string;
+  /** `openrouter`, `gemini`, `groq`, `anthropic`, `openai` (aliases normalized). */
+  provider: string;
+  model: string;
+  updated_at: Timestamp;
+}
+
+/** Heartbeat settings saved when the gateway could not take them (spec §4.10, migration 0009). */
+export interface HeartbeatSettingsTable {
+  user_id: string;
+  agent_id: string;
+  enabled: Generated<boolean>;
+  /** `30m`, `1h`, `2h`, `3h`, `6h` or `12h`. */
+  frequency: Generated<string>;
+  updated_at: Timestamp;
+}
+
+/** `POST /api/chat` turns (migration 0011): the user's message and the agent's reply, one row each. */
+export interface ChatMessagesTable {
+  id: string;
+  /** Insertion order (the history's `before` cursor is a message id, compared by its `seq`). */
+  seq: Generated<number>;
+  user_id: string;
+  /** Null for turns on the shared platform gateway. */
+  agent_id: string | null;
+  /** The key the user chose (`main` by default), not the gateway's scoped form. */
+  session_key: string;
+  role: 'user' | 'assistant';
+  content: string;
+  model: string | null;
+  prompt_tokens: Generated<number>;
+  completion_tokens: Generated<number>;
+  created_at: Timestamp;
+}
+
+/** Devices paired with a user's agent gateway, mirrored from `device.pair.list` (spec §2.8, §3.1; migration 0008). */
+export interface DevicesTable {
+  user_id: string;
+  agent_id: string;
+  /** The gateway's device id (sha256 hex of its Ed25519 public key). */
+  device_id: string;
+  name: string;
+  ip: string;
+  first_seen: Timestamp;
+  last_seen: Timestamp;
+  status: 'pending' | 'approved' | 'denied' | 'revoked';
+  /** The gateway's pending request for a `pending` device; null once that request is gone. */
+  request_id: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -293,6 +351,10 @@ export interface DB {
   skills: SkillsTable;
   scheduled_tasks: ScheduledTasksTable;
   agent_deployments: AgentDeploymentsTable;
+  ai_model_selections: AiModelSelectionsTable;
+  heartbeat_settings: HeartbeatSettingsTable;
+  chat_messages: ChatMessagesTable;
+  devices: DevicesTable;
   schema_migrations: SchemaMigrationsTable;
 }
 

@@ -1,4 +1,5 @@
 import { createHash, createPublicKey, randomUUID, verify } from 'node:crypto';
+import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { ED25519_SPKI_PREFIX } from './device-identity.js';
@@ -24,7 +25,75 @@ const CLIENT_IDS = new Set([
   'openclaw-probe',
 ]);
 const CLIENT_MODES = new Set(['webchat', 'cli', 'ui', 'backend', 'node', 'worker', 'probe', 'test']);
-const METHODS = ['health', 'sessions.list', 'chat.send', 'chat.history', 'cron.list', 'cron.add', 'cron.remove'];
+const METHODS = [
+  'health',
+  'sessions.list',
+  'chat.send',
+  'chat.history',
+  'cron.list',
+  'cron.add',
+  'cron.remove',
+  'cron.get',
+  'cron.update',
+  'device.pair.list',
+  'device.pair.approve',
+  'device.pair.reject',
+  'device.pair.remove',
+  'models.list',
+  'channels.status',
+];
+/** The keys `models.list` accepts (OpenClaw `ModelsListParamsSchema`, a closed object). */
+const MODELS_LIST_KEYS = [
+  'agentId',
+  'sessionKey',
+  'authProfileId',
+  'provider',
+  'includeDetails',
+  'includeProviderCapabilities',
+  'includeDefaultModels',
+  'preparedOnly',
+  'refresh',
+  'view',
+];
+
+/** A pending device pairing request as `device.pair.list` returns it (openclaw@2026.9.6 `buildPendingDevicePairingRequest`). */
+export interface FakePendingPairingRequest {
+  requestId: string;
+  deviceId: string;
+  publicKey: string;
+  displayName?: string;
+  platform?: string;
+  deviceFamily?: string;
+  clientId?: string;
+  clientMode?: string;
+  role?: string;
+  roles?: string[];
+  scopes?: string[];
+  remoteIp?: string;
+  silent?: boolean;
+  isRepair?: boolean;
+  /** When the request was first made (ms). */
+  ts: number;
+}
+
+/** A paired device (openclaw@2026.9.6 `buildApprovedPairedDevice`); `tokens` holds the bearer tokens and is redacted when listed. */
+export interface FakePairedDevice {
+  deviceId: string;
+  publicKey: string;
+  displayName?: string;
+  platform?: string;
+  clientId?: string;
+  clientMode?: string;
+  role?: string;
+  roles?: string[];
+  scopes?: string[];
+  remoteIp?: string;
+  tokens: Record<string, { token: string; role: string; scopes: string[]; createdAtMs: number }>;
+  approvedVia: string;
+  createdAtMs: number;
+  approvedAtMs: number;
+  lastSeenAtMs?: number;
+}
 
 export interface FakeGatewayOptions {
   /** The gateway token (`OPENCLAW_GATEWAY_TOKEN`). */
@@ -33,7 +102,10 @@ export interface FakeGatewayOptions {
   unavailableConnects?: number;
   /** `retryAfterMs` of those answers (default 50). */
   retryAfterMs?: number;
-  /** When set, a signed device must be one of these ids, otherwise `NOT_PAIRED` (a non-loopback connection). */
+  /**
+   * When set, pairing is enforced as on a non-loopback connection: a signed device must be paired (one of these ids, or
+   * approved with `device.pair.approve`), otherwise its connect creates a pending request and fails with `NOT_PAIRED`.
+   */
   pairedDeviceIds?: string[];
   /** The assistant's reply to a `chat.send` message (default `reply to: <message>`). */
   reply?: (message: string) => string;
@@ -43,6 +115,32 @@ export interface FakeGatewayOptions {
   stallChatMessage?: string;
   /** Delay before answering a method (ms); `Infinity` = never answer. */
   methodDelayMs?: Record<string, number>;
+  /** `gateway.http.endpoints.chatCompletions.enabled` (default true); off → `POST /v1/chat/completions` is 404. */
+  chatCompletions?: boolean;
+  /** `models.list` entries (OpenClaw `ModelChoiceSchema`); default the `fake/fake-1` model of the research config. */
+  models?: { id: string; name: string; provider: string; [k: string]: unknown }[];
+  /** Channel accounts `channels.status` reports, by channel id (OpenClaw `ChannelAccountSnapshotSchema`); default none. */
+  channels?: Record<string, { accountId: string; configured?: boolean; [k: string]: unknown }[]>;
+}
+
+/** The usage OpenClaw keeps on an assistant transcript message (`chat.history`, the `final` chat event). */
+const turnUsage = (prompt: string, reply: string) => {
+  // Deterministic stand-ins for the provider's counts: the system prompt's share plus about four characters a token.
+  const input = 9 + Math.ceil(prompt.length / 4);
+  const output = Math.ceil(reply.length / 4);
+  return { input, output, cacheRead: 0, cacheWrite: 0, totalTokens: input + output };
+};
+
+/** One row of the fake's session index (`sessions.list`), as OpenClaw keeps it. */
+interface FakeSession {
+  key: string;
+  sessionId: string;
+  createdAt: number;
+  updatedAt: number;
+  lastActivityAt: number;
+  running: boolean;
+  inputTokens: number;
+  outputTokens: number;
 }
 
 interface Received {
@@ -75,25 +173,141 @@ const CRON_ADD_KEYS = new Set([
  * A local stand-in for an OpenClaw gateway speaking protocol v4 over WebSocket on 127.0.0.1: `connect.challenge` on open,
  * the first frame must be `connect`, token check, v3 (or legacy v2) Ed25519 device-signature verification, `hello-ok`,
  * retryable `UNAVAILABLE` while "sidecars start", in-memory `cron.*`, `chat.send` with `chat` events
- * (status → delta → final), `chat.history`, `sessions.list`, and `unknown method` errors.
+ * (status → delta → final), `chat.history`, `sessions.list`, device pairing (`NOT_PAIRED` + a pending request for an
+ * unpaired device when `pairedDeviceIds` is set; `device.pair.list|approve|reject|remove`), `models.list`, `channels.status`
+ * (from `options.models` / `options.channels`), and `unknown method` errors.
+ * The same port serves OpenClaw's HTTP side: `GET /healthz`, `GET /readyz` and `POST /v1/chat/completions` (Bearer
+ * token, OpenAI shapes, `user` → a stable session, usage counts).
  */
 export async function startFakeGatewayWs(options: FakeGatewayOptions) {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, maxPayload: 64 * 1024 });
-  await new Promise<void>((resolve, reject) => {
-    wss.once('listening', resolve);
-    wss.once('error', reject);
+  // One port for HTTP and WebSocket, as OpenClaw serves both on 18789.
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (chunk) => {
+      raw += chunk;
+    });
+    req.on('end', () => handleHttp(req, res, raw));
   });
-  const port = (wss.address() as AddressInfo).port;
+  const wss = new WebSocketServer({ server, maxPayload: 64 * 1024 });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const port = (server.address() as AddressInfo).port;
+  const startedAt = Date.now();
   let unavailableLeft = options.unavailableConnects ?? 0;
   const jobs = new Map<string, CronJob>();
-  const history = new Map<string, { role: string; content: unknown }[]>();
+  const history = new Map<string, { role: string; content: unknown; [k: string]: unknown }[]>();
+  const sessions = new Map<string, FakeSession>();
+  /** Every HTTP request (`/healthz`, `/readyz`, `/v1/chat/completions`…), with the parsed JSON body. */
+  const httpReceived: { method: string; path: string; authorization: string | undefined; body: any }[] = [];
+
+  /** The session a turn runs in, created on first use; `updatedAt`/`lastActivityAt` move with every turn. */
+  function touchSession(key: string, patch: Partial<FakeSession> = {}): FakeSession {
+    const now = Date.now();
+    const session = sessions.get(key) ?? {
+      key,
+      sessionId: randomUUID(),
+      createdAt: now,
+      updatedAt: now,
+      lastActivityAt: now,
+      running: false,
+      inputTokens: 0,
+      outputTokens: 0,
+    };
+    Object.assign(session, { updatedAt: now, lastActivityAt: now }, patch);
+    sessions.set(key, session);
+    return session;
+  }
+
+  /** OpenClaw's HTTP surface on the gateway port: probes and the OpenAI-compatible chat endpoint (Bearer token). */
+  function handleHttp(req: IncomingMessage, res: ServerResponse, raw: string) {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    let body: any;
+    try {
+      body = raw ? JSON.parse(raw) : undefined;
+    } catch {
+      body = undefined;
+    }
+    httpReceived.push({ method: req.method ?? 'GET', path, authorization: req.headers.authorization, body });
+    const json = (status: number, payload: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify(payload));
+    };
+    if (req.method === 'GET' && path === '/healthz') return json(200, { ok: true, status: 'live' });
+    if (req.method === 'GET' && path === '/readyz') return json(200, { ready: true, failing: [], uptimeMs: Date.now() - startedAt });
+    if (req.method !== 'POST' || path !== '/v1/chat/completions' || options.chatCompletions === false) {
+      return json(404, { error: { message: 'Not Found', type: 'not_found' } });
+    }
+    if (req.headers.authorization !== `Bearer ${options.token}`) {
+      return json(401, { error: { message: 'Unauthorized', type: 'unauthorized' } });
+    }
+    const model = body?.model ?? 'openclaw';
+    if (typeof model !== 'string' || !/^openclaw(\/[\w-]+)?$/.test(model)) {
+      return json(400, { error: { message: `Unknown agent target: ${String(model)}`, type: 'invalid_request_error' } });
+    }
+    const messages: { role?: string; content?: unknown }[] = Array.isArray(body?.messages) ? body.messages : [];
+    const prompt = messages.filter((m) => m.role === 'user').at(-1)?.content;
+    if (typeof prompt !== 'string' || !prompt) {
+      return json(400, { error: { message: 'Missing user message in `messages`.', type: 'invalid_request_error' } });
+    }
+    // OpenAI `user` → a stable session `agent:main:openai-user:<user>`; without it every request is its own session.
+    const key = typeof body.user === 'string' && body.user ? `agent:main:openai-user:${body.user}` : `agent:main:openai:${randomUUID()}`;
+    const log = history.get(key) ?? [];
+    history.set(key, log);
+    log.push({ role: 'user', content: prompt });
+    if (options.stallChatMessage === prompt) {
+      touchSession(key, { running: true });
+      return; // the run never finishes: the caller's timeout decides
+    }
+    if (options.failChatMessage === prompt) {
+      touchSession(key);
+      return json(500, { error: { message: 'model provider failed', type: 'api_error' } });
+    }
+    const text = (options.reply ?? ((m: string) => `reply to: ${m}`))(prompt);
+    const usage = turnUsage(prompt, text);
+    log.push({ role: 'assistant', content: [{ type: 'text', text }], provider: 'fake', model: 'fake-1', usage });
+    const session = touchSession(key);
+    session.inputTokens += usage.input;
+    session.outputTokens += usage.output;
+    json(200, {
+      id: `chatcmpl_${randomUUID().replaceAll('-', '')}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model,
+      choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.totalTokens },
+    });
+  }
   const received: Received[] = [];
   const connectAttempts: { ok: boolean; code?: string }[] = [];
   const sockets = new Set<WebSocket>();
+  // Device pairing state (`device.pair.*`): pending requests by request id, paired devices by device id, and which
+  // device each open socket authenticated as (removing a device drops its connections, as OpenClaw does).
+  const pairing = { pending: new Map<string, FakePendingPairingRequest>(), paired: new Map<string, FakePairedDevice>() };
+  const socketDevice = new Map<WebSocket, string>();
+  for (const deviceId of options.pairedDeviceIds ?? []) {
+    const now = Date.now();
+    pairing.paired.set(deviceId, {
+      deviceId,
+      publicKey: '',
+      role: 'operator',
+      roles: ['operator'],
+      scopes: [],
+      tokens: { operator: { token: `devtok-${deviceId.slice(0, 8)}`, role: 'operator', scopes: [], createdAtMs: now } },
+      approvedVia: 'owner',
+      createdAtMs: now,
+      approvedAtMs: now,
+    });
+  }
 
-  wss.on('connection', (ws) => {
+  wss.on('connection', (ws, req) => {
     sockets.add(ws);
-    ws.on('close', () => sockets.delete(ws));
+    ws.on('close', () => {
+      sockets.delete(ws);
+      socketDevice.delete(ws);
+    });
+    const remoteIp = req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '';
     const nonce = randomUUID();
     const ts = Date.now();
     let seq = 0;
@@ -183,14 +397,16 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
           });
           return;
         }
-        if (options.pairedDeviceIds && !options.pairedDeviceIds.includes(p.device.id)) {
+        const paired = pairing.paired.get(p.device.id);
+        if (options.pairedDeviceIds && !paired) {
+          const request = requestPairing(p, scopes);
           rejectConnect(id, {
             code: 'NOT_PAIRED',
             message: 'pairing required: device is not approved yet',
             details: {
               code: 'PAIRING_REQUIRED',
               reason: 'not-paired',
-              requestId: randomUUID(),
+              requestId: request.requestId,
               deviceId: p.device.id,
               requestedRole: p.role,
               requestedScopes: scopes,
@@ -198,7 +414,9 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
           });
           return;
         }
-        deviceToken = `devtok-${p.device.id.slice(0, 8)}`;
+        if (paired) paired.lastSeenAtMs = Date.now();
+        socketDevice.set(ws, p.device.id);
+        deviceToken = paired?.tokens.operator?.token ?? `devtok-${p.device.id.slice(0, 8)}`;
       }
       hello = true;
       connectAttempts.push({ ok: true });
@@ -233,13 +451,173 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
       return good ? undefined : 'signature does not verify';
     }
 
-    function handleMethod(id: string, method: string, p: any) {
+    /**
+     * One pending request per device (OpenClaw `requestDevicePairingInWorker`): a retry that asks for no new scopes
+     * refreshes the existing request (same id, same `ts`); one that asks for more supersedes it with a new request.
+     */
+    function requestPairing(p: any, scopes: string[]): FakePendingPairingRequest {
+      const existing = [...pairing.pending.values()].find((r) => r.deviceId === p.device.id);
+      const incoming = {
+        displayName: p.client.displayName,
+        platform: p.client.platform,
+        deviceFamily: p.client.deviceFamily,
+        clientId: p.client.id,
+        clientMode: p.client.mode,
+        remoteIp,
+      };
+      if (existing && scopes.every((s) => existing.scopes?.includes(s))) {
+        Object.assign(existing, incoming);
+        return existing;
+      }
+      if (existing) pairing.pending.delete(existing.requestId);
+      const request: FakePendingPairingRequest = {
+        requestId: randomUUID(),
+        deviceId: p.device.id,
+        publicKey: p.device.publicKey,
+        ...incoming,
+        role: p.role,
+        roles: [p.role],
+        scopes: [...new Set([...(existing?.scopes ?? []), ...scopes])].sort(),
+        silent: false,
+        isRepair: false,
+        ts: Date.now(),
+      };
+      pairing.pending.set(request.requestId, request);
+      return request;
+    }
+
+    /** `device.pair.*` params are closed objects with non-empty string fields (OpenClaw's TypeBox schemas). */
+    function pairParamsProblem(method: string, p: any, fields: string[]): string | undefined {
+      const extra = Object.keys(p).find((k) => !fields.includes(k));
+      if (extra) return `invalid ${method} params: must NOT have additional properties`;
+      const missing = fields.find((f) => typeof p[f] !== 'string' || p[f].trim() === '');
+      return missing ? `invalid ${method} params: must have required property '${missing}'` : undefined;
+    }
+
+    /** A paired device as listed: bearer tokens summarized, never shown. */
+    function redactPaired(device: FakePairedDevice) {
+      const { tokens, ...rest } = device;
+      const connected = [...socketDevice.values()].includes(device.deviceId);
+      return {
+        ...rest,
+        connected,
+        tokens: Object.values(tokens).map(({ role, scopes, createdAtMs }) => ({ role, scopes, createdAtMs })),
+      };
+    }
+
+    function handlePairing(id: string, method: string, p: any) {
+      const fields = method === 'device.pair.list' ? [] : method === 'device.pair.remove' ? ['deviceId'] : ['requestId'];
+      const problem = pairParamsProblem(method, p, fields);
+      if (problem) return err(id, { code: 'INVALID_REQUEST', message: problem });
+      if (method === 'device.pair.list') {
+        return ok(id, { pending: [...pairing.pending.values()], paired: [...pairing.paired.values()].map(redactPaired) });
+      }
+      if (method === 'device.pair.remove') {
+        const device = pairing.paired.get(p.deviceId.trim());
+        if (!device) return err(id, { code: 'INVALID_REQUEST', message: 'unknown deviceId' });
+        pairing.paired.delete(device.deviceId);
+        for (const r of [...pairing.pending.values()]) if (r.deviceId === device.deviceId) pairing.pending.delete(r.requestId);
+        ok(id, { deviceId: device.deviceId });
+        for (const [socket, deviceId] of socketDevice) if (deviceId === device.deviceId) setTimeout(() => socket.terminate(), 0);
+        return;
+      }
+      const request = pairing.pending.get(p.requestId.trim());
+      if (!request) return err(id, { code: 'INVALID_REQUEST', message: 'unknown requestId' });
+      pairing.pending.delete(request.requestId);
+      if (method === 'device.pair.reject') return ok(id, { requestId: request.requestId, deviceId: request.deviceId });
+      const now = Date.now();
+      const existing = pairing.paired.get(request.deviceId);
+      const scopes = request.scopes ?? [];
+      const device: FakePairedDevice = {
+        deviceId: request.deviceId,
+        publicKey: request.publicKey,
+        ...(request.displayName !== undefined ? { displayName: request.displayName } : {}),
+        ...(request.platform !== undefined ? { platform: request.platform } : {}),
+        ...(request.clientId !== undefined ? { clientId: request.clientId } : {}),
+        ...(request.clientMode !== undefined ? { clientMode: request.clientMode } : {}),
+        ...(request.remoteIp !== undefined ? { remoteIp: request.remoteIp } : {}),
+        role: request.role ?? 'operator',
+        roles: request.roles ?? ['operator'],
+        scopes,
+        tokens: {
+          operator: { token: `devtok-${request.deviceId.slice(0, 8)}-${randomUUID()}`, role: 'operator', scopes, createdAtMs: now },
+        },
+        approvedVia: 'owner',
+        createdAtMs: existing?.createdAtMs ?? now,
+        approvedAtMs: now,
+      };
+      pairing.paired.set(device.deviceId, device);
+      return ok(id, { requestId: request.requestId, device: redactPaired(device) });
+    }
+
+    /**
+     * `cron.*` as openclaw@2026.9.6 answers them (`dist/cron-*.mjs`, `dist/service-*.mjs`): `cron.list` lists enabled jobs
+     * unless `includeDisabled`/`enabled` says otherwise, filters by `query` (id, name, description), pages with
+     * `limit` (1..200) and `offset`; jobs are answered in their read view (`nextRunAtMs`/`lastRunAtMs` at the top level);
+     * `main` jobs need a `systemEvent` payload and isolated/session ones an `agentTurn`; system-owned monitors
+     * (`declarationKey` `heartbeat:…`, payload `heartbeat`) cannot be created, edited or removed by clients.
+     */
+    function handleCron(id: string, method: string, p: any) {
+      const notFound = (jobId: unknown) =>
+        err(id, { code: 'INVALID_REQUEST', message: `cron job not found: ${jobId}`, details: { code: 'CRON_JOB_NOT_FOUND' } });
+      const invalid = (message: string) => err(id, { code: 'INVALID_REQUEST', message: `invalid ${method} params: ${message}` });
+      const systemOwned = (job: CronJob) => String(job.declarationKey ?? '').startsWith('heartbeat:');
+      const view = (job: CronJob) => {
+        const state = (job.state ?? {}) as { nextRunAtMs?: number; lastRunAtMs?: number };
+        return { ...job, nextRunAtMs: state.nextRunAtMs, lastRunAtMs: state.lastRunAtMs };
+      };
+      const nextRun = (job: CronJob, now: number) => {
+        const schedule = job.schedule as { kind?: string; everyMs?: number } | undefined;
+        if (job.enabled === false) return undefined;
+        return now + (schedule?.kind === 'every' && typeof schedule.everyMs === 'number' ? schedule.everyMs : 60_000);
+      };
+      const shapeProblem = (job: any): string | undefined => {
+        const s = job.schedule;
+        if (s?.kind === 'every' && !(Number.isInteger(s.everyMs) && s.everyMs >= 1)) return 'schedule.everyMs must be an integer >= 1';
+        if (s?.kind === 'cron' && !(typeof s.expr === 'string' && s.expr.trim())) return 'schedule.expr must be a non-empty string';
+        if (!['at', 'every', 'cron', 'on-exit', 'stream'].includes(s?.kind)) return 'schedule.kind is not supported';
+        const kind = job.payload?.kind;
+        if (kind === 'heartbeat') return 'system-owned payloads cannot be created by cron clients';
+        if (kind === 'systemEvent' && !(typeof job.payload.text === 'string' && job.payload.text))
+          return 'payload.text must be a non-empty string';
+        if (kind === 'agentTurn' && !(typeof job.payload.message === 'string' && job.payload.message)) {
+          return 'payload.message must be a non-empty string';
+        }
+        const target = String(job.sessionTarget);
+        if (target === 'main' && kind !== 'systemEvent' && kind !== 'script')
+          return 'main cron jobs require payload.kind="systemEvent" or "script"';
+        if (
+          (target === 'isolated' || target === 'current' || target.startsWith('session:')) &&
+          !['agentTurn', 'command', 'script'].includes(kind)
+        ) {
+          return 'isolated cron jobs require payload.kind="agentTurn", "command", or "script"';
+        }
+        return undefined;
+      };
       switch (method) {
-        case 'health':
-          return ok(id, { ok: true });
         case 'cron.list': {
-          const all = [...jobs.values()];
-          return ok(id, { jobs: all, snapshotRevision: 1, total: all.length, offset: 0, limit: 200, hasMore: false });
+          if (p.limit !== undefined && !(Number.isInteger(p.limit) && p.limit >= 1 && p.limit <= 200))
+            return invalid('limit must be 1..200');
+          const filter = ['all', 'enabled', 'disabled'].includes(p.enabled) ? p.enabled : p.includeDisabled === true ? 'all' : 'enabled';
+          const query = typeof p.query === 'string' ? p.query.trim().toLowerCase() : '';
+          const matching = [...jobs.values()].filter((job) => {
+            if (filter !== 'all' && (filter === 'enabled') !== (job.enabled !== false)) return false;
+            return !query || [job.id, job.name, job.description ?? ''].join(' ').toLowerCase().includes(query);
+          });
+          const total = matching.length;
+          const offset = Math.min(total, Math.max(0, Math.floor(p.offset ?? 0)));
+          const limit = Math.min(200, Math.max(1, Math.floor(p.limit ?? (total || 50))));
+          const page = matching.slice(offset, offset + limit).map(view);
+          const next = offset + page.length;
+          return ok(id, {
+            jobs: page,
+            snapshotRevision: 1,
+            total,
+            offset,
+            limit,
+            hasMore: next < total,
+            nextOffset: next < total ? next : null,
+          });
         }
         case 'cron.add': {
           const unknownKey = Object.keys(p).find((k) => !CRON_ADD_KEYS.has(k));
@@ -253,33 +631,148 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
               return err(id, { code: 'INVALID_REQUEST', message: `invalid cron.add params: must have required property '${required}'` });
             }
           }
+          const problem = shapeProblem(p);
+          if (problem) return invalid(problem);
           const now = Date.now();
-          const job: CronJob = {
-            id: randomUUID(),
-            enabled: true,
-            createdAtMs: now,
-            updatedAtMs: now,
-            ...p,
-            state: { nextRunAtMs: now + 60_000 },
-          };
+          const job: CronJob = { id: randomUUID(), enabled: true, createdAtMs: now, updatedAtMs: now, ...p };
+          job.state = { nextRunAtMs: nextRun(job, now) };
           jobs.set(job.id, job);
-          return ok(id, job);
+          return ok(id, view(job));
         }
-        case 'cron.remove': {
+        case 'cron.get': {
+          const job = jobs.get(p.id ?? p.jobId);
+          return job ? ok(id, view(job)) : notFound(p.id ?? p.jobId);
+        }
+        case 'cron.update': {
           const jobId = p.id ?? p.jobId;
-          if (!jobs.delete(jobId)) {
-            return err(id, { code: 'INVALID_REQUEST', message: `cron job not found: ${jobId}`, details: { code: 'CRON_JOB_NOT_FOUND' } });
-          }
+          if (typeof p.patch !== 'object' || p.patch === null) return invalid("must have required property 'patch'");
+          const job = jobs.get(jobId);
+          if (!job) return notFound(jobId);
+          if (systemOwned(job)) return invalid('system-owned monitor jobs cannot be edited by cron clients');
+          const patch = p.patch as Record<string, unknown>;
+          const unknownKey = Object.keys(patch).find((k) => !CRON_ADD_KEYS.has(k) && k !== 'displayName' && k !== 'state');
+          if (unknownKey) return invalid(`patch must NOT have additional properties (${unknownKey})`);
+          const payload = patch.payload as { kind?: string } | undefined;
+          const merged: CronJob = {
+            ...job,
+            ...patch,
+            ...(payload && payload.kind === (job.payload as { kind?: string }).kind
+              ? { payload: { ...(job.payload as object), ...payload } }
+              : {}),
+          };
+          const problem = shapeProblem(merged);
+          if (problem) return invalid(problem);
+          const now = Date.now();
+          merged.updatedAtMs = now;
+          merged.state = { ...(job.state as object), nextRunAtMs: nextRun(merged, now) };
+          jobs.set(job.id, merged);
+          return ok(id, view(merged));
+        }
+        default: {
+          const jobId = p.id ?? p.jobId;
+          const job = jobs.get(jobId);
+          if (!job) return notFound(jobId);
+          if (systemOwned(job)) return invalid('system-owned monitor jobs cannot be removed by cron clients');
+          jobs.delete(jobId);
           return ok(id, { ok: true, removed: true });
         }
-        case 'sessions.list':
-          return ok(id, { count: history.size, sessions: [...history.keys()].map((key) => ({ key, status: 'done' })) });
+      }
+    }
+
+    /**
+     * `models.list` and `channels.status` as openclaw@2026.9.6 answers them (`dist/models-*.mjs`, `dist/channels-*.mjs`):
+     * closed params; `{ models }` (filtered by `provider`); the channel catalog with a summary, the account snapshots and
+     * the default account id per channel (only the channels in `options.channels` are loaded), `unknown channel` else.
+     */
+    function handleCatalog(id: string, method: string, p: any) {
+      const allowed = method === 'models.list' ? MODELS_LIST_KEYS : ['probe', 'timeoutMs', 'channel'];
+      const extra = Object.keys(p).find((k) => !allowed.includes(k));
+      if (extra) return err(id, { code: 'INVALID_REQUEST', message: `invalid ${method} params: must NOT have additional properties` });
+      if (method === 'models.list') {
+        const models = options.models ?? [
+          { id: 'fake-1', name: 'Fake 1', provider: 'fake', contextWindow: 128000, reasoning: false, input: ['text'], available: true },
+        ];
+        return ok(id, { models: models.filter((m) => typeof p.provider !== 'string' || m.provider === p.provider) });
+      }
+      const all = options.channels ?? {};
+      if (p.channel !== undefined && !(p.channel in all))
+        return err(id, { code: 'INVALID_REQUEST', message: `unknown channel: ${p.channel}` });
+      const ids = Object.keys(all)
+        .filter((c) => p.channel === undefined || c === p.channel)
+        .sort();
+      const label = (c: string) => (c === 'whatsapp' ? 'WhatsApp' : c.charAt(0).toUpperCase() + c.slice(1));
+      const defaultAccount = (c: string) =>
+        all[c]?.find((a) => a.accountId === 'default')?.accountId ?? all[c]?.[0]?.accountId ?? 'default';
+      return ok(id, {
+        ts: Date.now(),
+        channelOrder: ids,
+        channelLabels: Object.fromEntries(ids.map((c) => [c, label(c)])),
+        channelMeta: ids.map((c) => ({ id: c, label: label(c), detailLabel: label(c) })),
+        channels: Object.fromEntries(
+          ids.map((c) => [c, { configured: all[c]?.find((a) => a.accountId === defaultAccount(c))?.configured ?? false }]),
+        ),
+        channelAccounts: Object.fromEntries(ids.map((c) => [c, all[c] ?? []])),
+        channelDefaultAccountId: Object.fromEntries(ids.map((c) => [c, defaultAccount(c)])),
+        statusIssues: [],
+      });
+    }
+
+    function handleMethod(id: string, method: string, p: any) {
+      switch (method) {
+        case 'health':
+          return ok(id, { ok: true });
+        case 'models.list':
+        case 'channels.status':
+          return handleCatalog(id, method, p);
+        case 'cron.list':
+        case 'cron.add':
+        case 'cron.get':
+        case 'cron.update':
+        case 'cron.remove':
+          return handleCron(id, method, p);
+        case 'sessions.list': {
+          // Newest activity first, then paged (`limit`, `offset`); rows carry no message count, as in OpenClaw.
+          const all = [...sessions.values()].sort((a, b) => b.lastActivityAt - a.lastActivityAt || a.key.localeCompare(b.key));
+          const offset = Number.isInteger(p.offset) && p.offset > 0 ? p.offset : 0;
+          const limit = Number.isInteger(p.limit) && p.limit > 0 ? p.limit : all.length;
+          const page = all.slice(offset, offset + limit);
+          const hasMore = offset + page.length < all.length;
+          return ok(id, {
+            ts: Date.now(),
+            count: page.length,
+            totalCount: all.length,
+            limitApplied: limit,
+            hasMore,
+            nextOffset: hasMore ? offset + page.length : null,
+            defaults: { modelProvider: 'fake', model: 'fake-1', contextTokens: 128000 },
+            sessions: page.map((s) => ({
+              key: s.key,
+              sessionId: s.sessionId,
+              kind: 'direct',
+              agentId: 'main',
+              status: s.running ? 'running' : 'done',
+              hasActiveRun: s.running,
+              inputTokens: s.inputTokens,
+              outputTokens: s.outputTokens,
+              model: 'fake-1',
+              modelProvider: 'fake',
+              createdAt: s.createdAt,
+              updatedAt: s.updatedAt,
+              lastActivityAt: s.lastActivityAt,
+            })),
+          });
+        }
         case 'chat.history': {
           const messages = history.get(sessionKeyOf(p.sessionKey)) ?? [];
           return ok(id, { sessionKey: sessionKeyOf(p.sessionKey), messages, hasMore: false, totalMessages: messages.length });
         }
         case 'chat.send':
           return chatSend(id, p);
+        case 'device.pair.list':
+        case 'device.pair.approve':
+        case 'device.pair.reject':
+        case 'device.pair.remove':
+          return handlePairing(id, method, p);
         default:
           return err(id, { code: 'INVALID_REQUEST', message: `unknown method: ${method}` });
       }
@@ -304,6 +797,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
       const log = history.get(sessionKey) ?? [];
       history.set(sessionKey, log);
       log.push({ role: 'user', content: p.message });
+      touchSession(sessionKey, { running: true });
       let s = 0;
       const half = Math.ceil(text.length / 2);
       const steps: (() => void)[] = [
@@ -318,6 +812,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
           }),
         () => {
           if (options.failChatMessage === p.message) {
+            touchSession(sessionKey, { running: false });
             event('chat', { ...base, seq: ++s, state: 'error', errorMessage: 'model provider failed' });
             return;
           }
@@ -325,8 +820,14 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
             { type: 'text', text: text.slice(0, half) },
             { type: 'text', text: text.slice(half) },
           ];
-          log.push({ role: 'assistant', content });
-          event('chat', { ...base, seq: ++s, state: 'final', stopReason: 'stop', message: { role: 'assistant', content } });
+          // The transcript's assistant message carries provider, model and usage; the final event projects it.
+          const usage = turnUsage(p.message, text);
+          const message = { role: 'assistant', content, provider: 'fake', model: 'fake-1', usage };
+          log.push(message);
+          const session = touchSession(sessionKey, { running: false });
+          session.inputTokens += usage.input;
+          session.outputTokens += usage.output;
+          event('chat', { ...base, seq: ++s, state: 'final', stopReason: 'stop', message });
         },
       ];
       if (options.stallChatMessage === p.message) steps.length = 1;
@@ -336,12 +837,20 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
 
   return {
     url: `ws://127.0.0.1:${port}/`,
+    /** The same port over HTTP (`/healthz`, `/readyz`, `/v1/chat/completions`). */
+    httpUrl: `http://127.0.0.1:${port}`,
     port,
     /** Every request frame received (including `connect`). */
     received,
+    /** Every HTTP request received. */
+    httpReceived,
+    /** The session index behind `sessions.list`, by full key (`agent:main:…`). */
+    sessions,
     /** Outcome of each `connect`. */
     connectAttempts,
     jobs,
+    /** Device pairing state: pending requests by request id, paired devices by device id. */
+    pairing,
     /** Drops every open client socket (as a gateway restart would). */
     dropConnections(): void {
       for (const ws of sockets) ws.terminate();
@@ -349,6 +858,8 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
     async close(): Promise<void> {
       for (const ws of sockets) ws.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
 }

@@ -1,2 +1,3 @@
 export * from './device-identity.js';
+export * from './device-pairing.js';
 export * from './gateway-client.js';

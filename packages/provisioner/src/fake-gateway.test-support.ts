@@ -21,6 +21,7 @@ export interface FakeGatewayBehaviour {
  */
 const SCRIPT = String.raw`
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { dirname, join } from 'node:path';
@@ -57,12 +58,34 @@ const server = http.createServer((req, res) => {
     writeFileSync(join(workspace, 'memory', '2026-01-01.md'), 'daily note');
     return json(200, { ok: true });
   }
+  if (req.url.startsWith('/echo')) {
+    // What reached the gateway, for proxy tests: method, path, the Authorization header, the body.
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => json(200, { method: req.method, url: req.url, authorization: req.headers.authorization ?? null,
+      contentType: req.headers['content-type'] ?? null, cookie: req.headers.cookie ?? null, body: Buffer.concat(chunks).toString('utf8') }));
+    return;
+  }
   if (req.url === '/healthz') return json(200, { ok: true, status: 'live' });
   if (req.url === '/readyz') {
     const ready = Date.now() - started >= (behaviour.readyDelayMs ?? 150);
     return json(ready ? 200 : 503, { ready, failing: ready ? [] : ['startup-sidecars'], uptimeMs: Date.now() - started });
   }
   json(404, { error: 'not found' });
+});
+// A minimal WebSocket endpoint (RFC 6455, small text frames only): greets with what the upgrade carried, then echoes.
+server.on('upgrade', (req, socket) => {
+  const accept = createHash('sha1').update(req.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+  socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ' + accept + '\r\n\r\n');
+  const frame = (text) => { const data = Buffer.from(text); return Buffer.concat([Buffer.from([0x81, data.length]), data]); };
+  socket.write(frame(JSON.stringify({ url: req.url, authorization: req.headers.authorization ?? null })));
+  socket.on('data', (buf) => {
+    if ((buf[0] & 0x0f) === 0x8) { socket.end(Buffer.from([0x88, 0])); return; }
+    const len = buf[1] & 0x7f, mask = buf.subarray(2, 6), data = Buffer.alloc(len);
+    for (let i = 0; i < len; i++) data[i] = buf[6 + i] ^ mask[i % 4];
+    socket.write(frame('echo:' + data.toString('utf8')));
+  });
+  socket.on('error', () => {});
 });
 server.listen(port, config.gateway.bind === 'loopback' ? '127.0.0.1' : '0.0.0.0', () => console.log('[gateway] http server listening'));
 if (behaviour.crashAfterMs !== undefined) setTimeout(() => { console.error('fatal: crashed'); helper.kill(); process.exit(1); }, behaviour.crashAfterMs);

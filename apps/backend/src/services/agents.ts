@@ -17,7 +17,7 @@ export const AI_PROVIDERS = ['openrouter', 'gemini', 'google', 'groq', 'anthropi
 export type AiProvider = (typeof AI_PROVIDERS)[number];
 
 /** The default model per provider, as that provider names it. */
-const DEFAULT_MODELS: Record<Exclude<AiProvider, 'google'>, string> = {
+export const DEFAULT_MODELS: Record<Exclude<AiProvider, 'google'>, string> = {
   openrouter: 'anthropic/claude-sonnet-4.5',
   gemini: 'gemini-2.5-flash',
   groq: 'llama-3.3-70b-versatile',

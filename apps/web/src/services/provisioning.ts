@@ -2,7 +2,7 @@ import { HttpError, newId } from '@aop/core';
 import type { Database } from '@aop/db';
 import type { WebConfig } from '../config.js';
 import { type BackendClient, BackendUnavailableError } from './backend-client.js';
-import { deployDirect } from './hosting.js';
+import { type DeploymentWatcher, deployDirect, sealGatewayToken } from './hosting.js';
 import type { AuthUser } from './sessions.js';
 
 /** Spec §8: backend provisioning plans (network is unlimited); legacy tiers of the web proxy. */
@@ -80,6 +80,8 @@ export type ProvisionResult =
  * Spec §4.15 / §3.2: the agent record exists at once (`provisioning`), the
  * backend deploys it (15 s, then the fallback URL), and the record moves to
  * `running` or `error`. The user record keeps the runtime URL and instance id.
+ * A direct deployment answers `deploying`; `watcher` then follows the provider's
+ * deployment and moves the record to `running` or `error` in the background.
  */
 export async function provisionAgent(
   db: Database,
@@ -87,6 +89,7 @@ export async function provisionAgent(
   config: WebConfig,
   user: AuthUser,
   body: ProvisionRequest,
+  watcher?: DeploymentWatcher,
 ): Promise<ProvisionResult> {
   const { plan, autoProvision, tokens, aiProvider } = await admit(db, config, user, body);
   const agentId = newId('agent');
@@ -136,10 +139,23 @@ export async function provisionAgent(
     try {
       const channelTokens = Object.fromEntries(Object.entries(tokens).filter((e): e is [string, string] => Boolean(e[1])));
       const direct = await deployDirect(config.hosting, { agentId, name, channelTokens });
-      await setStatus('deploying', { url: direct.url });
-      await db.withUser(user.id, (trx) =>
-        trx.updateTable('users').set({ runtime_url: direct.url, runtime_instance_id: agentId }).where('id', '=', user.id).execute(),
-      );
+      await db.withUser(user.id, async (trx) => {
+        await trx
+          .updateTable('agents')
+          .set({
+            status: 'deploying',
+            url: direct.url,
+            // Kept for the owner (GET /api/user/runtime): no backend knows this agent's token.
+            gateway_token_sealed: sealGatewayToken(config.encryptionKey, agentId, direct.gatewayToken),
+            hosting_service_id: direct.serviceId,
+            hosting_deployment_id: direct.deploymentId,
+            updated_at: new Date(),
+          })
+          .where('id', '=', agentId)
+          .execute();
+        await trx.updateTable('users').set({ runtime_url: direct.url, runtime_instance_id: agentId }).where('id', '=', user.id).execute();
+      });
+      watcher?.watch(direct.deploymentId, ({ status }) => settleDirectDeployment(db, user.id, agentId, status));
       return { success: true, userId: user.id, agentId, status: 'deploying', url: direct.url, controlUiUrl: direct.controlUiUrl };
     } catch (hostingErr) {
       await setStatus('error');
@@ -171,4 +187,14 @@ export async function provisionAgent(
     streamKey: null,
     liveStreamId: null,
   };
+}
+
+/**
+ * Spec §3.2: a direct deployment's record leaves `deploying` once the provider's deployment settles. Only a record
+ * still `deploying` moves, so a record changed meanwhile (deleted, redeployed) is left alone.
+ */
+export async function settleDirectDeployment(db: Database, userId: string, agentId: string, status: 'running' | 'error'): Promise<void> {
+  await db.withUser(userId, (trx) =>
+    trx.updateTable('agents').set({ status, updated_at: new Date() }).where('id', '=', agentId).where('status', '=', 'deploying').execute(),
+  );
 }

@@ -18,6 +18,10 @@ export interface FakeLlmOptions {
   models?: string[];
   /** When set, requests without `Authorization: Bearer <apiKey>` get 401. */
   apiKey?: string;
+  /** Every chat completion is answered with this HTTP status and an OpenAI-style error body (upstream failures). */
+  failWith?: number;
+  /** Milliseconds to wait before answering a chat completion (timeouts). */
+  delayMs?: number;
 }
 
 export interface FakeLlm {
@@ -90,6 +94,10 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
       }
       if (req.method !== 'POST' || path !== '/v1/chat/completions') {
         return sendJson(res, 404, { error: { message: `Unknown path ${path}`, type: 'invalid_request_error' } });
+      }
+      if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
+      if (options.failWith) {
+        return sendJson(res, options.failWith, { error: { message: 'Upstream failure (fake)', type: 'server_error' } });
       }
       const json = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
       const text = replyFor(json);

@@ -3,7 +3,8 @@ import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../plugins/auth.js';
 import { BackendUnavailableError } from '../../services/backend-client.js';
-import { provisionAgent } from '../../services/provisioning.js';
+import { DeploymentWatcher, openGatewayToken } from '../../services/hosting.js';
+import { provisionAgent, settleDirectDeployment } from '../../services/provisioning.js';
 
 const MINUTE = 60_000;
 
@@ -14,13 +15,33 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
   const provisionLimit = app.rateLimit({ name: 'provision', max: 5, windowMs: MINUTE, message: 'Too many requests' });
   const agentsLimit = app.rateLimit({ name: 'agents', max: 100, windowMs: MINUTE, message: 'Too many requests' });
 
+  // Direct deployments (no backend answered) are followed until the provider's deployment settles (spec §3.2).
+  const watcher = config.hosting
+    ? new DeploymentWatcher(config.hosting, (err, deploymentId) => app.log.error({ err, deploymentId }, 'direct deployment watch failed'))
+    : undefined;
+  if (watcher) {
+    // After a restart: pick up the deployments that were still being followed (a system lookup across users).
+    app.addHook('onReady', async () => {
+      const pending = await app.db.kysely
+        .selectFrom('agents')
+        .select(['id', 'user_id', 'hosting_deployment_id'])
+        .where('status', '=', 'deploying')
+        .where('hosting_deployment_id', 'is not', null)
+        .execute();
+      for (const row of pending) {
+        watcher.watch(row.hosting_deployment_id!, ({ status }) => settleDirectDeployment(app.db, row.user_id, row.id, status));
+      }
+    });
+    app.addHook('onClose', () => watcher.close());
+  }
+
   for (const url of ['/api/provision', '/api/agents/provision']) {
     app.post(
       url,
       { onRequest: provisionLimit, schema: { tags: ['agents'], body: Type.Optional(Type.Record(Type.String(), Type.Unknown())) } },
       async (request) => {
         const user = await requireUser(request);
-        return provisionAgent(app.db, app.backend, config, user, request.body ?? {});
+        return provisionAgent(app.db, app.backend, config, user, request.body ?? {}, watcher);
       },
     );
   }
@@ -140,14 +161,22 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
       trx.selectFrom('users').select(['runtime_url', 'runtime_instance_id']).where('id', '=', user.id).executeTakeFirstOrThrow(),
     );
     let token: string | null = null;
-    if (row.runtime_instance_id) {
+    const instanceId = row.runtime_instance_id;
+    if (instanceId) {
       try {
-        const answer = await app.backend.request<{ token?: string }>(`/api/agents/${encodeURIComponent(row.runtime_instance_id)}/token`, {
+        const answer = await app.backend.request<{ token?: string }>(`/api/agents/${encodeURIComponent(instanceId)}/token`, {
           caller: { id: user.id, email: user.email },
         });
         token = answer.status === 200 ? (answer.body.token ?? null) : null;
       } catch (err) {
         if (!(err instanceof BackendUnavailableError)) throw err;
+      }
+      // A direct deployment's token lives only here (sealed on the agent row): no backend knows that agent.
+      if (token === null) {
+        const agent = await app.db.withUser(user.id, (trx) =>
+          trx.selectFrom('agents').select('gateway_token_sealed').where('id', '=', instanceId).executeTakeFirst(),
+        );
+        if (agent?.gateway_token_sealed) token = openGatewayToken(config.encryptionKey, instanceId, agent.gateway_token_sealed);
       }
     }
     return { url: row.runtime_url, instanceId: row.runtime_instance_id, token };

@@ -1,0 +1,1437 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { join, posix } from 'node:path';
+import { decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
+import Docker from 'dockerode';
+import { DEFAULT_RESERVE_BYTES, capacityMessage } from './capacity.js';
+import { type EngineStats, demuxLogs, dockerStats, parseImageRef, splitLogTimestamp, tarArchive } from './docker-wire.js';
+import {
+  type AgentHealth,
+  type AgentHost,
+  type AgentSpec,
+  type AgentState,
+  type AgentStats,
+  type AgentStatus,
+  type ChannelTokens,
+  type LlmSpec,
+  type LogsOptions,
+  type WaitOptions,
+  AgentExistsError,
+  AgentNotFoundError,
+  AgentStartError,
+  HostFullError,
+  UpdateFailedError,
+} from './host.js';
+import { MEMORY_PATHS, type SecretBox } from './local-host.js';
+import { MESSAGING_CHANNELS, buildOpenClawConfig, secretEnv } from './openclaw-config.js';
+import { PINNED_OPENCLAW_VERSION } from './runtime.js';
+
+/** The gateway's port inside every agent container (spec §4.10 probes; also HTTP and WebSocket). */
+const GATEWAY_PORT = 18789;
+const PORT_KEY = `${GATEWAY_PORT}/tcp`;
+const GIB = 1024 ** 3;
+const SECOND_NS = 1_000_000_000;
+
+export interface DockerPlanResources {
+  memoryBytes: number;
+  cpus: number;
+}
+
+/**
+ * Container limits per plan: solo/collective/label/network from the plan table (not-shown facts, "Plan resources"),
+ * the legacy aliases from spec §8 ("Container resources").
+ */
+export const DOCKER_PLAN_RESOURCES: Readonly<Record<string, DockerPlanResources>> = {
+  solo: { memoryBytes: 2 * GIB, cpus: 1 },
+  collective: { memoryBytes: 4 * GIB, cpus: 2 },
+  label: { memoryBytes: 8 * GIB, cpus: 4 },
+  network: { memoryBytes: 16 * GIB, cpus: 4 },
+  underground: { memoryBytes: 2 * GIB, cpus: 1 },
+  starter: { memoryBytes: 2 * GIB, cpus: 1 },
+  pro: { memoryBytes: 4 * GIB, cpus: 2 },
+  scale: { memoryBytes: 8 * GIB, cpus: 4 },
+  enterprise: { memoryBytes: 16 * GIB, cpus: 4 },
+  white_glove: { memoryBytes: 32 * GIB, cpus: 8 },
+};
+
+/** A plan missing from the table (retired, misspelt) gets the smallest size, never an unlimited container. */
+export function dockerPlanResources(
+  plan: string,
+  table: Readonly<Record<string, DockerPlanResources>> = DOCKER_PLAN_RESOURCES,
+): DockerPlanResources {
+  if (Object.hasOwn(table, plan)) return table[plan] as DockerPlanResources;
+  return table.solo ?? (DOCKER_PLAN_RESOURCES.solo as DockerPlanResources);
+}
+
+/**
+ * The Docker engine cannot be reached (socket missing, connection refused, no permission on the socket). Agent
+ * lifecycle calls then fail with 500 and this message (spec §4.15: "failures return 500 with a message when the
+ * provisioning infrastructure is unavailable"); `/health` reports `docker: unavailable` through `ping()`.
+ */
+export class DockerUnavailableError extends Error {
+  override readonly name = 'DockerUnavailableError';
+  readonly statusCode = 500;
+  constructor(
+    readonly socketPath: string,
+    readonly code: string,
+    options?: { cause?: unknown },
+  ) {
+    const why = code === 'EACCES' || code === 'EPERM' ? 'permission denied on the socket' : code === 'ENOENT' ? 'no socket there' : code;
+    super(`Docker engine is not reachable at ${socketPath} (${why})`, options);
+  }
+}
+
+/** The engine answered a request with an error status (`engineStatus`), or a pull stream ended with an error. */
+export class DockerEngineError extends Error {
+  override readonly name = 'DockerEngineError';
+  constructor(
+    message: string,
+    readonly engineStatus: number | null,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export interface DockerHostOptions {
+  /** The platform's data directory; the registry is `<dataDir>/docker-agents/<agentId>.json`. */
+  dataDir: string;
+  /** 32-byte key (Buffer, 64 hex characters or base64) sealing the tokens in the registry. Either this or `secrets`. */
+  encryptionKey?: Buffer | string;
+  secrets?: SecretBox;
+  /** The Docker Engine API socket (default `/var/run/docker.sock`). */
+  socketPath?: string;
+  /** Engine API version spoken (default `1.44`: Docker Engine 25 and later, which the health check's `StartInterval` needs). */
+  apiVersion?: string;
+  /** Image of agents created without a version (default `ghcr.io/openclaw/openclaw:<pinned version>`). `update({ version })` moves to `<repository>:<version>`. */
+  image?: string;
+  /** The container's command (default `openclaw gateway run --bind lan --port 18789`). */
+  command?: string[];
+  /** `uid:gid` the gateway runs as and that owns the state volume (default `1000:1000`, `node` in the OpenClaw image). */
+  user?: string;
+  /** OpenClaw's state dir in the container, where the state volume is mounted (default `/home/node/.openclaw`). */
+  stateDir?: string;
+  /** Network the agent containers join (default Docker's `bridge`). */
+  network?: string;
+  /** Address the gateway port is published on, and where the backend reaches it (default `127.0.0.1`). */
+  publishAddress?: string;
+  /** `starting` → `error` when `/readyz` is not ready this long after the container started (default 120 s). */
+  readyTimeoutMs?: number;
+  /** `/readyz` poll interval while waiting (default 500 ms). */
+  readyPollMs?: number;
+  /** Docker's SIGTERM → SIGKILL grace period on stop (default 30 s). */
+  stopTimeoutMs?: number;
+  /** State backup volumes kept per agent (default 3). */
+  keepBackups?: number;
+  /** Memory kept free on the engine's host for everything else (default 2 GiB). */
+  reserveBytes?: number;
+  /** Sum of memory limits allowed per byte of the host's memory (default 1: limits are guaranteed). */
+  memoryOvercommit?: number;
+  /** Hard cap on running agents, on top of the memory-derived one. */
+  maxAgents?: number;
+  /** Container limits per plan (default `DOCKER_PLAN_RESOURCES`). */
+  plans?: Readonly<Record<string, DockerPlanResources>>;
+  /** Processes/threads per container (default 4096): a fork bomb stays inside its agent. */
+  pidsLimit?: number;
+  /** Stop the agent containers on `shutdown()` (default false: they outlive the backend, see `shutdown`). */
+  stopOnShutdown?: boolean;
+  /** `[host]` lines kept in memory per agent and merged into `logs()` (default 200). */
+  hostLogLines?: number;
+}
+
+type ChannelName = (typeof MESSAGING_CHANNELS)[number];
+
+/** The registry entry of an agent (`docker-agents/<agentId>.json`, 0600). Tokens and the LLM key are sealed. */
+interface DockerAgentRecord {
+  agentId: string;
+  userId: string;
+  plan: string;
+  config: Record<string, unknown>;
+  version: string;
+  /** The image the agent runs (or will run on its next start). */
+  image: string;
+  /** What the agent should be doing; `restore()` starts the `running` ones whose container is not running. */
+  desired: 'running' | 'stopped';
+  llm: (Omit<LlmSpec, 'apiKey'> & { apiKey: string }) | null;
+  secrets: { gatewayToken: string; channelTokens: Partial<Record<ChannelName, string>> };
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface Agent {
+  record: DockerAgentRecord;
+  lock: Promise<unknown>;
+  /** Shown instead of the container's state while a lifecycle operation runs (`stopping`, `starting`). */
+  transition: AgentStatus | null;
+  /** `State.StartedAt` of the container run that answered `/readyz` ready, and when we saw it. */
+  readyFor: string | null;
+  readyAt: number | null;
+  lastError: string | null;
+  events: Array<{ at: number; line: string }>;
+}
+
+type ContainerInfo = Docker.ContainerInspectInfo;
+
+const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+const UNREACHABLE = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTSOCK']);
+
+export const DOCKER_LABELS = {
+  managed: 'aop.managed',
+  agentId: 'aop.agent-id',
+  userId: 'aop.user-id',
+  /** `gateway`, `state`, `backup` or `helper`. */
+  role: 'aop.role',
+  plan: 'aop.plan',
+  version: 'aop.openclaw-version',
+  /** Hash of everything the container was created with (image, env, limits…); a mismatch recreates it. */
+  configHash: 'aop.config-hash',
+} as const;
+
+export const dockerContainerName = (agentId: string) => `aop-agent-${agentId}`;
+export const dockerStateVolumeName = (agentId: string) => `aop-agent-${agentId}-state`;
+const ownLabels = (agentId: string, role: string) => ({
+  [DOCKER_LABELS.managed]: 'true',
+  [DOCKER_LABELS.agentId]: agentId,
+  [DOCKER_LABELS.role]: role,
+});
+/** Sortable, unique enough within one agent's serialized operations: `20260101T120000123Z`. */
+const stamp = () => new Date().toISOString().replace(/[-:.]/g, '');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+const engineStatus = (error: unknown) => (error instanceof DockerEngineError ? error.engineStatus : null);
+
+/**
+ * Docker's own health check, run inside the container: `/readyz` from loopback (where OpenClaw answers the full body
+ * without a token). Docker then reports `starting`/`healthy`/`unhealthy` (spec §3.2 "container health statuses").
+ */
+const READY_CHECK = `fetch('http://127.0.0.1:${GATEWAY_PORT}/readyz',{signal:AbortSignal.timeout(4000)}).then(r=>r.json()).then(b=>process.exit(b.ready===true?0:1),()=>process.exit(1))`;
+
+async function writeFileAtomic(path: string, data: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, data, { mode: 0o600 });
+  await rename(tmp, path);
+}
+
+function sameSecrets(a: Pick<AgentSpec, 'channelTokens' | 'llm'>, b: Pick<AgentSpec, 'channelTokens' | 'llm'>): boolean {
+  for (const name of MESSAGING_CHANNELS) if ((a.channelTokens?.[name] ?? '') !== (b.channelTokens?.[name] ?? '')) return false;
+  if (!a.llm || !b.llm) return !a.llm && !b.llm;
+  const keys: Array<keyof LlmSpec> = ['baseUrl', 'apiKey', 'model', 'contextWindow', 'maxTokens'];
+  return keys.every((key) => a.llm?.[key] === b.llm?.[key]);
+}
+
+/**
+ * The `docker` provider: each agent is one container `aop-agent-<agentId>` of the OpenClaw image, run by the Docker
+ * engine behind `socketPath`, with its state in the named volume `aop-agent-<agentId>-state`.
+ *
+ * Where things are kept. The host's registry (`<dataDir>/docker-agents/<agentId>.json`, secrets sealed like the local
+ * provider's) is the source of truth for each agent's spec: containers are disposable and get recreated from it on
+ * update, repair and token changes — exactly when the secrets would be lost if the container's environment were their
+ * only copy. Docker is the source of truth for everything that runs: status, port, pid, restarts and health come
+ * from `inspect` on every call, so the host keeps no runtime state of its own and a backend restart loses nothing.
+ * Every container and volume carries `aop.managed=true`, `aop.agent-id` and `aop.role` labels, so operators find them
+ * with `docker ps --filter label=aop.managed=true`, `delete()` finds leftovers, and `orphans()` lists agents Docker
+ * has but the registry does not (e.g. after the data directory was lost).
+ */
+export class DockerAgentHost implements AgentHost {
+  readonly provider = 'docker';
+  readonly socketPath: string;
+  readonly registryDir: string;
+  private readonly docker: Docker;
+  private readonly secrets: SecretBox;
+  private readonly image: string;
+  private readonly repository: string;
+  private readonly defaultVersion: string;
+  private readonly command: string[];
+  private readonly user: string;
+  private readonly owner: { uid: number; gid: number };
+  private readonly stateDir: string;
+  private readonly publishAddress: string;
+  private readonly plans: Readonly<Record<string, DockerPlanResources>>;
+  private readonly options: Required<
+    Pick<
+      DockerHostOptions,
+      | 'readyTimeoutMs'
+      | 'readyPollMs'
+      | 'stopTimeoutMs'
+      | 'keepBackups'
+      | 'reserveBytes'
+      | 'memoryOvercommit'
+      | 'pidsLimit'
+      | 'hostLogLines'
+    >
+  >;
+  private readonly agents = new Map<string, Agent>();
+  private readonly creating = new Set<string>();
+  /** Memory promised to agents being started (capacity is checked before their container exists). */
+  private readonly reserving = new Map<string, number>();
+  private loading: Promise<void> | null = null;
+  private shuttingDown = false;
+
+  constructor(private readonly config: DockerHostOptions) {
+    if (config.secrets) this.secrets = config.secrets;
+    else if (config.encryptionKey !== undefined) {
+      const key = Buffer.isBuffer(config.encryptionKey) ? config.encryptionKey : parseEncryptionKey(config.encryptionKey);
+      if (key.length !== 32) throw new Error('Encryption key must be 32 bytes');
+      this.secrets = { encrypt: (p, aad) => encryptSecret(key, p, aad), decrypt: (s, aad) => decryptSecret(key, s, aad) };
+    } else throw new Error('DockerAgentHost needs `encryptionKey` or `secrets` to store agent tokens');
+    this.socketPath = config.socketPath ?? '/var/run/docker.sock';
+    // `host: undefined` keeps a DOCKER_HOST in the environment from redirecting the client away from the socket.
+    this.docker = new Docker({ socketPath: this.socketPath, host: undefined, version: `v${config.apiVersion ?? '1.44'}` });
+    this.registryDir = join(config.dataDir, 'docker-agents');
+    this.image = config.image ?? `ghcr.io/openclaw/openclaw:${PINNED_OPENCLAW_VERSION}`;
+    const ref = parseImageRef(this.image);
+    this.repository = ref.repository;
+    this.defaultVersion = ref.tag ?? PINNED_OPENCLAW_VERSION;
+    this.command = config.command ?? ['openclaw', 'gateway', 'run', '--bind', 'lan', '--port', String(GATEWAY_PORT)];
+    this.user = config.user ?? '1000:1000';
+    const owner = /^(\d+):(\d+)$/.exec(this.user);
+    if (!owner) throw new Error(`user must be numeric uid:gid, got ${this.user}`);
+    this.owner = { uid: Number(owner[1]), gid: Number(owner[2]) };
+    this.stateDir = posix.normalize(config.stateDir ?? '/home/node/.openclaw').replace(/\/$/, '');
+    if (!this.stateDir.startsWith('/') || posix.dirname(this.stateDir) === this.stateDir) {
+      throw new Error(`stateDir must be an absolute path below /, got ${this.stateDir}`);
+    }
+    this.publishAddress = config.publishAddress ?? '127.0.0.1';
+    this.plans = config.plans ?? DOCKER_PLAN_RESOURCES;
+    this.options = {
+      readyTimeoutMs: config.readyTimeoutMs ?? 120_000,
+      readyPollMs: config.readyPollMs ?? 500,
+      stopTimeoutMs: config.stopTimeoutMs ?? 30_000,
+      keepBackups: config.keepBackups ?? 3,
+      reserveBytes: config.reserveBytes ?? DEFAULT_RESERVE_BYTES,
+      memoryOvercommit: config.memoryOvercommit ?? 1,
+      pidsLimit: config.pidsLimit ?? 4096,
+      hostLogLines: config.hostLogLines ?? 200,
+    };
+  }
+
+  /** The image of an OpenClaw version: `<repository of the image option>:<version>`. */
+  imageFor(version: string): string {
+    return `${this.repository}:${version}`;
+  }
+
+  /** `GET /_ping`: whether the engine answers (for the backend's `/health`). */
+  async ping(): Promise<boolean> {
+    try {
+      await this.docker.ping();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  async create(spec: AgentSpec): Promise<AgentState> {
+    this.assertOpen();
+    if (!ID_PATTERN.test(spec.agentId)) throw new Error(`Invalid agent id: ${spec.agentId}`);
+    if (!spec.gatewayToken) throw new Error('A gateway token is required');
+    await this.ensureLoaded();
+    const id = spec.agentId;
+    if (this.agents.has(id) || this.creating.has(id)) throw new AgentExistsError(id);
+    this.creating.add(id);
+    try {
+      // A container left without a registry entry is not silently taken over, nor is another user's state volume.
+      if (await this.inspect(id)) throw new AgentExistsError(id);
+      const volume = await this.orNull(() =>
+        this.engine('inspect volume', () => this.docker.getVolume(dockerStateVolumeName(id)).inspect()),
+      );
+      const owner = volume?.Labels?.[DOCKER_LABELS.userId];
+      if (owner !== undefined && owner !== spec.userId) throw new AgentExistsError(id);
+
+      const version = spec.version ?? this.defaultVersion;
+      const image = spec.version ? this.imageFor(spec.version) : this.image;
+      return await this.withCapacity(id, spec.plan, async () => {
+        try {
+          await this.ensureImage(image);
+        } catch (cause) {
+          if (cause instanceof DockerUnavailableError) throw cause;
+          throw new AgentStartError(`Cannot create agent ${id}: image ${image} is not available: ${messageOf(cause)}`, { cause });
+        }
+        const now = new Date().toISOString();
+        const record: DockerAgentRecord = {
+          agentId: id,
+          userId: spec.userId,
+          plan: spec.plan,
+          config: spec.config,
+          version,
+          image,
+          desired: 'running',
+          llm: null,
+          secrets: { gatewayToken: '', channelTokens: {} },
+          createdAt: now,
+          updatedAt: now,
+        };
+        this.sealSecrets(record, spec);
+        const agent = this.newAgent(record);
+        this.agents.set(id, agent);
+        await this.saveRecord(agent);
+        return this.exclusive(agent, async () => {
+          await this.launch(agent);
+          return this.observe(agent);
+        });
+      });
+    } finally {
+      this.creating.delete(id);
+    }
+  }
+
+  async start(agentId: string): Promise<AgentState> {
+    const agent = await this.get(agentId);
+    return this.exclusive(agent, async () => {
+      const info = await this.inspect(agentId);
+      if (agent.record.desired !== 'running') {
+        agent.record.desired = 'running';
+        await this.saveRecord(agent);
+      }
+      // Running, or crashed and being restarted by Docker's restart policy.
+      if (info?.State.Running) return this.observe(agent);
+      await this.withCapacity(agentId, agent.record.plan, () => this.launch(agent));
+      return this.observe(agent);
+    });
+  }
+
+  async stop(agentId: string): Promise<AgentState> {
+    const agent = await this.get(agentId);
+    return this.exclusive(agent, async () => {
+      agent.record.desired = 'stopped';
+      await this.saveRecord(agent);
+      await this.stopContainer(agent);
+      return this.observe(agent);
+    });
+  }
+
+  async restart(agentId: string): Promise<AgentState> {
+    const agent = await this.get(agentId);
+    return this.exclusive(agent, async () => {
+      const running = (await this.inspect(agentId))?.State.Running === true;
+      const relaunch = async () => {
+        await this.stopContainer(agent);
+        agent.record.desired = 'running';
+        await this.saveRecord(agent);
+        await this.launch(agent);
+      };
+      if (running) await relaunch();
+      else await this.withCapacity(agentId, agent.record.plan, relaunch);
+      return this.observe(agent);
+    });
+  }
+
+  /**
+   * Pulls `<repository>:<version>` while the agent keeps running, stops it, copies the state volume into a new
+   * backup volume, recreates the container on the new image and waits for `/readyz`. If the new version does not
+   * come up, its container is removed, the backup is copied back and the previous image starts again;
+   * `UpdateFailedError.backupPath` names the backup volume. A failed pull changes nothing (`backupPath` is empty).
+   */
+  async update(agentId: string, options: { version: string }): Promise<AgentState> {
+    const agent = await this.get(agentId);
+    return this.exclusive(agent, async () => {
+      const record = agent.record;
+      const previousVersion = record.version;
+      const previousImage = record.image;
+      const targetVersion = options.version;
+      const targetImage = this.imageFor(targetVersion);
+      const id = record.agentId;
+      const running = (await this.inspect(id))?.State.Running === true;
+
+      try {
+        await this.pull(targetImage);
+      } catch (cause) {
+        if (cause instanceof DockerUnavailableError) throw cause;
+        if (await this.imageExists(targetImage)) {
+          this.log(agent, `[host] pull of ${targetImage} failed (${messageOf(cause)}); using the image already on the engine`);
+        } else {
+          this.log(agent, `[host] update to ${targetVersion} refused: cannot pull ${targetImage}: ${messageOf(cause)}`);
+          throw new UpdateFailedError(
+            `Update to OpenClaw ${targetVersion} failed: cannot pull ${targetImage}: ${messageOf(cause)}. The agent still runs ${previousVersion}.`,
+            '',
+            previousVersion,
+            targetVersion,
+            { cause },
+          );
+        }
+      }
+
+      const attempt = async (): Promise<AgentState> => {
+        await this.stopContainer(agent);
+        const backup = `${dockerContainerName(id)}-backup-${stamp()}`;
+        try {
+          await this.ensureImage(previousImage); // the helper runs it; it may have been pruned while the agent was stopped
+          await this.engine('create backup volume', () =>
+            this.docker.createVolume({
+              Name: backup,
+              Labels: { ...ownLabels(id, 'backup'), [DOCKER_LABELS.userId]: record.userId, [DOCKER_LABELS.version]: previousVersion },
+            }),
+          );
+          await this.runHelper(agent, previousImage, 'state backup', 'cp -a "$STATE/." "$BACKUP/"', {
+            STATE: { volume: dockerStateVolumeName(id), readOnly: true },
+            BACKUP: { volume: backup },
+          });
+        } catch (cause) {
+          if (cause instanceof DockerUnavailableError) throw cause;
+          await this.removeVolume(backup).catch(() => undefined);
+          await this.launch(agent).catch(() => undefined); // the previous version, untouched
+          throw new UpdateFailedError(
+            `Update to OpenClaw ${targetVersion} failed: the state could not be backed up: ${messageOf(cause)}. The agent still runs ${previousVersion}.`,
+            '',
+            previousVersion,
+            targetVersion,
+            { cause },
+          );
+        }
+        this.log(agent, `[host] state backed up to volume ${backup}; updating OpenClaw ${previousVersion} -> ${targetVersion}`);
+
+        record.version = targetVersion;
+        record.image = targetImage;
+        record.desired = 'running';
+        await this.saveRecord(agent);
+        try {
+          await this.launch(agent, { fresh: true });
+          const state = await this.waitForReady(agent, this.options.readyTimeoutMs, { failFast: true });
+          await this.pruneBackups(agent);
+          return state;
+        } catch (cause) {
+          if (cause instanceof DockerUnavailableError) throw cause;
+          const reason = messageOf(cause);
+          const output = await this.recentOutput(id);
+          this.log(agent, `[host] OpenClaw ${targetVersion} did not start (${reason}); rolling back to ${previousVersion}`);
+          for (const line of output) this.log(agent, `[host] ${targetVersion}: ${line}`);
+          try {
+            await this.discardContainer(agent);
+            await this.runHelper(
+              agent,
+              previousImage,
+              'state restore',
+              'find "$STATE" -mindepth 1 -delete && cp -a "$BACKUP/." "$STATE/"',
+              {
+                STATE: { volume: dockerStateVolumeName(id) },
+                BACKUP: { volume: backup, readOnly: true },
+              },
+            );
+            record.version = previousVersion;
+            record.image = previousImage;
+            await this.saveRecord(agent);
+            await this.launch(agent, { fresh: true });
+          } catch (rollback) {
+            agent.lastError = `Roll-back to ${previousVersion} failed: ${messageOf(rollback)}`;
+            throw new UpdateFailedError(
+              `Update to OpenClaw ${targetVersion} failed: ${reason}. Rolling back to ${previousVersion} also failed: ${messageOf(rollback)}; the state backup is volume ${backup}.`,
+              backup,
+              previousVersion,
+              targetVersion,
+              { cause },
+            );
+          }
+          throw new UpdateFailedError(
+            `Update to OpenClaw ${targetVersion} failed: ${reason}. Rolled back to ${previousVersion}.`,
+            backup,
+            previousVersion,
+            targetVersion,
+            { cause },
+          );
+        }
+      };
+      return running ? attempt() : this.withCapacity(id, record.plan, attempt);
+    });
+  }
+
+  async configure(agentId: string, changes: Partial<Pick<AgentSpec, 'config' | 'plan' | 'channelTokens' | 'llm'>>): Promise<AgentState> {
+    const agent = await this.get(agentId);
+    return this.exclusive(agent, async () => {
+      const record = agent.record;
+      const current = this.openSpec(record);
+      const next = {
+        gatewayToken: current.gatewayToken,
+        channelTokens: changes.channelTokens ?? current.channelTokens,
+        llm: changes.llm === undefined ? current.llm : changes.llm,
+      };
+      const secretsChanged = !sameSecrets(current, next);
+      const planChanged = changes.plan !== undefined && changes.plan !== record.plan;
+      const running = (await this.inspect(agentId))?.State.Running === true;
+      if (planChanged && running) await this.assertCapacity(agentId, changes.plan as string);
+
+      if (changes.config) record.config = changes.config;
+      if (changes.plan) record.plan = changes.plan;
+      if (secretsChanged) this.sealSecrets(record, next);
+      await this.saveRecord(agent);
+      if (!running) return this.observe(agent); // the next start writes the config and recreates the container as needed
+
+      if (secretsChanged) {
+        // Tokens live in the container's environment: a new container, on the same state volume.
+        await this.stopContainer(agent);
+        await this.launch(agent, { fresh: true });
+        return this.observe(agent);
+      }
+      if (changes.config) await this.writeConfig(agent); // OpenClaw hot-reloads its config file
+      if (planChanged) {
+        const limits = this.limits(record.plan);
+        await this.engine('update container limits', () =>
+          this.docker
+            .getContainer(dockerContainerName(agentId))
+            .update({ Memory: limits.Memory, MemorySwap: limits.MemorySwap, NanoCpus: limits.NanoCpus }),
+        );
+        this.log(agent, `[host] plan ${record.plan}: limits ${limits.Memory / GIB} GiB, ${limits.NanoCpus / SECOND_NS} CPU`);
+      }
+      return this.observe(agent);
+    });
+  }
+
+  /**
+   * Recreates the container from the spec (image, environment, limits, config) and fixes the state volume with a
+   * short-lived helper container: stale OpenClaw lock dirs removed, ownership and mode of the state dir restored.
+   */
+  async repair(agentId: string): Promise<AgentState> {
+    const agent = await this.get(agentId);
+    return this.exclusive(agent, async () => {
+      const running = (await this.inspect(agentId))?.State.Running === true;
+      const fix = async () => {
+        await this.discardContainer(agent);
+        await this.ensureVolume(agent.record);
+        await this.ensureImage(agent.record.image);
+        const { uid, gid } = this.owner;
+        await this.runHelper(
+          agent,
+          agent.record.image,
+          'state repair',
+          `rm -rf "$STATE"/tmp/openclaw* && chown -hR ${uid}:${gid} "$STATE" && chmod 700 "$STATE"`,
+          {
+            STATE: { volume: dockerStateVolumeName(agentId) },
+          },
+        );
+        agent.record.desired = 'running';
+        agent.lastError = null;
+        await this.saveRecord(agent);
+        this.log(agent, '[host] repair: container recreated from the spec, state volume fixed');
+        await this.launch(agent, { fresh: true });
+      };
+      if (running) await fix();
+      else await this.withCapacity(agentId, agent.record.plan, fix);
+      return this.observe(agent);
+    });
+  }
+
+  /** Clears sessions and memory (`MEMORY_PATHS`) with a helper container; the workspace's seed files stay. */
+  async resetMemory(agentId: string): Promise<AgentState> {
+    const agent = await this.get(agentId);
+    return this.exclusive(agent, async () => {
+      const running = (await this.inspect(agentId))?.State.Running === true;
+      const reset = async () => {
+        await this.stopContainer(agent);
+        await this.ensureVolume(agent.record);
+        await this.ensureImage(agent.record.image);
+        const targets = MEMORY_PATHS.map((path) => `"$STATE/${path}"`).join(' ');
+        await this.runHelper(agent, agent.record.image, 'memory reset', `rm -rf -- ${targets}`, {
+          STATE: { volume: dockerStateVolumeName(agentId) },
+        });
+        this.log(agent, `[host] memory reset: removed ${MEMORY_PATHS.join(', ')}; workspace seed files kept`);
+        agent.record.desired = 'running';
+        await this.saveRecord(agent);
+        await this.launch(agent);
+      };
+      if (running) await reset();
+      else await this.withCapacity(agentId, agent.record.plan, reset);
+      return this.observe(agent);
+    });
+  }
+
+  /**
+   * Removes the agent's containers (the gateway and any helper left behind), its state and backup volumes and its
+   * registry entry. Best effort: volumes that cannot be removed are reported after everything else is gone. Also
+   * cleans up an orphan (labelled containers or volumes without a registry entry).
+   */
+  async delete(agentId: string): Promise<void> {
+    this.assertOpen();
+    await this.ensureLoaded();
+    if (!ID_PATTERN.test(agentId)) throw new AgentNotFoundError(agentId);
+    const agent = this.agents.get(agentId);
+    const remove = async () => {
+      let found = agent !== undefined;
+      const containers = await this.engine('list containers', () =>
+        this.docker.listContainers({ all: true, filters: { label: [`${DOCKER_LABELS.agentId}=${agentId}`] } }),
+      );
+      for (const container of containers) {
+        found = true;
+        await this.ignoreStatus([404], () =>
+          this.engine('remove container', () => this.docker.getContainer(container.Id).remove({ force: true })),
+        );
+      }
+      const { Volumes: volumes } = await this.engine('list volumes', () =>
+        this.docker.listVolumes({ filters: { label: [`${DOCKER_LABELS.agentId}=${agentId}`] } }),
+      );
+      const failures: string[] = [];
+      for (const volume of volumes ?? []) {
+        found = true;
+        await this.removeVolume(volume.Name).catch((error: unknown) => failures.push(`${volume.Name}: ${messageOf(error)}`));
+      }
+      await rm(this.registryPath(agentId), { force: true });
+      this.agents.delete(agentId);
+      if (!found) throw new AgentNotFoundError(agentId);
+      if (failures.length > 0) throw new Error(`Agent ${agentId} deleted, but Docker kept: ${failures.join('; ')}`);
+    };
+    await (agent ? this.exclusive(agent, remove) : remove());
+  }
+
+  /**
+   * Containers outlive the backend: Docker supervises them (restart policy `unless-stopped`), so a backend restart or
+   * deploy costs the agents nothing (stopping them would cost each a 20–30 s cold start). `shutdown()` therefore only
+   * makes this host unusable, unless `stopOnShutdown` is set; the desired state is kept either way and `restore()`
+   * starts the agents that should run.
+   */
+  async shutdown(): Promise<void> {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    if (!this.config.stopOnShutdown) return;
+    await Promise.all(
+      [...this.agents.values()].map((agent) => this.exclusive(agent, () => this.stopContainer(agent)).catch(() => undefined)),
+    );
+  }
+
+  /**
+   * After a backend start: loads the registry and starts the agents whose desired state is `running` but whose
+   * container is missing or stopped (Docker itself restarts the others after an engine restart).
+   */
+  async restore(): Promise<AgentState[]> {
+    this.assertOpen();
+    await this.ensureLoaded();
+    for (const agent of this.agents.values()) {
+      if (agent.record.desired !== 'running') continue;
+      const info = await this.inspect(agent.record.agentId);
+      if (info?.State.Running) continue;
+      await this.start(agent.record.agentId).catch((error: unknown) => {
+        agent.lastError = messageOf(error);
+      });
+    }
+    return this.list();
+  }
+
+  /** Agent ids Docker has containers or volumes for (by label) that are not in this host's registry. */
+  async orphans(): Promise<string[]> {
+    await this.ensureLoaded();
+    const filters = { label: [`${DOCKER_LABELS.managed}=true`] };
+    const [containers, volumes] = await Promise.all([
+      this.engine('list containers', () => this.docker.listContainers({ all: true, filters })),
+      this.engine('list volumes', () => this.docker.listVolumes({ filters })),
+    ]);
+    const ids = new Set<string>();
+    for (const labels of [...containers.map((c) => c.Labels), ...(volumes.Volumes ?? []).map((v) => v.Labels)]) {
+      const id = labels?.[DOCKER_LABELS.agentId];
+      if (id && !this.agents.has(id)) ids.add(id);
+    }
+    return [...ids].sort();
+  }
+
+  // ---------------------------------------------------------------- observation
+
+  async status(agentId: string): Promise<AgentState> {
+    return this.publicState(await this.get(agentId));
+  }
+
+  async list(): Promise<AgentState[]> {
+    this.assertOpen();
+    await this.ensureLoaded();
+    return Promise.all([...this.agents.values()].map((agent) => this.publicState(agent)));
+  }
+
+  async waitUntilReady(agentId: string, options: WaitOptions = {}): Promise<AgentState> {
+    const agent = await this.get(agentId);
+    return this.waitForReady(agent, options.timeoutMs ?? this.options.readyTimeoutMs + 5_000, { failFast: false });
+  }
+
+  /** Container output (stdout and stderr, demultiplexed) merged by time with the host's own `[host]` lines. */
+  async logs(agentId: string, options: LogsOptions = {}): Promise<string[]> {
+    const agent = await this.get(agentId);
+    const tail = Math.max(0, Math.floor(options.tail ?? 200));
+    if (tail === 0) return [];
+    const raw = await this.orNull(() =>
+      this.engine('read logs', () =>
+        this.docker.getContainer(dockerContainerName(agentId)).logs({ stdout: true, stderr: true, timestamps: true, tail, follow: false }),
+      ),
+    );
+    const lines: Array<{ at: number; line: string }> = [];
+    let last = 0;
+    for (const { text } of demuxLogs(Buffer.isBuffer(raw) ? raw : Buffer.from(raw ? String(raw) : ''))) {
+      const { at, text: line } = splitLogTimestamp(text);
+      last = at ?? last;
+      lines.push({ at: last, line });
+    }
+    const merged = [...lines, ...agent.events].sort((a, b) => a.at - b.at); // stable: equal times keep their order
+    return merged.slice(-tail).map((entry) => entry.line);
+  }
+
+  async stats(agentId: string): Promise<AgentStats> {
+    await this.get(agentId);
+    const info = await this.inspect(agentId);
+    if (!info?.State.Running || info.State.Restarting) return { cpuPercent: 0, memoryBytes: 0, pids: 0, uptimeMs: 0 };
+    // stream=false: the engine takes two samples about a second apart, so the CPU figure is a real rate.
+    const sample = await this.engine('read stats', () => this.docker.getContainer(dockerContainerName(agentId)).stats({ stream: false }));
+    return dockerStats(sample as EngineStats, info.State.StartedAt);
+  }
+
+  /** `/healthz` and `/readyz` on the published port, 5-second timeout each (spec §4.10, §8). */
+  async health(agentId: string): Promise<AgentHealth> {
+    const agent = await this.get(agentId);
+    const down: AgentHealth = { live: false, ready: false, failing: [], uptimeMs: null };
+    const info = await this.inspect(agentId);
+    const url = info?.State.Running && !info.State.Restarting ? this.gatewayUrl(info) : null;
+    if (!info || !url) return down;
+    try {
+      const live = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5_000) });
+      await live.arrayBuffer();
+      if (!live.ok) return down;
+    } catch {
+      return down;
+    }
+    try {
+      const res = await fetch(`${url}/readyz`, { headers: this.authorization(agent), signal: AbortSignal.timeout(5_000) });
+      const body = (await res.json().catch(() => ({}))) as { ready?: boolean; failing?: string[]; uptimeMs?: number };
+      const ready = res.status === 200 && body.ready === true;
+      if (ready) this.markReady(agent, info.State.StartedAt);
+      return {
+        live: true,
+        ready,
+        failing: Array.isArray(body.failing) ? body.failing : [],
+        uptimeMs: typeof body.uptimeMs === 'number' ? body.uptimeMs : null,
+      };
+    } catch {
+      return { live: true, ready: false, failing: [], uptimeMs: null };
+    }
+  }
+
+  async spec(agentId: string): Promise<AgentSpec> {
+    return this.openSpec((await this.get(agentId)).record);
+  }
+
+  // ---------------------------------------------------------------- containers
+
+  /** Creates (or reuses) the container, writes the config into the state volume, starts it. Resolves at `starting`. */
+  private async launch(agent: Agent, options: { fresh?: boolean } = {}): Promise<void> {
+    this.assertOpen();
+    const record = agent.record;
+    agent.transition = 'starting';
+    try {
+      await this.ensureVolume(record);
+      await this.ensureContainer(agent, options.fresh ?? false);
+      await this.writeConfig(agent);
+      await this.ignoreStatus([304], () =>
+        this.engine('start container', () => this.docker.getContainer(dockerContainerName(record.agentId)).start()),
+      );
+      agent.readyFor = null;
+      agent.readyAt = null;
+      agent.lastError = null;
+      this.log(agent, `[host] started ${dockerContainerName(record.agentId)} (OpenClaw ${record.version}, ${record.image})`);
+    } catch (error) {
+      agent.lastError = messageOf(error);
+      this.log(agent, `[host] cannot start: ${agent.lastError}`);
+      if (error instanceof DockerUnavailableError || error instanceof AgentStartError) throw error;
+      throw new AgentStartError(`Cannot start agent ${record.agentId}: ${agent.lastError}`, { cause: error });
+    } finally {
+      agent.transition = null;
+    }
+  }
+
+  /** Keeps the container when it was created from the current spec (its config-hash label matches), else recreates it. */
+  private async ensureContainer(agent: Agent, fresh: boolean): Promise<void> {
+    const id = agent.record.agentId;
+    const info = await this.inspect(id);
+    if (info && !fresh && info.Config.Labels?.[DOCKER_LABELS.configHash] === this.configHash(agent.record)) return;
+    if (info) await this.discardContainer(agent);
+    await this.ensureImage(agent.record.image);
+    const name = dockerContainerName(id);
+    await this.engine('create container', () => this.docker.createContainer(this.withQuery({ name }, this.containerBody(agent.record))));
+  }
+
+  /**
+   * The container's create body. Its environment is built from nothing but OpenClaw's own variables and the agent's
+   * secrets (`secretEnv`): no platform variable can reach an agent. Limits come from the plan; the port is published
+   * on `publishAddress` only, on a port Docker picks.
+   */
+  private containerBody(record: DockerAgentRecord): Record<string, unknown> {
+    const spec = this.openSpec(record);
+    const env: Record<string, string> = {
+      LANG: 'C.UTF-8',
+      MALLOC_ARENA_MAX: '2',
+      OPENCLAW_STATE_DIR: this.stateDir,
+      OPENCLAW_CONFIG_PATH: posix.join(this.stateDir, 'openclaw.json'),
+      OPENCLAW_NO_AUTO_UPDATE: '1',
+      OPENCLAW_DISABLE_BONJOUR: '1',
+      OPENCLAW_OFFLINE: '1',
+      ...secretEnv(spec),
+    };
+    return {
+      Image: record.image,
+      Cmd: this.command,
+      User: this.user,
+      Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
+      Labels: {
+        ...ownLabels(record.agentId, 'gateway'),
+        [DOCKER_LABELS.userId]: record.userId,
+        [DOCKER_LABELS.plan]: record.plan,
+        [DOCKER_LABELS.version]: record.version,
+        [DOCKER_LABELS.configHash]: this.configHash(record),
+      },
+      ExposedPorts: { [PORT_KEY]: {} },
+      StopSignal: 'SIGTERM',
+      StopTimeout: Math.ceil(this.options.stopTimeoutMs / 1000),
+      Healthcheck: {
+        Test: ['CMD', 'node', '-e', READY_CHECK],
+        Interval: 30 * SECOND_NS,
+        Timeout: 5 * SECOND_NS,
+        Retries: 3,
+        StartPeriod: Math.ceil(this.options.readyTimeoutMs / 1000) * SECOND_NS,
+        StartInterval: 2 * SECOND_NS,
+      },
+      HostConfig: {
+        ...this.limits(record.plan),
+        PidsLimit: this.options.pidsLimit,
+        RestartPolicy: { Name: 'unless-stopped', MaximumRetryCount: 0 },
+        PortBindings: { [PORT_KEY]: [{ HostIp: this.publishAddress, HostPort: '' }] },
+        Mounts: [{ Type: 'volume', Source: dockerStateVolumeName(record.agentId), Target: this.stateDir }],
+        Init: true, // reaps the gateway's helper processes
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges:true'],
+        LogConfig: { Type: 'local', Config: { 'max-size': '10m', 'max-file': '3' } },
+        NetworkMode: this.config.network ?? 'bridge',
+      },
+    };
+  }
+
+  private limits(plan: string): { Memory: number; MemorySwap: number; NanoCpus: number } {
+    const resources = dockerPlanResources(plan, this.plans);
+    // MemorySwap equal to Memory: no swap, so the limit is the memory the agent really gets.
+    return { Memory: resources.memoryBytes, MemorySwap: resources.memoryBytes, NanoCpus: Math.round(resources.cpus * SECOND_NS) };
+  }
+
+  /** What the container was created with; sealed secrets change exactly when `configure` changes a token. */
+  private configHash(record: DockerAgentRecord): string {
+    const material = {
+      format: 1,
+      image: record.image,
+      command: this.command,
+      user: this.user,
+      stateDir: this.stateDir,
+      network: this.config.network ?? 'bridge',
+      publishAddress: this.publishAddress,
+      limits: this.limits(record.plan),
+      pidsLimit: this.options.pidsLimit,
+      readyTimeoutMs: this.options.readyTimeoutMs,
+      stopTimeoutMs: this.options.stopTimeoutMs,
+      secrets: record.secrets,
+      llm: record.llm,
+    };
+    return createHash('sha256').update(JSON.stringify(material)).digest('hex').slice(0, 32);
+  }
+
+  /**
+   * Writes `openclaw.json` into the state volume through the engine's archive endpoint (works on a created, stopped
+   * or running container; OpenClaw hot-reloads a running one). The archive also carries the state dir itself, owned
+   * by the gateway's user with mode 0700, which fixes a fresh volume that Docker created root-owned.
+   */
+  private async writeConfig(agent: Agent): Promise<void> {
+    const config = buildOpenClawConfig(this.openSpec(agent.record), {
+      port: GATEWAY_PORT,
+      bind: 'lan',
+      workspaceDir: posix.join(this.stateDir, 'workspace'),
+    });
+    const dir = posix.basename(this.stateDir);
+    const { uid, gid } = this.owner;
+    const archive = tarArchive([
+      { name: `${dir}/`, type: 'directory', mode: 0o700, uid, gid },
+      { name: `${dir}/openclaw.json`, type: 'file', mode: 0o600, uid, gid, content: `${JSON.stringify(config, null, 2)}\n` },
+    ]);
+    await this.engine('write config', () =>
+      this.docker.getContainer(dockerContainerName(agent.record.agentId)).putArchive(archive, { path: posix.dirname(this.stateDir) }),
+    );
+  }
+
+  /** SIGTERM, then SIGKILL after the grace period (Docker's stop). An explicit stop also pauses the restart policy. */
+  private async stopContainer(agent: Agent): Promise<void> {
+    agent.transition = 'stopping';
+    try {
+      const t = Math.ceil(this.options.stopTimeoutMs / 1000);
+      await this.ignoreStatus([304, 404], () =>
+        this.engine('stop container', () => this.docker.getContainer(dockerContainerName(agent.record.agentId)).stop({ t })),
+      );
+      agent.readyFor = null;
+      agent.readyAt = null;
+    } finally {
+      agent.transition = null;
+    }
+  }
+
+  /** Stops gracefully, then removes the container (never its volumes). */
+  private async discardContainer(agent: Agent): Promise<void> {
+    await this.stopContainer(agent);
+    await this.ignoreStatus([404], () =>
+      this.engine('remove container', () => this.docker.getContainer(dockerContainerName(agent.record.agentId)).remove({ force: true })),
+    );
+  }
+
+  private async ensureVolume(record: DockerAgentRecord): Promise<void> {
+    // Idempotent in the engine: an existing volume of that name is returned as it is.
+    await this.engine('create state volume', () =>
+      this.docker.createVolume({
+        Name: dockerStateVolumeName(record.agentId),
+        Labels: { ...ownLabels(record.agentId, 'state'), [DOCKER_LABELS.userId]: record.userId },
+      }),
+    );
+  }
+
+  private async removeVolume(name: string): Promise<void> {
+    await this.ignoreStatus([404], () => this.engine(`remove volume ${name}`, () => this.docker.getVolume(name).remove()));
+  }
+
+  private async pruneBackups(agent: Agent): Promise<void> {
+    const { Volumes: volumes } = await this.engine('list volumes', () =>
+      this.docker.listVolumes({ filters: { label: [`${DOCKER_LABELS.agentId}=${agent.record.agentId}`, `${DOCKER_LABELS.role}=backup`] } }),
+    );
+    const names = (volumes ?? []).map((volume) => volume.Name).sort();
+    for (const name of names.slice(0, Math.max(0, names.length - this.options.keepBackups))) {
+      await this.removeVolume(name).catch((error: unknown) =>
+        this.log(agent, `[host] could not remove old backup ${name}: ${messageOf(error)}`),
+      );
+    }
+  }
+
+  /**
+   * Runs `script` (`sh -c`) in a short-lived container of `image` with only the given volumes mounted, no network,
+   * as root with just the capabilities file copying needs; each volume's mount point is in the variable of its name.
+   */
+  private async runHelper(
+    agent: Agent,
+    image: string,
+    purpose: string,
+    script: string,
+    volumes: Record<string, { volume: string; readOnly?: boolean }>,
+  ): Promise<void> {
+    const id = agent.record.agentId;
+    const env: string[] = [];
+    const mounts: Array<Record<string, unknown>> = [];
+    for (const [variable, { volume, readOnly }] of Object.entries(volumes)) {
+      const target = `/aop/${variable.toLowerCase()}`;
+      env.push(`${variable}=${target}`);
+      mounts.push({ Type: 'volume', Source: volume, Target: target, ReadOnly: readOnly === true });
+    }
+    const body = {
+      Image: image,
+      Entrypoint: ['sh', '-c'],
+      Cmd: [script],
+      User: '0:0',
+      Env: env,
+      Labels: ownLabels(id, 'helper'),
+      HostConfig: {
+        Mounts: mounts,
+        NetworkMode: 'none',
+        Memory: 512 * 1024 * 1024,
+        CapDrop: ['ALL'],
+        CapAdd: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID'],
+        SecurityOpt: ['no-new-privileges:true'],
+      },
+    };
+    const name = `${dockerContainerName(id)}-helper-${stamp()}`;
+    const container = await this.engine(`create ${purpose} helper`, () => this.docker.createContainer(this.withQuery({ name }, body)));
+    try {
+      await this.engine(`start ${purpose} helper`, () => container.start());
+      const result = (await this.engine(`wait for ${purpose} helper`, () => container.wait())) as { StatusCode?: number };
+      if (result.StatusCode !== 0) {
+        const output = await this.engine('read helper logs', () => container.logs({ stdout: true, stderr: true, tail: 20, follow: false }))
+          .then((raw) => demuxLogs(Buffer.isBuffer(raw) ? raw : Buffer.alloc(0)).map((line) => line.text))
+          .catch(() => [] as string[]);
+        throw new Error(`${purpose} exited with code ${result.StatusCode}${output.length > 0 ? `: ${output.join(' | ')}` : ''}`);
+      }
+    } finally {
+      await this.engine('remove helper', () => container.remove({ force: true })).catch(() => undefined);
+    }
+  }
+
+  /** Last lines of the container's output, for the host log when a start fails (the container is about to go). */
+  private async recentOutput(agentId: string): Promise<string[]> {
+    const raw = await this.orNull(() =>
+      this.engine('read logs', () =>
+        this.docker.getContainer(dockerContainerName(agentId)).logs({ stdout: true, stderr: true, tail: 20, follow: false }),
+      ),
+    ).catch(() => null);
+    return raw && Buffer.isBuffer(raw) ? demuxLogs(raw).map((line) => line.text) : [];
+  }
+
+  // ---------------------------------------------------------------- images
+
+  private async imageExists(ref: string): Promise<boolean> {
+    return (await this.orNull(() => this.engine('inspect image', () => this.docker.getImage(ref).inspect()))) !== null;
+  }
+
+  private async ensureImage(ref: string): Promise<void> {
+    if (!(await this.imageExists(ref))) await this.pull(ref);
+  }
+
+  /** `POST /images/create`, following the progress stream to its end; an `error` line in it is a failed pull. */
+  private async pull(ref: string): Promise<void> {
+    const { repository, tag, digest } = parseImageRef(ref);
+    const query = digest ? { fromImage: `${repository}@${digest}` } : { fromImage: repository, tag: tag ?? 'latest' };
+    const stream = await this.engine(`pull ${ref}`, () => this.docker.createImage(query));
+    const events = await this.engine(
+      `pull ${ref}`,
+      () =>
+        new Promise<Array<{ error?: string; errorDetail?: { message?: string } }>>((resolve, reject) => {
+          this.docker.modem.followProgress(stream, (error: Error | null, output: Array<{ error?: string }>) =>
+            error ? reject(error) : resolve(output),
+          );
+        }),
+    );
+    const failure = events.find((event) => event.error || event.errorDetail);
+    if (failure) throw new DockerEngineError(`Docker engine: pull ${ref} failed: ${failure.errorDetail?.message ?? failure.error}`, null);
+  }
+
+  // ---------------------------------------------------------------- state
+
+  /** The agent's state from Docker. While a lifecycle operation runs, its transition (`stopping`, `starting`) is shown. */
+  private async publicState(agent: Agent): Promise<AgentState> {
+    const state = await this.observe(agent);
+    return agent.transition ? { ...state, status: agent.transition } : state;
+  }
+
+  /**
+   * The container's state in our words: `restarting` while Docker's restart policy brings a crashed gateway back;
+   * `running` once `/readyz` said ready (our probe or Docker's health check); `starting` before that, `error` after
+   * the ready timeout or when the health check fails; `stopped` when stopped by request, `error` when it stopped by
+   * itself or the container is missing although it should run.
+   */
+  private async observe(agent: Agent): Promise<AgentState> {
+    const record = agent.record;
+    const info = await this.inspect(record.agentId);
+    const base: AgentState = {
+      agentId: record.agentId,
+      userId: record.userId,
+      status: 'stopped',
+      version: record.version,
+      url: null,
+      port: null,
+      pid: null,
+      startedAt: null,
+      readyAt: null,
+      restarts: info?.RestartCount ?? 0,
+      lastError: agent.lastError,
+    };
+    const wantsToRun = record.desired === 'running';
+    if (!info) {
+      return wantsToRun
+        ? { ...base, status: 'error', lastError: agent.lastError ?? 'The agent container is missing; repair recreates it' }
+        : base;
+    }
+    const s = info.State;
+    const exit = () =>
+      s.OOMKilled
+        ? `Gateway was killed: out of memory (limit ${(info.HostConfig.Memory ?? 0) / GIB} GiB)`
+        : s.Error || `Gateway exited with code ${s.ExitCode}`;
+    // Docker reports a container waiting for its restart as Running *and* Restarting.
+    if (s.Restarting) return { ...base, status: 'restarting', lastError: exit() };
+    if (s.Running && !s.Paused) {
+      const url = this.gatewayUrl(info);
+      const running: AgentState = {
+        ...base,
+        status: 'starting',
+        url,
+        port: url ? Number(new URL(url).port) : null,
+        pid: s.Pid || null,
+        startedAt: s.StartedAt,
+      };
+      const health = s.Health?.Status;
+      if (health === 'healthy') this.markReady(agent, s.StartedAt, this.healthyAt(info));
+      // Our own probe settles it when we have not seen this run ready, or Docker's check says it no longer is.
+      let ready = agent.readyFor === s.StartedAt && health !== 'unhealthy';
+      if (!ready && url) ready = await this.probeReady(agent, url, s.StartedAt);
+      if (ready) {
+        return { ...running, status: 'running', readyAt: agent.readyAt === null ? null : new Date(agent.readyAt).toISOString() };
+      }
+      if (health === 'unhealthy') return { ...running, status: 'error', lastError: 'Gateway failed its health check (/readyz)' };
+      if (Date.now() - Date.parse(s.StartedAt) > this.options.readyTimeoutMs) {
+        return {
+          ...running,
+          status: 'error',
+          lastError: `Gateway did not become ready within ${Math.round(this.options.readyTimeoutMs / 1000)} s`,
+        };
+      }
+      return running;
+    }
+    if (s.Status === 'removing') return { ...base, status: 'stopping' };
+    if (!wantsToRun) return base;
+    if (s.Paused) return { ...base, status: 'error', lastError: 'The agent container is paused' };
+    if (s.Status === 'created')
+      return { ...base, status: 'error', lastError: agent.lastError ?? 'The agent container was created but not started' };
+    return { ...base, status: 'error', lastError: exit() };
+  }
+
+  /** When Docker's health check first passed for this run (its log keeps the last five probes). */
+  private healthyAt(info: ContainerInfo): number | null {
+    const started = Date.parse(info.State.StartedAt);
+    const passes = (info.State.Health?.Log ?? []).filter((entry) => entry.ExitCode === 0 && Date.parse(entry.Start) >= started);
+    const first = passes.map((entry) => Date.parse(entry.End)).sort((a, b) => a - b)[0];
+    return first === undefined || Number.isNaN(first) ? null : first;
+  }
+
+  private markReady(agent: Agent, startedAt: string, at: number | null = Date.now()): void {
+    if (agent.readyFor === startedAt) return;
+    agent.readyFor = startedAt;
+    agent.readyAt = at ?? Date.now();
+    const after = (agent.readyAt - Date.parse(startedAt)) / 1000;
+    this.log(agent, `[host] ready${Number.isFinite(after) && after >= 0 ? ` after ${after.toFixed(1)} s` : ''}`);
+  }
+
+  private async probeReady(agent: Agent, url: string, startedAt: string): Promise<boolean> {
+    try {
+      const res = await fetch(`${url}/readyz`, { headers: this.authorization(agent), signal: AbortSignal.timeout(2_000) });
+      const body = (await res.json().catch(() => ({}))) as { ready?: boolean };
+      if (res.status === 200 && body.ready === true) {
+        this.markReady(agent, startedAt);
+        return true;
+      }
+    } catch {
+      // not listening yet
+    }
+    return false;
+  }
+
+  private async waitForReady(agent: Agent, timeoutMs: number, options: { failFast: boolean }): Promise<AgentState> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const state = await this.observe(agent);
+      if (state.status === 'running') return state;
+      // During another lifecycle operation (e.g. the container is being recreated) keep waiting.
+      const busy = !options.failFast && agent.transition !== null;
+      if (!busy && (state.status === 'error' || state.status === 'stopped' || (options.failFast && state.status === 'restarting'))) {
+        throw new AgentStartError(state.lastError ?? `Agent ${agent.record.agentId} is ${state.status}`);
+      }
+      if (Date.now() >= deadline)
+        throw new AgentStartError(`Agent ${agent.record.agentId} not ready within ${Math.round(timeoutMs / 1000)} s`);
+      await sleep(Math.min(this.options.readyPollMs, Math.max(1, deadline - Date.now())));
+    }
+  }
+
+  /** The published gateway port, as the backend reaches it. */
+  private gatewayUrl(info: ContainerInfo): string | null {
+    const bindings = info.NetworkSettings?.Ports?.[PORT_KEY] ?? [];
+    const binding = bindings.find((b) => b.HostIp === this.publishAddress) ?? bindings[0];
+    const port = Number(binding?.HostPort);
+    if (!Number.isInteger(port) || port <= 0) return null;
+    const host = this.publishAddress === '0.0.0.0' ? '127.0.0.1' : this.publishAddress === '::' ? '::1' : this.publishAddress;
+    return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  }
+
+  /**
+   * Requests through the published port reach the gateway from Docker's bridge, not loopback: `/readyz` answers its
+   * full body (failing, uptimeMs) only with the gateway token.
+   */
+  private authorization(agent: Agent): Record<string, string> {
+    const token = this.secrets.decrypt(agent.record.secrets.gatewayToken, this.aad(agent.record.agentId, 'gatewayToken'));
+    return { authorization: `Bearer ${token}` };
+  }
+
+  // ---------------------------------------------------------------- capacity
+
+  /** Checks for room, then keeps the agent's memory promised until `fn` is done (so parallel starts cannot overbook). */
+  private async withCapacity<T>(agentId: string, plan: string, fn: () => Promise<T>): Promise<T> {
+    await this.assertCapacity(agentId, plan);
+    this.reserving.set(agentId, dockerPlanResources(plan, this.plans).memoryBytes);
+    try {
+      return await fn();
+    } finally {
+      this.reserving.delete(agentId);
+    }
+  }
+
+  /**
+   * Throws `HostFullError` unless the plan's memory limit fits next to the limits of our running containers:
+   * `sum of limits + this one <= MemTotal × memoryOvercommit − reserveBytes` (and the `maxAgents` cap). Limits, not
+   * usage, are counted: a limit is what an agent may take, and an idle gateway grows to ~1.5 GB after a few turns.
+   */
+  private async assertCapacity(exclude: string, plan: string): Promise<void> {
+    const need = dockerPlanResources(plan, this.plans).memoryBytes;
+    const [info, containers] = await Promise.all([
+      this.engine('read engine info', () => this.docker.info() as Promise<{ MemTotal?: number }>),
+      this.engine('list containers', () =>
+        this.docker.listContainers({
+          all: true,
+          filters: {
+            label: [`${DOCKER_LABELS.managed}=true`, `${DOCKER_LABELS.role}=gateway`],
+            status: ['running', 'restarting', 'paused'],
+          },
+        }),
+      ),
+    ]);
+    let active = 0;
+    let committed = 0;
+    const counted = new Set<string>();
+    for (const container of containers) {
+      const id = container.Labels?.[DOCKER_LABELS.agentId];
+      if (!id || id === exclude) continue;
+      counted.add(id);
+      active += 1;
+      const detail = await this.orNull(() => this.engine('inspect container', () => this.docker.getContainer(container.Id).inspect()));
+      committed += detail?.HostConfig.Memory || dockerPlanResources(container.Labels?.[DOCKER_LABELS.plan] ?? '', this.plans).memoryBytes;
+    }
+    for (const [id, bytes] of this.reserving) {
+      if (id === exclude || counted.has(id)) continue;
+      active += 1;
+      committed += bytes;
+    }
+    const free = (info.MemTotal ?? 0) * this.options.memoryOvercommit - this.options.reserveBytes - committed;
+    const byMemory = active + Math.max(0, Math.floor(free / need));
+    const maxAgents = this.config.maxAgents === undefined ? byMemory : Math.min(byMemory, Math.max(0, Math.floor(this.config.maxAgents)));
+    const capacity = { maxAgents, activeAgents: active, hasRoom: active < maxAgents };
+    if (!capacity.hasRoom)
+      throw new HostFullError(capacityMessage(capacity, { availableBytes: Math.max(0, free), memoryPerAgentBytes: need }));
+  }
+
+  // ---------------------------------------------------------------- registry
+
+  private registryPath(agentId: string): string {
+    return join(this.registryDir, `${agentId}.json`);
+  }
+
+  private ensureLoaded(): Promise<void> {
+    this.loading ??= this.loadRegistry().catch((error: unknown) => {
+      this.loading = null;
+      throw error;
+    });
+    return this.loading;
+  }
+
+  private async loadRegistry(): Promise<void> {
+    await mkdir(this.registryDir, { recursive: true, mode: 0o700 });
+    for (const name of await readdir(this.registryDir)) {
+      const id = name.endsWith('.json') ? name.slice(0, -'.json'.length) : '';
+      if (!ID_PATTERN.test(id) || this.agents.has(id)) continue;
+      try {
+        const record = JSON.parse(await readFile(this.registryPath(id), 'utf8')) as DockerAgentRecord;
+        if (record.agentId === id) this.agents.set(id, this.newAgent(record));
+      } catch {
+        // a half-written or foreign file: not an agent
+      }
+    }
+  }
+
+  private async saveRecord(agent: Agent): Promise<void> {
+    agent.record.updatedAt = new Date().toISOString();
+    if (!existsSync(this.registryDir)) await mkdir(this.registryDir, { recursive: true, mode: 0o700 });
+    await writeFileAtomic(this.registryPath(agent.record.agentId), `${JSON.stringify(agent.record, null, 2)}\n`);
+  }
+
+  private aad(agentId: string, name: string): string {
+    return `agent:${agentId}:${name}`;
+  }
+
+  private sealSecrets(record: DockerAgentRecord, spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm'>): void {
+    const id = record.agentId;
+    record.secrets.gatewayToken = this.secrets.encrypt(spec.gatewayToken, this.aad(id, 'gatewayToken'));
+    record.secrets.channelTokens = {};
+    for (const name of MESSAGING_CHANNELS) {
+      const token = spec.channelTokens?.[name];
+      if (token) record.secrets.channelTokens[name] = this.secrets.encrypt(token, this.aad(id, `channel:${name}`));
+    }
+    record.llm = spec.llm ? { ...spec.llm, apiKey: this.secrets.encrypt(spec.llm.apiKey, this.aad(id, 'llmApiKey')) } : null;
+  }
+
+  private openSpec(record: DockerAgentRecord): AgentSpec {
+    const id = record.agentId;
+    const channelTokens: ChannelTokens = {};
+    for (const name of MESSAGING_CHANNELS) {
+      const sealed = record.secrets.channelTokens[name];
+      if (sealed) channelTokens[name] = this.secrets.decrypt(sealed, this.aad(id, `channel:${name}`));
+    }
+    return {
+      agentId: id,
+      userId: record.userId,
+      plan: record.plan,
+      config: record.config,
+      gatewayToken: this.secrets.decrypt(record.secrets.gatewayToken, this.aad(id, 'gatewayToken')),
+      channelTokens,
+      llm: record.llm ? { ...record.llm, apiKey: this.secrets.decrypt(record.llm.apiKey, this.aad(id, 'llmApiKey')) } : undefined,
+      version: record.version,
+    };
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private assertOpen(): void {
+    if (this.shuttingDown) throw new Error('The agent host is shut down');
+  }
+
+  private async get(agentId: string): Promise<Agent> {
+    this.assertOpen();
+    await this.ensureLoaded();
+    const agent = this.agents.get(agentId);
+    if (!agent) throw new AgentNotFoundError(agentId);
+    return agent;
+  }
+
+  private newAgent(record: DockerAgentRecord): Agent {
+    return { record, lock: Promise.resolve(), transition: null, readyFor: null, readyAt: null, lastError: null, events: [] };
+  }
+
+  /** Runs one lifecycle operation at a time per agent. */
+  private exclusive<T>(agent: Agent, fn: () => Promise<T>): Promise<T> {
+    const run = agent.lock.then(fn, fn);
+    agent.lock = run.catch(() => undefined);
+    return run;
+  }
+
+  private log(agent: Agent, line: string): void {
+    agent.events.push({ at: Date.now(), line });
+    if (agent.events.length > this.options.hostLogLines) agent.events.splice(0, agent.events.length - this.options.hostLogLines);
+  }
+
+  private inspect(agentId: string): Promise<ContainerInfo | null> {
+    return this.orNull(() => this.engine('inspect container', () => this.docker.getContainer(dockerContainerName(agentId)).inspect()));
+  }
+
+  /**
+   * dockerode serializes every option of a POST into the query string as well as the body; with `_query`/`_body`
+   * only the name goes into the URL, so the container's environment (tokens) never appears in a request line.
+   */
+  private withQuery(query: Record<string, string>, body: Record<string, unknown>): Docker.ContainerCreateOptions {
+    return { _query: query, _body: body } as unknown as Docker.ContainerCreateOptions;
+  }
+
+  /** Runs an engine call, turning transport failures into `DockerUnavailableError` and error answers into `DockerEngineError`. */
+  private async engine<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      if (error instanceof DockerUnavailableError || error instanceof DockerEngineError) throw error;
+      const failure = error as Error & { code?: string; statusCode?: number; json?: unknown };
+      if (failure.code && UNREACHABLE.has(failure.code)) throw new DockerUnavailableError(this.socketPath, failure.code, { cause: error });
+      if (typeof failure.statusCode === 'number') {
+        const json = failure.json as { message?: unknown } | Buffer | null | undefined;
+        const detail =
+          json && !Buffer.isBuffer(json) && typeof json.message === 'string'
+            ? json.message
+            : Buffer.isBuffer(json) && json.length > 0
+              ? json.toString('utf8').trim()
+              : failure.message;
+        throw new DockerEngineError(`Docker engine: ${what} failed (HTTP ${failure.statusCode}): ${detail}`, failure.statusCode, {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+  }
+
+  /** `null` when the engine answers 404 (no such container, image or volume). */
+  private async orNull<T>(fn: () => Promise<T>): Promise<T | null> {
+    try {
+      return await fn();
+    } catch (error) {
+      if (engineStatus(error) === 404) return null;
+      throw error;
+    }
+  }
+
+  private async ignoreStatus(statuses: number[], fn: () => Promise<unknown>): Promise<void> {
+    try {
+      await fn();
+    } catch (error) {
+      const status = engineStatus(error);
+      if (status === null || !statuses.includes(status)) throw error;
+    }
+  }
+}

@@ -1,0 +1,603 @@
+import { randomBytes } from 'node:crypto';
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AgentExistsError, AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from './host.js';
+import { type KubeApiEmulatorOptions, startKubeApi } from './kube-api.test-support.js';
+import {
+  type KubernetesHostOptions,
+  KubernetesAgentHost,
+  KubernetesApiError,
+  kubeAgentName,
+  parseKubeQuantity,
+} from './kubernetes-host.js';
+import { MEMORY_PATHS, SEED_FILES } from './local-host.js';
+import { PINNED_OPENCLAW_VERSION } from './runtime.js';
+
+// The kubernetes provider against an in-memory Kubernetes API server on 127.0.0.1 that answers the real REST paths
+// and shapes (kube-api.test-support.ts); @kubernetes/client-node talks to it through an ordinary kubeconfig.
+
+const NS = 'aop-agents';
+const PLATFORM_SECRETS = ['DATABASE_URL', 'INTERNAL_API_KEY', 'HMAC_SECRET', 'SESSION_SECRET', 'ENCRYPTION_KEY', 'REDIS_URL'];
+const OWNED = ['deployments', 'services', 'persistentvolumeclaims', 'secrets', 'configmaps'];
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setup(emulator: KubeApiEmulatorOptions = {}, options: Partial<KubernetesHostOptions> = {}) {
+  const api = await startKubeApi(emulator);
+  cleanups.push(() => api.close());
+  const host = new KubernetesAgentHost({
+    kubeconfig: api.kubeConfig(),
+    pollMs: 5,
+    readyTimeoutMs: 2_000,
+    stopTimeoutMs: 2_000,
+    jobTimeoutMs: 2_000,
+    ...options,
+  });
+  return { api, host };
+}
+
+let n = 0;
+function spec(overrides: Partial<AgentSpec> = {}): AgentSpec {
+  n += 1;
+  return {
+    agentId: `agt_Kube${n}`,
+    userId: 'usr_Owner1',
+    plan: 'solo',
+    config: { gateway: { bind: 'loopback' }, tools: { profile: 'messaging' }, cron: { enabled: true, maxConcurrentRuns: 2 } },
+    gatewayToken: `gw-${n}-${randomBytes(8).toString('hex')}`,
+    ...overrides,
+  };
+}
+
+const decode = (data: Record<string, string>) =>
+  Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('KubernetesAgentHost', () => {
+  it('create makes a Deployment, Service, PVC, Secret and ConfigMap with our labels, plan resources and probes', async () => {
+    const { api, host } = await setup();
+    const s = spec({ plan: 'label' });
+    const state = await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    expect(name).toMatch(/^aop-agent-agt-kube\d+--[0-9a-f]{16}$/);
+    expect(state).toMatchObject({
+      agentId: s.agentId,
+      userId: 'usr_Owner1',
+      status: 'starting',
+      version: PINNED_OPENCLAW_VERSION,
+      url: `http://${name}.${NS}.svc:18789`,
+      port: 18789,
+      pid: null,
+    });
+
+    for (const plural of OWNED) {
+      const object = api.get(plural, NS, name);
+      expect(object, plural).toBeDefined();
+      expect(object!.metadata.labels).toMatchObject({
+        'app.kubernetes.io/managed-by': 'aop',
+        'app.kubernetes.io/instance': name,
+        'aop/agent-id': s.agentId,
+        'aop/user-id': 'usr_Owner1',
+      });
+      expect(object!.metadata.annotations['aop/agent-id']).toBe(s.agentId);
+    }
+
+    const deployment = api.get('deployments', NS, name)!;
+    expect(deployment.spec.replicas).toBe(1);
+    expect(deployment.spec.strategy).toEqual({ type: 'Recreate' });
+    const pod = deployment.spec.template.spec;
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000, fsGroup: 1000 });
+    const gateway = pod.containers[0];
+    expect(gateway.image).toBe(`ghcr.io/openclaw/openclaw:${PINNED_OPENCLAW_VERSION}`);
+    expect(gateway.command).toEqual(['openclaw', 'gateway', 'run', '--bind', 'lan', '--port', '18789']);
+    expect(gateway.resources).toEqual({ requests: { cpu: '1000m', memory: '8Gi' }, limits: { cpu: '4', memory: '8Gi' } });
+    expect(gateway.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 18789 }, timeoutSeconds: 5 });
+    expect(gateway.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 18789 }, timeoutSeconds: 5 });
+    expect(gateway.securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    // OPENCLAW_CONFIG_PATH points into the mounted ConfigMap; the state dir is on the PVC.
+    const env = Object.fromEntries(gateway.env.filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]));
+    expect(env.OPENCLAW_CONFIG_PATH).toBe('/etc/openclaw/openclaw.json');
+    expect(env.OPENCLAW_STATE_DIR).toBe('/var/lib/openclaw/state');
+    expect(gateway.volumeMounts).toEqual(
+      expect.arrayContaining([
+        { name: 'config', mountPath: '/etc/openclaw', readOnly: true },
+        { name: 'state', mountPath: '/var/lib/openclaw' },
+      ]),
+    );
+    expect(pod.volumes).toEqual(
+      expect.arrayContaining([
+        { name: 'state', persistentVolumeClaim: { claimName: name } },
+        { name: 'config', configMap: { name, items: [{ key: 'openclaw.json', path: 'openclaw.json' }] } },
+      ]),
+    );
+
+    const service = api.get('services', NS, name)!;
+    expect(service.spec.type).toBe('ClusterIP');
+    expect(service.spec.ports).toEqual([expect.objectContaining({ port: 18789, targetPort: 18789 })]);
+    expect(deployment.spec.template.metadata.labels).toMatchObject(service.spec.selector);
+
+    const pvc = api.get('persistentvolumeclaims', NS, name)!;
+    expect(pvc.spec).toMatchObject({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '5Gi' } } });
+
+    const config = JSON.parse(api.get('configmaps', NS, name)!.data['openclaw.json']);
+    expect(config.gateway).toMatchObject({ mode: 'local', port: 18789, bind: 'lan', auth: { mode: 'token' } });
+    expect(config.cron.maxConcurrentRuns).toBeUndefined();
+    expect(config.agents.defaults.workspace).toBe('/var/lib/openclaw/state/workspace');
+
+    // The Deployment started exactly one pod from its template.
+    expect(api.podsOf(NS, name)).toHaveLength(1);
+    await expect(host.create({ ...s })).rejects.toBeInstanceOf(AgentExistsError);
+  });
+
+  it('sizes gateways per plan: limits from spec §8, memory requested in full, a quarter of the CPU', async () => {
+    const { host } = await setup();
+    const sizes = Object.fromEntries(
+      ['solo', 'collective', 'label', 'network', 'underground', 'starter', 'pro', 'scale', 'enterprise', 'white_glove', 'free'].map(
+        (plan) => [plan, host.resourcesFor(plan).limits],
+      ),
+    );
+    expect(sizes).toEqual({
+      solo: { memory: '2Gi', cpu: '1' },
+      collective: { memory: '4Gi', cpu: '2' },
+      label: { memory: '8Gi', cpu: '4' },
+      network: { memory: '16Gi', cpu: '4' },
+      underground: { memory: '2Gi', cpu: '1' },
+      starter: { memory: '2Gi', cpu: '1' },
+      pro: { memory: '4Gi', cpu: '2' },
+      scale: { memory: '8Gi', cpu: '4' },
+      enterprise: { memory: '16Gi', cpu: '4' },
+      white_glove: { memory: '32Gi', cpu: '8' },
+      free: { memory: '2Gi', cpu: '1' },
+    });
+    expect(host.resourcesFor('solo').requests).toEqual({ cpu: '250m', memory: '2Gi' });
+    expect(parseKubeQuantity('250000000n')).toBeCloseTo(0.25);
+    expect(parseKubeQuantity('1048576Ki')).toBe(2 ** 30);
+    expect(parseKubeQuantity('1.5G')).toBe(1.5e9);
+  });
+
+  it('the Secret holds the agent’s own environment only, never a platform secret', async () => {
+    const saved = Object.fromEntries(PLATFORM_SECRETS.map((key) => [key, process.env[key]]));
+    for (const key of PLATFORM_SECRETS) process.env[key] = `platform-${key}-${randomBytes(6).toString('hex')}`;
+    try {
+      const { api, host } = await setup();
+      const s = spec({
+        channelTokens: { telegram: 'tg-token-1', discord: 'dc-token-1', whatsapp: 'wa-link' },
+        llm: { baseUrl: 'https://llm.example/v1', apiKey: 'sk-agent-key', model: 'model-a', contextWindow: 64_000 },
+      });
+      await host.create(s);
+      const name = kubeAgentName(s.agentId);
+      const secret = api.get('secrets', NS, name)!;
+      const values = decode(secret.data);
+      expect(values).toEqual({
+        OPENCLAW_GATEWAY_TOKEN: s.gatewayToken,
+        TELEGRAM_BOT_TOKEN: 'tg-token-1',
+        DISCORD_BOT_TOKEN: 'dc-token-1',
+        AOP_LLM_API_KEY: 'sk-agent-key',
+        'aop-whatsapp-token': 'wa-link',
+      });
+      const everything = JSON.stringify([secret, api.get('deployments', NS, name), api.get('configmaps', NS, name)]);
+      for (const key of PLATFORM_SECRETS) {
+        expect(everything).not.toContain(key);
+        expect(everything).not.toContain(process.env[key]);
+      }
+      // The container reads exactly the four variables OpenClaw needs, from this agent's own Secret.
+      const env = api.get('deployments', NS, name)!.spec.template.spec.containers[0].env;
+      const fromSecret = env.filter((e: any) => e.valueFrom);
+      expect(fromSecret.map((e: any) => e.name).sort()).toEqual([
+        'AOP_LLM_API_KEY',
+        'DISCORD_BOT_TOKEN',
+        'OPENCLAW_GATEWAY_TOKEN',
+        'TELEGRAM_BOT_TOKEN',
+      ]);
+      expect(new Set(fromSecret.map((e: any) => e.valueFrom.secretKeyRef.name))).toEqual(new Set([name]));
+      // No token in the config file: OpenClaw resolves them from the environment.
+      const configText = api.get('configmaps', NS, name)!.data['openclaw.json'];
+      for (const token of [s.gatewayToken, 'tg-token-1', 'dc-token-1', 'sk-agent-key']) expect(configText).not.toContain(token);
+
+      expect(await host.spec(s.agentId)).toEqual({
+        ...s,
+        channelTokens: { telegram: 'tg-token-1', discord: 'dc-token-1', whatsapp: 'wa-link' },
+        version: PINNED_OPENCLAW_VERSION,
+      });
+    } finally {
+      for (const [key, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
+  });
+
+  it('status follows the Deployment: starting until the readiness probe passes, then running', async () => {
+    const { api, host } = await setup();
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    expect((await host.status(s.agentId)).status).toBe('starting');
+    const waiting = host.waitUntilReady(s.agentId);
+    setTimeout(() => api.setReady(NS, name, true), 30);
+    const ready = await waiting;
+    expect(ready.status).toBe('running');
+    expect(ready.readyAt).not.toBeNull();
+    expect(ready.startedAt).not.toBeNull();
+    expect(await host.list()).toEqual([expect.objectContaining({ agentId: s.agentId, status: 'running', userId: s.userId })]);
+  });
+
+  it('a pod that cannot pull its image is an error, with the reason', async () => {
+    const { host } = await setup({ podProblem: () => ({ reason: 'ImagePullBackOff', message: 'Back-off pulling image "x"' }) });
+    const s = spec();
+    await host.create(s);
+    expect(await host.status(s.agentId)).toMatchObject({
+      status: 'error',
+      lastError: 'gateway: ImagePullBackOff: Back-off pulling image "x"',
+    });
+    await expect(host.waitUntilReady(s.agentId)).rejects.toThrow(/ImagePullBackOff/);
+  });
+
+  it('stop and start scale the Deployment to 0 and 1 (JSON patch of spec.replicas)', async () => {
+    const { api, host } = await setup({ autoReady: () => true });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    const stopped = await host.stop(s.agentId);
+    expect(stopped.status).toBe('stopped');
+    expect(api.get('deployments', NS, name)!.spec.replicas).toBe(0);
+    expect(api.podsOf(NS, name)).toHaveLength(0);
+    const [scaleDown] = api.callsTo('PATCH', new RegExp(`/deployments/${name}$`)).slice(-1);
+    expect(scaleDown).toMatchObject({
+      contentType: 'application/json-patch+json',
+      body: [{ op: 'replace', path: '/spec/replicas', value: 0 }],
+    });
+    expect(await host.health(s.agentId)).toEqual({ live: false, ready: false, failing: [], uptimeMs: null });
+    expect(await host.stats(s.agentId)).toEqual({ cpuPercent: 0, memoryBytes: 0, pids: 0, uptimeMs: 0 });
+
+    const started = await host.start(s.agentId);
+    expect(api.get('deployments', NS, name)!.spec.replicas).toBe(1);
+    expect(started.status).toBe('running');
+  });
+
+  it('restart sets kubectl.kubernetes.io/restartedAt on the pod template, which replaces the pod', async () => {
+    const { api, host } = await setup({ autoReady: () => true });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    const [before] = api.podsOf(NS, name);
+    const started = Date.now();
+    await host.restart(s.agentId);
+    const deployment = api.get('deployments', NS, name)!;
+    const restartedAt = deployment.spec.template.metadata.annotations['kubectl.kubernetes.io/restartedAt'];
+    expect(Date.parse(restartedAt)).toBeGreaterThanOrEqual(started - 1000);
+    const [patch] = api.callsTo('PATCH', new RegExp(`/deployments/${name}$`)).slice(-1);
+    expect(patch!.contentType).toBe('application/strategic-merge-patch+json');
+    const after = api.podsOf(NS, name);
+    expect(after).toHaveLength(1);
+    expect(after[0]!.metadata.name).not.toBe(before!.metadata.name);
+  });
+
+  it('update clones the state volume, rolls out the new image and keeps the newest backups', async () => {
+    const { api, host } = await setup({ autoReady: () => true }, { keepBackups: 1 });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    const mark = api.calls.length;
+    const updated = await host.update(s.agentId, { version: '2026.10.1' });
+    expect(updated).toMatchObject({ status: 'running', version: '2026.10.1' });
+    const deployment = api.get('deployments', NS, name)!;
+    expect(deployment.spec.template.spec.containers[0].image).toBe('ghcr.io/openclaw/openclaw:2026.10.1');
+    expect(deployment.metadata.annotations['aop/openclaw-version']).toBe('2026.10.1');
+
+    const backups = api.list('persistentvolumeclaims', NS, `aop/backup-of=${name}`);
+    expect(backups).toHaveLength(1);
+    expect(backups[0]!.metadata.name).toMatch(new RegExp(`^${name}-backup-\\d{17}$`));
+    expect(backups[0]!.spec.dataSource).toEqual({ kind: 'PersistentVolumeClaim', name });
+    expect(backups[0]!.metadata.annotations['aop/openclaw-version']).toBe(PINNED_OPENCLAW_VERSION);
+    // The clone was taken with the gateway stopped, and a Job mounted it (so it exists) before the new version ran.
+    const steps = api.calls
+      .slice(mark)
+      .filter((c) => c.method === 'POST' || c.method === 'PATCH')
+      .map((c) => {
+        if (c.method === 'PATCH') return Array.isArray(c.body) ? `scale ${c.body[0].value}` : 'patch image';
+        return `create ${c.path.split('/').pop()}`;
+      });
+    expect(steps).toEqual(['scale 0', 'create persistentvolumeclaims', 'create jobs', 'patch image']);
+    expect(api.callsTo('POST', /\/jobs$/).map((c) => (c.body as any).metadata.labels['aop/job'])).toEqual(['backup-check']);
+    expect(api.list('jobs', NS)).toEqual([]);
+
+    await new Promise((resolve) => setTimeout(resolve, 2)); // distinct timestamps
+    await host.update(s.agentId, { version: '2026.11.0' });
+    const kept = api.list('persistentvolumeclaims', NS, `aop/backup-of=${name}`);
+    expect(kept).toHaveLength(1);
+    expect(kept[0]!.metadata.annotations['aop/openclaw-version']).toBe('2026.10.1');
+  });
+
+  it('a failed update puts the previous image back, restores the state and throws UpdateFailedError with the backup', async () => {
+    const { api, host } = await setup({
+      autoReady: () => true,
+      podProblem: (d) =>
+        d.spec.template.spec.containers[0].image.endsWith(':9999.1.1') ? { reason: 'ImagePullBackOff', message: 'manifest unknown' } : null,
+    });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    await host.waitUntilReady(s.agentId);
+
+    const error = (await host.update(s.agentId, { version: '9999.1.1' }).catch((e: unknown) => e)) as UpdateFailedError;
+    expect(error).toBeInstanceOf(UpdateFailedError);
+    expect(error.message).toMatch(/Update to OpenClaw 9999\.1\.1 failed: gateway: ImagePullBackOff: manifest unknown\. Rolled back to /);
+    expect(error.previousVersion).toBe(PINNED_OPENCLAW_VERSION);
+    expect(error.targetVersion).toBe('9999.1.1');
+    expect(error.backupPath).toMatch(new RegExp(`^pvc/${NS}/${name}-backup-\\d{17}$`));
+    const backupName = error.backupPath.split('/')[2]!;
+    expect(api.get('persistentvolumeclaims', NS, backupName)!.spec.dataSource).toEqual({ kind: 'PersistentVolumeClaim', name });
+
+    const deployment = api.get('deployments', NS, name)!;
+    expect(deployment.spec.template.spec.containers[0].image).toBe(`ghcr.io/openclaw/openclaw:${PINNED_OPENCLAW_VERSION}`);
+    expect(deployment.spec.template.spec.initContainers[0].image).toBe(`ghcr.io/openclaw/openclaw:${PINNED_OPENCLAW_VERSION}`);
+    expect(deployment.metadata.annotations['aop/openclaw-version']).toBe(PINNED_OPENCLAW_VERSION);
+    expect(deployment.spec.replicas).toBe(1);
+    // The state was copied back from the clone by a Job that mounted both volumes.
+    const restore = api.callsTo('POST', /\/jobs$/).find((c) => (c.body as any).metadata.labels['aop/job'] === 'restore')!.body as any;
+    expect(restore.spec.template.spec.volumes).toEqual([
+      { name: 'state', persistentVolumeClaim: { claimName: name, readOnly: false } },
+      { name: 'backup', persistentVolumeClaim: { claimName: backupName, readOnly: true } },
+    ]);
+    expect(restore.spec.template.spec.containers[0].command.join(' ')).toMatch(/cp -a "\/backup\/\$d"/);
+    expect(await host.status(s.agentId)).toMatchObject({ status: 'running', version: PINNED_OPENCLAW_VERSION });
+  });
+
+  it('an update that is not ready in time is rolled back too', async () => {
+    const { api, host } = await setup(
+      { autoReady: (d) => !d.spec.template.spec.containers[0].image.endsWith(':2030.1.1') },
+      { readyTimeoutMs: 200 },
+    );
+    const s = spec();
+    await host.create(s);
+    const error = (await host.update(s.agentId, { version: '2030.1.1' }).catch((e: unknown) => e)) as UpdateFailedError;
+    expect(error).toBeInstanceOf(UpdateFailedError);
+    expect(error.message).toMatch(/not ready within 0\.2 s/);
+    const name = kubeAgentName(s.agentId);
+    expect(api.get('deployments', NS, name)!.spec.template.spec.containers[0].image).toMatch(new RegExp(`:${PINNED_OPENCLAW_VERSION}$`));
+  });
+
+  it('an update without a usable backup does not touch the agent', async () => {
+    const { api, host } = await setup({
+      autoReady: () => true,
+      jobOutcome: (job) => (job.metadata.labels['aop/job'] === 'backup-check' ? 'failed' : 'succeeded'),
+    });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    await expect(host.update(s.agentId, { version: '2026.10.1' })).rejects.toThrow(
+      /Cannot back up the state of agent .*, so it was not updated: Job .* failed: Job has reached the specified backoff limit/,
+    );
+    const deployment = api.get('deployments', NS, name)!;
+    expect(deployment.spec.replicas).toBe(1);
+    expect(deployment.spec.template.spec.containers[0].image).toMatch(new RegExp(`:${PINNED_OPENCLAW_VERSION}$`));
+    expect(api.list('persistentvolumeclaims', NS, `aop/backup-of=${name}`)).toEqual([]);
+  });
+
+  it('resetMemory clears sessions and memory with a Job while the agent is scaled to 0, keeping the seed files', async () => {
+    const { api, host } = await setup({ autoReady: () => true });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    const state = await host.resetMemory(s.agentId);
+    expect(state.status).toBe('running');
+    const [jobCall] = api.callsTo('POST', /\/jobs$/);
+    const job = jobCall!.body as any;
+    expect(job.spec.template.spec.volumes).toEqual([{ name: 'state', persistentVolumeClaim: { claimName: name, readOnly: false } }]);
+    const script: string = job.spec.template.spec.containers[0].command[2];
+    expect(script).toContain('cd /var/lib/openclaw/state');
+    for (const path of MEMORY_PATHS) expect(script).toContain(`'${path}'`);
+    for (const seed of SEED_FILES) expect(script).not.toContain(seed);
+    // Scaled to 0 before the Job, back to 1 after it; the Job is removed.
+    const writes = api.calls.filter((c) => c.method === 'PATCH' || (c.method === 'POST' && c.path.endsWith('/jobs')));
+    expect(writes.map((c) => (c.method === 'PATCH' ? (c.body as any)[0].value : 'job'))).toEqual([1, 0, 'job', 1]);
+    expect(api.list('jobs', NS)).toEqual([]);
+    expect(api.get('deployments', NS, name)!.spec.replicas).toBe(1);
+  });
+
+  it('configure: config changes rewrite openclaw.json without a restart; token and plan changes restart the pod', async () => {
+    const { api, host } = await setup({ autoReady: () => true });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    const [pod] = api.podsOf(NS, name);
+    await host.configure(s.agentId, { config: { tools: { profile: 'coding' } } });
+    expect(JSON.parse(api.get('configmaps', NS, name)!.data['openclaw.json']).tools.profile).toBe('coding');
+    expect(api.podsOf(NS, name)[0]!.metadata.name).toBe(pod!.metadata.name);
+    expect((await host.spec(s.agentId)).config).toEqual({ tools: { profile: 'coding' } });
+
+    await host.configure(s.agentId, { channelTokens: { telegram: 'tg-new' } });
+    expect(decode(api.get('secrets', NS, name)!.data).TELEGRAM_BOT_TOKEN).toBe('tg-new');
+    expect(JSON.parse(api.get('configmaps', NS, name)!.data['openclaw.json']).channels.telegram.enabled).toBe(true);
+    const deployment = api.get('deployments', NS, name)!;
+    expect(deployment.spec.template.metadata.annotations['kubectl.kubernetes.io/restartedAt']).toBeDefined();
+    expect(api.podsOf(NS, name)[0]!.metadata.name).not.toBe(pod!.metadata.name);
+
+    await host.configure(s.agentId, { plan: 'pro' });
+    const resized = api.get('deployments', NS, name)!;
+    expect(resized.spec.template.spec.containers[0].resources.limits).toEqual({ memory: '4Gi', cpu: '2' });
+    expect(resized.metadata.annotations['aop/plan']).toBe('pro');
+    expect((await host.spec(s.agentId)).plan).toBe('pro');
+  });
+
+  it('repair rebuilds the Secret, ConfigMap, Service and Deployment from the stored spec and restarts', async () => {
+    const { api, host } = await setup({ autoReady: () => true });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    const configMap = api.get('configmaps', NS, name)!;
+    const generated = configMap.data['openclaw.json'];
+    api.put('configmaps', NS, { ...configMap, data: { ...configMap.data, 'openclaw.json': '{ broken' } });
+    api.remove('services', NS, name);
+    const deployment = api.get('deployments', NS, name)!;
+    deployment.spec.template.spec.containers[0].command = ['sleep', 'infinity'];
+    api.put('deployments', NS, deployment);
+
+    const state = await host.repair(s.agentId);
+    expect(state.status).toBe('running');
+    expect(api.get('configmaps', NS, name)!.data['openclaw.json']).toBe(generated);
+    expect(api.get('services', NS, name)!.spec.ports[0].port).toBe(18789);
+    const repaired = api.get('deployments', NS, name)!;
+    expect(repaired.spec.template.spec.containers[0].command).toEqual(['openclaw', 'gateway', 'run', '--bind', 'lan', '--port', '18789']);
+    expect(repaired.spec.template.metadata.annotations['kubectl.kubernetes.io/restartedAt']).toBeDefined();
+    expect(decode(api.get('secrets', NS, name)!.data).OPENCLAW_GATEWAY_TOKEN).toBe(s.gatewayToken);
+    // The init container fixes the state dir at every start: layout, modes, stale locks.
+    expect(repaired.spec.template.spec.initContainers[0].command[2]).toMatch(
+      /mkdir -p .*chmod 700 .*rm -rf \/var\/lib\/openclaw\/state\/tmp\/openclaw\*/s,
+    );
+  });
+
+  it('logs come from the pod log API, tail lines of the gateway container', async () => {
+    const { api, host } = await setup({ autoReady: () => true });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    const [pod] = api.podsOf(NS, name);
+    api.appendLogs(NS, pod!.metadata.name, ['line 1', 'line 2', 'line 3']);
+    expect(await host.logs(s.agentId, { tail: 2 })).toEqual(['line 2', 'line 3']);
+    const [call] = api.callsTo('GET', /\/log$/);
+    expect(call!.query).toMatchObject({ container: 'gateway', tailLines: '2' });
+    expect(await host.logs(s.agentId)).toEqual(['line 1', 'line 2', 'line 3']);
+  });
+
+  it('stats reads PodMetrics (nanocores as percent of one core, memory in bytes) and says when metrics-server is missing', async () => {
+    const { api, host } = await setup({ autoReady: () => true });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    await expect(host.stats(s.agentId)).rejects.toThrow(/No metrics for pod .* yet/);
+    api.setPodMetrics(NS, api.podsOf(NS, name)[0]!.metadata.name, { cpu: '1250000000n', memory: '1048576Ki' });
+    const stats = await host.stats(s.agentId);
+    expect(stats).toMatchObject({ cpuPercent: 125, memoryBytes: 2 ** 30, pids: 0 });
+    expect(stats.uptimeMs).toBeGreaterThanOrEqual(0);
+
+    const bare = await setup({ autoReady: () => true, metricsApi: false });
+    const t = spec();
+    await bare.host.create(t);
+    await expect(bare.host.stats(t.agentId)).rejects.toThrow(
+      'Agent stats need the metrics.k8s.io API, which this cluster does not serve: install metrics-server',
+    );
+  });
+
+  it('health probes /healthz and /readyz at the service URL, with the gateway token', async () => {
+    const s = spec();
+    const seen: string[] = [];
+    const gateway: Server = createServer((req, res) => {
+      seen.push(`${req.url} ${req.headers.authorization ?? '-'}`);
+      if (req.url === '/healthz') return res.writeHead(200).end('{"ok":true,"status":"live"}');
+      const authorized = req.headers.authorization === `Bearer ${s.gatewayToken}`;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(authorized ? { ready: true, failing: [], uptimeMs: 4321 } : { ready: true }));
+    });
+    await new Promise<void>((resolve) => gateway.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((resolve) => gateway.close(() => resolve())));
+    const port = (gateway.address() as AddressInfo).port;
+    const { host } = await setup(
+      {},
+      { serviceUrl: (agentId) => (agentId === s.agentId ? `http://127.0.0.1:${port}` : 'http://127.0.0.1:1') },
+    );
+    await host.create(s);
+    expect(await host.health(s.agentId)).toEqual({ live: true, ready: true, failing: [], uptimeMs: 4321 });
+    expect(seen).toEqual(['/healthz -', `/readyz Bearer ${s.gatewayToken}`]);
+    expect((await host.status(s.agentId)).url).toBe(`http://127.0.0.1:${port}`);
+
+    const other = spec();
+    await host.create(other);
+    expect(await host.health(other.agentId)).toEqual({ live: false, ready: false, failing: [], uptimeMs: null });
+  });
+
+  it('delete removes every object including the state volume and its backups; unknown agents are not found', async () => {
+    const { api, host } = await setup({ autoReady: () => true });
+    const s = spec();
+    await host.create(s);
+    const keep = spec();
+    await host.create(keep);
+    await host.update(s.agentId, { version: '2026.10.1' });
+    const name = kubeAgentName(s.agentId);
+    expect(api.list('persistentvolumeclaims', NS, `app.kubernetes.io/instance=${name}`)).toHaveLength(2);
+
+    await host.delete(s.agentId);
+    for (const plural of [...OWNED, 'pods', 'jobs']) {
+      expect(api.list(plural, NS, `app.kubernetes.io/instance=${name}`), plural).toEqual([]);
+    }
+    expect((await host.list()).map((state) => state.agentId)).toEqual([keep.agentId]);
+    await expect(host.delete(s.agentId)).rejects.toBeInstanceOf(AgentNotFoundError);
+    await expect(host.delete('agt_NeverWas')).rejects.toBeInstanceOf(AgentNotFoundError);
+    await expect(host.status('agt_NeverWas')).rejects.toBeInstanceOf(AgentNotFoundError);
+    await expect(host.start('../etc')).rejects.toBeInstanceOf(AgentNotFoundError);
+  });
+
+  it('ids that differ only in case get their own objects, and an object made for another id is never used', async () => {
+    const { api, host } = await setup();
+    await host.create(spec({ agentId: 'abc' }));
+    await host.create(spec({ agentId: 'ABC' }));
+    expect(kubeAgentName('abc')).toBe('aop-agent-abc');
+    expect(kubeAgentName('ABC')).toMatch(/^aop-agent-abc--[0-9a-f]{16}$/);
+    expect((await host.status('ABC')).agentId).toBe('ABC');
+    expect((await host.list()).map((state) => state.agentId).sort()).toEqual(['ABC', 'abc']);
+
+    const foreign = api.get('deployments', NS, 'aop-agent-abc')!;
+    foreign.metadata.name = 'aop-agent-xyz';
+    api.put('deployments', NS, foreign); // claims to be agent `abc`
+    await expect(host.status('xyz')).rejects.toBeInstanceOf(AgentNotFoundError);
+    await expect(host.delete('xyz')).rejects.toBeInstanceOf(AgentNotFoundError);
+    expect(api.get('deployments', NS, 'aop-agent-xyz')).toBeDefined();
+  });
+
+  it('a ResourceQuota rejection is HostFullError and leaves nothing behind', async () => {
+    const { api, host } = await setup();
+    api.failNext(
+      (call) => call.method === 'POST' && call.path.endsWith('/persistentvolumeclaims'),
+      403,
+      'Forbidden',
+      'persistentvolumeclaims "x" is forbidden: exceeded quota: agents, requested: requests.storage=5Gi, used: requests.storage=100Gi, limited: requests.storage=100Gi',
+    );
+    const s = spec();
+    const error = await host.create(s).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HostFullError);
+    expect((error as HostFullError).message).toMatch(/^No room for another agent: .*exceeded quota/);
+    const name = kubeAgentName(s.agentId);
+    for (const plural of OWNED) expect(api.get(plural, NS, name), plural).toBeUndefined();
+  });
+
+  it('an unreachable API server or bad credentials are clear errors', async () => {
+    const port = await closedPort();
+    const kubeconfig = new KubeConfig();
+    kubeconfig.loadFromOptions({
+      clusters: [{ name: 'gone', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+      users: [{ name: 'gone', token: 't' }],
+      contexts: [{ name: 'gone', cluster: 'gone', user: 'gone' }],
+      currentContext: 'gone',
+    });
+    const host = new KubernetesAgentHost({ kubeconfig, requestTimeoutMs: 2_000 });
+    const error = await host.status('agt_1').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KubernetesApiError);
+    expect((error as Error).message).toBe(
+      `Kubernetes API at http://127.0.0.1:${port} is unreachable (ECONNREFUSED) while trying to read deployment aop-agent-agt-1--${kubeAgentName('agt_1').split('--')[1]}`,
+    );
+    await expect(host.list()).rejects.toThrow(/is unreachable \(ECONNREFUSED\) while trying to list/);
+
+    const { api } = await setup();
+    const wrong = api.kubeConfig();
+    wrong.users[0] = { ...wrong.users[0]!, token: 'not-the-token' };
+    const rejected = new KubernetesAgentHost({ kubeconfig: wrong });
+    await expect(rejected.create(spec())).rejects.toThrow(
+      `Kubernetes API at ${api.url} rejected the credentials (401) while trying to create deployment`,
+    );
+    expect(() => new KubernetesAgentHost({})).toThrow(/No Kubernetes cluster configured/);
+  });
+});
