@@ -19,7 +19,7 @@ export interface BackendDeps {
   db: Database;
   counters: CounterStore;
   logger?: FastifyBaseLogger;
-  /** Where agents run; absent when the configured provisioner has no host in this version. */
+  /** Where agents run; absent when the configured provisioner is not configured (agent routes answer 500). */
   host?: AgentHost;
 }
 
@@ -42,7 +42,7 @@ export async function buildApp({ config, db, counters, logger, host }: BackendDe
     },
   });
 
-  await app.register(healthRoutes, { config, probe: createHealthProbe(config) });
+  await app.register(healthRoutes, { config, probe: createHealthProbe(config, host) });
 
   // Everything under /api counts against the general limit; areas add their own on top.
   await app.register(

@@ -9,10 +9,22 @@ const BackendEnvSchema = Type.Composite([
     INTERNAL_API_KEY: Env.optional(Type.String({ minLength: 16 })),
     HMAC_SECRET: Env.optional(Type.String({ minLength: 16 })),
     ADMIN_EMAILS: Env.optional(Type.String()),
-    PROVISIONER: Env.oneOf(['local', 'docker', 'hosting'] as const, 'local'),
+    PROVISIONER: Env.oneOf(['local', 'docker', 'kubernetes', 'hosting'] as const, 'local'),
     DOCKER_SOCKET: Env.str('/var/run/docker.sock'),
+    DOCKER_AGENT_IMAGE: Env.optional(Type.String({ minLength: 1 })),
+    DOCKER_NETWORK: Env.optional(Type.String({ minLength: 1 })),
+    KUBECONFIG: Env.optional(Type.String({ minLength: 1 })),
+    KUBE_CONTEXT: Env.optional(Type.String({ minLength: 1 })),
+    KUBE_NAMESPACE: Env.str('aop-agents'),
+    KUBE_AGENT_IMAGE: Env.optional(Type.String({ minLength: 1 })),
+    KUBE_STORAGE_CLASS: Env.optional(Type.String({ minLength: 1 })),
+    KUBE_STORAGE_SIZE: Env.str('5Gi'),
+    KUBE_AGENT_URL: Env.optional(Type.String({ minLength: 1 })),
     HOSTING_API_URL: Env.url(),
     HOSTING_API_KEY: Env.optional(Type.String()),
+    HOSTING_PROJECT_ID: Env.optional(Type.String()),
+    HOSTING_ENVIRONMENT_ID: Env.optional(Type.String()),
+    HOSTING_AGENT_IMAGE: Env.str('ghcr.io/openclaw/openclaw:2026.9.6'),
     ENCRYPTION_KEY: Env.optional(Type.String({ minLength: 32 })),
     GATEWAY_SHARED_TOKEN: Env.optional(Type.String({ minLength: 16 })),
     PLATFORM_GATEWAY_TOKEN: Env.optional(Type.String({ minLength: 16 })),
@@ -43,10 +55,24 @@ export interface BackendConfig extends BaseConfig {
   /** Key of the user-context signature: HMAC_SECRET, else INTERNAL_API_KEY (spec §5). */
   userContextSecret: string | undefined;
   adminEmails: ReadonlySet<string>;
-  provisioner: 'local' | 'docker' | 'hosting';
+  provisioner: 'local' | 'docker' | 'kubernetes' | 'hosting';
   dockerSocket: string;
   hostingApiUrl: string | undefined;
   hostingApiKey: string | undefined;
+  /** Options of the container providers; unset values take the host's defaults. */
+  docker: { image: string | undefined; network: string | undefined };
+  kubernetes: {
+    kubeconfig: string | undefined;
+    context: string | undefined;
+    namespace: string;
+    image: string | undefined;
+    storageClass: string | undefined;
+    storageSize: string;
+    /** Gateway URL template with `{name}`, `{namespace}`, `{agentId}`; in-cluster service DNS when unset. */
+    agentUrl: string | undefined;
+  };
+  /** The hosting provider's project, environment and agent image (with `hostingApiUrl`/`hostingApiKey`). */
+  hosting: { projectId: string | undefined; environmentId: string | undefined; image: string };
   /** Seals the agent host's secrets (gateway and channel tokens, LLM keys) at rest. */
   encryptionKey: string;
   /** One gateway token for every agent; unset → each agent gets 24 random bytes as 48 hex characters. */
@@ -93,6 +119,17 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
     dockerSocket: parsed.DOCKER_SOCKET,
     hostingApiUrl: parsed.HOSTING_API_URL,
     hostingApiKey: parsed.HOSTING_API_KEY,
+    docker: { image: parsed.DOCKER_AGENT_IMAGE, network: parsed.DOCKER_NETWORK },
+    kubernetes: {
+      kubeconfig: parsed.KUBECONFIG,
+      context: parsed.KUBE_CONTEXT,
+      namespace: parsed.KUBE_NAMESPACE,
+      image: parsed.KUBE_AGENT_IMAGE,
+      storageClass: parsed.KUBE_STORAGE_CLASS,
+      storageSize: parsed.KUBE_STORAGE_SIZE,
+      agentUrl: parsed.KUBE_AGENT_URL,
+    },
+    hosting: { projectId: parsed.HOSTING_PROJECT_ID, environmentId: parsed.HOSTING_ENVIRONMENT_ID, image: parsed.HOSTING_AGENT_IMAGE },
     encryptionKey: ENCRYPTION_KEY,
     gatewaySharedToken: parsed.GATEWAY_SHARED_TOKEN,
     platformGatewayToken: parsed.PLATFORM_GATEWAY_TOKEN,

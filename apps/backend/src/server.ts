@@ -1,26 +1,26 @@
 import { createCounterStore } from '@aop/core';
 import { createDatabase, migrate, pgliteDirFor } from '@aop/db';
-import { LocalAgentHost } from '@aop/provisioner';
+import type { AgentHost } from '@aop/provisioner';
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { loadBackendConfig } from './config.js';
+import { ProvisionerConfigError, createAgentHost } from './services/agent-host.js';
 
 const config = loadBackendConfig();
 const db = createDatabase({ databaseUrl: config.databaseUrl, pgliteDir: pgliteDirFor(config.dataDir, 'backend') });
 await migrate(db);
 const counters = createCounterStore(config.redisUrl);
-// Only the local provisioner has an agent host so far; the others report `provisioning: disabled`.
-const host =
-  config.provisioner === 'local'
-    ? new LocalAgentHost({
-        dataDir: config.dataDir,
-        encryptionKey: config.encryptionKey,
-        readyTimeoutMs: config.agents.readyTimeoutMs,
-        memoryPerAgentBytes: config.agents.memoryPerAgentBytes,
-        ...(config.agents.maxAgents !== undefined ? { maxAgents: config.agents.maxAgents } : {}),
-      })
-    : undefined;
+// A provisioner whose settings are incomplete gets no host: agent routes answer 500 and /health says `disabled`.
+let host: AgentHost | undefined;
+let hostProblem: string | undefined;
+try {
+  host = createAgentHost(config);
+} catch (err) {
+  if (!(err instanceof ProvisionerConfigError)) throw err;
+  hostProblem = err.message;
+}
 const app = await buildApp({ config, db, counters, ...(host ? { host } : {}) });
+if (hostProblem) app.log.warn(`provisioning disabled: ${hostProblem}`);
 // Agents that were running when the backend stopped start again.
 if (host) host.restore().catch((err) => app.log.error({ err }, 'restoring agents failed'));
 

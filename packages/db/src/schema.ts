@@ -305,6 +305,22 @@ export interface ChatMessagesTable {
   created_at: Timestamp;
 }
 
+/**
+ * Credentials given to agents (migration 0012, `POST /api/agent` `set-credential`): `value_enc` is AES-256-GCM sealed
+ * (associated data: user, scope, name) and never leaves the web service in clear except towards the agent's own host.
+ */
+export interface AgentCredentialsTable {
+  id: Generated<number>;
+  user_id: string;
+  /** Null: the user-wide scope. */
+  agent_id: string | null;
+  name: string;
+  kind: 'channel' | 'llm' | 'skill';
+  value_enc: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 /** Devices paired with a user's agent gateway, mirrored from `device.pair.list` (spec §2.8, §3.1; migration 0008). */
 export interface DevicesTable {
   user_id: string;
@@ -354,6 +370,7 @@ export interface DB {
   ai_model_selections: AiModelSelectionsTable;
   heartbeat_settings: HeartbeatSettingsTable;
   chat_messages: ChatMessagesTable;
+  agent_credentials: AgentCredentialsTable;
   devices: DevicesTable;
   schema_migrations: SchemaMigrationsTable;
 }

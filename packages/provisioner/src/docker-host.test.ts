@@ -380,12 +380,15 @@ describe('DockerAgentHost (emulated Docker Engine)', () => {
     const missing = (await host.update(s.agentId, { version: '9.9.9' }).catch((e: unknown) => e)) as UpdateFailedError;
     expect(missing).toBeInstanceOf(UpdateFailedError);
     expect(missing.backupPath).toBe('');
-    expect(missing.message).toContain(`manifest for ${REPO}:9.9.9 not found`);
-    expect(missing.message).toContain('The agent still runs 1.0.0.');
+    expect(missing.message).toBe(
+      `Update to OpenClaw 9.9.9 failed: cannot pull ${REPO}:9.9.9: manifest for ${REPO}:9.9.9 not found: manifest unknown: manifest unknown. The agent still runs 1.0.0.`,
+    );
 
     const midStream = (await host.update(s.agentId, { version: '1.2.0' }).catch((e: unknown) => e)) as UpdateFailedError;
     expect(midStream).toBeInstanceOf(UpdateFailedError);
-    expect(midStream.message).toContain('502 Bad Gateway');
+    expect(midStream.message).toBe(
+      `Update to OpenClaw 1.2.0 failed: cannot pull ${REPO}:1.2.0: received unexpected HTTP status: 502 Bad Gateway. The agent still runs 1.0.0.`,
+    );
 
     expect(engine.callsTo('POST', /\/stop$/)).toHaveLength(0);
     expect(engine.volumeNames().filter((name) => name.includes('-backup-'))).toEqual([]);

@@ -86,11 +86,14 @@ export class DockerUnavailableError extends Error {
 export class DockerEngineError extends Error {
   override readonly name = 'DockerEngineError';
   constructor(
-    message: string,
+    /** What the host was doing, e.g. `pull ghcr.io/openclaw/openclaw:2026.9.6`. */
+    readonly operation: string,
+    /** The engine's own message. */
+    readonly detail: string,
     readonly engineStatus: number | null,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(`Docker engine: ${operation} failed${engineStatus === null ? '' : ` (HTTP ${engineStatus})`}: ${detail}`, options);
   }
 }
 
@@ -442,9 +445,10 @@ export class DockerAgentHost implements AgentHost {
         if (await this.imageExists(targetImage)) {
           this.log(agent, `[host] pull of ${targetImage} failed (${messageOf(cause)}); using the image already on the engine`);
         } else {
-          this.log(agent, `[host] update to ${targetVersion} refused: cannot pull ${targetImage}: ${messageOf(cause)}`);
+          const why = cause instanceof DockerEngineError ? cause.detail : messageOf(cause);
+          this.log(agent, `[host] update to ${targetVersion} refused: cannot pull ${targetImage}: ${why}`);
           throw new UpdateFailedError(
-            `Update to OpenClaw ${targetVersion} failed: cannot pull ${targetImage}: ${messageOf(cause)}. The agent still runs ${previousVersion}.`,
+            `Update to OpenClaw ${targetVersion} failed: cannot pull ${targetImage}: ${why}. The agent still runs ${previousVersion}.`,
             '',
             previousVersion,
             targetVersion,
@@ -1079,7 +1083,7 @@ export class DockerAgentHost implements AgentHost {
         }),
     );
     const failure = events.find((event) => event.error || event.errorDetail);
-    if (failure) throw new DockerEngineError(`Docker engine: pull ${ref} failed: ${failure.errorDetail?.message ?? failure.error}`, null);
+    if (failure) throw new DockerEngineError(`pull ${ref}`, String(failure.errorDetail?.message ?? failure.error), null);
   }
 
   // ---------------------------------------------------------------- state
@@ -1402,15 +1406,14 @@ export class DockerAgentHost implements AgentHost {
       if (failure.code && UNREACHABLE.has(failure.code)) throw new DockerUnavailableError(this.socketPath, failure.code, { cause: error });
       if (typeof failure.statusCode === 'number') {
         const json = failure.json as { message?: unknown } | Buffer | null | undefined;
+        // dockerode keeps the engine's JSON for plain requests; for streamed ones only its own message, which quotes it.
         const detail =
           json && !Buffer.isBuffer(json) && typeof json.message === 'string'
             ? json.message
             : Buffer.isBuffer(json) && json.length > 0
               ? json.toString('utf8').trim()
-              : failure.message;
-        throw new DockerEngineError(`Docker engine: ${what} failed (HTTP ${failure.statusCode}): ${detail}`, failure.statusCode, {
-          cause: error,
-        });
+              : failure.message.replace(/^\(HTTP code \d+\) [^-]*- /, '').trim();
+        throw new DockerEngineError(what, detail, failure.statusCode, { cause: error });
       }
       throw error;
     }

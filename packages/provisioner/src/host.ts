@@ -123,7 +123,12 @@ export interface AgentHost {
   waitUntilReady(agentId: string, options?: WaitOptions): Promise<AgentState>;
   /** Stops the agent and removes everything it had (state, backups, logs, registry entry). */
   delete(agentId: string): Promise<void>;
-  /** Stops every agent (they start again on the next `restore()`); the host is unusable afterwards. */
+  /** Brings back the agents that should be running (called once when the backend starts). */
+  restore(): Promise<AgentState[]>;
+  /**
+   * Releases the host. The local provider stops its gateways (they start again on the next `restore()`); container
+   * and hosting providers leave agents running, so a backend deploy does not take every tenant offline.
+   */
   shutdown(): Promise<void>;
 }
 

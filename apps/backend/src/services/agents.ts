@@ -8,6 +8,7 @@ import {
   HostFullError,
   type LlmSpec,
   PINNED_OPENCLAW_VERSION,
+  StatsUnavailableError,
   UpdateFailedError,
 } from '@aop/provisioner';
 import type { BackendConfig } from '../config.js';
@@ -102,6 +103,7 @@ export async function onHost<T>(fn: () => Promise<T>): Promise<T> {
     if (err instanceof HttpError || err instanceof UpdateFailedError) throw err;
     if (err instanceof HostFullError) throw new HttpError(503, err.message);
     if (err instanceof AgentNotFoundError) throw new HttpError(404, 'Agent not found');
+    if (err instanceof StatsUnavailableError) throw new HttpError(501, err.message);
     throw new HttpError(500, `Provisioning failed: ${err instanceof Error ? err.message : String(err)}`);
   }
 }

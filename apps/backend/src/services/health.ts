@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { PINNED_OPENCLAW_VERSION, openClawRuntime, runtimeProblem } from '@aop/provisioner';
+import { type AgentHost, PINNED_OPENCLAW_VERSION, openClawRuntime, runtimeProblem } from '@aop/provisioner';
 import type { BackendConfig } from '../config.js';
 
 export type DockerStatus = 'available' | 'unavailable';
@@ -46,7 +46,24 @@ async function pingHostingApi(url: string | undefined, key: string | undefined):
 const openclawInstalled = (): ProvisioningStatus =>
   runtimeProblem(openClawRuntime(PINNED_OPENCLAW_VERSION)) === null ? 'enabled' : 'disabled';
 
-export async function provisioningStatus(config: BackendConfig): Promise<ProvisioningStatus> {
+/** A cluster counts as reachable when listing our agents answers within the timeout. */
+async function listsAgents(host: AgentHost | undefined): Promise<ProvisioningStatus> {
+  if (!host) return 'disabled';
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('timed out')), PROBE_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([host.list(), timeout]);
+    return 'enabled';
+  } catch {
+    return 'disabled';
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function provisioningStatus(config: BackendConfig, host?: AgentHost): Promise<ProvisioningStatus> {
   switch (config.provisioner) {
     case 'local':
       return openclawInstalled();
@@ -54,6 +71,8 @@ export async function provisioningStatus(config: BackendConfig): Promise<Provisi
       return (await pingDocker(config.dockerSocket)) === 'available' ? 'enabled' : 'disabled';
     case 'hosting':
       return pingHostingApi(config.hostingApiUrl, config.hostingApiKey);
+    case 'kubernetes':
+      return listsAgents(host);
   }
 }
 
@@ -66,12 +85,12 @@ export interface HealthSnapshot {
  * Health checks run at most once per `ttlMs`, so a load balancer polling
  * `/health` does not turn into a probe storm against Docker or the hosting API.
  */
-export function createHealthProbe(config: BackendConfig, ttlMs = 5_000): () => Promise<HealthSnapshot> {
+export function createHealthProbe(config: BackendConfig, host?: AgentHost, ttlMs = 5_000): () => Promise<HealthSnapshot> {
   let cached: { at: number; value: Promise<HealthSnapshot> } | undefined;
   return () => {
     const now = Date.now();
     if (!cached || now - cached.at > ttlMs) {
-      const value = Promise.all([pingDocker(config.dockerSocket), provisioningStatus(config)]).then(([docker, provisioning]) => ({
+      const value = Promise.all([pingDocker(config.dockerSocket), provisioningStatus(config, host)]).then(([docker, provisioning]) => ({
         docker,
         provisioning,
       }));

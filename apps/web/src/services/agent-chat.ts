@@ -203,11 +203,19 @@ export async function gatewayChat(
     throw new HttpError(500, 'Chat failed');
   }
 
-  const agentId = target.agentId ?? (typeof final?.agentId === 'string' ? final.agentId : 'main');
+  const agentId = target.agentId ?? gatewayAgentOf(final);
   const reported = usageOfMessage(final?.message);
   const model = reported?.model ?? (await deps.db.withUser(user.id, (trx) => configuredModel(trx, user.id, target.agentId)));
   await recordChatUsage(deps, log, user, target, model, reported?.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
   return { success: true, reply, agentId, agentName: target.agentName ?? agentId };
+}
+
+/** The gateway's agent that ran the turn: `agentId` of the event, else the `<id>` of its `agent:<id>:…` key (OpenClaw
+ * leaves `agentId` out when the key names the agent), else OpenClaw's default agent `main`. */
+function gatewayAgentOf(final: ChatEventPayload | undefined): string {
+  if (typeof final?.agentId === 'string' && final.agentId) return final.agentId;
+  const fromKey = typeof final?.sessionKey === 'string' ? /^agent:([^:]+):/.exec(final.sessionKey)?.[1] : undefined;
+  return fromKey ?? 'main';
 }
 
 /** OpenClaw answers with the full key (`agent:main:<key>`); the request named the short or the full form. */
@@ -241,7 +249,7 @@ export interface RestChatAnswer {
 export const restChatUser = (userId: string, sessionKey: string) => `${ownerTagFor(userId)}:${sessionKey}`;
 
 /** The gateway of one named agent of the user (404 when it is not theirs, 409 when it has no address yet). */
-async function namedAgentGateway(deps: ChatDeps, user: AuthUser, agentId: string): Promise<GatewayTarget> {
+export async function namedAgentGateway(deps: ChatDeps, user: AuthUser, agentId: string): Promise<GatewayTarget> {
   const agent = await deps.db.withUser(user.id, (trx) =>
     trx.selectFrom('agents').select(['id', 'name', 'url']).where('id', '=', agentId).executeTakeFirst(),
   );
@@ -576,12 +584,18 @@ async function readCron(conn: GatewayConnection, target: GatewayTarget): Promise
 /**
  * Spec §4.4 `GET /api/gateway/status`: `/healthz` of the user's gateway and, over one WebSocket, its sessions and cron
  * jobs (only the user's own on a shared gateway). `healthy` means the gateway is live and answered the platform;
- * anything else is a 200 `unreachable` with the reason in `healthDetail.error`.
+ * anything else is a 200 `unreachable` with the reason in `healthDetail.error`. `resolve` picks another gateway than
+ * the user's default one (`GET /api/agent?agentId=`).
  */
-export async function gatewayStatus(deps: ChatDeps, log: ChatLog, user: AuthUser): Promise<GatewayStatus> {
+export async function gatewayStatus(
+  deps: ChatDeps,
+  log: ChatLog,
+  user: AuthUser,
+  resolve: () => Promise<GatewayTarget> = () => resolveGateway(deps, user),
+): Promise<GatewayStatus> {
   let target: GatewayTarget;
   try {
-    target = await resolveGateway(deps, user);
+    target = await resolve();
   } catch (err) {
     if (err instanceof GatewayUnavailableError) return unreachable(UNAVAILABLE_WORDS[err.reason]);
     throw err;

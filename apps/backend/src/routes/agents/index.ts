@@ -371,7 +371,29 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     const userId = callerId(request);
     const row = await app.db.withUser(userId, (trx) => ownDeployment(trx, request.params.id));
     const state = await hostState(host, row.id);
-    const stats = state ? await onHost(() => host.stats(row.id)) : { cpuPercent: 0, memoryBytes: 0, pids: 0, uptimeMs: 0 };
+    const stats = state
+      ? await onHost(() => host.stats(row.id)).catch((err: unknown) => {
+          // A provider that reports no resource figures (hosting) still answers, with N/A figures (reference shape).
+          if (err instanceof HttpError && err.statusCode === 501) return null;
+          throw err;
+        })
+      : { cpuPercent: 0, memoryBytes: 0, pids: 0, uptimeMs: 0 };
+    if (!stats) {
+      return {
+        stats: {
+          agentId: row.id,
+          cpu: 'N/A',
+          memory: 'N/A',
+          memoryPercent: 'N/A',
+          network: 'N/A',
+          uptime: 'N/A',
+          uptimeFormatted: 'N/A',
+          status: agentView(config, row, state).status,
+          pids: 'N/A',
+        },
+        status: 'ok',
+      };
+    }
     const total = totalmem();
     const seconds = Math.floor(stats.uptimeMs / 1000);
     return {

@@ -13,7 +13,7 @@ export async function unavailableProvisioning(app: App, { config, paths }: { con
       url,
       onRequest: agentAuth(config),
       handler: async () => {
-        throw new HttpError(500, `Provisioning is not available: the ${config.provisioner} provisioner has no agent host in this version`);
+        throw new HttpError(500, `Provisioning is not available: the ${config.provisioner} provisioner is not configured`);
       },
     });
   }

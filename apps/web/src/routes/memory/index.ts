@@ -2,6 +2,7 @@ import { type App, HttpError, newId } from '@aop/core';
 import { type Tx, sql } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../plugins/auth.js';
+import { MEMORY_COLUMNS as COLUMNS, memoryView as view } from '../../services/memory.js';
 
 export const MEMORY_CONTENT_MAX = 10_000;
 export const MEMORY_TAGS_MAX = 50;
@@ -17,26 +18,6 @@ const MemorySchema = Type.Object({
   tags: Type.Array(Type.String()),
   createdAt: Type.String(),
   updatedAt: Type.String(),
-});
-
-interface MemoryRow {
-  id: string;
-  agent_id: string | null;
-  content: string;
-  tags: string[];
-  created_at: Date;
-  updated_at: Date;
-}
-
-const COLUMNS = ['id', 'agent_id', 'content', 'tags', 'created_at', 'updated_at'] as const;
-
-const view = (row: MemoryRow) => ({
-  id: row.id,
-  agentId: row.agent_id,
-  content: row.content,
-  tags: row.tags,
-  createdAt: row.created_at.toISOString(),
-  updatedAt: row.updated_at.toISOString(),
 });
 
 /** `all` or nothing means every agent of the user. */

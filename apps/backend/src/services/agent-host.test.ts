@@ -1,0 +1,118 @@
+import { hmacSha256Hex } from '@aop/core';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DockerAgentHost, HostingAgentHost, KubernetesAgentHost, LocalAgentHost, kubeAgentName } from '@aop/provisioner';
+import { startDockerEngine } from '@aop/provisioner/docker-engine.test-support';
+import { request } from '@aop/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBackend } from '../backend.test-support.js';
+import { loadBackendConfig } from '../config.js';
+import { ProvisionerConfigError, createAgentHost } from './agent-host.js';
+
+const KEY = 'internal-key-for-provider-tests';
+const HMAC = 'hmac-secret-for-provider-tests';
+const IMAGE = 'ghcr.io/openclaw/openclaw:1.0.0';
+
+let work: string;
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'aop-providers-'));
+});
+afterAll(() => rm(work, { recursive: true, force: true }));
+
+const configOf = (env: Record<string, string>) =>
+  loadBackendConfig({ NODE_ENV: 'test', DATA_DIR: join(work, 'data'), INTERNAL_API_KEY: KEY, LOG_LEVEL: 'silent', ...env });
+
+// Issue #7: PROVISIONER picks the agent host; `/health` reports the real provider's reachability (spec §4.10).
+describe('createAgentHost', () => {
+  it('builds the host PROVISIONER names', async () => {
+    expect(createAgentHost(configOf({}))).toBeInstanceOf(LocalAgentHost);
+    const docker = createAgentHost(configOf({ PROVISIONER: 'docker', DOCKER_SOCKET: join(work, 'none.sock') }));
+    expect(docker).toBeInstanceOf(DockerAgentHost);
+    expect(docker.provider).toBe('docker');
+    const hosting = createAgentHost(
+      configOf({
+        PROVISIONER: 'hosting',
+        HOSTING_API_URL: 'http://127.0.0.1:9/graphql',
+        HOSTING_API_KEY: 'hosting-key',
+        HOSTING_PROJECT_ID: 'prj',
+        HOSTING_ENVIRONMENT_ID: 'env',
+      }),
+    );
+    expect(hosting).toBeInstanceOf(HostingAgentHost);
+  });
+
+  it('refuses a hosting provisioner without its project settings', () => {
+    expect(() => createAgentHost(configOf({ PROVISIONER: 'hosting', HOSTING_API_URL: 'http://127.0.0.1:9/graphql' }))).toThrow(
+      ProvisionerConfigError,
+    );
+  });
+
+  it('reaches Kubernetes agents through KUBE_AGENT_URL when set, in-cluster DNS otherwise', async () => {
+    const kubeconfig = join(work, 'kubeconfig.yaml');
+    await writeFile(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters: [{ name: c, cluster: { server: "http://127.0.0.1:9" } }]',
+        'users: [{ name: u, user: { token: t } }]',
+        'contexts: [{ name: x, context: { cluster: c, user: u } }]',
+        'current-context: x',
+      ].join('\n'),
+    );
+    const plain = createAgentHost(configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, KUBE_NAMESPACE: 'tenants' }));
+    expect(plain).toBeInstanceOf(KubernetesAgentHost);
+    expect((plain as KubernetesAgentHost).serviceUrl('agt_a1')).toBe(`http://${kubeAgentName('agt_a1')}.tenants.svc:18789`);
+    const templated = createAgentHost(
+      configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, KUBE_AGENT_URL: 'https://{name}.agents.example.com/{agentId}' }),
+    );
+    expect((templated as KubernetesAgentHost).serviceUrl('agt_a1')).toBe(`https://${kubeAgentName('agt_a1')}.agents.example.com/agt_a1`);
+    // The API server is not there: the cluster is reported unreachable, not an exception.
+    const backend = await startBackend({ INTERNAL_API_KEY: KEY, PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig }, { host: plain });
+    try {
+      expect((await request(`${backend.url}/health`)).body).toMatchObject({ provisioning: 'disabled', provider: 'render' });
+    } finally {
+      await backend.close();
+    }
+  });
+});
+
+describe('backend on the docker provisioner', () => {
+  it('deploys into the Docker engine and reports it in /health', async () => {
+    const dir = await mkdtemp(join(work, 'engine-'));
+    const engine = await startDockerEngine({ socketPath: join(dir, 'docker.sock'), dir, images: { [IMAGE]: {} } });
+    const env = {
+      INTERNAL_API_KEY: KEY,
+      HMAC_SECRET: HMAC,
+      PROVISIONER: 'docker',
+      DOCKER_SOCKET: engine.socketPath,
+      DOCKER_AGENT_IMAGE: IMAGE,
+    };
+    const host = createAgentHost(configOf(env));
+    const backend = await startBackend(env, { host });
+    try {
+      expect((await request(`${backend.url}/health`)).body).toMatchObject({ docker: 'available', provisioning: 'enabled' });
+      const email = 'dock@example.com';
+      const res = await request(`${backend.url}/api/deployments`, {
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          'x-user-id': 'usr_dock',
+          'x-user-email': email,
+          'x-user-role': 'user',
+          'x-user-signature': hmacSha256Hex(HMAC, `usr_dock:${email}:user`),
+        },
+        json: { agentId: 'agt_dock', name: 'Dock', config: { telegramToken: 'tg-token', plan: 'solo' } },
+      });
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({ agentId: 'agt_dock', status: expect.any(String) });
+      const created = engine.calls.find((c) => c.method === 'POST' && c.path === '/containers/create');
+      expect(created?.body).toMatchObject({ Image: IMAGE, Labels: expect.objectContaining({ 'aop.agent-id': 'agt_dock' }) });
+      expect((await host.waitUntilReady('agt_dock', { timeoutMs: 10_000 })).status).toBe('running');
+    } finally {
+      await backend.close();
+      await host.shutdown();
+      await engine.close();
+    }
+  });
+});

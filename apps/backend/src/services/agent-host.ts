@@ -1,0 +1,62 @@
+import { type AgentHost, DockerAgentHost, HostingAgentHost, KubernetesAgentHost, LocalAgentHost, kubeAgentName } from '@aop/provisioner';
+import type { BackendConfig } from '../config.js';
+
+/** Why the configured provisioner cannot have a host (missing settings); the backend then reports it disabled. */
+export class ProvisionerConfigError extends Error {
+  override readonly name = 'ProvisionerConfigError';
+}
+
+/**
+ * The agent host of `PROVISIONER` (spec §4.10: `provisioning` reflects its reachability). Hosts that keep a registry
+ * seal its secrets with `ENCRYPTION_KEY` (Kubernetes keeps them in Secret objects); every host hands an agent only
+ * its own environment.
+ */
+export function createAgentHost(config: BackendConfig): AgentHost {
+  const common = { dataDir: config.dataDir, encryptionKey: config.encryptionKey, readyTimeoutMs: config.agents.readyTimeoutMs };
+  const maxAgents = config.agents.maxAgents !== undefined ? { maxAgents: config.agents.maxAgents } : {};
+  switch (config.provisioner) {
+    case 'local':
+      return new LocalAgentHost({ ...common, ...maxAgents, memoryPerAgentBytes: config.agents.memoryPerAgentBytes });
+    case 'docker':
+      return new DockerAgentHost({
+        ...common,
+        ...maxAgents,
+        socketPath: config.dockerSocket,
+        ...(config.docker.image ? { image: config.docker.image } : {}),
+        ...(config.docker.network ? { network: config.docker.network } : {}),
+      });
+    case 'kubernetes': {
+      const k = config.kubernetes;
+      const template = k.agentUrl;
+      return new KubernetesAgentHost({
+        // Secrets live in the cluster's Secret objects; a first image pull can outlast the local default.
+        readyTimeoutMs: Math.max(config.agents.readyTimeoutMs, 300_000),
+        ...(k.kubeconfig ? { kubeconfig: k.kubeconfig } : {}),
+        ...(k.context ? { context: k.context } : {}),
+        namespace: k.namespace,
+        ...(k.image ? { image: k.image } : {}),
+        ...(k.storageClass ? { storageClass: k.storageClass } : {}),
+        storageSize: k.storageSize,
+        ...(template
+          ? {
+              serviceUrl: (agentId: string) =>
+                template
+                  .replaceAll('{name}', kubeAgentName(agentId))
+                  .replaceAll('{namespace}', k.namespace)
+                  .replaceAll('{agentId}', encodeURIComponent(agentId)),
+            }
+          : {}),
+      });
+    }
+    case 'hosting': {
+      const { hostingApiUrl: apiUrl, hostingApiKey: apiKey } = config;
+      const { projectId, environmentId, image } = config.hosting;
+      if (!apiUrl || !apiKey || !projectId || !environmentId) {
+        throw new ProvisionerConfigError(
+          'PROVISIONER=hosting needs HOSTING_API_URL, HOSTING_API_KEY, HOSTING_PROJECT_ID and HOSTING_ENVIRONMENT_ID',
+        );
+      }
+      return new HostingAgentHost({ ...common, apiUrl, apiKey, projectId, environmentId, image });
+    }
+  }
+}

@@ -1,0 +1,107 @@
+import { HttpError } from '@aop/core';
+import type { Database, Tx } from '@aop/db';
+
+/** Rules of the `skills` table (spec §4.18), shared by `/api/skills` and `POST /api/agent` `update-skill`. */
+
+export const SKILL_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
+export const SKILL_DESCRIPTION_MAX = 1000;
+/** The JSON text of a skill's config. */
+export const SKILL_CONFIG_MAX_BYTES = 64 * 1024;
+export const SKILL_AGENT_ID_MAX = 200;
+
+export interface SkillRow {
+  id: string;
+  name: string;
+  description: string | null;
+  enabled: boolean;
+  agent_id: string | null;
+  config: Record<string, unknown>;
+  installed_at: Date;
+}
+
+export const SKILL_COLUMNS = ['id', 'name', 'description', 'enabled', 'agent_id', 'config', 'installed_at'] as const;
+
+export interface SkillView {
+  id: string;
+  name: string;
+  description: string | null;
+  enabled: boolean;
+  agentId: string | null;
+  config: Record<string, unknown>;
+  installedAt: string;
+}
+
+export const skillView = (row: SkillRow): SkillView => ({
+  id: row.id,
+  name: row.name,
+  description: row.description,
+  enabled: row.enabled,
+  agentId: row.agent_id,
+  config: row.config,
+  installedAt: row.installed_at.toISOString(),
+});
+
+/** `agentId` of a body: absent, null or `all` is the user-wide scope (null). */
+export function skillAgentScope(agentId: unknown): string | null {
+  if (agentId === undefined || agentId === null || agentId === 'all') return null;
+  if (typeof agentId !== 'string' || agentId === '' || agentId.length > SKILL_AGENT_ID_MAX) throw new HttpError(400, 'agentId must be a string');
+  return agentId;
+}
+
+export function checkedSkillConfig(config: unknown): Record<string, unknown> {
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new HttpError(400, 'config must be an object');
+  if (Buffer.byteLength(JSON.stringify(config)) > SKILL_CONFIG_MAX_BYTES) {
+    throw new HttpError(400, `config must be at most ${SKILL_CONFIG_MAX_BYTES} bytes of JSON`);
+  }
+  return config as Record<string, unknown>;
+}
+
+export function checkedSkillDescription(description: unknown): string | null {
+  if (description === undefined || description === null) return null;
+  if (typeof description !== 'string') throw new HttpError(400, 'description must be a string');
+  if (description.length > SKILL_DESCRIPTION_MAX)
+    throw new HttpError(400, `description must be at most ${SKILL_DESCRIPTION_MAX} characters`);
+  return description.trim() || null;
+}
+
+/** A write naming an agent must name one of the caller's agents (row-level security hides the others). */
+export async function requireOwnAgent(trx: Tx, agentId: string): Promise<void> {
+  const agent = await trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst();
+  if (!agent) throw new HttpError(404, 'Agent not found');
+}
+
+export interface SkillChanges {
+  agentId?: unknown;
+  enabled?: unknown;
+  config?: unknown;
+  description?: unknown;
+}
+
+/**
+ * Updates the skill `name` of the scope `changes.agentId` (absent: the user-wide one): `enabled`, `config` and
+ * `description` when given. 400 for a bad field, 404 `Skill not found` when the user has no such skill.
+ */
+export async function updateSkill(db: Database, userId: string, name: unknown, changes: SkillChanges): Promise<SkillView> {
+  if (typeof name !== 'string' || !SKILL_NAME.test(name)) throw new HttpError(400, 'Invalid skill name');
+  const agentId = skillAgentScope(changes.agentId);
+  if (changes.enabled !== undefined && typeof changes.enabled !== 'boolean') throw new HttpError(400, 'enabled must be a boolean');
+  const enabled = changes.enabled;
+  const config = changes.config === undefined ? undefined : checkedSkillConfig(changes.config);
+  const description = changes.description === undefined ? undefined : checkedSkillDescription(changes.description);
+  const skill = await db.withUser(userId, async (trx) => {
+    let query = trx
+      .updateTable('skills')
+      .set({
+        updated_at: new Date(),
+        ...(typeof enabled === 'boolean' ? { enabled } : {}),
+        ...(config !== undefined ? { config: JSON.stringify(config) } : {}),
+        ...(description !== undefined ? { description } : {}),
+      })
+      .where('user_id', '=', userId)
+      .where('name', '=', name);
+    query = agentId === null ? query.where('agent_id', 'is', null) : query.where('agent_id', '=', agentId);
+    return query.returning(SKILL_COLUMNS).executeTakeFirst();
+  });
+  if (!skill) throw new HttpError(404, 'Skill not found');
+  return skillView(skill);
+}
