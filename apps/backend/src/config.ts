@@ -17,6 +17,8 @@ const BackendEnvSchema = Type.Composite([
     KUBE_CONTEXT: Env.optional(Type.String({ minLength: 1 })),
     KUBE_NAMESPACE: Env.str('aop-agents'),
     KUBE_AGENT_IMAGE: Env.optional(Type.String({ minLength: 1 })),
+    KUBE_UTILITY_IMAGE: Env.optional(Type.String({ minLength: 1 })),
+    KUBE_IMAGE_PULL_SECRETS: Env.optional(Type.String()),
     KUBE_STORAGE_CLASS: Env.optional(Type.String({ minLength: 1 })),
     KUBE_STORAGE_SIZE: Env.str('5Gi'),
     KUBE_AGENT_URL: Env.optional(Type.String({ minLength: 1 })),
@@ -66,6 +68,9 @@ export interface BackendConfig extends BaseConfig {
     context: string | undefined;
     namespace: string;
     image: string | undefined;
+    /** Image of the short-lived Jobs (backups, memory reset); the agent image when unset. */
+    utilityImage: string | undefined;
+    imagePullSecrets: string[];
     storageClass: string | undefined;
     storageSize: string;
     /** Gateway URL template with `{name}`, `{namespace}`, `{agentId}`; in-cluster service DNS when unset. */
@@ -125,6 +130,8 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
       context: parsed.KUBE_CONTEXT,
       namespace: parsed.KUBE_NAMESPACE,
       image: parsed.KUBE_AGENT_IMAGE,
+      utilityImage: parsed.KUBE_UTILITY_IMAGE,
+      imagePullSecrets: splitList(parsed.KUBE_IMAGE_PULL_SECRETS),
       storageClass: parsed.KUBE_STORAGE_CLASS,
       storageSize: parsed.KUBE_STORAGE_SIZE,
       agentUrl: parsed.KUBE_AGENT_URL,

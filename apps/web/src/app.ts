@@ -11,6 +11,7 @@ import { sessionRoutes } from './routes/auth/session.js';
 import { socialIdentityRoutes } from './routes/auth/social-identity.js';
 import { tokenGatingRoutes } from './routes/auth/token-gating.js';
 import { walletRoutes } from './routes/auth/wallet.js';
+import { agentInteractionRoutes } from './routes/agent/index.js';
 import { agentEventRoutes } from './routes/agents/events.js';
 import { agentRoutes } from './routes/agents/index.js';
 import { agentMessageRoutes } from './routes/agents/messages.js';
@@ -93,6 +94,7 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(agentProxyRoutes);
   await app.register(agentMessageRoutes);
   await app.register(chatRoutes, { config });
+  await app.register(agentInteractionRoutes, { config });
   await app.register(instanceRoutes);
   await app.register(riscRoutes, { config });
   await app.register(tradingRoutes, { config });

@@ -28,6 +28,7 @@ const CLIENT_MODES = new Set(['webchat', 'cli', 'ui', 'backend', 'node', 'worker
 const METHODS = [
   'health',
   'sessions.list',
+  'sessions.create',
   'chat.send',
   'chat.history',
   'cron.list',
@@ -141,7 +142,50 @@ interface FakeSession {
   running: boolean;
   inputTokens: number;
   outputTokens: number;
+  /** `sessions.create`'s label; unique on the gateway, as OpenClaw keeps it. */
+  label?: string;
 }
+
+/** The keys `sessions.create` accepts (OpenClaw `SessionsCreateParamsSchema`, a closed object; openclaw@2026.9.6). */
+const SESSIONS_CREATE_KEYS = new Set([
+  'key',
+  'idempotencyKey',
+  'agentId',
+  'label',
+  'displayName',
+  'titleSource',
+  'category',
+  'model',
+  'agentRuntime',
+  'contextWindow',
+  'thinkingLevel',
+  'fastMode',
+  'permissionMode',
+  'toolOverrides',
+  'incognito',
+  'visibility',
+  'catalogId',
+  'parentSessionKey',
+  'spawnDepth',
+  'fork',
+  'forkFrom',
+  'emitCommandHooks',
+  'succeedsParent',
+  'timeoutMs',
+  'task',
+  'message',
+  'mentions',
+  'attachments',
+  'projectId',
+  'projectGitUrl',
+  'repository',
+  'worktree',
+  'worktreeSource',
+  'worktreeBaseRef',
+  'worktreeName',
+  'execNode',
+  'cwd',
+]);
 
 interface Received {
   method: string;
@@ -173,7 +217,7 @@ const CRON_ADD_KEYS = new Set([
  * A local stand-in for an OpenClaw gateway speaking protocol v4 over WebSocket on 127.0.0.1: `connect.challenge` on open,
  * the first frame must be `connect`, token check, v3 (or legacy v2) Ed25519 device-signature verification, `hello-ok`,
  * retryable `UNAVAILABLE` while "sidecars start", in-memory `cron.*`, `chat.send` with `chat` events
- * (status → delta → final), `chat.history`, `sessions.list`, device pairing (`NOT_PAIRED` + a pending request for an
+ * (status → delta → final), `chat.history`, `sessions.list`, `sessions.create`, device pairing (`NOT_PAIRED` + a pending request for an
  * unpaired device when `pairedDeviceIds` is set; `device.pair.list|approve|reject|remove`), `models.list`, `channels.status`
  * (from `options.models` / `options.channels`), and `unknown method` errors.
  * The same port serves OpenClaw's HTTP side: `GET /healthz`, `GET /readyz` and `POST /v1/chat/completions` (Bearer
@@ -759,6 +803,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
               createdAt: s.createdAt,
               updatedAt: s.updatedAt,
               lastActivityAt: s.lastActivityAt,
+              ...(s.label ? { label: s.label } : {}),
             })),
           });
         }
@@ -768,6 +813,8 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         }
         case 'chat.send':
           return chatSend(id, p);
+        case 'sessions.create':
+          return sessionsCreate(id, p);
         case 'device.pair.list':
         case 'device.pair.approve':
         case 'device.pair.reject':
@@ -781,6 +828,44 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
     function sessionKeyOf(key: unknown): string {
       const k = String(key ?? 'main');
       return k.startsWith('agent:') ? k : `agent:main:${k}`;
+    }
+
+    /**
+     * `sessions.create` as openclaw@2026.9.6 answers it (`dist/sessions-create-*.mjs`): closed params; an explicit `key`
+     * is created or adopted (`agent:main:` is prefixed to a short key), none mints `agent:main:dashboard:<uuid>`; a label
+     * another session holds is refused; `idempotencyKey` needs a device identity (or a signed-in principal, which the
+     * fake has not). Initial turns (`message`, `task`) are not run: the session is created without one.
+     */
+    function sessionsCreate(id: string, p: any) {
+      const invalid = (message: string) => err(id, { code: 'INVALID_REQUEST', message });
+      if (Object.keys(p).some((k) => !SESSIONS_CREATE_KEYS.has(k))) {
+        return invalid('invalid sessions.create params: must NOT have additional properties');
+      }
+      for (const field of ['key', 'idempotencyKey', 'agentId', 'label']) {
+        if (p[field] !== undefined && (typeof p[field] !== 'string' || p[field].length < 1)) {
+          return invalid(`invalid sessions.create params: at /${field}: must NOT have fewer than 1 characters`);
+        }
+      }
+      if (typeof p.label === 'string' && p.label.length > 512) {
+        return invalid('invalid sessions.create params: at /label: must NOT have more than 512 characters');
+      }
+      if (p.idempotencyKey !== undefined && !socketDevice.has(ws)) {
+        return invalid('idempotent session creation requires an authenticated principal or device identity');
+      }
+      const key = p.key === undefined ? `agent:main:dashboard:${randomUUID()}` : sessionKeyOf(p.key.trim());
+      if (p.label !== undefined) {
+        const holder = [...sessions.values()].find((s) => s.label === p.label && s.key !== key);
+        if (holder) return invalid(`label already in use: ${p.label}`);
+      }
+      const session = touchSession(key, p.label === undefined ? {} : { label: p.label });
+      ok(id, {
+        ok: true,
+        key,
+        sessionId: session.sessionId,
+        entry: { sessionId: session.sessionId, updatedAt: session.updatedAt, ...(session.label ? { label: session.label } : {}) },
+        runStarted: false,
+        resolved: { modelProvider: 'fake', model: 'fake-1' },
+      });
     }
 
     function chatSend(id: string, p: any) {

@@ -74,6 +74,11 @@ export interface LocalHostOptions {
   maxLogFileBytes?: number;
   /** State backups kept per agent (default 3). */
   keepBackups?: number;
+  /**
+   * Where gateways listen: `loopback` (default) or `lan` (all interfaces, token-protected; remote operator
+   * connections then need device pairing). The platform always reaches them at 127.0.0.1.
+   */
+  bind?: 'loopback' | 'lan';
 }
 
 type ChannelName = (typeof MESSAGING_CHANNELS)[number];
@@ -178,7 +183,8 @@ function stopGatewaysOnExit(): void {
 
 /**
  * The `local` provider: each agent is an OpenClaw gateway child process on this host, run with the Node 24
- * binary, bound to 127.0.0.1 on a free port, with an environment built from scratch (nothing of the platform's).
+ * binary, on a free port of 127.0.0.1 (or all interfaces with `bind: 'lan'`), with an environment built from scratch
+ * (nothing of the platform's).
  */
 export class LocalAgentHost implements AgentHost {
   readonly provider = 'local';
@@ -706,7 +712,7 @@ export class LocalAgentHost implements AgentHost {
     const spec = this.openSpec(agent.record);
     const config = buildOpenClawConfig(spec, {
       port,
-      bind: 'loopback',
+      bind: this.config.bind ?? 'loopback',
       workspaceDir: paths.workspace,
       logFile: join(paths.logs, 'openclaw.log'),
     });

@@ -35,6 +35,8 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         ...(k.context ? { context: k.context } : {}),
         namespace: k.namespace,
         ...(k.image ? { image: k.image } : {}),
+        ...(k.utilityImage ? { utilityImage: k.utilityImage } : {}),
+        ...(k.imagePullSecrets.length ? { imagePullSecrets: k.imagePullSecrets } : {}),
         ...(k.storageClass ? { storageClass: k.storageClass } : {}),
         storageSize: k.storageSize,
         ...(template

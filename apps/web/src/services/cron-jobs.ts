@@ -228,7 +228,13 @@ export function isJobNotFound(err: unknown): boolean {
 }
 
 /** Codes our client raises itself when the gateway cannot be reached or talked to (the rest are the gateway's answers). */
-const UNREACHABLE_CODES = new Set(['CONNECT_FAILED', 'CLOSED', 'TIMEOUT', 'PROTOCOL_ERROR']);
+const UNREACHABLE_WORDS: Record<string, string> = {
+  CONNECT_FAILED: 'connection failed',
+  CLOSED: 'connection closed',
+  TIMEOUT: 'timed out',
+  PROTOCOL_ERROR: 'unexpected answer',
+};
+const UNREACHABLE_CODES = new Set(Object.keys(UNREACHABLE_WORDS));
 
 /**
  * What to tell the caller when a gateway call failed: there is no gateway, it cannot be reached, or it refused. Null for
@@ -237,7 +243,11 @@ const UNREACHABLE_CODES = new Set(['CONNECT_FAILED', 'CLOSED', 'TIMEOUT', 'PROTO
 export function gatewayFailureMessage(err: unknown): string | null {
   if (err instanceof GatewayUnavailableError) return `No gateway available: ${err.message}`;
   if (err instanceof GatewayError) {
-    return UNREACHABLE_CODES.has(err.code) ? `Gateway unreachable: ${err.message}` : `Gateway rejected the request: ${err.message}`;
+    // Connection details (addresses, ports of the platform's gateways) stay out of answers; the gateway's own
+    // refusal (e.g. an invalid cron expression) is what the user needs to fix the request.
+    return UNREACHABLE_CODES.has(err.code)
+      ? `Gateway unreachable: ${UNREACHABLE_WORDS[err.code]}`
+      : `Gateway rejected the request: ${err.message}`;
   }
   return null;
 }

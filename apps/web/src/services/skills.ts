@@ -44,7 +44,8 @@ export const skillView = (row: SkillRow): SkillView => ({
 /** `agentId` of a body: absent, null or `all` is the user-wide scope (null). */
 export function skillAgentScope(agentId: unknown): string | null {
   if (agentId === undefined || agentId === null || agentId === 'all') return null;
-  if (typeof agentId !== 'string' || agentId === '' || agentId.length > SKILL_AGENT_ID_MAX) throw new HttpError(400, 'agentId must be a string');
+  if (typeof agentId !== 'string' || agentId === '' || agentId.length > SKILL_AGENT_ID_MAX)
+    throw new HttpError(400, 'agentId must be a string');
   return agentId;
 }
 

@@ -1,7 +1,7 @@
 import { totalmem } from 'node:os';
 import { type App, HttpError, newId } from '@aop/core';
 import { isUniqueViolation } from '@aop/db';
-import { type AgentHost, PINNED_OPENCLAW_VERSION, UpdateFailedError } from '@aop/provisioner';
+import { type AgentHost, type ChannelTokens, type LlmSpec, PINNED_OPENCLAW_VERSION, UpdateFailedError } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../../config.js';
@@ -34,6 +34,30 @@ function callerId(request: FastifyRequest): string {
   const id = request.userContext?.userId;
   if (!id || id === 'anonymous') throw new HttpError(401, 'User context required');
   return id;
+}
+
+/** Longest channel token or API key accepted (a bound on what is written into an agent's environment). */
+const SECRET_MAX = 4096;
+const CHANNELS = ['telegram', 'discord', 'whatsapp'] as const;
+
+/** A secret: a non-empty string without surrounding whitespace (the error never repeats it). */
+function checkedSecret(value: unknown, message: string): string {
+  if (typeof value !== 'string' || value === '' || value.length > SECRET_MAX || value.trim() !== value) throw new HttpError(400, message);
+  return value;
+}
+
+/** `{ telegram?, discord?, whatsapp? }` with at least one token. */
+function checkedChannelTokens(value: unknown): ChannelTokens {
+  const message = 'Invalid channelTokens';
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new HttpError(400, message);
+  const entries = Object.entries(value);
+  if (entries.length === 0) throw new HttpError(400, message);
+  const tokens: ChannelTokens = {};
+  for (const [channel, token] of entries) {
+    if (!(CHANNELS as readonly string[]).includes(channel)) throw new HttpError(400, message);
+    tokens[channel as (typeof CHANNELS)[number]] = checkedSecret(token, message);
+  }
+  return tokens;
 }
 
 /** Auth for every agent route: internal key, then the signed user context (spec §5). */
@@ -234,6 +258,8 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
           plan: Type.Optional(Type.String()),
           aiProvider: Type.Optional(Type.Unknown()),
           config: Type.Optional(Type.Unknown()),
+          channelTokens: Type.Optional(Type.Unknown({ description: 'telegram, discord, whatsapp: tokens to set (merged)' })),
+          apiKey: Type.Optional(Type.Unknown({ description: "the agent's own LLM key, for its aiProvider" })),
         }),
       },
     },
@@ -245,6 +271,13 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
         throw new HttpError(400, 'Invalid config object');
       }
       const agentConfig = body.config as Record<string, unknown> | undefined;
+      const channelTokens = body.channelTokens === undefined ? undefined : checkedChannelTokens(body.channelTokens);
+      const apiKey = body.apiKey === undefined ? undefined : checkedSecret(body.apiKey, 'Invalid apiKey');
+      // Tokens and keys live only in the agent's host spec: an agent that is not deployed has nowhere to keep them.
+      if (channelTokens || apiKey) {
+        await app.db.withUser(userId, (trx) => ownDeployment(trx, request.params.id));
+        if ((await hostState(host, request.params.id)) === null) throw new HttpError(409, 'Agent is not deployed');
+      }
       const row = await app.db.withUser(userId, async (trx) => {
         await ownDeployment(trx, request.params.id);
         return trx
@@ -260,9 +293,24 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
           .executeTakeFirstOrThrow();
       });
       const state = await hostState(host, row.id);
-      if (state && (agentConfig || body.plan)) {
+      if (state && (agentConfig || body.plan || channelTokens || apiKey)) {
+        const spec = channelTokens || apiKey ? await onHost(() => host.spec(row.id)) : undefined;
+        // The host replaces channel tokens as a whole: merge, so setting one channel keeps the others.
+        const tokens = channelTokens ? { ...spec?.channelTokens, ...channelTokens } : undefined;
+        let llm: LlmSpec | undefined;
+        if (apiKey) {
+          // The agent's provider; a new key for the provider it runs on keeps its model, else the provider's default.
+          const provider = normalizeAiProvider(row.ai_provider);
+          const keptModel = spec?.llm?.baseUrl === config.aiBaseUrls[provider] ? spec.llm.model : undefined;
+          llm = llmFor(config, provider, apiKey, keptModel);
+        }
         await onHost(() =>
-          host.configure(row.id, { ...(agentConfig ? { config: agentConfig } : {}), ...(body.plan ? { plan: body.plan } : {}) }),
+          host.configure(row.id, {
+            ...(agentConfig ? { config: agentConfig } : {}),
+            ...(body.plan ? { plan: body.plan } : {}),
+            ...(tokens ? { channelTokens: tokens } : {}),
+            ...(llm ? { llm } : {}),
+          }),
         );
       }
       const current = agentView(config, row, state);
