@@ -97,6 +97,8 @@ export interface FakePairedDevice {
 }
 
 export interface FakeGatewayOptions {
+  /** Listen on this port (a restarted gateway keeps its address); a free one by default. */
+  port?: number;
   /** The gateway token (`OPENCLAW_GATEWAY_TOKEN`). */
   token: string;
   /** Answer this many `connect` requests with retryable `UNAVAILABLE` (`startup-sidecars`) first. */
@@ -221,7 +223,7 @@ const CRON_ADD_KEYS = new Set([
  * unpaired device when `pairedDeviceIds` is set; `device.pair.list|approve|reject|remove`), `models.list`, `channels.status`
  * (from `options.models` / `options.channels`), and `unknown method` errors.
  * The same port serves OpenClaw's HTTP side: `GET /healthz`, `GET /readyz` and `POST /v1/chat/completions` (Bearer
- * token, OpenAI shapes, `user` → a stable session, usage counts).
+ * token, OpenAI shapes, `user` → a stable session, usage counts, SSE chunks with `stream: true`).
  */
 export async function startFakeGatewayWs(options: FakeGatewayOptions) {
   // One port for HTTP and WebSocket, as OpenClaw serves both on 18789.
@@ -235,7 +237,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
   const wss = new WebSocketServer({ server, maxPayload: 64 * 1024 });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
+    server.listen(options.port ?? 0, '127.0.0.1', resolve);
   });
   const port = (server.address() as AddressInfo).port;
   const startedAt = Date.now();
@@ -314,6 +316,21 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
     const session = touchSession(key);
     session.inputTokens += usage.input;
     session.outputTokens += usage.output;
+    if (body.stream === true) {
+      // Standard SSE `chat.completion.chunk` frames: role delta, content deltas, finish_reason, `[DONE]` (no usage frame).
+      const id = `chatcmpl_${randomUUID().replaceAll('-', '')}`;
+      const created = Math.floor(Date.now() / 1000);
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+      const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+        res.write(
+          `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+        );
+      chunk({ role: 'assistant' });
+      for (const piece of text.match(/[\s\S]{1,8}/g) ?? []) chunk({ content: piece });
+      chunk({}, 'stop');
+      res.end('data: [DONE]\n\n');
+      return;
+    }
     json(200, {
       id: `chatcmpl_${randomUUID().replaceAll('-', '')}`,
       object: 'chat.completion',

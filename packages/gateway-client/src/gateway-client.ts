@@ -515,29 +515,59 @@ export interface RestChatResult {
   usage: RestChatUsage | undefined;
 }
 
-/** `POST /v1/chat/completions` with `Authorization: Bearer <token>`; non-2xx answers reject with `GatewayError('HTTP_<status>')`. */
-export async function restChat(opts: RestChatOptions): Promise<RestChatResult> {
+/** A fetch failure of `POST {path}` as a `GatewayError`: `TIMEOUT` when the deadline passed, `ABORTED`, else `CONNECT_FAILED`. */
+function restFetchError(err: unknown, path: string, timeoutMs: number, timeout: AbortSignal): GatewayError {
+  if (err instanceof GatewayError) return err;
+  const name = err instanceof Error ? err.name : '';
+  if (timeout.aborted || name === 'TimeoutError') {
+    return new GatewayError('TIMEOUT', `POST ${path} timed out after ${timeoutMs} ms`, { retryable: true });
+  }
+  if (name === 'AbortError') return new GatewayError('ABORTED', `POST ${path} was aborted by the caller`);
+  return new GatewayError('CONNECT_FAILED', `POST ${path} failed: ${err instanceof Error ? err.message : String(err)}`, { details: err });
+}
+
+/** `POST /v1/chat/completions` (Bearer token, OpenAI body); resolves with the response whatever its status. */
+async function postChatCompletions(
+  opts: RestChatOptions,
+  extra: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<{ res: Response; url: URL; timeoutMs: number; timeout: AbortSignal }> {
   const timeoutMs = opts.timeoutMs ?? 120_000;
   const url = new URL('/v1/chat/completions', opts.baseUrl);
-  const body: Record<string, unknown> = { model: opts.model ?? 'openclaw/default', messages: opts.messages };
+  const body: Record<string, unknown> = { model: opts.model ?? 'openclaw/default', messages: opts.messages, ...extra };
   if (opts.user !== undefined) body.user = opts.user;
-  let res: Response;
+  const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    res = await fetch(url, {
+    const res = await fetch(url, {
       method: 'POST',
       headers: { ...opts.headers, authorization: `Bearer ${opts.token}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
     });
+    return { res, url, timeoutMs, timeout };
   } catch (err) {
-    const name = err instanceof Error ? err.name : '';
-    if (name === 'TimeoutError' || name === 'AbortError') {
-      throw new GatewayError('TIMEOUT', `POST ${url.pathname} timed out after ${timeoutMs} ms`, { retryable: true });
-    }
-    throw new GatewayError('CONNECT_FAILED', `POST ${url.pathname} failed: ${err instanceof Error ? err.message : String(err)}`, {
-      details: err,
-    });
+    throw restFetchError(err, url.pathname, timeoutMs, timeout);
   }
+}
+
+/** A non-2xx chat-completion answer as `GatewayError('HTTP_<status>')`, with the gateway's own message when it sent one. */
+function restHttpError(res: Response, raw: string): GatewayError {
+  let json: any;
+  try {
+    json = raw ? JSON.parse(raw) : undefined;
+  } catch {
+    json = undefined;
+  }
+  const message = typeof json?.error?.message === 'string' ? json.error.message : `HTTP ${res.status}`;
+  return new GatewayError(`HTTP_${res.status}`, message, {
+    details: { status: res.status, body: json ?? raw },
+    retryable: res.status === 429 || res.status >= 502,
+  });
+}
+
+/** `POST /v1/chat/completions` with `Authorization: Bearer <token>`; non-2xx answers reject with `GatewayError('HTTP_<status>')`. */
+export async function restChat(opts: RestChatOptions): Promise<RestChatResult> {
+  const { res } = await postChatCompletions(opts, {});
   const raw = await res.text();
   let json: any;
   try {
@@ -545,17 +575,107 @@ export async function restChat(opts: RestChatOptions): Promise<RestChatResult> {
   } catch {
     json = undefined;
   }
-  if (!res.ok) {
-    const message = typeof json?.error?.message === 'string' ? json.error.message : `HTTP ${res.status}`;
-    throw new GatewayError(`HTTP_${res.status}`, message, {
-      details: { status: res.status, body: json ?? raw },
-      retryable: res.status === 429 || res.status >= 502,
-    });
-  }
+  if (!res.ok) throw restHttpError(res, raw);
   const content = json?.choices?.[0]?.message?.content;
   if (content === undefined || content === null) {
     throw new GatewayError('PROTOCOL_ERROR', 'chat completion has no choices[0].message.content', { details: json ?? raw });
   }
   const text = typeof content === 'string' ? content : messageText({ role: 'assistant', content });
   return { text, usage: json.usage };
+}
+
+/** The `data:` payloads of a server-sent-event body, one per event; comments and other fields are skipped. */
+async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let data: string[] = [];
+  const line = (text: string): string | undefined => {
+    if (text === '') {
+      const event = data.length > 0 ? data.join('\n') : undefined;
+      data = [];
+      return event;
+    }
+    if (text.startsWith('data:')) data.push(text.slice(text.startsWith('data: ') ? 6 : 5));
+    return undefined;
+  };
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
+      for (let at = buffer.indexOf('\n'); at >= 0; at = buffer.indexOf('\n')) {
+        const event = line(buffer.slice(0, at).replace(/\r$/, ''));
+        buffer = buffer.slice(at + 1);
+        if (event !== undefined) yield event;
+      }
+      if (done) break;
+    }
+    // A body that ends without a blank line still ends its last event.
+    const last = buffer === '' ? undefined : line(buffer.replace(/\r$/, ''));
+    if (last !== undefined) yield last;
+    const tail = line('');
+    if (tail !== undefined) yield tail;
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+/**
+ * `restChat` with `stream: true`: OpenClaw answers standard SSE `chat.completion.chunk` frames (role delta, content
+ * deltas, `finish_reason`, `[DONE]`). `onDelta` gets each piece of text as it arrives; the result is the whole text and
+ * the usage when a frame carried one. The timeout covers the whole stream; `signal` stops it early (`ABORTED`). A plain
+ * `chat.completion` answer is accepted as one delta.
+ */
+export async function restChatStream(
+  opts: RestChatOptions,
+  onDelta: (text: string) => void,
+  signal?: AbortSignal,
+): Promise<RestChatResult> {
+  const { res, url, timeoutMs, timeout } = await postChatCompletions(opts, { stream: true }, signal);
+  try {
+    if (!res.ok) throw restHttpError(res, await res.text());
+    if (!res.body || !/^text\/event-stream/i.test(res.headers.get('content-type') ?? '')) {
+      const raw = await res.text();
+      let json: any;
+      try {
+        json = JSON.parse(raw);
+      } catch {
+        throw new GatewayError('PROTOCOL_ERROR', 'chat completion answer is neither SSE nor JSON', { details: raw });
+      }
+      const content = json?.choices?.[0]?.message?.content;
+      if (content === undefined || content === null) {
+        throw new GatewayError('PROTOCOL_ERROR', 'chat completion has no choices[0].message.content', { details: json });
+      }
+      const text = typeof content === 'string' ? content : messageText({ role: 'assistant', content });
+      if (text) onDelta(text);
+      return { text, usage: json.usage };
+    }
+    let text = '';
+    let usage: RestChatUsage | undefined;
+    let chunks = 0;
+    for await (const data of sseData(res.body)) {
+      if (data.trim() === '[DONE]') break;
+      let chunk: any;
+      try {
+        chunk = JSON.parse(data);
+      } catch {
+        throw new GatewayError('PROTOCOL_ERROR', 'chat completion stream carried an event that is not JSON', { details: data });
+      }
+      if (chunk?.error) {
+        const message = typeof chunk.error.message === 'string' ? chunk.error.message : 'chat completion stream reported an error';
+        throw new GatewayError('STREAM_ERROR', message, { details: chunk.error });
+      }
+      chunks++;
+      if (chunk?.usage) usage = chunk.usage;
+      const piece = chunk?.choices?.[0]?.delta?.content;
+      if (typeof piece === 'string' && piece !== '') {
+        text += piece;
+        onDelta(piece);
+      }
+    }
+    if (chunks === 0) throw new GatewayError('PROTOCOL_ERROR', 'chat completion stream had no chunk');
+    return { text, usage };
+  } catch (err) {
+    throw restFetchError(err, url.pathname, timeoutMs, timeout);
+  }
 }

@@ -1,3 +1,4 @@
 export * from './device-identity.js';
 export * from './device-pairing.js';
 export * from './gateway-client.js';
+export * from './reconnecting.js';
