@@ -16,6 +16,7 @@ import { agentEventRoutes } from './routes/agents/events.js';
 import { agentRoutes } from './routes/agents/index.js';
 import { agentMessageRoutes } from './routes/agents/messages.js';
 import { agentProxyRoutes } from './routes/agents/agent-proxy.js';
+import { billingRoutes } from './routes/billing/index.js';
 import { bridgeRoutes } from './routes/bridge/index.js';
 import { chatRoutes } from './routes/chat/index.js';
 import { configRoutes } from './routes/config/index.js';
@@ -25,6 +26,7 @@ import { demoRoutes } from './routes/demo/index.js';
 import { deviceRoutes } from './routes/devices/index.js';
 import { filesRoutes } from './routes/files/index.js';
 import { gatewayDataRoutes } from './routes/gateway-data/index.js';
+import { pluginGatewayRoutes } from './routes/gateway/index.js';
 import { healthRoutes } from './routes/health/index.js';
 import { heartbeatRoutes } from './routes/heartbeat/index.js';
 import { instanceRoutes } from './routes/instance/index.js';
@@ -35,7 +37,10 @@ import { riscRoutes } from './routes/security/risc.js';
 import { settingsRoutes } from './routes/settings/index.js';
 import { skillsRoutes } from './routes/skills/index.js';
 import { tradingRoutes } from './routes/trading/index.js';
+import { walletSessionRoutes } from './routes/wallet-sessions/index.js';
 import { workflowRoutes } from './routes/workflows/index.js';
+import { walletAccountRoutes } from './routes/wallet/index.js';
+import { x402Routes } from './routes/x402/index.js';
 import { BackendClient } from './services/backend-client.js';
 import { createMailer } from './services/mailer.js';
 import { type SystemMetrics, createSystemMetrics } from './services/system-metrics.js';
@@ -81,6 +86,7 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(idpRoutes, { config });
   await app.register(codehostRoutes, { config });
   await app.register(walletRoutes, { config });
+  await app.register(walletSessionRoutes, { config });
   await app.register(tokenGatingRoutes, { config });
   await app.register(socialIdentityRoutes, { config });
   await app.register(passwordResetRoutes, { config, mailer });
@@ -89,6 +95,8 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(configRoutes);
   await app.register(workflowRoutes);
   await app.register(bridgeRoutes, { config });
+  await app.register(billingRoutes, { config });
+  await app.register(walletAccountRoutes, { config });
   await app.register(agentRoutes, { config });
   await app.register(agentEventRoutes);
   await app.register(agentProxyRoutes);
@@ -100,6 +108,7 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(tradingRoutes, { config });
   await app.register(dashboardRoutes);
   await app.register(gatewayDataRoutes, { config });
+  await app.register(pluginGatewayRoutes, { config });
   await app.register(demoRoutes, { config });
   await app.register(deviceRoutes, { config });
   await app.register(memoryRoutes);
@@ -108,5 +117,6 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(scheduledTasksRoutes);
   await app.register(cronRoutes, { config });
   await app.register(heartbeatRoutes, { config });
+  await app.register(x402Routes, { config });
   return app;
 }

@@ -1,5 +1,5 @@
 /**
- * Operator commands, until billing lands:
+ * Operator commands for manual plans (paid plans normally arrive through the payment webhook, docs/operations.md "Billing"):
  *   npm run cli -- plan set <email> <plan> [subscription-status]   (status defaults to active; free → none)
  *   npm run cli -- plan show <email>
  * Works on DATABASE_URL, or on the embedded database when the web service is stopped

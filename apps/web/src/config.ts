@@ -1,6 +1,17 @@
-import { BaseEnvSchema, type BaseConfig, Env, parseEnv, resolveSecrets, splitList, toBaseConfig } from '@aop/core';
+import { BaseEnvSchema, type BaseConfig, ConfigError, Env, parseEnv, resolveSecrets, splitList, toBaseConfig } from '@aop/core';
 import { Type } from '@sinclair/typebox';
+import {
+  type BillingCatalog,
+  DEFAULT_CREDIT_PACKS_GBP,
+  DEFAULT_PLAN_PRICES_GBP,
+  parseCreditPacks,
+  parsePlanPrices,
+  parseStoragePrice,
+} from './services/billing-catalog.js';
 import { DEFAULT_DEMO_MODELS, type DemoModel, parseDemoModels } from './services/demo-chat.js';
+
+/** A USD amount as a decimal string (`0.05`): kept exact, never a float. */
+const usdPrice = (def: string) => Type.String({ pattern: '^\\d{1,4}(\\.\\d{1,6})?$', default: def });
 
 const WebEnvSchema = Type.Composite([
   BaseEnvSchema,
@@ -41,6 +52,13 @@ const WebEnvSchema = Type.Composite([
     GATE_TOKEN_ADDRESS: Env.optional(Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })),
     GATE_MIN_BALANCE: Env.str('1250000'),
     SIWE_DOMAIN: Env.optional(Type.String()),
+    PAYMENT_RPC_URL: Env.url(),
+    PAYMENT_CHAIN_ID: Env.int(8453, 1),
+    PAYMENT_TOKEN_ADDRESS: Env.optional(Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })),
+    PAYMENT_TOKEN_DECIMALS: Type.Integer({ minimum: 0, maximum: 36, default: 6 }),
+    PAYMENT_RECIPIENT: Env.optional(Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })),
+    PAYMENT_MIN_CONFIRMATIONS: Env.int(1, 1),
+    PAYMENT_REQUIRE_MEMO: Env.bool(false),
     WALLET_NONCE_TTL_MS: Env.int(600_000, 1000),
     SOCIAL_VERIFY_URL: Env.url(),
     SOCIAL_SESSION_SECRET: Env.optional(Type.String({ minLength: 16 })),
@@ -60,6 +78,30 @@ const WebEnvSchema = Type.Composite([
     DEMO_MODELS: Env.str(DEFAULT_DEMO_MODELS),
     DEMO_CHAT_LIMIT_PER_MINUTE: Env.int(10, 1),
     DEMO_CHAT_TIMEOUT_MS: Env.int(30_000, 100),
+    PLUGIN_PRICE_AGENT: usdPrice('0.05'),
+    PLUGIN_PRICE_GENERATE_TEXT: usdPrice('0.01'),
+    PLUGIN_PRICE_TTS: usdPrice('0.03'),
+    PLUGIN_PRICE_STT: usdPrice('0.02'),
+    PLUGIN_TIMEOUT_MS: Env.int(60_000, 100),
+    SPEECH_BASE_URL: Env.url(),
+    SPEECH_API_KEY: Env.optional(Type.String()),
+    TTS_MODEL: Env.str('gpt-4o-mini-tts'),
+    TTS_VOICE: Env.str('alloy'),
+    STT_MODEL: Env.str('whisper-1'),
+    STRIPE_SECRET_KEY: Env.optional(Type.String({ pattern: '^(sk|rk)_' })),
+    STRIPE_WEBHOOK_SECRET: Env.optional(Type.String({ minLength: 8 })),
+    STRIPE_API_BASE: Env.url(),
+    STRIPE_TIMEOUT_MS: Env.int(20_000, 100),
+    PLAN_PRICES_GBP: Env.str(DEFAULT_PLAN_PRICES_GBP),
+    CREDIT_PACKS_GBP: Env.str(DEFAULT_CREDIT_PACKS_GBP),
+    STORAGE_UPGRADE_GB: Env.int(10, 1),
+    STORAGE_UPGRADE_PRICE_GBP: Env.str('5'),
+    WALLET_PROVIDER_URL: Env.url(),
+    WALLET_PROVIDER_API_KEY: Env.optional(Type.String()),
+    WALLET_PROVIDER_TIMEOUT_MS: Env.int(15_000, 100),
+    BASENAME_RPC_URL: Env.url(),
+    BASENAME_RESOLVER_ADDRESS: Env.optional(Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })),
+    BASENAME_REVERSE_NAMESPACE: Env.str('80002105.reverse'),
     TRADING_API_URL: Env.str('https://api.bankr.bot'),
     TRADING_API_KEY: Env.optional(Type.String()),
     TRADING_TIMEOUT_MS: Env.int(30_000, 100),
@@ -68,6 +110,9 @@ const WebEnvSchema = Type.Composite([
     GATEWAY_CHAT_TIMEOUT_MS: Env.int(30_000, 100),
     GATEWAY_REQUEST_TIMEOUT_MS: Env.int(10_000, 100),
     RESET_PASSWORD_LIMIT_PER_15_MIN: Env.int(10, 1),
+    X402_GATEWAY_URL: Env.url(),
+    X402_TIMEOUT_MS: Env.int(10_000, 100),
+    X402_JOIN_TIMEOUT_MS: Env.int(10_000, 100),
   }),
 ]);
 
@@ -108,6 +153,23 @@ export interface WebConfig extends BaseConfig {
   };
   /** The network wallets sign in on and gate tokens live on. */
   gating: { rpcUrl: string | undefined; chainId: number; tokenAddress: `0x${string}` | undefined; minBalance: string };
+  /**
+   * On-chain payments of the plugin gateway (MPP credentials, payment-session deposits): an ERC-20 (USDC: 1 token =
+   * 1 USD) paid to `recipient` on `chainId`, read through `rpcUrl`. Undefined unless the RPC URL, the token and the
+   * recipient are all set. `minConfirmations` blocks (the paying one included) must exist; `requireMemo` makes an MPP
+   * payment carry its challenge's memo in the transaction data.
+   */
+  payments:
+    | {
+        rpcUrl: string;
+        chainId: number;
+        tokenAddress: `0x${string}`;
+        tokenDecimals: number;
+        recipient: `0x${string}`;
+        minConfirmations: number;
+        requireMemo: boolean;
+      }
+    | undefined;
   /** The SIWE `domain` a message must name: SIWE_DOMAIN, else the host of PUBLIC_URL. */
   siweDomain: string;
   walletNonceTtlMs: number;
@@ -131,6 +193,41 @@ export interface WebConfig extends BaseConfig {
   bridge: { secret: string | undefined; operatorIdentity: string };
   /** Demo chat (spec §4.6): the OpenAI-compatible LLM it calls (unset → 503), its six models, per-IP limit, timeout. */
   demo: { llm: { baseUrl: string; apiKey: string } | undefined; models: DemoModel[]; limitPerMinute: number; timeoutMs: number };
+  /**
+   * Plugin gateway (spec §2.5, §4.4): USD price per plugin (decimal strings, the reference prices by default); the
+   * OpenAI-compatible audio API of `tts`/`stt` (SPEECH_BASE_URL with SPEECH_API_KEY, else the LLM's URL and key), its
+   * models and default voice; `timeoutMs` bounds each generate-text, tts and stt call. `generate-text` calls `demo.llm`
+   * with a `demo.models` model; `agent` goes through `gateway`.
+   */
+  plugins: {
+    prices: Record<'agent' | 'generate-text' | 'tts' | 'stt', string>;
+    speech: { baseUrl: string; apiKey: string } | undefined;
+    ttsModel: string;
+    ttsVoice: string;
+    sttModel: string;
+    timeoutMs: number;
+  };
+  /**
+   * Card payments through Stripe (spec §4.18 Billing): undefined unless STRIPE_SECRET_KEY is set. `webhookSecret`
+   * verifies `POST /api/wallet/top-up`; `api` (from STRIPE_API_BASE) points the SDK elsewhere than api.stripe.com.
+   */
+  stripe:
+    | {
+        secretKey: string;
+        webhookSecret: string | undefined;
+        api: { protocol: 'http' | 'https'; host: string; port: number } | undefined;
+        timeoutMs: number;
+      }
+    | undefined;
+  /** What card payments sell, in GBP: plans by the month, credit packs, storage. */
+  billing: BillingCatalog;
+  /** A custodial wallet provider (`POST /api/wallet/create`, `/api/wallet-provider`); undefined = 503. */
+  walletProvider: { url: string; apiKey: string | undefined; timeoutMs: number } | undefined;
+  /**
+   * `GET /api/basename`: an ENS-style resolver (`name(bytes32)`, `addr(bytes32)`) read through `rpcUrl`
+   * (BASENAME_RPC_URL, else GATING_RPC_URL); reverse nodes are `<address>.<reverseNamespace>`. Undefined = no names.
+   */
+  basename: { rpcUrl: string; resolver: `0x${string}`; reverseNamespace: string } | undefined;
   /** Trading service: base URL, the platform key (used when a user has none), request timeout. */
   trading: { apiUrl: string; platformKey: string | undefined; timeoutMs: number };
   /**
@@ -139,6 +236,21 @@ export interface WebConfig extends BaseConfig {
    * every other gateway call (connect + one request).
    */
   gateway: { sharedUrl: string | undefined; chatTimeoutMs: number; requestTimeoutMs: number };
+  /**
+   * The upstream colony gateway behind `/api/x402` (spec §4.5); unset = health 503 and the spec's fallbacks.
+   * `joinTimeoutMs` is the spec's fixed 10 s for `join-colony` (tests shorten it); `timeoutMs` bounds every other call.
+   */
+  x402: { gatewayUrl: string | undefined; timeoutMs: number; joinTimeoutMs: number };
+}
+
+/** STRIPE_API_BASE (`http://127.0.0.1:12111`) as the SDK's `protocol`, `host` and `port`. */
+function stripeApiBase(value: string): { protocol: 'http' | 'https'; host: string; port: number } {
+  const url = new URL(value);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`Invalid configuration:\n  STRIPE_API_BASE: http or https URL required (got ${JSON.stringify(value)})`);
+  }
+  const protocol = url.protocol === 'http:' ? 'http' : 'https';
+  return { protocol, host: url.hostname, port: url.port ? Number(url.port) : protocol === 'http' ? 80 : 443 };
 }
 
 export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
@@ -178,6 +290,18 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
       tokenAddress: parsed.GATE_TOKEN_ADDRESS as `0x${string}` | undefined,
       minBalance: parsed.GATE_MIN_BALANCE,
     },
+    payments:
+      parsed.PAYMENT_RPC_URL && parsed.PAYMENT_TOKEN_ADDRESS && parsed.PAYMENT_RECIPIENT
+        ? {
+            rpcUrl: parsed.PAYMENT_RPC_URL,
+            chainId: parsed.PAYMENT_CHAIN_ID,
+            tokenAddress: parsed.PAYMENT_TOKEN_ADDRESS.toLowerCase() as `0x${string}`,
+            tokenDecimals: parsed.PAYMENT_TOKEN_DECIMALS,
+            recipient: parsed.PAYMENT_RECIPIENT.toLowerCase() as `0x${string}`,
+            minConfirmations: parsed.PAYMENT_MIN_CONFIRMATIONS,
+            requireMemo: parsed.PAYMENT_REQUIRE_MEMO,
+          }
+        : undefined,
     siweDomain: parsed.SIWE_DOMAIN ?? new URL(parsed.PUBLIC_URL ?? `http://127.0.0.1:${parsed.PORT}`).host,
     walletNonceTtlMs: parsed.WALLET_NONCE_TTL_MS,
     provisioningDisabled: parsed.PROVISIONING_DISABLED,
@@ -200,6 +324,54 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
       limitPerMinute: parsed.DEMO_CHAT_LIMIT_PER_MINUTE,
       timeoutMs: parsed.DEMO_CHAT_TIMEOUT_MS,
     },
+    plugins: {
+      prices: {
+        agent: parsed.PLUGIN_PRICE_AGENT,
+        'generate-text': parsed.PLUGIN_PRICE_GENERATE_TEXT,
+        tts: parsed.PLUGIN_PRICE_TTS,
+        stt: parsed.PLUGIN_PRICE_STT,
+      },
+      // A speech key is never sent to the LLM's host or the other way round: a separate URL needs its own key.
+      speech: parsed.SPEECH_BASE_URL
+        ? parsed.SPEECH_API_KEY
+          ? { baseUrl: parsed.SPEECH_BASE_URL, apiKey: parsed.SPEECH_API_KEY }
+          : undefined
+        : parsed.LLM_BASE_URL && parsed.LLM_API_KEY
+          ? { baseUrl: parsed.LLM_BASE_URL, apiKey: parsed.LLM_API_KEY }
+          : undefined,
+      ttsModel: parsed.TTS_MODEL,
+      ttsVoice: parsed.TTS_VOICE,
+      sttModel: parsed.STT_MODEL,
+      timeoutMs: parsed.PLUGIN_TIMEOUT_MS,
+    },
+    stripe: parsed.STRIPE_SECRET_KEY
+      ? {
+          secretKey: parsed.STRIPE_SECRET_KEY,
+          webhookSecret: parsed.STRIPE_WEBHOOK_SECRET,
+          api: parsed.STRIPE_API_BASE ? stripeApiBase(parsed.STRIPE_API_BASE) : undefined,
+          timeoutMs: parsed.STRIPE_TIMEOUT_MS,
+        }
+      : undefined,
+    billing: {
+      plans: parsePlanPrices(parsed.PLAN_PRICES_GBP),
+      creditPacks: parseCreditPacks(parsed.CREDIT_PACKS_GBP),
+      storageUpgrade: { gb: parsed.STORAGE_UPGRADE_GB, amountPence: parseStoragePrice(parsed.STORAGE_UPGRADE_PRICE_GBP) },
+    },
+    walletProvider: parsed.WALLET_PROVIDER_URL
+      ? {
+          url: parsed.WALLET_PROVIDER_URL.replace(/\/+$/, ''),
+          apiKey: parsed.WALLET_PROVIDER_API_KEY,
+          timeoutMs: parsed.WALLET_PROVIDER_TIMEOUT_MS,
+        }
+      : undefined,
+    basename:
+      (parsed.BASENAME_RPC_URL ?? parsed.GATING_RPC_URL) && parsed.BASENAME_RESOLVER_ADDRESS
+        ? {
+            rpcUrl: (parsed.BASENAME_RPC_URL ?? parsed.GATING_RPC_URL) as string,
+            resolver: parsed.BASENAME_RESOLVER_ADDRESS as `0x${string}`,
+            reverseNamespace: parsed.BASENAME_REVERSE_NAMESPACE,
+          }
+        : undefined,
     trading: {
       apiUrl: parsed.TRADING_API_URL.replace(/\/+$/, ''),
       platformKey: parsed.TRADING_API_KEY,
@@ -209,6 +381,11 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
       sharedUrl: parsed.GATEWAY_URL?.replace(/\/+$/, ''),
       chatTimeoutMs: parsed.GATEWAY_CHAT_TIMEOUT_MS,
       requestTimeoutMs: parsed.GATEWAY_REQUEST_TIMEOUT_MS,
+    },
+    x402: {
+      gatewayUrl: parsed.X402_GATEWAY_URL?.replace(/\/+$/, ''),
+      timeoutMs: parsed.X402_TIMEOUT_MS,
+      joinTimeoutMs: parsed.X402_JOIN_TIMEOUT_MS,
     },
     // Social session tokens: their own secret, else AUTH_SECRET, else one derived from the session secret.
     social: {

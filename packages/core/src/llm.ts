@@ -1,6 +1,6 @@
 /**
  * A minimal client of OpenAI-compatible chat-completion APIs (OpenRouter, Gemini's and Anthropic's
- * compatibility endpoints, Groq, OpenAI, a local server): one non-streaming completion, and a
+ * compatibility endpoints, Groq, OpenAI, a local server): one completion, whole or streamed, and a
  * reachability probe of `GET {base}/models`. Built on `fetch` with a timeout that covers the body.
  * Errors carry a short reason that never includes the key, the request or the upstream body.
  */
@@ -115,6 +115,11 @@ export async function chatCompletion(endpoint: LlmEndpoint, options: CompletionO
     body: JSON.stringify(body),
   });
   if (status < 200 || status >= 300) throw new LlmRequestError(`HTTP ${status}`, status);
+  return parseCompletion(status, text);
+}
+
+/** A 2xx `chat.completion` body, or `LlmRequestError` when it is not JSON or carries no reply. */
+function parseCompletion(status: number, text: string): LlmCompletion {
   let json: Record<string, unknown>;
   try {
     json = JSON.parse(text) as Record<string, unknown>;
@@ -130,6 +135,127 @@ export async function chatCompletion(endpoint: LlmEndpoint, options: CompletionO
     content,
     ...readUsage(json.usage),
   };
+}
+
+/**
+ * The `data:` payloads of a server-sent-event body, one per event (multi-line data joined with `\n`); comments and
+ * other fields are skipped. Ends with the body.
+ */
+export async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let data: string[] = [];
+  const line = (text: string): string | undefined => {
+    if (text === '') {
+      const event = data.length > 0 ? data.join('\n') : undefined;
+      data = [];
+      return event;
+    }
+    if (text.startsWith('data:')) data.push(text.slice(text.startsWith('data: ') ? 6 : 5));
+    return undefined;
+  };
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
+      for (let at = buffer.indexOf('\n'); at >= 0; at = buffer.indexOf('\n')) {
+        const event = line(buffer.slice(0, at).replace(/\r$/, ''));
+        buffer = buffer.slice(at + 1);
+        if (event !== undefined) yield event;
+      }
+      if (done) break;
+    }
+    const last = buffer === '' ? undefined : line(buffer.replace(/\r$/, ''));
+    if (last !== undefined) yield last;
+    const tail = line('');
+    if (tail !== undefined) yield tail;
+  } finally {
+    // An early return (the caller stops reading) or an error must not leave the connection open.
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+/**
+ * `POST {base}/chat/completions` with `stream: true` (and `stream_options.include_usage`, so providers that support it
+ * send token counts): calls `onDelta` with each piece of text as it arrives and resolves with the whole completion.
+ * The timeout covers the whole stream; `signal` lets the caller stop early (the client went away). A provider that
+ * answers a plain `chat.completion` instead is accepted: its text is one delta.
+ */
+export async function chatCompletionStream(
+  endpoint: LlmEndpoint,
+  options: CompletionOptions,
+  onDelta: (text: string) => void,
+  signal?: AbortSignal,
+): Promise<LlmCompletion> {
+  const body = {
+    model: options.model,
+    messages: options.messages,
+    max_tokens: options.maxTokens,
+    stream: true,
+    stream_options: { include_usage: true },
+    ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+  };
+  const timeout = AbortSignal.timeout(endpoint.timeoutMs);
+  const combined = signal ? AbortSignal.any([timeout, signal]) : timeout;
+  const failure = (err: unknown): LlmRequestError => {
+    if (err instanceof LlmRequestError) return err;
+    if (timeout.aborted) return new LlmRequestError(`timed out after ${endpoint.timeoutMs} ms`);
+    if (signal?.aborted) return new LlmRequestError('aborted by the caller');
+    return new LlmRequestError(describeFetchError(err));
+  };
+  let res: Response;
+  try {
+    res = await fetch(endpointUrl(endpoint.baseUrl, '/chat/completions'), {
+      method: 'POST',
+      headers: { ...authHeaders(endpoint.apiKey), accept: 'text/event-stream', 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: combined,
+      redirect: 'manual',
+    });
+  } catch (err) {
+    throw failure(err);
+  }
+  try {
+    if (res.status < 200 || res.status >= 300) {
+      await res.body?.cancel();
+      throw new LlmRequestError(`HTTP ${res.status}`, res.status);
+    }
+    if (!res.body || !/^text\/event-stream/i.test(res.headers.get('content-type') ?? '')) {
+      const completion = parseCompletion(res.status, await res.text());
+      if (completion.content) onDelta(completion.content);
+      return completion;
+    }
+    let content = '';
+    let id: string | undefined;
+    let model: string | undefined;
+    let usage: ReturnType<typeof readUsage> = { usage: undefined, costUsd: undefined };
+    let chunks = 0;
+    for await (const data of sseData(res.body)) {
+      if (data.trim() === '[DONE]') break;
+      let chunk: Record<string, unknown>;
+      try {
+        chunk = JSON.parse(data) as Record<string, unknown>;
+      } catch {
+        throw new LlmRequestError('stream carried an event that was not JSON', res.status);
+      }
+      if (chunk.error) throw new LlmRequestError('stream reported an error', res.status);
+      chunks++;
+      if (typeof chunk.id === 'string') id ??= chunk.id;
+      if (typeof chunk.model === 'string') model ??= chunk.model;
+      if (chunk.usage) usage = readUsage(chunk.usage);
+      const choice = Array.isArray(chunk.choices) ? (chunk.choices[0] as { delta?: { content?: unknown } } | undefined) : undefined;
+      const piece = choice?.delta?.content;
+      if (typeof piece === 'string' && piece !== '') {
+        content += piece;
+        onDelta(piece);
+      }
+    }
+    if (chunks === 0) throw new LlmRequestError('stream had no message', res.status);
+    return { id, model, content, ...usage };
+  } catch (err) {
+    throw failure(err);
+  }
 }
 
 export interface LlmProbe {

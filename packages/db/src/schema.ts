@@ -29,6 +29,14 @@ export interface UsersTable {
   /** Set by account protection: the account cannot sign in and its sessions stop working. */
   disabled_at: NullableTimestamp;
   credential_change_flagged_at: NullableTimestamp;
+  /** The payment provider's customer (migration 0014). */
+  stripe_customer_id: string | null;
+  /** The provider subscription that pays for `plan`; events about other subscriptions change nothing. */
+  stripe_subscription_id: string | null;
+  /** Bring your own key: the user's agents use the user's own LLM key. */
+  byok: Generated<boolean>;
+  /** Storage bought on top of the plan (`POST /api/payments/card/storage-upgrade`). */
+  extra_storage_gb: Generated<number>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -338,6 +346,114 @@ export interface DevicesTable {
   updated_at: Timestamp;
 }
 
+/** Checkout Sessions we created (migration 0014); `open` → `complete` happens once. */
+export interface BillingCheckoutsTable {
+  session_id: string;
+  user_id: string;
+  kind: 'plan' | 'credits' | 'storage';
+  plan: string | null;
+  credits: Generated<number>;
+  storage_gb: Generated<number>;
+  /** Minor units (pence). */
+  amount_total: number | null;
+  currency: string | null;
+  status: Generated<'open' | 'complete' | 'expired'>;
+  created_at: Timestamp;
+  completed_at: NullableTimestamp;
+}
+
+/** Payment-provider webhook events already handled, by event id (migration 0014). */
+export interface BillingEventsTable {
+  id: string;
+  type: string;
+  received_at: Timestamp;
+}
+
+/** Wallets linked to an account (migration 0014); `address` lower-case, unique across accounts. */
+export interface WalletsTable {
+  id: Generated<string>;
+  user_id: string;
+  address: string;
+  kind: 'external' | 'custodial';
+  /** `eoa`, `contract`, `counterfactual`, or null when no chain was asked. */
+  signer: string | null;
+  created_at: Timestamp;
+}
+
+/** Numeric money and token columns are read as exact decimal strings. */
+type Numeric = ColumnType<string, string | number | bigint, string | number | bigint>;
+type NullableNumeric = ColumnType<string | null, string | number | bigint | null | undefined, string | number | bigint | null>;
+
+/** MPP challenges issued in 402 answers (migration 0013); consumed once by a verified credential. */
+export interface PaymentChallengesTable {
+  nonce: string;
+  plugin: string;
+  amount_usd: Numeric;
+  /** In the token's smallest unit. */
+  amount_atomic: Numeric;
+  /** Token contract, lower-case. */
+  currency: string;
+  recipient: string;
+  chain_id: number;
+  issued_at: Timestamp;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+  tx_hash: string | null;
+}
+
+/** On-chain transactions accepted as payments (migration 0013); the hash is the replay guard. */
+export interface PaymentTransactionsTable {
+  tx_hash: string;
+  purpose: 'mpp' | 'session_deposit';
+  challenge_nonce: string | null;
+  session_id: string | null;
+  payer: string;
+  amount_atomic: Numeric;
+  block_number: ColumnType<number, number | bigint, number | bigint>;
+  created_at: Timestamp;
+}
+
+/** Pre-funded payment sessions (migration 0013); USD amounts as exact decimal strings. */
+export interface PaymentSessionsTable {
+  id: string;
+  user_address: string;
+  deposit: Numeric;
+  spent: ColumnType<string, string | number | undefined, string | number>;
+  status: ColumnType<'active' | 'settling' | 'closed', 'active' | 'settling' | 'closed' | undefined, 'active' | 'settling' | 'closed'>;
+  deposit_tx_hash: string;
+  /** Owed back to the wallet once closed (deposit less spent). */
+  returned: NullableNumeric;
+  /** The operator's payout of `returned`, recorded by hand. */
+  refund_tx_hash: string | null;
+  created_at: Timestamp;
+  last_settled_at: Timestamp;
+  closed_at: NullableTimestamp;
+  updated_at: Timestamp;
+}
+
+/** Bookings of accumulated session vouchers (migration 0013). */
+export interface PaymentSettlementsTable {
+  id: Generated<number>;
+  session_id: string;
+  amount: Numeric;
+  voucher_count: number;
+  reason: 'threshold' | 'hourly' | 'close';
+  settled_at: Timestamp;
+}
+
+/** One debit of a payment session (migration 0013). */
+export interface PaymentVouchersTable {
+  id: Generated<number>;
+  session_id: string;
+  nonce: string;
+  plugin: string;
+  amount: Numeric;
+  /** The wallet's signature; null for the gateway's own vouchers. */
+  signature: string | null;
+  settlement_id: number | null;
+  created_at: Timestamp;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -372,6 +488,14 @@ export interface DB {
   chat_messages: ChatMessagesTable;
   agent_credentials: AgentCredentialsTable;
   devices: DevicesTable;
+  billing_checkouts: BillingCheckoutsTable;
+  billing_events: BillingEventsTable;
+  wallets: WalletsTable;
+  payment_challenges: PaymentChallengesTable;
+  payment_transactions: PaymentTransactionsTable;
+  payment_sessions: PaymentSessionsTable;
+  payment_settlements: PaymentSettlementsTable;
+  payment_vouchers: PaymentVouchersTable;
   schema_migrations: SchemaMigrationsTable;
 }
 

@@ -11,3 +11,5 @@ export * from './fakes/chain.js';
 export * from './fakes/social-verifier.js';
 export * from './fakes/llm.js';
 export * from './fakes/hosting-api.js';
+export * from './fakes/colony.js';
+export * from './fakes/stripe.js';

@@ -7,7 +7,10 @@ export interface FakeLlmRequest {
   /** Path without the query string, e.g. `/v1/chat/completions`. */
   path: string;
   headers: IncomingMessage['headers'];
-  /** The parsed JSON body, the raw text when it is not JSON, or undefined when empty. */
+  /**
+   * The parsed JSON body, the raw text when it is not JSON, or undefined when empty. A multipart body
+   * (`/audio/transcriptions`) is its fields by name, a file as `{ name, type, size, base64 }`.
+   */
   body: unknown;
 }
 
@@ -18,8 +21,10 @@ export interface FakeLlmOptions {
   models?: string[];
   /** When set, requests without `Authorization: Bearer <apiKey>` get 401. */
   apiKey?: string;
-  /** Every chat completion is answered with this HTTP status and an OpenAI-style error body (upstream failures). */
+  /** Every chat completion and audio call is answered with this HTTP status and an OpenAI-style error body (upstream failures). */
   failWith?: number;
+  /** The transcript `POST /v1/audio/transcriptions` answers (default `FAKE-LLM transcript of <bytes> bytes`), or a function of the audio. */
+  transcript?: string | ((audio: Buffer) => string);
   /** Milliseconds to wait before answering a chat completion (timeouts). */
   delayMs?: number;
 }
@@ -30,6 +35,8 @@ export interface FakeLlm {
   readonly requests: FakeLlmRequest[];
   /** The chat completion requests only. */
   chatRequests(): FakeLlmRequest[];
+  /** The `POST /v1/audio/speech` and `POST /v1/audio/transcriptions` requests. */
+  audioRequests(): FakeLlmRequest[];
   close(): Promise<void>;
 }
 
@@ -43,7 +50,9 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 async function readBody(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
+  const raw = Buffer.concat(chunks);
+  if (/^multipart\/form-data/i.test(req.headers['content-type'] ?? '')) return readMultipart(req, raw);
+  const text = raw.toString('utf8');
   if (text === '') return undefined;
   try {
     return JSON.parse(text) as unknown;
@@ -51,6 +60,49 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
     return text;
   }
 }
+
+/** A file part of a multipart body as the fake records it. */
+export interface FakeUploadedFile {
+  name: string;
+  type: string;
+  size: number;
+  base64: string;
+}
+
+/** A multipart body (parsed by the platform's own `Request.formData()`): text fields as strings, files as `FakeUploadedFile`. */
+async function readMultipart(req: IncomingMessage, raw: Buffer): Promise<Record<string, string | FakeUploadedFile> | string> {
+  try {
+    const form = await new Request('http://fake.local/', {
+      method: 'POST',
+      headers: { 'content-type': req.headers['content-type'] ?? '' },
+      body: raw,
+    }).formData();
+    const fields: Record<string, string | FakeUploadedFile> = {};
+    for (const [name, value] of form.entries()) {
+      if (typeof value === 'string') fields[name] = value;
+      else {
+        const bytes = Buffer.from(await value.arrayBuffer());
+        fields[name] = { name: value.name, type: value.type, size: bytes.length, base64: bytes.toString('base64') };
+      }
+    }
+    return fields;
+  } catch {
+    return raw.toString('latin1');
+  }
+}
+
+/** The bytes the fake "speaks": a recognisable, deterministic stand-in for audio of `input` in `voice`. */
+export const fakeSpeech = (input: string, voice: string, format: string) => Buffer.from(`FAKE-AUDIO ${format} ${voice}: ${input}`, 'utf8');
+
+/** Content types of OpenAI's `response_format` values. */
+const SPEECH_TYPES: Record<string, string> = {
+  mp3: 'audio/mpeg',
+  opus: 'audio/ogg',
+  aac: 'audio/aac',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  pcm: 'audio/pcm',
+};
 
 /** The last text part across all user messages (OpenClaw sends its internal context as the final user message). */
 export function lastUserText(body: Record<string, unknown>): string {
@@ -72,6 +124,8 @@ export function lastUserText(body: Record<string, unknown>): string {
  * A local OpenAI-compatible LLM: `GET /v1/models` and `POST /v1/chat/completions`, answering with a fixed
  * (or computed) text, as standard SSE `chat.completion.chunk` frames when the request has `stream: true`
  * (with a usage frame when `stream_options.include_usage` is set), otherwise as one `chat.completion`.
+ * The audio API too: `POST /v1/audio/speech` (JSON `{ model, input, voice, response_format }` → the bytes of
+ * `fakeSpeech`) and `POST /v1/audio/transcriptions` (multipart `file`, `model`, … → `{ text }`).
  */
 export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLlm> {
   const requests: FakeLlmRequest[] = [];
@@ -91,6 +145,12 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
       }
       if (req.method === 'GET' && path === '/v1/models') {
         return sendJson(res, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', owned_by: 'fake' })) });
+      }
+      if (req.method === 'POST' && (path === '/v1/audio/speech' || path === '/v1/audio/transcriptions')) {
+        if (options.failWith) {
+          return sendJson(res, options.failWith, { error: { message: 'Upstream failure (fake)', type: 'server_error' } });
+        }
+        return path === '/v1/audio/speech' ? speech(res, body) : transcription(res, body);
       }
       if (req.method !== 'POST' || path !== '/v1/chat/completions') {
         return sendJson(res, 404, { error: { message: `Unknown path ${path}`, type: 'invalid_request_error' } });
@@ -132,6 +192,37 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     });
   });
 
+  /** OpenAI's speech endpoint: `model`, `input` and `voice` are required; the answer is raw audio bytes. */
+  function speech(res: ServerResponse, body: unknown): void {
+    const json = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+    const { model, input, voice } = json;
+    const format = typeof json.response_format === 'string' ? json.response_format : 'mp3';
+    if (typeof model !== 'string' || typeof input !== 'string' || !input || typeof voice !== 'string' || !SPEECH_TYPES[format]) {
+      const message = 'model, input, voice and a known response_format are required';
+      sendJson(res, 400, { error: { message, type: 'invalid_request_error' } });
+      return;
+    }
+    const audio = fakeSpeech(input, voice, format);
+    res.writeHead(200, { 'content-type': SPEECH_TYPES[format], 'content-length': audio.length });
+    res.end(audio);
+  }
+
+  /** OpenAI's transcription endpoint: multipart with a `file` and a `model`; answers `{ text }` (response_format json). */
+  function transcription(res: ServerResponse, body: unknown): void {
+    const fields = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+    const file = fields.file as FakeUploadedFile | undefined;
+    if (typeof fields.model !== 'string' || !file || typeof file !== 'object' || file.size === 0) {
+      sendJson(res, 400, { error: { message: 'file and model are required', type: 'invalid_request_error' } });
+      return;
+    }
+    const audio = Buffer.from(file.base64, 'base64');
+    const text =
+      typeof options.transcript === 'function'
+        ? options.transcript(audio)
+        : (options.transcript ?? `FAKE-LLM transcript of ${audio.length} bytes`);
+    sendJson(res, 200, { text });
+  }
+
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -141,6 +232,7 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     chatRequests: () => requests.filter((r) => r.method === 'POST' && r.path === '/v1/chat/completions'),
+    audioRequests: () => requests.filter((r) => r.method === 'POST' && r.path.startsWith('/v1/audio/')),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -19,7 +19,8 @@ const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;
 /** Clients' clocks run a little ahead: an `Issued At` up to this far in the future is accepted. */
 const ISSUED_AT_SKEW_MS = 60_000;
 
-const nonceKey = (nonce: string) => `siwe-nonce:${nonce}`;
+/** Where `GET|POST /api/auth/nonce` keeps an issued nonce until one signed message uses it. */
+export const nonceKey = (nonce: string) => `siwe-nonce:${nonce}`;
 
 const WalletAuthBodySchema = Type.Object({
   address: Type.Optional(Type.String()),
