@@ -8,10 +8,19 @@ import { aiRoutes } from './routes/ai/index.js';
 import { gatewayTokenRoute } from './routes/gateway/index.js';
 import { healthRoutes } from './routes/health/index.js';
 import { validateKeyRoute } from './routes/keys/index.js';
+import { installationRoutes } from './routes/installations/index.js';
+import { metricsRoutes } from './routes/metrics/index.js';
+import { coordinationRoutes } from './routes/swarms/index.js';
+import { missionControlRoutes } from './routes/mission-control/index.js';
 import { agentRoutes, deploymentRoutes } from './routes/agents/index.js';
+import { agentRpcRoutes } from './routes/agents/rpc.js';
 import { unavailableProvisioning } from './routes/agents/unavailable.js';
+import { browseRoutes } from './routes/browse/index.js';
+import { logRoutes } from './routes/logs/index.js';
 import { runtimeRoutes } from './routes/runtime/index.js';
 import { runtimeProxyRoutes } from './routes/runtime/proxy.js';
+import { toolHostRoutes } from './routes/tool-host/index.js';
+import { undergroundRoutes } from './routes/underground/index.js';
 import { createHealthProbe } from './services/health.js';
 
 export interface BackendDeps {
@@ -51,11 +60,22 @@ export async function buildApp({ config, db, counters, logger, host }: BackendDe
       api.setNotFoundHandler(notFoundHandler);
       await api.register(validateKeyRoute, { config });
       await api.register(gatewayTokenRoute, { config });
+      await api.register(installationRoutes, { config });
+      await api.register(metricsRoutes, { config, host });
+      await api.register(coordinationRoutes, { config, host });
+      await api.register(undergroundRoutes, { config, prefix: '/underground' });
+      await api.register(missionControlRoutes, { config, host });
       if (host) {
         await api.register(agentRoutes, { config, host });
+        await api.register(agentRpcRoutes, { config, host });
         await api.register(runtimeRoutes, { config, host });
         await api.register(runtimeProxyRoutes, { config, host });
-      } else await api.register(unavailableProvisioning, { config, paths: ['/agents', '/agents/*', '/runtime/*'] });
+        await api.register(browseRoutes, { config, host });
+        await api.register(logRoutes, { config, host });
+      } else {
+        await api.register(unavailableProvisioning, { config, paths: ['/agents', '/agents/*', '/runtime/*', '/browse/*', '/logs/*'] });
+      }
+      await api.register(toolHostRoutes, { config, ...(host ? { host } : {}) });
       await api.register(
         async (ai) => {
           ai.addHook('onRequest', ai.rateLimit(BACKEND_LIMITS.ai));

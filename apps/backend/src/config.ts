@@ -28,6 +28,7 @@ const BackendEnvSchema = Type.Composite([
     HOSTING_ENVIRONMENT_ID: Env.optional(Type.String()),
     HOSTING_AGENT_IMAGE: Env.str('ghcr.io/openclaw/openclaw:2026.9.6'),
     ENCRYPTION_KEY: Env.optional(Type.String({ minLength: 32 })),
+    PLATFORM_DEVICE_KEY: Env.optional(Type.String({ minLength: 32 })),
     GATEWAY_SHARED_TOKEN: Env.optional(Type.String({ minLength: 16 })),
     PLATFORM_GATEWAY_TOKEN: Env.optional(Type.String({ minLength: 16 })),
     AGENT_DOMAIN: Env.optional(Type.String()),
@@ -46,6 +47,12 @@ const BackendEnvSchema = Type.Composite([
     OPENAI_API_KEY: Env.optional(Type.String()),
     AI_FALLBACK_PROVIDER: Env.optional(Type.Union(['gemini', 'google', 'groq', 'anthropic', 'openai'].map((p) => Type.Literal(p)))),
     AI_TIMEOUT_MS: Env.int(60_000, 100),
+    UNDERGROUND_RPC_URL: Env.url(),
+    UNDERGROUND_USDC_ADDRESS: Env.optional(Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })),
+    UNDERGROUND_RPC_TIMEOUT_MS: Env.int(10_000, 100),
+    UNDERGROUND_WEBHOOK_TIMEOUT_MS: Env.int(5_000, 100),
+    UNDERGROUND_WEBHOOK_BACKOFF_MS: Env.int(500, 0),
+    UNDERGROUND_WEBHOOK_ALLOW_PRIVATE: Env.bool(false),
   }),
 ]);
 
@@ -80,6 +87,11 @@ export interface BackendConfig extends BaseConfig {
   hosting: { projectId: string | undefined; environmentId: string | undefined; image: string };
   /** Seals the agent host's secrets (gateway and channel tokens, LLM keys) at rest. */
   encryptionKey: string;
+  /**
+   * `PLATFORM_DEVICE_KEY`: the Ed25519 private key (PKCS#8 PEM, or base64 of the DER) of the platform device that
+   * controls container and hosted agents; unset → generated once into `DATA_DIR/platform-device.json`, sealed.
+   */
+  platformDeviceKey: string | undefined;
   /** One gateway token for every agent; unset → each agent gets 24 random bytes as 48 hex characters. */
   gatewaySharedToken: string | undefined;
   /** Token of the shared platform gateway (web `GATEWAY_URL`), handed to the web service only. */
@@ -97,6 +109,17 @@ export interface BackendConfig extends BaseConfig {
     keys: Record<'openrouter' | 'gemini' | 'groq' | 'anthropic' | 'openai', string | undefined>;
     fallbackProvider: 'gemini' | 'groq' | 'anthropic' | 'openai' | undefined;
     timeoutMs: number;
+  };
+  /**
+   * Underground (spec §4.11): wallet balances are the USDC contract's `balanceOf` read through `rpcUrl` (both unset →
+   * balance answers 500); bus deliveries to agents' webhooks: `attempts` tries per recipient, waiting `backoffMs`,
+   * then twice that, between them; `allowPrivate` lets webhooks live on loopback/private addresses (local use, tests).
+   */
+  underground: {
+    rpcUrl: string | undefined;
+    usdcAddress: `0x${string}` | undefined;
+    rpcTimeoutMs: number;
+    webhook: { attempts: number; timeoutMs: number; backoffMs: number; allowPrivate: boolean };
   };
 }
 
@@ -138,6 +161,7 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
     },
     hosting: { projectId: parsed.HOSTING_PROJECT_ID, environmentId: parsed.HOSTING_ENVIRONMENT_ID, image: parsed.HOSTING_AGENT_IMAGE },
     encryptionKey: ENCRYPTION_KEY,
+    platformDeviceKey: parsed.PLATFORM_DEVICE_KEY,
     gatewaySharedToken: parsed.GATEWAY_SHARED_TOKEN,
     platformGatewayToken: parsed.PLATFORM_GATEWAY_TOKEN,
     agentDomain: parsed.AGENT_DOMAIN,
@@ -160,6 +184,17 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
       fallbackProvider:
         parsed.AI_FALLBACK_PROVIDER === 'google' ? 'gemini' : (parsed.AI_FALLBACK_PROVIDER as BackendConfig['ai']['fallbackProvider']),
       timeoutMs: parsed.AI_TIMEOUT_MS,
+    },
+    underground: {
+      rpcUrl: parsed.UNDERGROUND_RPC_URL,
+      usdcAddress: parsed.UNDERGROUND_USDC_ADDRESS as `0x${string}` | undefined,
+      rpcTimeoutMs: parsed.UNDERGROUND_RPC_TIMEOUT_MS,
+      webhook: {
+        attempts: 3,
+        timeoutMs: parsed.UNDERGROUND_WEBHOOK_TIMEOUT_MS,
+        backoffMs: parsed.UNDERGROUND_WEBHOOK_BACKOFF_MS,
+        allowPrivate: parsed.UNDERGROUND_WEBHOOK_ALLOW_PRIVATE,
+      },
     },
   });
 }

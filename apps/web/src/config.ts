@@ -13,11 +13,19 @@ import { DEFAULT_DEMO_MODELS, type DemoModel, parseDemoModels } from './services
 /** A USD amount as a decimal string (`0.05`): kept exact, never a float. */
 const usdPrice = (def: string) => Type.String({ pattern: '^\\d{1,4}(\\.\\d{1,6})?$', default: def });
 
+/** A Standard Webhooks (Svix) signing secret: `whsec_` and base64 of the key (the prefix is optional). */
+const WEBHOOK_SECRET_PATTERN = '^(whsec_)?[A-Za-z0-9+/]{16,}={0,2}$';
+
 const WebEnvSchema = Type.Composite([
   BaseEnvSchema,
   Type.Object({
     PORT: Env.port(3000),
     DATABASE_URL: Env.url(),
+    EMAIL_WEBHOOK_SECRET: Env.optional(Type.String({ pattern: WEBHOOK_SECRET_PATTERN })),
+    HOSTING_WEBHOOK_SECRET: Env.optional(Type.String({ pattern: WEBHOOK_SECRET_PATTERN })),
+    INVITE_TTL_HOURS: Env.int(168, 1),
+    INVITE_MAX_OUTSTANDING: Env.int(5, 1),
+    INVITE_VERIFY_LIMIT_PER_MINUTE: Env.int(20, 1),
     BACKEND_API_URL: Env.str('http://127.0.0.1:3001'),
     BACKEND_API_FALLBACK_URL: Env.url(),
     SUMMARIZER_URL: Env.str('http://127.0.0.1:3100'),
@@ -113,12 +121,40 @@ const WebEnvSchema = Type.Composite([
     X402_GATEWAY_URL: Env.url(),
     X402_TIMEOUT_MS: Env.int(10_000, 100),
     X402_JOIN_TIMEOUT_MS: Env.int(10_000, 100),
+    STREAMING_API_URL: Env.str('https://api.mux.com'),
+    STREAMING_API_KEY: Env.optional(Type.String({ pattern: '^[^:]+:.+$' })),
+    STREAMING_RTMP_URL: Env.str('rtmps://global-live.mux.com:443/app'),
+    STREAMING_PLAYBACK_URL: Env.str('https://stream.mux.com'),
+    STREAMING_EMBED_URL: Env.str('https://player.mux.com'),
+    STREAMING_TIMEOUT_MS: Env.int(10_000, 100),
+    STREAMING_LIVE_CACHE_MS: Env.int(5_000, 0),
+    STREAM_SIGNING_SECRET: Env.optional(Type.String()),
+    STREAM_WEBHOOK_SECRET: Env.optional(Type.String()),
+    STREAM_ASSET_DELETE_DELAY_MINUTES: Env.int(1_440, 0),
+    VIDEO_API_URL: Env.url(),
+    VIDEO_API_KEY: Env.optional(Type.String()),
+    VIDEO_TIMEOUT_MS: Env.int(300_000, 100),
+    VIDEO_POLL_INTERVAL_MS: Env.int(2_000, 10),
+    VIDEO_MAX_BYTES: Env.int(104_857_600, 1),
+    BLOB_URL: Env.url(),
+    BLOB_BUCKET: Env.optional(Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$' })),
+    BLOB_ACCESS_KEY: Env.optional(Type.String()),
+    BLOB_SECRET_KEY: Env.optional(Type.String()),
+    BLOB_REGION: Env.str('us-east-1'),
+    BLOB_PUBLIC_URL: Env.url(),
   }),
 ]);
 
 export interface WebConfig extends BaseConfig {
   port: number;
   databaseUrl: string | undefined;
+  /**
+   * Signing secrets of the provider webhooks (Standard Webhooks / Svix scheme): `POST /api/webhooks/email` and
+   * `POST /api/webhooks/hosting-status` refuse every delivery while theirs is unset.
+   */
+  webhooks: { emailSecret: string | undefined; hostingSecret: string | undefined };
+  /** Invites: lifetime, pending invites per user, and `POST /api/invites/verify` calls per minute per client. */
+  invites: { ttlMs: number; maxOutstanding: number; verifyPerMinute: number };
   /** The backend, then its fallback: tried in order. */
   backendUrls: string[];
   summarizerUrl: string;
@@ -241,6 +277,35 @@ export interface WebConfig extends BaseConfig {
    * `joinTimeoutMs` is the spec's fixed 10 s for `join-colony` (tests shorten it); `timeoutMs` bounds every other call.
    */
   x402: { gatewayUrl: string | undefined; timeoutMs: number; joinTimeoutMs: number };
+  /**
+   * Live streaming (spec §2.11, §4.16, §6) through a Mux-compatible REST API at `apiUrl`; `apiKey` is
+   * `<token id>:<token secret>` sent as HTTP Basic (unset = the radio endpoints answer 500). `rtmpUrl` is the ingest
+   * server handed to encoders; `playbackUrl`/`embedUrl` build `hlsUrl`/`embedUrl`. `liveCacheMs` keeps the provider's
+   * active list that long (0 = never cached). `webhookSecret` (STREAM_SIGNING_SECRET, else STREAM_WEBHOOK_SECRET)
+   * verifies `streaming-signature`; unset = every webhook is refused. Assets queued for deletion are deleted at the
+   * provider `assetDeleteDelayMs` after the decision.
+   */
+  streaming: {
+    apiUrl: string;
+    apiKey: string | undefined;
+    rtmpUrl: string;
+    playbackUrl: string;
+    embedUrl: string;
+    timeoutMs: number;
+    liveCacheMs: number;
+    webhookSecret: string | undefined;
+    assetDeleteDelayMs: number;
+  };
+  /**
+   * `POST /api/generate-video`: the render API (documented JSON contract in services/video.ts); undefined unless URL
+   * and key are set. `timeoutMs` is the spec's 5-minute bound on the whole job (render, download, upload).
+   */
+  video: { apiUrl: string; apiKey: string; timeoutMs: number; pollIntervalMs: number; maxBytes: number } | undefined;
+  /**
+   * S3-compatible blob storage (path-style `PUT <url>/<bucket>/<key>`, SigV4-signed) for generated videos; undefined
+   * unless URL, bucket and both keys are set. Objects are linked as `<publicUrl>/<key>`, else by their object URL.
+   */
+  blob: { url: string; bucket: string; accessKey: string; secretKey: string; region: string; publicUrl: string | undefined } | undefined;
 }
 
 /** STRIPE_API_BASE (`http://127.0.0.1:12111`) as the SDK's `protocol`, `host` and `port`. */
@@ -261,6 +326,12 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     ...base,
     port: parsed.PORT,
     databaseUrl: parsed.DATABASE_URL,
+    webhooks: { emailSecret: parsed.EMAIL_WEBHOOK_SECRET, hostingSecret: parsed.HOSTING_WEBHOOK_SECRET },
+    invites: {
+      ttlMs: parsed.INVITE_TTL_HOURS * 3_600_000,
+      maxOutstanding: parsed.INVITE_MAX_OUTSTANDING,
+      verifyPerMinute: parsed.INVITE_VERIFY_LIMIT_PER_MINUTE,
+    },
     backendUrls: [parsed.BACKEND_API_URL, parsed.BACKEND_API_FALLBACK_URL].filter((u): u is string => Boolean(u)),
     summarizerUrl: parsed.SUMMARIZER_URL,
     internalApiKey: secrets.INTERNAL_API_KEY,
@@ -387,6 +458,38 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
       timeoutMs: parsed.X402_TIMEOUT_MS,
       joinTimeoutMs: parsed.X402_JOIN_TIMEOUT_MS,
     },
+    streaming: {
+      apiUrl: parsed.STREAMING_API_URL.replace(/\/+$/, ''),
+      apiKey: parsed.STREAMING_API_KEY,
+      rtmpUrl: parsed.STREAMING_RTMP_URL.replace(/\/+$/, ''),
+      playbackUrl: parsed.STREAMING_PLAYBACK_URL.replace(/\/+$/, ''),
+      embedUrl: parsed.STREAMING_EMBED_URL.replace(/\/+$/, ''),
+      timeoutMs: parsed.STREAMING_TIMEOUT_MS,
+      liveCacheMs: parsed.STREAMING_LIVE_CACHE_MS,
+      webhookSecret: parsed.STREAM_SIGNING_SECRET ?? parsed.STREAM_WEBHOOK_SECRET,
+      assetDeleteDelayMs: parsed.STREAM_ASSET_DELETE_DELAY_MINUTES * 60_000,
+    },
+    video:
+      parsed.VIDEO_API_URL && parsed.VIDEO_API_KEY
+        ? {
+            apiUrl: parsed.VIDEO_API_URL.replace(/\/+$/, ''),
+            apiKey: parsed.VIDEO_API_KEY,
+            timeoutMs: parsed.VIDEO_TIMEOUT_MS,
+            pollIntervalMs: parsed.VIDEO_POLL_INTERVAL_MS,
+            maxBytes: parsed.VIDEO_MAX_BYTES,
+          }
+        : undefined,
+    blob:
+      parsed.BLOB_URL && parsed.BLOB_BUCKET && parsed.BLOB_ACCESS_KEY && parsed.BLOB_SECRET_KEY
+        ? {
+            url: parsed.BLOB_URL.replace(/\/+$/, ''),
+            bucket: parsed.BLOB_BUCKET,
+            accessKey: parsed.BLOB_ACCESS_KEY,
+            secretKey: parsed.BLOB_SECRET_KEY,
+            region: parsed.BLOB_REGION,
+            publicUrl: parsed.BLOB_PUBLIC_URL?.replace(/\/+$/, ''),
+          }
+        : undefined,
     // Social session tokens: their own secret, else AUTH_SECRET, else one derived from the session secret.
     social: {
       verifyUrl: parsed.SOCIAL_VERIFY_URL,

@@ -24,6 +24,11 @@ export const ID_PREFIXES = {
   usage: 'use',
   bridgeMessage: 'brg',
   oauthAccount: 'oac',
+  split: 'spl',
+  invite: 'inv',
+  installation: 'inst',
+  swarm: 'swm',
+  videoJob: 'vid',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

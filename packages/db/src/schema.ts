@@ -454,6 +454,246 @@ export interface PaymentVouchersTable {
   created_at: Timestamp;
 }
 
+/** Email provider events (migration 0017): inbound mail and delivery events, one row per delivery id. */
+export interface EmailEventsTable {
+  id: string;
+  type: 'inbound' | 'sent' | 'delivered' | 'bounced' | 'opened' | 'clicked' | 'complained';
+  email_id: string | null;
+  from_address: string | null;
+  to_addresses: Json<string[]>;
+  subject: string | null;
+  text_body: string | null;
+  html_body: string | null;
+  occurred_at: Timestamp;
+  received_at: Timestamp;
+  payload: Json<Record<string, unknown>>;
+}
+
+/** Addresses the mailer skips (migration 0017); lower-case. */
+export interface EmailSuppressionsTable {
+  address: string;
+  reason: 'bounced' | 'complained';
+  event_id: string | null;
+  created_at: Timestamp;
+}
+
+/** Hosting provider events kept for polling (migration 0017); `seq` is the polling cursor. */
+export interface HostingEventsTable {
+  seq: Generated<number>;
+  id: string;
+  type: string;
+  category: 'deployment' | 'platform';
+  service_id: string | null;
+  service_name: string | null;
+  status: string | null;
+  occurred_at: Timestamp;
+  received_at: Timestamp;
+  payload: Json<Record<string, unknown>>;
+}
+
+/** Invites (migration 0017): `user_id` invited `email`; only the code's SHA-256 is kept. */
+export interface InvitesTable {
+  id: string;
+  code_hash: string;
+  email: string;
+  user_id: string;
+  created_at: Timestamp;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  revoked_at: NullableTimestamp;
+  revoked_by: string | null;
+  accepted_at: NullableTimestamp;
+  accepted_user_id: string | null;
+}
+
+/** Self-hosted home instances linked to an account (backend, migration 0017). */
+export interface InstallationsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  url: string | null;
+  /** base64url of the raw 32-byte Ed25519 public key. */
+  public_key: string;
+  /** SHA-256 hex of the raw public key. */
+  device_id: string;
+  version: string | null;
+  status: ColumnType<'pending' | 'linked', 'pending' | 'linked' | undefined, 'pending' | 'linked'>;
+  challenge: string | null;
+  challenge_expires_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  linked_at: NullableTimestamp;
+  last_seen_at: NullableTimestamp;
+}
+
+/** Named groups of a user's agents (backend, migration 0017). */
+export interface SwarmsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  description: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SwarmAgentsTable {
+  swarm_id: string;
+  agent_id: string;
+  user_id: string;
+  added_at: Timestamp;
+}
+
+/** Live streams created through `POST /api/radio/streams` (migration 0016); the id is the provider's. */
+export interface LiveStreamsTable {
+  id: string;
+  name: string;
+  /** Lower-case smart-contract wallet that passed the gate. */
+  wallet: string;
+  playback_id: string | null;
+  status: ColumnType<LiveStreamStatus, LiveStreamStatus | undefined, LiveStreamStatus>;
+  active_since: NullableTimestamp;
+  last_event_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type LiveStreamStatus = 'created' | 'active' | 'idle' | 'disabled';
+
+/** Archive-or-delete decisions for recorded stream assets (migration 0016). */
+export interface StreamAssetsTable {
+  id: string;
+  live_stream_id: string | null;
+  playback_id: string | null;
+  duration_seconds: number | null;
+  /** Short side in pixels; 0 audio-only; null unknown. */
+  resolution: number | null;
+  decision: 'archive' | 'delete';
+  reason: string;
+  status: 'archived' | 'pending_deletion' | 'deleted' | 'deletion_failed';
+  delete_after: NullableTimestamp;
+  deletion_attempts: Generated<number>;
+  last_error: string | null;
+  deleted_at: NullableTimestamp;
+  decided_at: Timestamp;
+}
+
+/** Streaming-provider webhook event ids already handled (migration 0016). */
+export interface StreamWebhookEventsTable {
+  id: string;
+  type: string;
+  received_at: Timestamp;
+}
+
+/** `POST /api/generate-video` jobs (migration 0016), row-level secured by `user_id`. */
+export interface VideoJobsTable {
+  id: string;
+  user_id: string;
+  type: 'demo' | 'marketing' | 'screenshot' | 'tutorial';
+  input: Json<Record<string, unknown>>;
+  status: ColumnType<VideoJobStatus, VideoJobStatus | undefined, VideoJobStatus>;
+  render_id: string | null;
+  object_key: string | null;
+  url: string | null;
+  bytes: number | null;
+  content_type: string | null;
+  error: string | null;
+  created_at: Timestamp;
+  completed_at: NullableTimestamp;
+}
+export type VideoJobStatus = 'rendering' | 'completed' | 'failed' | 'timed_out';
+
+/** Events an agent hosts (spec §2.9, migration 0015). */
+export interface UndergroundEventsTable {
+  id: Generated<number>;
+  user_id: string;
+  agent_id: string;
+  name: string;
+  description: string | null;
+  venue: string | null;
+  event_date: NullableTimestamp;
+  ticket_price_usdc: ColumnType<string, string | number | undefined, string | number>;
+  total_tickets: ColumnType<number, number | undefined, number>;
+  created_at: Timestamp;
+}
+
+/** One wallet per agent (migration 0015): `address` lower-case; the private key sealed, never returned. */
+export interface UndergroundWalletsTable {
+  address: string;
+  agent_id: string;
+  user_id: string;
+  private_key_enc: string;
+  created_at: Timestamp;
+}
+
+/** Where the bus delivers an agent's messages (migration 0015); the signing secret sealed. */
+export interface UndergroundWebhooksTable {
+  agent_id: string;
+  user_id: string;
+  url: string;
+  secret_enc: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** Royalty splits (spec §3.4, migration 0015); amounts exact to the cent. */
+export interface UndergroundSplitsTable {
+  id: string;
+  user_id: string;
+  agent_id: string;
+  name: string;
+  total_amount: Numeric;
+  from_address: string | null;
+  status: ColumnType<'completed', 'completed' | undefined, 'completed'>;
+  created_at: Timestamp;
+}
+
+export interface UndergroundSplitPayoutsTable {
+  split_id: string;
+  ordinal: number;
+  user_id: string;
+  address: string;
+  share: Numeric;
+  amount: Numeric;
+}
+
+type BusMessageStatus = 'delivering' | 'delivered' | 'failed';
+type BusDeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/** Agent-to-agent bus messages (migration 0015); `message_id` is the replay guard. Owner connection only. */
+export interface UndergroundBusMessagesTable {
+  message_id: string;
+  action: string;
+  kind: 'direct' | 'booking' | 'amplify';
+  from_agent_id: string;
+  from_address: string;
+  to_agent_id: string | null;
+  message: Json<Record<string, unknown>>;
+  status: ColumnType<BusMessageStatus, BusMessageStatus | undefined, BusMessageStatus>;
+  created_at: Timestamp;
+  completed_at: NullableTimestamp;
+}
+
+export interface UndergroundBusDeliveriesTable {
+  message_id: string;
+  agent_id: string;
+  status: ColumnType<BusDeliveryStatus, BusDeliveryStatus | undefined, BusDeliveryStatus>;
+  attempts: Generated<number>;
+  last_error: string | null;
+  delivered_at: NullableTimestamp;
+}
+
+/** Booking negotiations opened by `BOOKING_REQUEST` bus messages (migration 0015). */
+export interface UndergroundNegotiationsTable {
+  id: string;
+  requester_agent_id: string;
+  responder_agent_id: string;
+  status: 'open' | 'accepted' | 'declined' | 'cancelled';
+  terms: Json<Record<string, unknown>>;
+  round: Generated<number>;
+  last_offer_by: string;
+  last_message_id: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -496,6 +736,25 @@ export interface DB {
   payment_sessions: PaymentSessionsTable;
   payment_settlements: PaymentSettlementsTable;
   payment_vouchers: PaymentVouchersTable;
+  email_events: EmailEventsTable;
+  email_suppressions: EmailSuppressionsTable;
+  hosting_events: HostingEventsTable;
+  invites: InvitesTable;
+  installations: InstallationsTable;
+  swarms: SwarmsTable;
+  swarm_agents: SwarmAgentsTable;
+  live_streams: LiveStreamsTable;
+  stream_assets: StreamAssetsTable;
+  stream_webhook_events: StreamWebhookEventsTable;
+  video_jobs: VideoJobsTable;
+  underground_events: UndergroundEventsTable;
+  underground_wallets: UndergroundWalletsTable;
+  underground_webhooks: UndergroundWebhooksTable;
+  underground_splits: UndergroundSplitsTable;
+  underground_split_payouts: UndergroundSplitPayoutsTable;
+  underground_bus_messages: UndergroundBusMessagesTable;
+  underground_bus_deliveries: UndergroundBusDeliveriesTable;
+  underground_negotiations: UndergroundNegotiationsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 

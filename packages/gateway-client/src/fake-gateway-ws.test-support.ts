@@ -124,6 +124,23 @@ export interface FakeGatewayOptions {
   models?: { id: string; name: string; provider: string; [k: string]: unknown }[];
   /** Channel accounts `channels.status` reports, by channel id (OpenClaw `ChannelAccountSnapshotSchema`); default none. */
   channels?: Record<string, { accountId: string; configured?: boolean; [k: string]: unknown }[]>;
+  /**
+   * Also listen on a second port (`remoteUrl`) whose connections count as coming from a non-loopback address (a LAN
+   * client, or the backend through Docker's published port), as OpenClaw treats them: a token-only connection is
+   * admitted with no scopes (every method then fails `FORBIDDEN` `missing scope: …`), and a signed device must be
+   * paired whatever `pairedDeviceIds` says. Connections on `url` keep the loopback behaviour.
+   */
+  remoteListener?: boolean;
+}
+
+/**
+ * The operator scope a method needs (OpenClaw's method scope table, reduced to the methods the fake serves): reads need
+ * `operator.read`, changes `operator.write`, pairing `operator.pairing`; `operator.admin` covers all of them.
+ */
+function requiredScope(method: string): string {
+  if (method.startsWith('device.pair.')) return 'operator.pairing';
+  if (['cron.add', 'cron.update', 'cron.remove', 'chat.send', 'sessions.create'].includes(method)) return 'operator.write';
+  return 'operator.read';
 }
 
 /** The usage OpenClaw keeps on an assistant transcript message (`chat.history`, the `final` chat event). */
@@ -240,6 +257,29 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
     server.listen(options.port ?? 0, '127.0.0.1', resolve);
   });
   const port = (server.address() as AddressInfo).port;
+  // The "remote" door: same gateway, but OpenClaw would see a non-loopback peer on these connections.
+  const remoteServer = options.remoteListener
+    ? createServer((req, res) => {
+        let raw = '';
+        req.on('data', (chunk) => {
+          raw += chunk;
+        });
+        req.on('end', () => handleHttp(req, res, raw));
+      })
+    : null;
+  const remoteRequests = new WeakSet<IncomingMessage>();
+  if (remoteServer) {
+    const remoteWss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
+    remoteServer.on('upgrade', (req, socket, head) => {
+      remoteRequests.add(req);
+      remoteWss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+    });
+    await new Promise<void>((resolve, reject) => {
+      remoteServer.once('error', reject);
+      remoteServer.listen(0, '127.0.0.1', resolve);
+    });
+  }
+  const remotePort = remoteServer ? (remoteServer.address() as AddressInfo).port : null;
   const startedAt = Date.now();
   let unavailableLeft = options.unavailableConnects ?? 0;
   const jobs = new Map<string, CronJob>();
@@ -368,11 +408,15 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
       sockets.delete(ws);
       socketDevice.delete(ws);
     });
-    const remoteIp = req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '';
+    const remote = remoteRequests.has(req);
+    // A remote peer is shown as Docker's bridge gateway would be; loopback peers as they are.
+    const remoteIp = remote ? '172.17.0.1' : (req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '');
     const nonce = randomUUID();
     const ts = Date.now();
     let seq = 0;
     let hello = false;
+    /** The scopes granted by `hello-ok` (a remote token-only connection gets none). */
+    let granted: string[] = [];
     const send = (frame: unknown) => {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
     };
@@ -406,6 +450,15 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
           return;
         }
         handleConnect(frame.id, frame.params ?? {});
+        return;
+      }
+      const needed = requiredScope(frame.method);
+      if (!granted.includes(needed) && !granted.includes('operator.admin')) {
+        err(frame.id, {
+          code: 'FORBIDDEN',
+          message: `missing scope: ${needed}`,
+          details: { code: 'MISSING_SCOPE', missingScope: needed, requiredScopes: [needed] },
+        });
         return;
       }
       const delay = options.methodDelayMs?.[frame.method] ?? 0;
@@ -459,7 +512,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
           return;
         }
         const paired = pairing.paired.get(p.device.id);
-        if (options.pairedDeviceIds && !paired) {
+        if ((remote || options.pairedDeviceIds) && !paired) {
           const request = requestPairing(p, scopes);
           rejectConnect(id, {
             code: 'NOT_PAIRED',
@@ -479,6 +532,8 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         socketDevice.set(ws, p.device.id);
         deviceToken = paired?.tokens.operator?.token ?? `devtok-${p.device.id.slice(0, 8)}`;
       }
+      // OpenClaw admits a remote token-only connection but grants it nothing; loopback and paired devices get what they ask.
+      granted = remote && p.device === undefined ? [] : scopes;
       hello = true;
       connectAttempts.push({ ok: true });
       ok(id, {
@@ -487,7 +542,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         server: { version: '2026.9.6', buildId: 'fake', bootId: 'fake-boot', connId: randomUUID() },
         features: { methods: METHODS, events: ['chat', 'agent', 'tick', 'presence'] },
         snapshot: { stateVersion: 1, uptimeMs: 1000, authMode: 'token' },
-        auth: { method: 'token', role: p.role, scopes, ...(deviceToken ? { deviceToken } : {}), issuedAtMs: Date.now() },
+        auth: { method: 'token', role: p.role, scopes: granted, ...(deviceToken ? { deviceToken } : {}), issuedAtMs: Date.now() },
         policy: { maxPayload: 26214400, maxBufferedBytes: 52428800, tickIntervalMs: 30000 },
       });
     }
@@ -942,6 +997,10 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
     /** The same port over HTTP (`/healthz`, `/readyz`, `/v1/chat/completions`). */
     httpUrl: `http://127.0.0.1:${port}`,
     port,
+    /** With `remoteListener`: the door whose connections count as non-loopback (`null` otherwise). */
+    remoteUrl: remotePort === null ? null : `ws://127.0.0.1:${remotePort}/`,
+    remoteHttpUrl: remotePort === null ? null : `http://127.0.0.1:${remotePort}`,
+    remotePort,
     /** Every request frame received (including `connect`). */
     received,
     /** Every HTTP request received. */
@@ -962,6 +1021,10 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
       await new Promise<void>((resolve) => wss.close(() => resolve()));
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (remoteServer) {
+        remoteServer.closeAllConnections();
+        await new Promise<void>((resolve) => remoteServer.close(() => resolve()));
+      }
     },
   };
 }

@@ -2,21 +2,32 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { type Socket, connect as connectTcp } from 'node:net';
 import { join, posix } from 'node:path';
+import { GatewayError, connectGateway } from '@aop/gateway-client';
+import { type FakeGatewayWs, type FakePairedDevice, startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 
 /**
  * A Docker Engine on a unix socket, answering the parts of Engine API v1.47 the docker host uses with the shapes,
  * status codes and error messages of the real engine (27.x): `_ping`, `info`, images (inspect, `images/create` with
  * its progress stream), containers (create, start, stop, wait, remove, inspect, list with filters, logs as a
- * multiplexed stream, one-shot stats, update, archive PUT) and volumes (create, inspect, list, remove). Every call is
- * recorded with its URL, query and parsed body.
+ * multiplexed stream, one-shot stats, update, archive PUT, exec create), exec instances (start, hijacked with
+ * `Upgrade: tcp` → `101 UPGRADED` and a multiplexed stream that ends when the process does, or a plain streamed
+ * answer; inspect with the exit code) and volumes (create, inspect, list, remove). Every call is recorded with its
+ * URL, query and parsed body.
  *
  * What runs in a container:
  * - the gateway (any command but `sh -c`): an emulated OpenClaw gateway that refuses to start without a valid config
  *   at `OPENCLAW_CONFIG_PATH`, seeds the workspace, appends its image tag to `<state>/starts.txt`, and serves
  *   `/healthz` and `/readyz` on 127.0.0.1 at the port the engine publishes. Like OpenClaw reached through Docker's
  *   bridge, `/readyz` answers its full body only to the gateway token. `POST /remember` leaves what a chat turn
- *   leaves (a session and memory files).
+ *   leaves (a session and memory files). WebSocket upgrades on the published port are relayed (as Docker's proxy
+ *   does) to a protocol-v4 gateway (`startFakeGatewayWs`) that sees them as non-loopback: a token-only connection gets
+ *   no scopes, a signed device must be paired. Paired devices are kept in the state volume (`<state>/devices.json`,
+ *   standing in for OpenClaw's `openclaw.sqlite`), so a new container on the same volume still knows them.
+ * - `exec` into a running gateway container: `openclaw devices approve <requestId> [--json]` and
+ *   `openclaw devices list [--json]` behave like OpenClaw's CLI inside the container: they reach the gateway over its
+ *   loopback (trusted) with `OPENCLAW_GATEWAY_TOKEN` from the container's environment; other commands exit 127.
  * - helpers (`Entrypoint: ['sh', '-c']`): the script runs with /bin/sh on this machine; environment values that name a
  *   mount point are replaced by the directory of the volume mounted there.
  * Volumes are directories under `dir`.
@@ -102,6 +113,25 @@ export interface EmulatedContainer {
   server: Server | null;
   process: ChildProcess | null;
   waiters: Array<() => void>;
+  /** The protocol-v4 side of the running gateway (WebSocket, device pairing), null when it does not run. */
+  gateway: FakeGatewayWs | null;
+  /** `<state>/devices.json` of the running gateway, where its paired devices are kept. */
+  devicesFile: string | null;
+}
+
+/** An exec instance (`POST /containers/{id}/exec`). */
+export interface EmulatedExec {
+  ID: string;
+  ContainerID: string;
+  Cmd: string[];
+  Env: string[];
+  User: string;
+  Running: boolean;
+  /** Null until the process ran. */
+  ExitCode: number | null;
+  Pid: number;
+  /** Output of the process, stream 1 stdout / 2 stderr. */
+  output: Array<{ stream: 1 | 2; text: string }>;
 }
 
 interface Volume {
@@ -127,6 +157,10 @@ export interface DockerEngineEmulator {
   setStats(nameOrId: string, stats: Record<string, unknown>): void;
   /** The gateway process dies (`oomKilled`: by the kernel's OOM killer); the restart policy takes over. */
   crash(nameOrId: string, options?: { exitCode?: number; oomKilled?: boolean }): void;
+  /** The running gateway's protocol side (pairing state, received frames), when the container runs one. */
+  gateway(nameOrId: string): FakeGatewayWs | null;
+  /** Exec instances, in creation order. */
+  execs(): EmulatedExec[];
   close(): Promise<void>;
 }
 
@@ -182,6 +216,7 @@ function matchesLabels(labels: Record<string, string>, wanted: string[]): boolea
 export async function startDockerEngine(options: EngineOptions): Promise<DockerEngineEmulator> {
   const calls: EngineCall[] = [];
   const containers = new Map<string, EmulatedContainer>();
+  const execs = new Map<string, EmulatedExec>();
   const volumes = new Map<string, Volume>();
   const images = new Map<string, ImageBehaviour>(Object.entries(options.images ?? {}));
   const registry = options.registry ?? {};
@@ -231,7 +266,17 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
     Scope: 'local',
   });
 
+  /** The gateway's paired devices go to its state volume, as OpenClaw keeps them in `openclaw.sqlite`. */
+  function stopGateway(c: EmulatedContainer): void {
+    const gateway = c.gateway;
+    if (!gateway) return;
+    if (c.devicesFile) writeFileSync(c.devicesFile, JSON.stringify([...gateway.pairing.paired.values()], null, 2));
+    c.gateway = null;
+    void gateway.close();
+  }
+
   function finish(c: EmulatedContainer, exitCode: number, options: { restart: boolean; oomKilled?: boolean }): void {
+    stopGateway(c);
     c.server?.closeAllConnections();
     c.server?.close();
     c.server = null;
@@ -316,6 +361,27 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
       }
       json(404, { error: 'not found' });
     });
+    const gateway = await startFakeGatewayWs({ token: env.OPENCLAW_GATEWAY_TOKEN ?? '', remoteListener: true });
+    c.devicesFile = join(state, 'devices.json');
+    if (existsSync(c.devicesFile)) {
+      for (const device of JSON.parse(readFileSync(c.devicesFile, 'utf8')) as FakePairedDevice[])
+        gateway.pairing.paired.set(device.deviceId, device);
+    }
+    c.gateway = gateway;
+    // Docker's proxy: a WebSocket on the published port reaches the gateway from outside its loopback.
+    server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      const inside = c.gateway?.remotePort;
+      if (!inside) return socket.destroy();
+      const upstream = connectTcp(inside, '127.0.0.1', () => {
+        const headers = Object.entries(req.headers).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => `${k}: ${x}`) : [`${k}: ${v}`]));
+        upstream.write(`${req.method} ${req.url} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n`);
+        if (head.length > 0) upstream.write(head);
+        upstream.pipe(socket);
+        socket.pipe(upstream);
+      });
+      upstream.on('error', () => socket.destroy());
+      socket.on('error', () => upstream.destroy());
+    });
     const binding = c.hostConfig.PortBindings?.['18789/tcp']?.[0] as { HostIp?: string } | undefined;
     await new Promise<void>((done) => server.listen(0, binding?.HostIp || '127.0.0.1', done));
     c.server = server;
@@ -349,6 +415,161 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
       c.process = null;
       finish(c, code ?? 137, { restart: false });
     });
+  }
+
+  /** Multiplexed-stream frames of an exec's output (header: stream type, 3 zero bytes, big-endian length). */
+  function execFrames(exec: EmulatedExec): Buffer {
+    return Buffer.concat(
+      exec.output.flatMap(({ stream, text }) => {
+        const payload = Buffer.from(text);
+        const header = Buffer.alloc(8);
+        header[0] = stream;
+        header.writeUInt32BE(payload.length, 4);
+        return [header, payload];
+      }),
+    );
+  }
+
+  /**
+   * The part of OpenClaw's CLI an exec can run: `openclaw devices approve <requestId>` and `openclaw devices list`,
+   * with `--json`. Like the real CLI inside the container they reach the gateway at its loopback with the token from
+   * the environment, so the gateway trusts them (no device, full scopes).
+   */
+  async function openclawCli(c: EmulatedContainer, exec: EmulatedExec): Promise<number> {
+    const out = (text: string) => exec.output.push({ stream: 1, text });
+    const err = (text: string) => exec.output.push({ stream: 2, text });
+    const env = { ...envOf(c), ...Object.fromEntries(exec.Env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) };
+    const args = exec.Cmd.slice(1);
+    const json = args.includes('--json');
+    const tokenAt = args.indexOf('--token');
+    const token = tokenAt >= 0 ? args[tokenAt + 1] : env.OPENCLAW_GATEWAY_TOKEN;
+    const positional = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--token');
+    const [group, command, requestId] = positional;
+    if (group !== 'devices' || (command !== 'approve' && command !== 'list')) {
+      err(`error: unknown command '${positional.join(' ')}'\n`);
+      return 1;
+    }
+    if (command === 'approve' && !requestId) {
+      // Without an id the real CLI only previews the newest request and exits 1.
+      err('Approve this exact request with: openclaw devices approve <requestId>\n');
+      return 1;
+    }
+    const gateway = c.gateway;
+    if (!gateway) {
+      err('Error: gateway connect failed: connect ECONNREFUSED 127.0.0.1:18789\n');
+      return 1;
+    }
+    let conn: Awaited<ReturnType<typeof connectGateway>> | undefined;
+    try {
+      conn = await connectGateway({ url: gateway.url, token, clientId: 'cli', clientMode: 'cli', retryDeadlineMs: 0 });
+      const result =
+        command === 'list' ? await conn.request('device.pair.list', {}) : await conn.request('device.pair.approve', { requestId });
+      if (json) out(`${JSON.stringify(result, null, 2)}\n`);
+      else if (command === 'approve')
+        out(`Approved ${(result as { device?: { deviceId?: string } }).device?.deviceId ?? 'ok'} (${requestId})\n`);
+      else out(`${JSON.stringify(result)}\n`);
+      return 0;
+    } catch (failure) {
+      const message = failure instanceof Error ? failure.message : String(failure);
+      if (failure instanceof GatewayError && failure.code === 'INVALID_REQUEST' && message === 'unknown requestId') {
+        err(`No pending device request matches ${requestId}. Run \`openclaw devices list\` and retry with the current request ID.\n`);
+      } else err(`Error: ${message}\n`);
+      return 1;
+    } finally {
+      await conn?.close();
+    }
+  }
+
+  async function runExec(c: EmulatedContainer, exec: EmulatedExec): Promise<void> {
+    exec.Running = true;
+    exec.Pid = ++pids;
+    let code: number;
+    if (exec.Cmd[0] === 'openclaw' && !isHelper(c)) code = await openclawCli(c, exec);
+    else {
+      exec.output.push({
+        stream: 2,
+        text: `OCI runtime exec failed: exec failed: unable to start container process: exec: "${exec.Cmd[0]}": executable file not found in $PATH: unknown\r\n`,
+      });
+      code = 127;
+    }
+    exec.Running = false;
+    exec.ExitCode = code;
+  }
+
+  function execInspect(exec: EmulatedExec) {
+    return {
+      CanRemove: false,
+      ContainerID: exec.ContainerID,
+      DetachKeys: '',
+      ExitCode: exec.ExitCode,
+      ID: exec.ID,
+      OpenStderr: true,
+      OpenStdin: false,
+      OpenStdout: true,
+      ProcessConfig: { arguments: exec.Cmd.slice(1), entrypoint: exec.Cmd[0], privileged: false, tty: false, user: exec.User },
+      Running: exec.Running,
+      Pid: exec.Running ? exec.Pid : 0,
+    };
+  }
+
+  /**
+   * `POST /exec/{id}/start` with `Connection: Upgrade` / `Upgrade: tcp` (how the docker CLI and dockerode's `hijack`
+   * attach): the engine answers `101 UPGRADED` and the raw socket then carries the multiplexed output until the
+   * process ends, when the engine closes it.
+   */
+  function handleUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    const url = new URL(req.url ?? '/', 'http://docker');
+    const versioned = /^\/v(\d+\.\d+)(\/.*)$/.exec(url.pathname);
+    const path = decodeURIComponent(versioned?.[2] ?? url.pathname);
+    const length = Number(req.headers['content-length'] ?? 0);
+    const chunks = [head];
+    let got = head.length;
+    const run = () => {
+      const raw = Buffer.concat(chunks).subarray(0, length);
+      let body: any;
+      try {
+        body = raw.length > 0 ? JSON.parse(raw.toString('utf8')) : undefined;
+      } catch {
+        body = undefined;
+      }
+      calls.push({
+        method: req.method ?? 'POST',
+        path,
+        url: req.url ?? '',
+        apiVersion: versioned?.[1] ?? null,
+        query: Object.fromEntries(url.searchParams),
+        body,
+      });
+      const match = /^\/exec\/([^/]+)\/start$/.exec(path);
+      const exec = match ? execs.get(match[1] as string) : undefined;
+      const refuse = (status: string, message: string) => {
+        const text = `${JSON.stringify({ message })}\n`;
+        socket.end(
+          `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nApi-Version: ${ENGINE_API_VERSION}\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+        );
+      };
+      if (req.method !== 'POST' || !match) return refuse('404 Not Found', 'page not found');
+      if (!exec) return refuse('404 Not Found', `No such exec instance: ${match[1]}`);
+      if (exec.ExitCode !== null || exec.Running) return refuse('409 Conflict', `Exec command ${exec.ID} is already running`);
+      const c = containers.get(exec.ContainerID);
+      if (!c?.state.Running) return refuse('409 Conflict', `container ${exec.ContainerID} is not running`);
+      socket.write(
+        `HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.multiplexed-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nApi-Version: ${ENGINE_API_VERSION}\r\nServer: ${SERVER}\r\n\r\n`,
+      );
+      void runExec(c, exec).then(() => socket.end(execFrames(exec)));
+    };
+    if (got >= length) {
+      run();
+      return;
+    }
+    const onData = (chunk: Buffer) => {
+      chunks.push(chunk);
+      got += chunk.length;
+      if (got < length) return;
+      socket.off('data', onData);
+      run();
+    };
+    socket.on('data', onData);
   }
 
   function stopContainer(c: EmulatedContainer): void {
@@ -699,6 +920,8 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
         server: null,
         process: null,
         waiters: [],
+        gateway: null,
+        devicesFile: null,
       };
       for (const mount of mountsOf(c)) ensureVolume(mount.Source); // named volumes are created on first use
       containers.set(c.Id, c);
@@ -758,6 +981,24 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
         return send(200, logFrames(c, query), 'application/vnd.docker.multiplexed-stream');
       }
       if (method === 'GET' && action === '/stats') return send(200, stats(c));
+      if (method === 'POST' && action === '/exec') {
+        if (c.state.Restarting) return error(409, `Container ${c.Id} is restarting, wait until the container is running`);
+        if (!c.state.Running) return error(409, `container ${c.Id} is not running`);
+        if (!Array.isArray(body?.Cmd) || body.Cmd.length === 0) return error(400, 'No exec command specified');
+        const exec: EmulatedExec = {
+          ID: randomBytes(32).toString('hex'),
+          ContainerID: c.Id,
+          Cmd: body.Cmd.map(String),
+          Env: Array.isArray(body.Env) ? body.Env.map(String) : [],
+          User: typeof body.User === 'string' ? body.User : (c.config.User ?? ''),
+          Running: false,
+          ExitCode: null,
+          Pid: 0,
+          output: [],
+        };
+        execs.set(exec.ID, exec);
+        return send(201, { Id: exec.ID });
+      }
       if (method === 'PUT' && action === '/archive') {
         const dest = query.path ?? '';
         if (!dest) return error(400, 'bad parameter: path cannot be empty');
@@ -778,6 +1019,22 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
         }
         c.archives.push(written);
         return send(200, undefined);
+      }
+    }
+
+    // Exec instances (a start with `Upgrade: tcp` is answered by `handleUpgrade`)
+    const execPath = /^\/exec\/([^/]+)\/(start|json)$/.exec(path);
+    if (execPath) {
+      const exec = execs.get(execPath[1] as string);
+      if (!exec) return error(404, `No such exec instance: ${execPath[1]}`);
+      if (method === 'GET' && execPath[2] === 'json') return send(200, execInspect(exec));
+      if (method === 'POST' && execPath[2] === 'start') {
+        if (exec.ExitCode !== null || exec.Running) return error(409, `Exec command ${exec.ID} is already running`);
+        const c = containers.get(exec.ContainerID);
+        if (!c?.state.Running) return error(409, `container ${exec.ContainerID} is not running`);
+        // Without an upgrade the engine still streams the output and closes when the process ends.
+        await runExec(c, exec);
+        return send(200, execFrames(exec), 'application/vnd.docker.multiplexed-stream');
       }
     }
 
@@ -819,6 +1076,7 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
       });
     });
   });
+  server.on('upgrade', handleUpgrade);
   await new Promise<void>((done) => server.listen(options.socketPath, done));
 
   const mustFind = (nameOrId: string) => {
@@ -844,11 +1102,14 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
       log(c, 2, crash.oomKilled ? 'Killed' : 'fatal: crashed');
       finish(c, crash.exitCode ?? (crash.oomKilled ? 137 : 1), { restart: true, oomKilled: crash.oomKilled === true });
     },
+    gateway: (nameOrId) => find(nameOrId)?.gateway ?? null,
+    execs: () => [...execs.values()],
     close: async () => {
       for (const c of containers.values()) {
         c.process?.kill('SIGKILL');
         c.server?.closeAllConnections();
         c.server?.close();
+        stopGateway(c);
         for (const wake of c.waiters.splice(0)) wake();
       }
       server.closeAllConnections();

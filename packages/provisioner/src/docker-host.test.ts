@@ -4,6 +4,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/pr
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DockerEngineEmulator, type EngineOptions, startDockerEngine } from './docker-engine.test-support.js';
 import {
@@ -645,5 +646,150 @@ describe('DockerAgentHost (emulated Docker Engine)', () => {
     expect(refusal).toBeInstanceOf(DockerUnavailableError);
     expect(refusal.message).toBe(`Docker engine is not reachable at ${notASocket} (ECONNREFUSED)`);
     expect(await host.list()).toEqual([]);
+  });
+});
+
+// The backend reaches a container's gateway through the published port, which OpenClaw sees as a non-loopback peer:
+// there a token-only connection gets no scopes and a device must be paired. The host pairs the platform device and
+// approves it from inside the container with `docker exec` (the emulated CLI talks to the gateway over its loopback).
+describe('DockerAgentHost platform device pairing', () => {
+  const wsOf = (url: string | null) => `${(url as string).replace(/^http/, 'ws')}/`;
+  const execCreates = (engine: DockerEngineEmulator) => engine.callsTo('POST', /^\/containers\/[^/]+\/exec$/);
+  const waitFor = async (check: () => boolean, what: string) => {
+    const deadline = Date.now() + 10_000;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+
+  it('pairs once the gateway is ready: NOT_PAIRED at the published port, approved by `openclaw devices approve` exec’d in the container, device token stored sealed', async () => {
+    const identity = createDeviceIdentity();
+    const { engine, host, options } = await setup({}, { platformDevice: identity });
+    const s = spec();
+    await host.create(s);
+    const ready = await host.waitUntilReady(s.agentId);
+    const name = dockerContainerName(s.agentId);
+
+    // Before pairing, the token alone gets nothing through the published port.
+    const tokenOnly = await connectGateway({ url: wsOf(ready.url), token: s.gatewayToken, retryDeadlineMs: 0 });
+    expect(tokenOnly.hello.auth?.scopes).toEqual([]);
+    await tokenOnly.close();
+
+    const credentials = await host.controlCredentials(s.agentId);
+    const gateway = engine.gateway(name);
+    const paired = gateway?.pairing.paired.get(identity.deviceId);
+    expect(paired).toMatchObject({ remoteIp: '172.17.0.1', approvedVia: 'owner' });
+    expect(credentials).toEqual({ token: s.gatewayToken, device: { identity, deviceToken: paired?.tokens.operator?.token } });
+
+    // One exec: the CLI with the request id only (the container's own environment carries the gateway token).
+    const [create] = execCreates(engine);
+    const container = engine.container(name);
+    expect(create?.path).toBe(`/containers/${container?.Id}/exec`);
+    const requestId = create?.body.Cmd[3];
+    expect(create?.body).toEqual({
+      Cmd: ['openclaw', 'devices', 'approve', requestId, '--json'],
+      AttachStdin: false,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+    });
+    expect(JSON.stringify(create?.body)).not.toContain(s.gatewayToken);
+    expect(engine.execs()).toEqual([expect.objectContaining({ ContainerID: container?.Id, Running: false, ExitCode: 0 })]);
+    expect(engine.callsTo('POST', /^\/exec\/[^/]+\/start$/)).toHaveLength(1);
+    expect(gateway?.received.filter((f) => f.method === 'device.pair.approve').map((f) => f.params)).toEqual([{ requestId }]);
+
+    // The registry keeps the device token sealed.
+    const registry = await readFile(join(options.dataDir, 'docker-agents', `${s.agentId}.json`), 'utf8');
+    expect(registry).not.toContain(credentials.device?.deviceToken);
+    expect(JSON.parse(registry).platformDevice).toMatchObject({ deviceId: identity.deviceId, deviceToken: expect.stringMatching(/^v1\./) });
+    expect((await host.logs(s.agentId)).join('\n')).toContain(
+      `[host] platform device ${identity.deviceId.slice(0, 12)} paired (request ${requestId}`,
+    );
+
+    // The device now connects through the published port with its full scopes.
+    const conn = await connectGateway({ url: wsOf(ready.url), token: s.gatewayToken, device: identity, retryDeadlineMs: 0 });
+    expect(conn.hello.auth?.scopes).toEqual(['operator.admin', 'operator.read', 'operator.write']);
+    expect((await conn.request<{ jobs: unknown[] }>('cron.list', {})).jobs).toEqual([]);
+    await conn.close();
+
+    // Verified for this run of the container: asking again costs no connect and no exec.
+    const connects = gateway?.connectAttempts.length;
+    expect(await host.controlCredentials(s.agentId)).toEqual(credentials);
+    expect(gateway?.connectAttempts.length).toBe(connects);
+    expect(engine.execs()).toHaveLength(1);
+
+    // A new host on the same data directory opens the stored token (and verifies it with one signed connect).
+    const next = new DockerAgentHost({ ...options });
+    cleanups.push(() => next.shutdown());
+    expect(await next.controlCredentials(s.agentId)).toEqual(credentials);
+    expect(engine.execs()).toHaveLength(1);
+  });
+
+  it('checks a re-created container, and pairs again (after a restart, or on request) when the gateway no longer knows the device', async () => {
+    const identity = createDeviceIdentity();
+    const { engine, host } = await setup({}, { platformDevice: identity });
+    const s = spec();
+    await host.create(s);
+    await host.waitUntilReady(s.agentId);
+    const first = await host.controlCredentials(s.agentId);
+    const name = dockerContainerName(s.agentId);
+    const firstContainer = engine.container(name)?.Id;
+
+    // An update recreates the container on the same state volume, where OpenClaw keeps its paired devices.
+    await host.update(s.agentId, { version: '1.1.0' });
+    expect(engine.container(name)?.Id).not.toBe(firstContainer);
+    await waitFor(() => (engine.gateway(name)?.connectAttempts.length ?? 0) > 0, 'the check after the update');
+    expect(await host.controlCredentials(s.agentId)).toEqual(first);
+    expect(engine.gateway(name)?.connectAttempts).toEqual([{ ok: true }]); // one signed connect, admitted
+    expect(engine.execs()).toHaveLength(1);
+
+    // Someone removes the platform device on the gateway (e.g. from the devices page); a restart pairs it again.
+    const forget = async () => {
+      const admin = await connectGateway({ url: engine.gateway(name)?.url as string, token: s.gatewayToken, retryDeadlineMs: 0 });
+      await admin.request('device.pair.remove', { deviceId: identity.deviceId });
+      await admin.close();
+    };
+    await forget();
+    await host.restart(s.agentId);
+    await host.waitUntilReady(s.agentId);
+    await waitFor(() => engine.execs().length === 2 && engine.execs()[1]?.ExitCode === 0, 'the second approval');
+    const second = await host.controlCredentials(s.agentId);
+    expect(second.device?.deviceToken).toBe(engine.gateway(name)?.pairing.paired.get(identity.deviceId)?.tokens.operator?.token);
+    expect(second.device?.deviceToken).not.toBe(first.device?.deviceToken);
+
+    // Removed while running: a plain call trusts this run's check; `repair` connects again and re-approves.
+    await forget();
+    expect(await host.controlCredentials(s.agentId)).toEqual(second);
+    const third = await host.controlCredentials(s.agentId, { repair: true });
+    expect(engine.execs()).toHaveLength(3);
+    expect(third.device?.deviceToken).not.toBe(second.device?.deviceToken);
+  });
+
+  it('reports what blocks pairing: a stopped agent, an approval that fails in the container; without an identity only the token', async () => {
+    const identity = createDeviceIdentity();
+    const { engine, host } = await setup({}, { platformDevice: identity, cliCommand: ['openclaw-missing'] });
+    const s = spec();
+    await host.create(s);
+    await host.waitUntilReady(s.agentId);
+    const failure = (await host.controlCredentials(s.agentId).catch((e: unknown) => e)) as Error;
+    expect(failure.message).toMatch(
+      /^openclaw-missing devices approve <requestId> exited with code 127: OCI runtime exec failed: .*"openclaw-missing": executable file not found in \$PATH/,
+    );
+    expect(engine.gateway(dockerContainerName(s.agentId))?.pairing.paired.size).toBe(0);
+    // Our call joined the attempt started after the start (one at a time per agent), which logged the failure.
+    expect(engine.execs()).toEqual([expect.objectContaining({ ExitCode: 127 })]);
+    expect((await host.logs(s.agentId)).join('\n')).toContain('[host] platform device not paired yet: openclaw-missing devices approve');
+
+    await host.stop(s.agentId);
+    await expect(host.controlCredentials(s.agentId)).rejects.toThrow(`Agent ${s.agentId} is not running: its gateway cannot be paired`);
+    // The engine refuses an exec into a stopped container as Docker does.
+    expect(await engineRequest(engine.socketPath, 'POST', `/containers/${dockerContainerName(s.agentId)}/exec`)).toBe(409);
+
+    const plain = await setup();
+    const t = spec();
+    await plain.host.create(t);
+    expect(await plain.host.controlCredentials(t.agentId)).toEqual({ token: t.gatewayToken });
+    expect(plain.engine.execs()).toEqual([]);
   });
 });

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
+import type { DeviceIdentity } from '@aop/gateway-client';
 import Docker from 'dockerode';
 import { DEFAULT_RESERVE_BYTES, capacityMessage } from './capacity.js';
 import { type EngineStats, demuxLogs, dockerStats, parseImageRef, splitLogTimestamp, tarArchive } from './docker-wire.js';
@@ -14,6 +15,7 @@ import {
   type AgentStats,
   type AgentStatus,
   type ChannelTokens,
+  type ControlCredentials,
   type LlmSpec,
   type LogsOptions,
   type WaitOptions,
@@ -25,6 +27,7 @@ import {
 } from './host.js';
 import { MEMORY_PATHS, type SecretBox } from './local-host.js';
 import { MESSAGING_CHANNELS, buildOpenClawConfig, secretEnv } from './openclaw-config.js';
+import { approvePlatformDevice } from './pairing.js';
 import { PINNED_OPENCLAW_VERSION } from './runtime.js';
 
 /** The gateway's port inside every agent container (spec §4.10 probes; also HTTP and WebSocket). */
@@ -141,6 +144,17 @@ export interface DockerHostOptions {
   stopOnShutdown?: boolean;
   /** `[host]` lines kept in memory per agent and merged into `logs()` (default 200). */
   hostLogLines?: number;
+  /**
+   * The platform's device identity (`loadPlatformDevice`). The backend reaches a gateway through its published port,
+   * which OpenClaw sees as a non-loopback peer: a token-only connection there gets no scopes. With this set, the host
+   * pairs the device with each gateway once it is ready (approving the request from inside the container) and
+   * `controlCredentials` hands it out; without it, control connections carry only the token.
+   */
+  platformDevice?: DeviceIdentity;
+  /** OpenClaw's CLI in the agent image, run with `exec` to approve the platform device (default `['openclaw']`). */
+  cliCommand?: string[];
+  /** Bound on one in-container CLI run (default 60 s: the CLI's own start-up takes several seconds). */
+  execTimeoutMs?: number;
 }
 
 type ChannelName = (typeof MESSAGING_CHANNELS)[number];
@@ -158,6 +172,11 @@ interface DockerAgentRecord {
   desired: 'running' | 'stopped';
   llm: (Omit<LlmSpec, 'apiKey'> & { apiKey: string }) | null;
   secrets: { gatewayToken: string; channelTokens: Partial<Record<ChannelName, string>> };
+  /**
+   * The platform device's pairing with this agent's gateway: its `deviceToken` sealed. The pairing itself lives in
+   * the state volume (OpenClaw's device store), so it outlives containers; a new device id means a new pairing.
+   */
+  platformDevice?: { deviceId: string; deviceToken: string; pairedAt: string };
   createdAt: string;
   updatedAt: string;
 }
@@ -172,6 +191,10 @@ interface Agent {
   readyAt: number | null;
   lastError: string | null;
   events: Array<{ at: number; line: string }>;
+  /** `State.StartedAt` of the container run on which the platform device was last seen paired. */
+  pairedFor: string | null;
+  /** The pairing under way (one at a time per agent). */
+  pairing: Promise<ControlCredentials> | null;
 }
 
 type ContainerInfo = Docker.ContainerInspectInfo;
@@ -270,6 +293,8 @@ export class DockerAgentHost implements AgentHost {
   private readonly reserving = new Map<string, number>();
   private loading: Promise<void> | null = null;
   private shuttingDown = false;
+  /** Pairings started after a launch, awaited by `shutdown()`. */
+  private readonly background = new Set<Promise<void>>();
 
   constructor(private readonly config: DockerHostOptions) {
     if (config.secrets) this.secrets = config.secrets;
@@ -685,6 +710,7 @@ export class DockerAgentHost implements AgentHost {
   async shutdown(): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
+    await Promise.allSettled([...this.background]);
     if (!this.config.stopOnShutdown) return;
     await Promise.all(
       [...this.agents.values()].map((agent) => this.exclusive(agent, () => this.stopContainer(agent)).catch(() => undefined)),
@@ -806,6 +832,160 @@ export class DockerAgentHost implements AgentHost {
     return this.openSpec((await this.get(agentId)).record);
   }
 
+  /**
+   * The gateway token and, with `platformDevice`, the platform device paired with the agent's gateway: verified once
+   * per container run with a signed connect, paired again (approved inside the container) when the gateway does not
+   * know it. Throws `AgentStartError` when the agent's container is not running.
+   */
+  async controlCredentials(agentId: string, options: { repair?: boolean } = {}): Promise<ControlCredentials> {
+    const agent = await this.get(agentId);
+    const token = this.openSpec(agent.record).gatewayToken;
+    if (!this.config.platformDevice) return { token };
+    return this.ensurePaired(agent, options.repair === true);
+  }
+
+  // ---------------------------------------------------------------- platform device
+
+  /** After a launch: once the gateway is ready, pair the platform device (failures are logged; control calls retry). */
+  private schedulePairing(agent: Agent): void {
+    if (!this.config.platformDevice) return;
+    const task: Promise<void> = this.pairWhenReady(agent)
+      .catch((error: unknown) => {
+        this.log(agent, `[host] platform device not paired yet: ${messageOf(error)}; the next control call tries again`);
+      })
+      .finally(() => this.background.delete(task));
+    this.background.add(task);
+  }
+
+  private async pairWhenReady(agent: Agent): Promise<void> {
+    const deadline = Date.now() + this.options.readyTimeoutMs + 5_000;
+    while (!this.shuttingDown && this.agents.get(agent.record.agentId) === agent && Date.now() < deadline) {
+      const state = await this.observe(agent);
+      if (state.status === 'running') {
+        await this.ensurePaired(agent, false);
+        return;
+      }
+      if (agent.transition === null && (state.status === 'error' || state.status === 'stopped')) return;
+      await sleep(this.options.readyPollMs);
+    }
+  }
+
+  private ensurePaired(agent: Agent, repair: boolean): Promise<ControlCredentials> {
+    agent.pairing ??= this.pair(agent, repair).finally(() => {
+      agent.pairing = null;
+    });
+    return agent.pairing;
+  }
+
+  /**
+   * A signed connect through the published port; on `NOT_PAIRED` the request it left is approved with
+   * `openclaw devices approve <requestId>` exec'd in the container (OpenClaw trusts its own loopback there, and the
+   * CLI finds the gateway token in the container's environment: nothing secret is passed in), then the device
+   * connects again and its token is stored sealed.
+   */
+  private async pair(agent: Agent, repair: boolean): Promise<ControlCredentials> {
+    const identity = this.config.platformDevice as DeviceIdentity;
+    const record = agent.record;
+    const id = record.agentId;
+    const token = this.openSpec(record).gatewayToken;
+    const info = await this.inspect(id);
+    const url = info?.State.Running && !info.State.Restarting ? this.gatewayUrl(info) : null;
+    if (!info || !url) throw new AgentStartError(`Agent ${id} is not running: its gateway cannot be paired`);
+    const stored = record.platformDevice?.deviceId === identity.deviceId ? record.platformDevice : undefined;
+    if (!repair && stored && agent.pairedFor === info.State.StartedAt) {
+      return { token, device: { identity, deviceToken: this.secrets.decrypt(stored.deviceToken, this.aad(id, 'platformDeviceToken')) } };
+    }
+
+    const result = await approvePlatformDevice({
+      deviceUrl: `${url.replace(/^http/, 'ws')}/`,
+      token,
+      identity,
+      approve: ({ requestId }) => this.approveInContainer(agent, info.Id, requestId, identity.deviceId),
+    });
+    const known = stored ? this.secrets.decrypt(stored.deviceToken, this.aad(id, 'platformDeviceToken')) : null;
+    if (known !== result.deviceToken || result.requestId !== null) {
+      record.platformDevice = {
+        deviceId: identity.deviceId,
+        deviceToken: this.secrets.encrypt(result.deviceToken, this.aad(id, 'platformDeviceToken')),
+        pairedAt: result.requestId !== null || !stored ? new Date().toISOString() : stored.pairedAt,
+      };
+      // A pairing that finishes after `delete()` must not write the registry entry back.
+      if (this.agents.get(id) === agent) await this.saveRecord(agent);
+    }
+    agent.pairedFor = info.State.StartedAt;
+    this.log(
+      agent,
+      result.requestId === null
+        ? `[host] platform device ${identity.deviceId.slice(0, 12)} is paired with the gateway`
+        : `[host] platform device ${identity.deviceId.slice(0, 12)} paired (request ${result.requestId} approved in the container)`,
+    );
+    return { token, device: { identity, deviceToken: result.deviceToken } };
+  }
+
+  /** `openclaw devices approve <requestId> --json` in the gateway's container; checks it approved our device. */
+  private async approveInContainer(agent: Agent, containerId: string, requestId: string, deviceId: string): Promise<void> {
+    const command = [...(this.config.cliCommand ?? ['openclaw']), 'devices', 'approve', requestId, '--json'];
+    const run = await this.execIn(containerId, command);
+    const shown = command.slice(0, -2).join(' ');
+    if (run.exitCode !== 0) {
+      const why = run.stderr.trim().split('\n').at(-1) || run.stdout.trim().split('\n').at(-1) || 'no output';
+      throw new Error(`${shown} <requestId> exited with code ${run.exitCode}: ${why}`);
+    }
+    let answer: { requestId?: unknown; device?: { deviceId?: unknown } } | null = null;
+    try {
+      answer = JSON.parse(run.stdout);
+    } catch {
+      answer = null;
+    }
+    if (answer?.device?.deviceId !== deviceId) throw new Error(`${shown} <requestId> did not report the platform device as approved`);
+    this.log(agent, `[host] approved pairing request ${requestId} of the platform device inside the container`);
+  }
+
+  /**
+   * Runs a command in a running container (`POST /containers/{id}/exec`, then `POST /exec/{id}/start` hijacked: the
+   * engine streams stdout/stderr multiplexed on the upgraded socket and closes it when the process ends) and reads
+   * its exit code (`GET /exec/{id}/json`). The process gets the container's environment and user.
+   */
+  private async execIn(containerId: string, command: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
+    const timeoutMs = this.config.execTimeoutMs ?? 60_000;
+    const container = this.docker.getContainer(containerId);
+    const exec = await this.engine('create exec', () =>
+      container.exec({ Cmd: command, AttachStdin: false, AttachStdout: true, AttachStderr: true, Tty: false }),
+    );
+    const stream = await this.engine('start exec', () => exec.start({ hijack: true, stdin: false, Detach: false, Tty: false }));
+    const output = await new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      const timer = setTimeout(() => {
+        stream.destroy();
+        reject(new Error(`${command.join(' ')} did not finish within ${Math.round(timeoutMs / 1000)} s`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        resolve(Buffer.concat(chunks));
+      };
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.once('end', done);
+      stream.once('close', done);
+      stream.once('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+    });
+    // The stream ends as the process does; the engine may take a moment to record the exit code.
+    let result = await this.engine('inspect exec', () => exec.inspect());
+    for (let i = 0; result.Running && i < 40; i += 1) {
+      await sleep(50);
+      result = await this.engine('inspect exec', () => exec.inspect());
+    }
+    const lines = demuxLogs(output);
+    const text = (stream: 'stdout' | 'stderr') =>
+      lines
+        .filter((line) => line.stream === stream)
+        .map((line) => line.text)
+        .join('\n');
+    return { exitCode: result.ExitCode, stdout: text('stdout'), stderr: text('stderr') };
+  }
+
   // ---------------------------------------------------------------- containers
 
   /** Creates (or reuses) the container, writes the config into the state volume, starts it. Resolves at `starting`. */
@@ -823,7 +1003,9 @@ export class DockerAgentHost implements AgentHost {
       agent.readyFor = null;
       agent.readyAt = null;
       agent.lastError = null;
+      agent.pairedFor = null;
       this.log(agent, `[host] started ${dockerContainerName(record.agentId)} (OpenClaw ${record.version}, ${record.image})`);
+      this.schedulePairing(agent);
     } catch (error) {
       agent.lastError = messageOf(error);
       this.log(agent, `[host] cannot start: ${agent.lastError}`);
@@ -1369,7 +1551,17 @@ export class DockerAgentHost implements AgentHost {
   }
 
   private newAgent(record: DockerAgentRecord): Agent {
-    return { record, lock: Promise.resolve(), transition: null, readyFor: null, readyAt: null, lastError: null, events: [] };
+    return {
+      record,
+      lock: Promise.resolve(),
+      transition: null,
+      readyFor: null,
+      readyAt: null,
+      lastError: null,
+      events: [],
+      pairedFor: null,
+      pairing: null,
+    };
   }
 
   /** Runs one lifecycle operation at a time per agent. */

@@ -1,3 +1,5 @@
+import type { DeviceIdentity } from '@aop/gateway-client';
+
 /**
  * Where agents run. Every provider (local processes, Docker, Kubernetes, a hosting API) implements
  * `AgentHost`; the backend only talks to this interface.
@@ -92,6 +94,21 @@ export interface WaitOptions {
   timeoutMs?: number;
 }
 
+/**
+ * What the platform presents to control an agent's gateway over its WebSocket. OpenClaw gives a token-only connection
+ * its scopes only from loopback; from anywhere else it also needs a paired device (research "Device identity").
+ */
+export interface ControlCredentials {
+  /** The gateway token (`auth.token`). */
+  token: string;
+  /** The platform device, paired with this gateway: connect with `identity` (and the token) to get full scopes. */
+  device?: {
+    identity: DeviceIdentity;
+    /** `hello-ok.auth.deviceToken` the gateway issued to the platform device. */
+    deviceToken: string;
+  };
+}
+
 export interface AgentHost {
   /** `local`, `docker`, `kubernetes`, `hosting`. */
   readonly provider: string;
@@ -118,6 +135,13 @@ export interface AgentHost {
   status(agentId: string): Promise<AgentState>;
   /** The agent's spec with its secrets opened (the gateway token is handed to the agent's owner). */
   spec(agentId: string): Promise<AgentSpec>;
+  /**
+   * Present on hosts whose gateways the backend reaches from a non-loopback address (containers, hosted services):
+   * the credentials of a control connection, with the platform device paired first when it is not yet (the agent must
+   * be running). `repair: true` checks the pairing again even when this run of the gateway was verified (e.g. after a
+   * connect was refused `NOT_PAIRED` because someone removed the device). Absent: token-only control works (local).
+   */
+  controlCredentials?(agentId: string, options?: { repair?: boolean }): Promise<ControlCredentials>;
   list(): Promise<AgentState[]>;
   /** Resolves when the agent is `running`; rejects when it ends in `error`/`stopped` or the timeout passes. */
   waitUntilReady(agentId: string, options?: WaitOptions): Promise<AgentState>;

@@ -4,11 +4,14 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { type Server, createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
+import { startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { type FakeHostingApi, startFakeHostingApi } from '@aop/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AgentNotFoundError, type AgentSpec, AgentStartError, UpdateFailedError } from './host.js';
 import { GATEWAY_START_COMMAND, HostingApi, HostingApiError } from './hosting-api.js';
 import { HostingAgentHost, type HostingHostOptions, StatsUnavailableError, imageTag, imageWithTag } from './hosting-host.js';
+import { PlatformDeviceNotPairedError } from './pairing.js';
 
 // The `hosting` provider against a local GraphQL server speaking the provider's API (packages/testing) and a local
 // HTTP server standing in for the agents' gateways behind their public domains (/healthz, /readyz with the token).
@@ -432,5 +435,59 @@ describe('HostingApi', () => {
     expect(imageWithTag('registry:5000/openclaw', '1.2.3')).toBe('registry:5000/openclaw:1.2.3');
     expect(imageWithTag(`${IMAGE}@sha256:abc`, 'x')).toBe('ghcr.io/openclaw/openclaw:x');
     expect(() => imageWithTag(IMAGE, 'a b')).toThrow(/Invalid OpenClaw version/);
+  });
+});
+
+// A hosted gateway is reached over the internet: OpenClaw gives the token alone no scopes there, and nothing lets the
+// host into the container to approve its device. The device's pending request waits for a person (Control UI).
+describe('HostingAgentHost platform device', () => {
+  it('asks for approval, keeps the device token once a person approved it, and asks again when the gateway forgot it', async () => {
+    const token = `gw-token-${randomBytes(8).toString('hex')}`;
+    const gw = await startFakeGatewayWs({ token, remoteListener: true });
+    try {
+      const identity = createDeviceIdentity();
+      const host = await newHost({ platformDevice: identity, gatewayUrl: () => gw.remoteHttpUrl as string });
+      const s = spec({ gatewayToken: token });
+      await host.create(s);
+
+      const refused = (await host.controlCredentials(s.agentId).catch((e: unknown) => e)) as PlatformDeviceNotPairedError;
+      expect(refused).toBeInstanceOf(PlatformDeviceNotPairedError);
+      const [pending] = [...gw.pairing.pending.values()];
+      expect(pending).toMatchObject({ deviceId: identity.deviceId, remoteIp: '172.17.0.1' });
+      expect(refused.requestId).toBe(pending?.requestId);
+      expect(refused.userMessage).toBe(
+        `pairing required: approve the platform device ${identity.deviceId.slice(0, 12)} once in the agent's Control UI (Devices)`,
+      );
+
+      // A person approves it in the Control UI (a trusted connection on the gateway's side).
+      const ui = await connectGateway({ url: gw.url, token, clientId: 'openclaw-control-ui', clientMode: 'ui', retryDeadlineMs: 0 });
+      await ui.request('device.pair.approve', { requestId: pending?.requestId });
+
+      const credentials = await host.controlCredentials(s.agentId);
+      const deviceToken = gw.pairing.paired.get(identity.deviceId)?.tokens.operator?.token;
+      expect(credentials).toEqual({ token, device: { identity, deviceToken } });
+      const registry = await readFile(join(host.registryDir, `${s.agentId}.json`), 'utf8');
+      expect(registry).not.toContain(deviceToken);
+      expect(JSON.parse(registry).platformDevice).toMatchObject({ deviceId: identity.deviceId });
+
+      // Stored: no connect to hand it out again.
+      const connects = gw.connectAttempts.length;
+      expect(await host.controlCredentials(s.agentId)).toEqual(credentials);
+      expect(gw.connectAttempts.length).toBe(connects);
+
+      // A redeploy without a volume forgets the pairing: `repair` checks, and the request is made again.
+      await ui.request('device.pair.remove', { deviceId: identity.deviceId });
+      await ui.close();
+      await expect(host.controlCredentials(s.agentId, { repair: true })).rejects.toBeInstanceOf(PlatformDeviceNotPairedError);
+      expect([...gw.pairing.pending.values()].map((r) => r.deviceId)).toEqual([identity.deviceId]);
+
+      // Without an identity the host hands out the token alone.
+      const plain = await newHost({ gatewayUrl: () => gw.remoteHttpUrl as string });
+      const t = spec();
+      await plain.create(t);
+      expect(await plain.controlCredentials(t.agentId)).toEqual({ token: t.gatewayToken });
+    } finally {
+      await gw.close();
+    }
   });
 });

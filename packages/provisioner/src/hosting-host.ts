@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
+import { type DeviceIdentity, GatewayError } from '@aop/gateway-client';
 import {
   type AgentHealth,
   type AgentHost,
@@ -10,6 +11,7 @@ import {
   type AgentStats,
   type AgentStatus,
   type ChannelTokens,
+  type ControlCredentials,
   type LlmSpec,
   type LogsOptions,
   type WaitOptions,
@@ -30,6 +32,7 @@ import {
 } from './hosting-api.js';
 import type { SecretBox } from './local-host.js';
 import { MESSAGING_CHANNELS } from './openclaw-config.js';
+import { PlatformDeviceNotPairedError, platformDeviceToken } from './pairing.js';
 import { PINNED_OPENCLAW_VERSION } from './runtime.js';
 
 export interface HostingHostOptions extends HostingApiOptions {
@@ -46,6 +49,12 @@ export interface HostingHostOptions extends HostingApiOptions {
   readyTimeoutMs?: number;
   /** Base URL of an agent's gateway from its domain (default `https://<domain>`); tests point it at a local server. */
   gatewayUrl?: (domain: string) => string;
+  /**
+   * The platform's device identity (`loadPlatformDevice`). A hosted gateway is reached over the internet, where a
+   * token-only connection gets no scopes; the device must be approved once per gateway state by a person in the
+   * agent's Control UI (the host has no way into the container). `controlCredentials` asks, and keeps the token.
+   */
+  platformDevice?: DeviceIdentity;
 }
 
 type ChannelName = (typeof MESSAGING_CHANNELS)[number];
@@ -66,6 +75,8 @@ export interface HostedAgentRecord {
   desired: 'running' | 'stopped';
   llm: (Omit<LlmSpec, 'apiKey'> & { apiKey: string }) | null;
   secrets: { gatewayToken: string; channelTokens: Partial<Record<ChannelName, string>> };
+  /** The platform device's token on this gateway (sealed), once an operator approved it. */
+  platformDevice?: { deviceId: string; deviceToken: string; pairedAt: string };
   /** ISO 8601: when the current deployment (or restart) was asked for. */
   startedAt: string | null;
   /** ISO 8601: when the current deployment was first seen ready. */
@@ -158,6 +169,48 @@ export class HostingAgentHost implements AgentHost {
   get defaultVersion(): string {
     const tag = imageTag(this.options.image);
     return tag && tag !== 'latest' ? tag : PINNED_OPENCLAW_VERSION;
+  }
+
+  /**
+   * The gateway token and, with `platformDevice`, the platform device once approved on the gateway. The stored device
+   * token is trusted until `repair` (the backend asks after a refused connect, e.g. a redeploy without a volume forgot
+   * the pairing); then a signed connect checks it. Unapproved: `PlatformDeviceNotPairedError`, and the gateway now
+   * lists the device's pending request for a person to approve in the Control UI.
+   */
+  async controlCredentials(agentId: string, options: { repair?: boolean } = {}): Promise<ControlCredentials> {
+    const agent = await this.get(agentId);
+    const record = agent.record;
+    const token = this.secrets.decrypt(record.secrets.gatewayToken, this.aad(agentId, 'gatewayToken'));
+    const identity = this.options.platformDevice;
+    if (!identity) return { token };
+    const stored = record.platformDevice?.deviceId === identity.deviceId ? record.platformDevice : undefined;
+    if (stored && !options.repair) {
+      return {
+        token,
+        device: { identity, deviceToken: this.secrets.decrypt(stored.deviceToken, this.aad(agentId, 'platformDeviceToken')) },
+      };
+    }
+    let deviceToken: string;
+    try {
+      deviceToken = await platformDeviceToken({
+        url: `${this.gatewayUrl(record.domain).replace(/^http/, 'ws')}/`,
+        token,
+        identity,
+        retryDeadlineMs: 0,
+      });
+    } catch (err) {
+      if (!(err instanceof GatewayError) || err.code !== 'NOT_PAIRED') throw err;
+      const requestId = (err.details as { requestId?: unknown } | undefined)?.requestId;
+      throw new PlatformDeviceNotPairedError(agentId, identity.deviceId, typeof requestId === 'string' ? requestId : null);
+    }
+    const known = stored ? this.secrets.decrypt(stored.deviceToken, this.aad(agentId, 'platformDeviceToken')) : null;
+    record.platformDevice = {
+      deviceId: identity.deviceId,
+      deviceToken: this.secrets.encrypt(deviceToken, this.aad(agentId, 'platformDeviceToken')),
+      pairedAt: stored && known === deviceToken ? stored.pairedAt : new Date().toISOString(),
+    };
+    if (this.agents.get(agentId) === agent) await this.save(agent);
+    return { token, device: { identity, deviceToken } };
   }
 
   // ---------------------------------------------------------------- lifecycle

@@ -6,5 +6,6 @@ export * from './kubernetes-host.js';
 export * from './local-host.js';
 export * from './openclaw-config.js';
 export * from './pairing.js';
+export * from './platform-device.js';
 export * from './proc.js';
 export * from './runtime.js';

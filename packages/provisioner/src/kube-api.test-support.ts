@@ -1,7 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
+import { WebSocketServer } from 'ws';
 
 /**
  * A small Kubernetes API server for tests: it keeps objects in memory and answers the real REST paths and shapes
@@ -12,6 +13,10 @@ import { KubeConfig } from '@kubernetes/client-node';
  * It also plays the controllers a test needs: a Deployment gets one pod per replica (Recreate: pods of an older
  * pod template are removed first), its status follows the pods, and a Job finishes as soon as it is created.
  * Pod readiness is decided by the test (`setReady`, or `autoReady` for a rule). Every call is recorded.
+ *
+ * The pods' `exec` subresource is served over WebSocket as the API server does (`v4.channel.k8s.io`: channel 1
+ * stdout, 2 stderr, 3 the final `Status`, `NonZeroExitCode` with the exit code as its cause); what the command does
+ * is the test's `exec` handler.
  */
 
 type Json = Record<string, any>;
@@ -41,6 +46,16 @@ export interface KubeApiEmulatorOptions {
   podProblem?: (deployment: Json) => WaitingProblem | null;
   /** How a Job ends (default: it succeeds). */
   jobOutcome?: (job: Json) => 'succeeded' | 'failed';
+  /** Runs a command exec'd into a pod's container (default: exit 127, not found). */
+  exec?: (call: KubeExecCall) => Promise<{ stdout?: string; stderr?: string; exitCode: number }>;
+}
+
+/** `POST /api/v1/namespaces/{namespace}/pods/{pod}/exec` (a WebSocket upgrade). */
+export interface KubeExecCall {
+  namespace: string;
+  pod: string;
+  container: string;
+  command: string[];
 }
 
 interface Resource {
@@ -197,6 +212,8 @@ export class KubeApiEmulator {
   private readonly metrics = new Map<string, { cpu: string; memory: string }>();
   private readonly failures: Array<{ match: (call: KubeCall) => boolean; code: number; reason: string; message: string }> = [];
   private server: Server | null = null;
+  /** Exec sessions, in order. */
+  readonly execs: KubeExecCall[] = [];
   private version = 1;
   private podCounter = 0;
   url = '';
@@ -211,6 +228,11 @@ export class KubeApiEmulator {
     this.server = createServer((req, res) => {
       void this.handle(req, res);
     });
+    const wss = new WebSocketServer({
+      noServer: true,
+      handleProtocols: (offered) => (offered.has('v4.channel.k8s.io') ? 'v4.channel.k8s.io' : false),
+    });
+    this.server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => this.upgrade(wss, req, socket, head));
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
@@ -343,6 +365,81 @@ export class KubeApiEmulator {
         code: failure.code,
       });
     }
+  }
+
+  /** The `exec` subresource: checked like any request, then streamed over the channel protocol. */
+  private upgrade(wss: WebSocketServer, req: IncomingMessage, socket: Socket, head: Buffer): void {
+    const url = new URL(req.url ?? '/', 'http://emulator');
+    const call: KubeCall = {
+      method: 'GET',
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      contentType: null,
+      body: null,
+      status: 0,
+    };
+    this.calls.push(call);
+    const match = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/exec$/.exec(url.pathname);
+    const [, namespace = '', pod = ''] = match ?? [];
+    const object = match ? this.objects.get(this.key('pods', namespace, pod)) : undefined;
+    const command = url.searchParams.getAll('command');
+    const container = url.searchParams.get('container') ?? object?.spec?.containers?.[0]?.name ?? '';
+    const refusal: [number, string, string] | null =
+      req.headers.authorization !== `Bearer ${this.token}`
+        ? [401, 'Unauthorized', 'Unauthorized']
+        : !match
+          ? [404, 'NotFound', 'the server could not find the requested resource']
+          : !object
+            ? [404, 'NotFound', `pods "${pod}" not found`]
+            : command.length === 0
+              ? [400, 'BadRequest', 'you must specify at least 1 command']
+              : object.status?.phase !== 'Running'
+                ? [400, 'BadRequest', `unable to upgrade connection: container not found ("${container}")`]
+                : null;
+    if (refusal) {
+      const [code, reason, message] = refusal;
+      call.status = code;
+      const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+      socket.end(
+        `HTTP/1.1 ${code} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      return;
+    }
+    const exec: KubeExecCall = { namespace, pod, container, command };
+    this.execs.push(exec);
+    call.status = 101;
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const notFound = async () => ({ stderr: `exec: "${command[0]}": executable file not found in $PATH`, exitCode: 127 });
+      const run: NonNullable<KubeApiEmulatorOptions['exec']> = this.options.exec ?? notFound;
+      void run(exec).then(
+        ({ stdout, stderr, exitCode }) => {
+          const frame = (channel: number, text: string) => Buffer.concat([Buffer.from([channel]), Buffer.from(text)]);
+          if (stdout) ws.send(frame(1, stdout));
+          if (stderr) ws.send(frame(2, stderr));
+          const status =
+            exitCode === 0
+              ? { metadata: {}, status: 'Success' }
+              : {
+                  metadata: {},
+                  status: 'Failure',
+                  message: `command terminated with non-zero exit code: error executing command [${command.join(' ')}], exit code ${exitCode}`,
+                  reason: 'NonZeroExitCode',
+                  details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] },
+                };
+          ws.send(frame(3, JSON.stringify(status)));
+          ws.close(1000);
+        },
+        (error: unknown) => {
+          ws.send(
+            Buffer.concat([
+              Buffer.from([3]),
+              Buffer.from(JSON.stringify({ metadata: {}, status: 'Failure', message: String(error), reason: 'InternalError' })),
+            ]),
+          );
+          ws.close(1000);
+        },
+      );
+    });
   }
 
   private route(call: KubeCall): { status: number; body: unknown } {

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
+import { startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentExistsError, AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from './host.js';
@@ -599,5 +601,85 @@ describe('KubernetesAgentHost', () => {
       `Kubernetes API at ${api.url} rejected the credentials (401) while trying to create deployment`,
     );
     expect(() => new KubernetesAgentHost({})).toThrow(/No Kubernetes cluster configured/);
+  });
+});
+
+// The backend reaches a gateway through its Service, which OpenClaw sees as a non-loopback peer. The host pairs the
+// platform device and approves its request with `openclaw devices approve` exec'd in the pod (the API server's exec
+// subresource over WebSocket); the exec handler here does what the CLI does inside the pod: a loopback call.
+describe('KubernetesAgentHost platform device pairing', () => {
+  async function pairingSetup(cli: 'works' | 'fails' = 'works') {
+    const s = spec();
+    const gw = await startFakeGatewayWs({ token: s.gatewayToken, remoteListener: true });
+    cleanups.push(() => gw.close());
+    const identity = createDeviceIdentity();
+    const { api, host } = await setup(
+      {
+        autoReady: () => true,
+        exec: async ({ command }) => {
+          if (cli === 'fails') {
+            return { stderr: `No pending device request matches ${command[3]}. Run \`openclaw devices list\` and retry.\n`, exitCode: 1 };
+          }
+          const admin = await connectGateway({
+            url: gw.url,
+            token: s.gatewayToken,
+            clientId: 'cli',
+            clientMode: 'cli',
+            retryDeadlineMs: 0,
+          });
+          const result = await admin.request('device.pair.approve', { requestId: command[3] });
+          await admin.close();
+          return { stdout: `${JSON.stringify(result, null, 2)}\n`, exitCode: 0 };
+        },
+      },
+      { platformDevice: identity, serviceUrl: () => gw.remoteHttpUrl as string },
+    );
+    await host.create(s);
+    await host.waitUntilReady(s.agentId);
+    return { s, gw, identity, api, host };
+  }
+
+  it('pairs through the Service, approving in the gateway container; verified once per pod; `repair` checks again', async () => {
+    const { s, gw, identity, api, host } = await pairingSetup();
+    const credentials = await host.controlCredentials(s.agentId);
+    const paired = gw.pairing.paired.get(identity.deviceId);
+    expect(paired).toMatchObject({ remoteIp: '172.17.0.1' });
+    expect(credentials).toEqual({ token: s.gatewayToken, device: { identity, deviceToken: paired?.tokens.operator?.token } });
+    const [pod] = api.list('pods', NS);
+    expect(api.execs).toEqual([
+      {
+        namespace: NS,
+        pod: pod?.metadata.name,
+        container: 'gateway',
+        command: ['openclaw', 'devices', 'approve', expect.any(String), '--json'],
+      },
+    ]);
+    const exec = api.calls.find((c) => c.path.endsWith('/exec'));
+    expect(exec?.query).toMatchObject({ container: 'gateway', stdout: 'true', stderr: 'true', stdin: 'false', tty: 'false' });
+    expect(JSON.stringify(exec?.query)).not.toContain(s.gatewayToken);
+
+    // Same pod: nothing to check. `repair`: one signed connect, still paired, no exec.
+    const connects = gw.connectAttempts.length;
+    expect(await host.controlCredentials(s.agentId)).toEqual(credentials);
+    expect(gw.connectAttempts.length).toBe(connects);
+    expect(await host.controlCredentials(s.agentId, { repair: true })).toEqual(credentials);
+    expect(gw.connectAttempts.slice(connects)).toEqual([{ ok: true }]);
+    expect(api.execs).toHaveLength(1);
+
+    // The gateway forgot the device: `repair` approves it again.
+    gw.pairing.paired.delete(identity.deviceId);
+    const again = await host.controlCredentials(s.agentId, { repair: true });
+    expect(api.execs).toHaveLength(2);
+    expect(again.device?.deviceToken).toBe(gw.pairing.paired.get(identity.deviceId)?.tokens.operator?.token);
+  });
+
+  it('reports a failed approval with the CLI’s exit code and message; a stopped agent cannot be paired', async () => {
+    const { s, gw, host } = await pairingSetup('fails');
+    await expect(host.controlCredentials(s.agentId)).rejects.toThrow(
+      /^openclaw devices approve <requestId> exited with code 1: No pending device request matches [0-9a-f-]+\. Run/,
+    );
+    expect(gw.pairing.paired.size).toBe(0);
+    await host.stop(s.agentId);
+    await expect(host.controlCredentials(s.agentId)).rejects.toThrow(`Agent ${s.agentId} is not running: its gateway cannot be paired`);
   });
 });

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { Writable } from 'node:stream';
+import type { DeviceIdentity } from '@aop/gateway-client';
 import {
   ApiException,
   ApisApi,
@@ -6,6 +8,7 @@ import {
   BatchV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  Exec,
   KubeConfig,
   PatchStrategy,
   ServerConfiguration,
@@ -24,6 +27,7 @@ import {
   type V1Secret,
   type V1SecurityContext,
   type V1Service,
+  type V1Status,
   type V1Volume,
   type V1VolumeMount,
   createConfiguration,
@@ -37,6 +41,7 @@ import {
   type AgentStats,
   type AgentStatus,
   type ChannelTokens,
+  type ControlCredentials,
   type LlmSpec,
   type LogsOptions,
   type WaitOptions,
@@ -48,6 +53,7 @@ import {
 } from './host.js';
 import { MEMORY_PATHS } from './local-host.js';
 import { CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig, secretEnv } from './openclaw-config.js';
+import { approvePlatformDevice } from './pairing.js';
 import { PINNED_OPENCLAW_VERSION } from './runtime.js';
 
 /**
@@ -279,6 +285,16 @@ export interface KubernetesHostOptions {
   requestTimeoutMs?: number;
   /** State backups (clone PVCs) kept per agent after a successful update (default 3). */
   keepBackups?: number;
+  /**
+   * The platform's device identity (`loadPlatformDevice`). The backend reaches a gateway through its Service, a
+   * non-loopback peer for OpenClaw: a token-only connection there gets no scopes. With this set, `controlCredentials`
+   * pairs the device, approving it with `openclaw devices approve` exec'd in the gateway container.
+   */
+  platformDevice?: DeviceIdentity;
+  /** OpenClaw's CLI in the agent image (default `['openclaw']`). */
+  cliCommand?: string[];
+  /** Bound on one in-container CLI run (default 60 s). */
+  execTimeoutMs?: number;
 }
 
 /** The non-secret part of the spec, stored in the agent's ConfigMap. */
@@ -339,9 +355,17 @@ export class KubernetesAgentHost implements AgentHost {
   private readonly plans: Record<string, KubePlanResources>;
   private readonly locks = new Map<string, Promise<unknown>>();
   private closed = false;
+  private readonly kc: KubeConfig;
+  /**
+   * The platform device's token per agent and the pod it was verified on. Kept in memory only: the pairing itself is
+   * in the gateway's state volume, and one signed connect after a backend restart hands the token out again.
+   */
+  private readonly paired = new Map<string, { podUid: string; deviceToken: string }>();
+  private readonly pairing = new Map<string, Promise<ControlCredentials>>();
 
   constructor(private readonly options: KubernetesHostOptions = {}) {
     const kc = loadKubeConfig(options.kubeconfig, options.context);
+    this.kc = kc;
     this.namespace = options.namespace ?? DEFAULT_KUBE_NAMESPACE;
     this.server = kc.getCurrentCluster()!.server;
     this.settings = {
@@ -797,6 +821,96 @@ export class KubernetesAgentHost implements AgentHost {
   async spec(agentId: string): Promise<AgentSpec> {
     const { name, deployment } = await this.agent(agentId);
     return this.openSpec(name, deployment);
+  }
+
+  /**
+   * The gateway token and, with `platformDevice`, the platform device paired with the agent's gateway: verified once
+   * per pod with a signed connect through the Service; on `NOT_PAIRED` the request is approved with
+   * `openclaw devices approve <requestId>` exec'd in the pod's gateway container (OpenClaw trusts its loopback there;
+   * the CLI reads the token from the container's environment). `AgentStartError` when no pod of the agent runs.
+   */
+  async controlCredentials(agentId: string, options: { repair?: boolean } = {}): Promise<ControlCredentials> {
+    const { name, deployment } = await this.agent(agentId);
+    const token = (await this.openSpec(name, deployment)).gatewayToken;
+    const identity = this.options.platformDevice;
+    if (!identity) return { token };
+    let run = this.pairing.get(agentId);
+    if (!run) {
+      run = this.pairGateway(agentId, name, token, identity, options.repair === true).finally(() => this.pairing.delete(agentId));
+      this.pairing.set(agentId, run);
+    }
+    return run;
+  }
+
+  private async pairGateway(
+    agentId: string,
+    name: string,
+    token: string,
+    identity: DeviceIdentity,
+    repair: boolean,
+  ): Promise<ControlCredentials> {
+    const pod = newest((await this.pods(name)).filter((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp));
+    const podName = pod?.metadata?.name;
+    const podUid = pod?.metadata?.uid ?? podName;
+    if (!podName || !podUid) throw new AgentStartError(`Agent ${agentId} is not running: its gateway cannot be paired`);
+    const known = this.paired.get(agentId);
+    if (!repair && known?.podUid === podUid) return { token, device: { identity, deviceToken: known.deviceToken } };
+    const result = await approvePlatformDevice({
+      deviceUrl: `${this.serviceUrl(agentId).replace(/^http/, 'ws')}/`,
+      token,
+      identity,
+      approve: ({ requestId }) => this.approveInPod(podName, requestId, identity.deviceId),
+    });
+    this.paired.set(agentId, { podUid, deviceToken: result.deviceToken });
+    return { token, device: { identity, deviceToken: result.deviceToken } };
+  }
+
+  /** `openclaw devices approve <requestId> --json` in the gateway container; checks it approved our device. */
+  private async approveInPod(podName: string, requestId: string, deviceId: string): Promise<void> {
+    const command = [...(this.options.cliCommand ?? ['openclaw']), 'devices', 'approve', requestId, '--json'];
+    const shown = `${command.slice(0, 3).join(' ')} <requestId>`;
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const sink = (chunks: Buffer[]) =>
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          chunks.push(Buffer.from(chunk));
+          done();
+        },
+      });
+    const timeoutMs = this.options.execTimeoutMs ?? 60_000;
+    const status = await new Promise<V1Status>((resolve, reject) => {
+      let settled = false;
+      const settle = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        fn();
+      };
+      const timer = setTimeout(
+        () => settle(() => reject(new Error(`${shown} did not finish within ${Math.round(timeoutMs / 1000)} s`))),
+        timeoutMs,
+      );
+      new Exec(this.kc)
+        .exec(this.namespace, podName, GATEWAY_CONTAINER, command, sink(out), sink(err), null, false, (s) => settle(() => resolve(s)))
+        .then(
+          (ws) => ws.on('close', () => settle(() => reject(new Error(`${shown}: the exec stream closed without a status`)))),
+          (error: unknown) => settle(() => reject(new Error(`${shown}: exec into pod ${podName} failed: ${errorText(error)}`))),
+        );
+    });
+    const stdout = Buffer.concat(out).toString('utf8');
+    if (status.status !== 'Success') {
+      const code = status.details?.causes?.find((c) => c.reason === 'ExitCode')?.message ?? '?';
+      const why = Buffer.concat(err).toString('utf8').trim().split('\n').at(-1) || status.message || 'no output';
+      throw new Error(`${shown} exited with code ${code}: ${why}`);
+    }
+    let answer: { device?: { deviceId?: unknown } } | null = null;
+    try {
+      answer = JSON.parse(stdout);
+    } catch {
+      answer = null;
+    }
+    if (answer?.device?.deviceId !== deviceId) throw new Error(`${shown} did not report the platform device as approved`);
   }
 
   // ---------------------------------------------------------------- manifests
@@ -1529,6 +1643,13 @@ function ownerReference(deployment: V1Deployment): V1OwnerReference {
 function containerOf(deployment: V1Deployment, name: string, kind: 'main' | 'init' = 'main'): V1Container | undefined {
   const spec = deployment.spec?.template?.spec;
   return (kind === 'init' ? spec?.initContainers : spec?.containers)?.find((c) => c.name === name);
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  // The WebSocket client rejects with its error event.
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : String(error);
 }
 
 function newest(pods: V1Pod[]): V1Pod | undefined {

@@ -97,6 +97,68 @@ describe('approvePlatformDevice', () => {
     expect(g.pairing.pending.size).toBe(0);
   });
 
+  it('through a remote door: approves via the given approver the request NOT_PAIRED named, then the device gets its scopes', async () => {
+    const g = await gateway({ remoteListener: true });
+    const remoteUrl = g.remoteUrl as string;
+    // From a non-loopback address the token alone is admitted with no scopes.
+    const tokenOnly = await connectGateway({ url: remoteUrl, token: TOKEN, retryDeadlineMs: 0 });
+    expect(tokenOnly.hello.auth?.scopes).toEqual([]);
+    const refused = await tokenOnly.request('cron.list', {}).catch((e: unknown) => e as GatewayError);
+    expect(refused).toMatchObject({ code: 'FORBIDDEN', message: 'missing scope: operator.read', details: { code: 'MISSING_SCOPE' } });
+    await tokenOnly.close();
+
+    const identity = createDeviceIdentity();
+    const asked: { requestId: string; deviceId: string }[] = [];
+    const result = await approvePlatformDevice({
+      deviceUrl: remoteUrl,
+      token: TOKEN,
+      identity,
+      approve: async (request) => {
+        asked.push(request);
+        // What `openclaw devices approve <requestId>` does inside the container: a loopback call.
+        const admin = await connectGateway({ url: g.url, token: TOKEN, clientId: 'cli', clientMode: 'cli', retryDeadlineMs: 0 });
+        await admin.request('device.pair.approve', { requestId: request.requestId });
+        await admin.close();
+      },
+    });
+
+    expect(asked).toEqual([{ requestId: result.requestId, deviceId: identity.deviceId }]);
+    expect(result.deviceToken).toBe(g.pairing.paired.get(identity.deviceId)?.tokens.operator?.token);
+    expect(g.pairing.paired.get(identity.deviceId)?.remoteIp).toBe('172.17.0.1');
+    const conn = await connectGateway({ url: remoteUrl, token: TOKEN, device: identity, retryDeadlineMs: 0 });
+    expect(conn.hello.auth?.scopes).toEqual(['operator.admin', 'operator.read', 'operator.write']);
+    expect((await conn.request<{ jobs: unknown[] }>('cron.list', {})).jobs).toEqual([]);
+    await conn.close();
+  });
+
+  it('fails with the approver’s error, and succeeds on a later attempt once approval works', async () => {
+    const g = await gateway({ remoteListener: true });
+    const identity = createDeviceIdentity();
+    const failing = approvePlatformDevice({
+      deviceUrl: g.remoteUrl as string,
+      token: TOKEN,
+      identity,
+      approve: async () => {
+        throw new Error('openclaw devices approve exited with code 1');
+      },
+    });
+    await expect(failing).rejects.toThrow('openclaw devices approve exited with code 1');
+    expect(g.pairing.paired.size).toBe(0);
+
+    const again = await approvePlatformDevice({
+      deviceUrl: g.remoteUrl as string,
+      token: TOKEN,
+      identity,
+      approve: async ({ requestId }) => {
+        const admin = await connectGateway({ url: g.url, token: TOKEN, retryDeadlineMs: 0 });
+        await admin.request('device.pair.approve', { requestId });
+        await admin.close();
+      },
+    });
+    expect(again.requestId).toEqual(expect.any(String));
+    expect(g.pairing.paired.has(identity.deviceId)).toBe(true);
+  });
+
   it('fails when the gateway cannot be reached', async () => {
     const g = await gateway({ pairedDeviceIds: [] });
     const url = g.url;

@@ -13,3 +13,6 @@ export * from './fakes/llm.js';
 export * from './fakes/hosting-api.js';
 export * from './fakes/colony.js';
 export * from './fakes/stripe.js';
+export * from './fakes/streaming-api.js';
+export * from './fakes/video-api.js';
+export * from './fakes/blob-store.js';

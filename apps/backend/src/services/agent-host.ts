@@ -1,10 +1,22 @@
-import { type AgentHost, DockerAgentHost, HostingAgentHost, KubernetesAgentHost, LocalAgentHost, kubeAgentName } from '@aop/provisioner';
+import {
+  type AgentHost,
+  DockerAgentHost,
+  HostingAgentHost,
+  KubernetesAgentHost,
+  LocalAgentHost,
+  kubeAgentName,
+  loadPlatformDevice,
+} from '@aop/provisioner';
 import type { BackendConfig } from '../config.js';
 
 /** Why the configured provisioner cannot have a host (missing settings); the backend then reports it disabled. */
 export class ProvisionerConfigError extends Error {
   override readonly name = 'ProvisionerConfigError';
 }
+
+/** The platform's device identity (`PLATFORM_DEVICE_KEY`, else generated once into the data directory, sealed). */
+const platformDevice = (config: BackendConfig) =>
+  loadPlatformDevice({ dataDir: config.dataDir, encryptionKey: config.encryptionKey, key: config.platformDeviceKey });
 
 /**
  * The agent host of `PROVISIONER` (spec §4.10: `provisioning` reflects its reachability). Hosts that keep a registry
@@ -21,6 +33,8 @@ export function createAgentHost(config: BackendConfig): AgentHost {
       return new DockerAgentHost({
         ...common,
         ...maxAgents,
+        // Reached through the published port, a gateway gives the token alone no scopes: the platform device pairs.
+        platformDevice: platformDevice(config),
         socketPath: config.dockerSocket,
         ...(config.docker.image ? { image: config.docker.image } : {}),
         ...(config.docker.network ? { network: config.docker.network } : {}),
@@ -29,6 +43,8 @@ export function createAgentHost(config: BackendConfig): AgentHost {
       const k = config.kubernetes;
       const template = k.agentUrl;
       return new KubernetesAgentHost({
+        // Reached through its Service, a gateway gives the token alone no scopes: the platform device pairs (exec).
+        platformDevice: platformDevice(config),
         // Secrets live in the cluster's Secret objects; a first image pull can outlast the local default.
         readyTimeoutMs: Math.max(config.agents.readyTimeoutMs, 300_000),
         ...(k.kubeconfig ? { kubeconfig: k.kubeconfig } : {}),
@@ -58,7 +74,8 @@ export function createAgentHost(config: BackendConfig): AgentHost {
           'PROVISIONER=hosting needs HOSTING_API_URL, HOSTING_API_KEY, HOSTING_PROJECT_ID and HOSTING_ENVIRONMENT_ID',
         );
       }
-      return new HostingAgentHost({ ...common, apiUrl, apiKey, projectId, environmentId, image });
+      // Hosted gateways are reached over the internet: the platform device, approved once per agent in its Control UI.
+      return new HostingAgentHost({ ...common, apiUrl, apiKey, projectId, environmentId, image, platformDevice: platformDevice(config) });
     }
   }
 }

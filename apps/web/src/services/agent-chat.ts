@@ -2,7 +2,6 @@ import { HttpError, newId } from '@aop/core';
 import { llmCostUsd } from '@aop/core/llm-prices';
 import type { Database, Tx } from '@aop/db';
 import { type ChatEventPayload, GatewayError, type GatewayConnection, chatSend, restChat } from '@aop/gateway-client';
-import { type BackendAnswer, BackendUnavailableError } from './backend-client.js';
 import { DEFAULT_MODEL } from './agent-config.js';
 import { cronJobView, listOwnJobs } from './cron-jobs.js';
 import type { AuthUser } from './sessions.js';
@@ -11,6 +10,7 @@ import {
   type GatewayDeps,
   type GatewayTarget,
   GatewayUnavailableError,
+  agentGatewayTarget,
   gatewayHttpError,
   ownerTagFor,
   resolveGateway,
@@ -255,27 +255,7 @@ export async function namedAgentGateway(deps: ChatDeps, user: AuthUser, agentId:
   );
   if (!agent) throw new HttpError(404, 'Agent not found');
   if (!agent.url) throw new HttpError(409, 'Agent is not deployed');
-  let answer: BackendAnswer<{ token?: unknown } | null>;
-  try {
-    answer = await deps.backend.request<{ token?: unknown } | null>(`/api/agents/${encodeURIComponent(agent.id)}/token`, {
-      caller: { id: user.id, email: user.email },
-    });
-  } catch (err) {
-    if (err instanceof BackendUnavailableError) throw new GatewayUnavailableError('backend-unreachable', 'Backend unreachable');
-    throw err;
-  }
-  const token = answer.body?.token;
-  if (answer.status !== 200 || typeof token !== 'string' || !token)
-    throw new GatewayUnavailableError('no-token', 'No gateway token available');
-  return {
-    kind: 'agent',
-    baseUrl: agent.url,
-    wsUrl: agent.url.replace(/^http/, 'ws'),
-    token,
-    agentId: agent.id,
-    agentName: agent.name,
-    ownerTag: null,
-  };
+  return agentGatewayTarget(deps, user, { id: agent.id, name: agent.name, url: agent.url });
 }
 
 /** 502 in fixed words per failure kind; the gateway's own message is logged only. */

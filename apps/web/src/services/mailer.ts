@@ -2,6 +2,7 @@ import { newId } from '@aop/core';
 import type { DB } from '@aop/db';
 import type { Kysely } from 'kysely';
 import { createTransport, type Transporter } from 'nodemailer';
+import { isSuppressed } from './email-events.js';
 
 export interface Mail {
   to: string;
@@ -12,27 +13,34 @@ export interface Mail {
   userId?: string | null;
 }
 
+/** `suppressed`: the address bounced or complained before (email provider events), so nothing was sent. */
+export type MailOutcome = 'sent' | 'suppressed';
+
 export interface Mailer {
-  send(mail: Mail): Promise<void>;
+  send(mail: Mail): Promise<MailOutcome>;
   close(): void;
 }
 
 /**
  * SMTP through nodemailer when `SMTP_URL` is set; otherwise mail goes to the
- * `email_outbox` table, where an operator (or a developer) reads it.
+ * `email_outbox` table, where an operator (or a developer) reads it. Either way an
+ * address on the suppression list (a hard bounce or a complaint) gets nothing.
  */
 export function createMailer(options: { smtpUrl: string | undefined; from: string }, db: Kysely<DB>): Mailer {
   if (options.smtpUrl) {
     const transport: Transporter = createTransport(options.smtpUrl);
     return {
       async send(mail) {
+        if (await isSuppressed(db, mail.to)) return 'suppressed';
         await transport.sendMail({ from: options.from, to: mail.to, subject: mail.subject, text: mail.text });
+        return 'sent';
       },
       close: () => transport.close(),
     };
   }
   return {
     async send(mail) {
+      if (await isSuppressed(db, mail.to)) return 'suppressed';
       await db
         .insertInto('email_outbox')
         .values({
@@ -44,6 +52,7 @@ export function createMailer(options: { smtpUrl: string | undefined; from: strin
           body_text: mail.text,
         })
         .execute();
+      return 'sent';
     },
     close() {},
   };

@@ -4,6 +4,7 @@ import { type GatewayConnection, connectGateway } from '@aop/gateway-client';
 import type { WebConfig } from '../config.js';
 import type { AuthUser } from './sessions.js';
 import { type BackendClient, BackendUnavailableError } from './backend-client.js';
+import { type BackendControl, BackendGatewayConnection } from './backend-gateway.js';
 
 /**
  * Where a user's gateway calls go (issue #8 "Routing"): their own agent's gateway when they have one (its URL on the
@@ -24,6 +25,11 @@ export interface GatewayTarget {
   agentName: string | null;
   /** Tag carried by the user's objects on a shared gateway; null on the user's own gateway. */
   ownerTag: string | null;
+  /**
+   * Set when the gateway gives this service's token-only WebSocket no scopes (a container or hosted agent sees it as
+   * a remote peer): `withGateway` then makes its calls through the backend, which holds the paired platform device.
+   */
+  control?: BackendControl;
 }
 
 /** Why there is no gateway to talk to; each route turns this into its spec answer. */
@@ -67,7 +73,7 @@ export async function findUserAgent(db: Database, userId: string): Promise<UserA
   });
 }
 
-async function backendToken(backend: BackendClient, path: string, user: AuthUser): Promise<string> {
+async function backendToken(backend: BackendClient, path: string, user: AuthUser): Promise<{ token: string; viaBackend: boolean }> {
   let answer: Awaited<ReturnType<BackendClient['request']>>;
   try {
     answer = await backend.request<{ token?: string }>(path, { caller: { id: user.id, email: user.email } });
@@ -75,25 +81,42 @@ async function backendToken(backend: BackendClient, path: string, user: AuthUser
     if (err instanceof BackendUnavailableError) throw new GatewayUnavailableError('backend-unreachable', 'Backend unreachable');
     throw err;
   }
-  const token = (answer.body as { token?: unknown }).token;
+  const { token, control } = (answer.body ?? {}) as { token?: unknown; control?: unknown };
   if (answer.status !== 200 || typeof token !== 'string' || !token) {
     throw new GatewayUnavailableError('no-token', 'No gateway token available');
   }
-  return token;
+  // `control: 'backend'`: the agent's host says only its paired platform device gets scopes from where we are.
+  return { token, viaBackend: control === 'backend' };
 }
 
 const toWs = (url: string) => url.replace(/^http/, 'ws');
 
+/** The gateway of one of the user's agents, with its token from the backend (and how to control it). */
+export async function agentGatewayTarget(
+  deps: Pick<GatewayDeps, 'backend'>,
+  user: AuthUser,
+  agent: { id: string; name: string; url: string },
+): Promise<GatewayTarget> {
+  const { token, viaBackend } = await backendToken(deps.backend, `/api/agents/${encodeURIComponent(agent.id)}/token`, user);
+  return {
+    kind: 'agent',
+    baseUrl: agent.url,
+    wsUrl: toWs(agent.url),
+    token,
+    agentId: agent.id,
+    agentName: agent.name,
+    ownerTag: null,
+    ...(viaBackend ? { control: { backend: deps.backend, caller: { id: user.id, email: user.email }, agentId: agent.id } } : {}),
+  };
+}
+
 /** Resolves the gateway for `user`; throws `GatewayUnavailableError` when there is none to use. */
 export async function resolveGateway(deps: GatewayDeps, user: AuthUser): Promise<GatewayTarget> {
   const agent = await findUserAgent(deps.db, user.id);
-  if (agent) {
-    const token = await backendToken(deps.backend, `/api/agents/${encodeURIComponent(agent.id)}/token`, user);
-    return { kind: 'agent', baseUrl: agent.url, wsUrl: toWs(agent.url), token, agentId: agent.id, agentName: agent.name, ownerTag: null };
-  }
+  if (agent) return agentGatewayTarget(deps, user, agent);
   const shared = deps.config.gateway.sharedUrl;
   if (!shared) throw new GatewayUnavailableError('no-agent', 'No agent found');
-  const token = await backendToken(deps.backend, '/api/gateway/token', user);
+  const { token } = await backendToken(deps.backend, '/api/gateway/token', user);
   return { kind: 'shared', baseUrl: shared, wsUrl: toWs(shared), token, agentId: null, agentName: null, ownerTag: ownerTagFor(user.id) };
 }
 
@@ -107,11 +130,14 @@ export function scopedSessionKey(target: GatewayTarget, sessionKey: string): str
 
 /**
  * Opens one WebSocket to the target, runs `fn`, and always closes it. `timeoutMs` bounds the whole exchange (handshake
- * included): the socket is closed when it passes, so `fn`'s pending request rejects.
+ * included): the socket is closed when it passes, so `fn`'s pending request rejects. A target with `control` gets a
+ * connection whose calls the backend makes (`BackendGatewayConnection`), bounded the same way.
  */
 export async function withGateway<T>(target: GatewayTarget, timeoutMs: number, fn: (conn: GatewayConnection) => Promise<T>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  const conn = await connectGateway({ url: target.wsUrl, token: target.token, handshakeTimeoutMs: timeoutMs, retryDeadlineMs: 0 });
+  const conn = target.control
+    ? new BackendGatewayConnection(target.control, deadline)
+    : await connectGateway({ url: target.wsUrl, token: target.token, handshakeTimeoutMs: timeoutMs, retryDeadlineMs: 0 });
   const timer = setTimeout(() => void conn.close(), Math.max(0, deadline - Date.now()));
   try {
     return await fn(conn);

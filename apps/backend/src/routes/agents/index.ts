@@ -551,6 +551,8 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     const userId = callerId(request);
     await app.db.withUser(userId, (trx) => ownDeployment(trx, request.params.id));
     const spec = await onHost(() => host.spec(request.params.id));
-    return { agentId: request.params.id, token: spec.gatewayToken };
+    // `backend`: the gateway only gives a paired device its scopes from where the web reaches it, and that device is
+    // the backend's: control calls go through `POST /api/agents/:id/rpc`. `direct`: a token-only WebSocket works.
+    return { agentId: request.params.id, token: spec.gatewayToken, control: host.controlCredentials ? 'backend' : 'direct' };
   });
 }

@@ -3,6 +3,7 @@ import { GatewayError, connectGateway, messageText } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../plugins/auth.js';
 import { BackendUnavailableError } from '../../services/backend-client.js';
+import { BackendGatewayConnection } from '../../services/backend-gateway.js';
 
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
@@ -41,13 +42,17 @@ export async function agentMessageRoutes(app: App): Promise<void> {
       const limit = Number.isInteger(asked) && asked > 0 ? Math.min(asked, MAX_LIMIT) : DEFAULT_LIMIT;
 
       let token: string | undefined;
+      let viaBackend = false;
       try {
-        const answer = await app.backend.request<{ token?: string; error?: string }>(`/api/agents/${encodeURIComponent(agent.id)}/token`, {
-          caller: { id: user.id, email: user.email },
-        });
+        const answer = await app.backend.request<{ token?: string; error?: string; control?: string }>(
+          `/api/agents/${encodeURIComponent(agent.id)}/token`,
+          { caller: { id: user.id, email: user.email } },
+        );
         if (answer.status !== 200 || !answer.body.token)
           throw new HttpError(502, `No gateway token: ${answer.body.error ?? `backend answered ${answer.status}`}`);
         token = answer.body.token;
+        // A container or hosted agent gives our token-only socket no scopes: the backend reads it with its device.
+        viaBackend = answer.body.control === 'backend';
       } catch (err) {
         if (err instanceof BackendUnavailableError) throw new HttpError(502, 'Backend unreachable');
         throw err;
@@ -55,7 +60,12 @@ export async function agentMessageRoutes(app: App): Promise<void> {
 
       let conn: Awaited<ReturnType<typeof connectGateway>> | undefined;
       try {
-        conn = await connectGateway({ url: agent.url.replace(/^http/, 'ws'), token, handshakeTimeoutMs: 10_000, retryDeadlineMs: 10_000 });
+        conn = viaBackend
+          ? new BackendGatewayConnection(
+              { backend: app.backend, caller: { id: user.id, email: user.email }, agentId: agent.id },
+              Date.now() + 25_000,
+            )
+          : await connectGateway({ url: agent.url.replace(/^http/, 'ws'), token, handshakeTimeoutMs: 10_000, retryDeadlineMs: 10_000 });
         const history = (await conn.request('chat.history', { sessionKey, limit }, { timeoutMs: 15_000 })) as {
           sessionKey?: string;
           messages?: HistoryMessage[];

@@ -1,0 +1,107 @@
+import { join } from 'node:path';
+import { type App, HttpError } from '@aop/core';
+import type { AgentHost } from '@aop/provisioner';
+import { Type } from '@sinclair/typebox';
+import type { BackendConfig } from '../../config.js';
+import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
+import { checkedAgentId, deployedAgent, localHostOr501, ownedAgent, requireCaller } from '../../services/agent-access.js';
+import { onHost } from '../../services/agents.js';
+import { followFile } from './follow.js';
+import { LogStreamRegistry, SseWriter } from './streams.js';
+
+export interface LogRoutesOptions {
+  config: BackendConfig;
+  host: AgentHost;
+  /** Tuning, mostly for tests. */
+  streams?: { maxPerUser?: number; heartbeatMs?: number; pollMs?: number };
+}
+
+export const MAX_STREAMS_PER_USER = 5;
+export const STREAM_LOCAL_ONLY_MESSAGE = 'Log streaming is available on the local provider only';
+const DEFAULT_HISTORY = 200;
+/** The local host keeps 1000 lines in memory; other hosts ask their provider for the same tail. */
+const MAX_HISTORY = 1_000;
+const DEFAULT_STREAM_TAIL = 50;
+
+const AgentParams = Type.Object({ agentId: Type.String({ maxLength: 200 }) });
+
+function tailParam(value: string | undefined, name: string, fallback: number, min: number): number {
+  if (value === undefined || value === '') return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > MAX_HISTORY) {
+    throw new HttpError(400, `Invalid ${name}: use ${min} to ${MAX_HISTORY}`);
+  }
+  return Number(value);
+}
+
+/**
+ * Agent logs (spec §4.18 "Logs", shapes ours): the gateway's recent output (`history`, any provider), a live
+ * server-sent-event stream of new lines (`stream`, local provider: it follows `logs/gateway.log`), and the caller's
+ * open streams (`active`, `stop`). A user has at most five streams open at once.
+ */
+export async function logRoutes(app: App, { config, host, streams: tuning = {} }: LogRoutesOptions): Promise<void> {
+  app.addHook('onRequest', requireInternalKey(config.internalApiKey));
+  app.addHook('onRequest', verifyUserContext(config.userContextSecret));
+
+  const registry = new LogStreamRegistry(tuning.maxPerUser ?? MAX_STREAMS_PER_USER);
+  // Open streams would keep the server from closing: end them first.
+  app.addHook('preClose', async () => registry.stopAll('server shutting down'));
+
+  app.get('/logs/active', { schema: { tags: ['logs'] } }, async (request) => {
+    const userId = requireCaller(request);
+    const streams = registry.listFor(userId).map(({ id, agentId, startedAt, linesSent }) => ({ id, agentId, startedAt, linesSent }));
+    return { streams, count: streams.length, maxPerUser: registry.maxPerUser };
+  });
+
+  app.get(
+    '/logs/:agentId/history',
+    { schema: { tags: ['logs'], params: AgentParams, querystring: Type.Object({ limit: Type.Optional(Type.String()) }) } },
+    async (request) => {
+      const agentId = checkedAgentId(request.params.agentId);
+      const limit = tailParam(request.query.limit, 'limit', DEFAULT_HISTORY, 1);
+      await deployedAgent(app, host, request, agentId);
+      const lines = await onHost(() => host.logs(agentId, { tail: limit }));
+      return { agentId, provider: host.provider, limit, count: lines.length, lines };
+    },
+  );
+
+  app.get(
+    '/logs/:agentId/stream',
+    { schema: { tags: ['logs'], params: AgentParams, querystring: Type.Object({ tail: Type.Optional(Type.String()) }) } },
+    async (request, reply) => {
+      const agentId = checkedAgentId(request.params.agentId);
+      const tail = tailParam(request.query.tail, 'tail', DEFAULT_STREAM_TAIL, 0);
+      const { userId } = await deployedAgent(app, host, request, agentId);
+      const local = localHostOr501(host, STREAM_LOCAL_ONLY_MESSAGE);
+      // Checked and registered with no await in between, so parallel requests cannot pass the cap together.
+      if (registry.countFor(userId) >= registry.maxPerUser) {
+        throw new HttpError(429, `Too many log streams (max ${registry.maxPerUser})`);
+      }
+      reply.hijack();
+      const headers = { ...(reply.getHeaders() as Record<string, string | number | string[]>), 'x-request-id': request.id };
+      const writer = new SseWriter(reply.raw, headers, tuning.heartbeatMs === undefined ? {} : { heartbeatMs: tuning.heartbeatMs });
+      const stream = registry.add(userId, agentId, (reason) => writer.end(reason));
+      writer.onClose(() => registry.remove(stream.id));
+      writer.send('ready', { streamId: stream.id, agentId, startedAt: stream.startedAt });
+      try {
+        const follower = await followFile(
+          join(local.paths(agentId).logs, 'gateway.log'),
+          (lines) => {
+            for (const line of lines) writer.send('log', { line });
+            stream.linesSent += lines.length;
+          },
+          { tail, ...(tuning.pollMs === undefined ? {} : { pollMs: tuning.pollMs }) },
+        );
+        writer.onClose(() => follower.close());
+      } catch (err) {
+        request.log.warn({ err }, 'log stream failed');
+        writer.end('error');
+      }
+    },
+  );
+
+  app.post('/logs/:agentId/stop', { schema: { tags: ['logs'], params: AgentParams } }, async (request) => {
+    const agentId = checkedAgentId(request.params.agentId);
+    const { userId } = await ownedAgent(app, undefined, request, agentId);
+    return { success: true, agentId, stopped: registry.stopFor(userId, agentId, 'stopped') };
+  });
+}

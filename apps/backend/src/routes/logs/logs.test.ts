@@ -1,0 +1,304 @@
+import { appendFile, mkdtemp, rename, rm, truncate, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startDockerEngine } from '@aop/provisioner/docker-engine.test-support';
+import { request, testEnv } from '@aop/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBackend } from '../../backend.test-support.js';
+import { loadBackendConfig } from '../../config.js';
+import { type LocalAgents, TEST_HMAC, TEST_KEY, startLocalAgents, userHeaders } from '../../services/agent-access.test-support.js';
+import { createAgentHost } from '../../services/agent-host.js';
+import { followFile } from './follow.js';
+import { SseWriter } from './streams.js';
+
+async function until(ok: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+interface SseEvent {
+  event: string;
+  data: any;
+}
+
+/** A server-sent-event client over fetch: collects events and comments until the stream ends or is aborted. */
+async function openSse(url: string, headers: Record<string, string>) {
+  const controller = new AbortController();
+  const res = await fetch(url, { headers, signal: controller.signal });
+  const events: SseEvent[] = [];
+  const comments: string[] = [];
+  const state = { ended: false };
+  if (res.headers.get('content-type')?.startsWith('text/event-stream') && res.body) {
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    void (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += decoder.decode(value, { stream: true });
+          for (let at = buffer.indexOf('\n\n'); at >= 0; at = buffer.indexOf('\n\n')) {
+            const frame = buffer.slice(0, at);
+            buffer = buffer.slice(at + 2);
+            let event = 'message';
+            let data: string | null = null;
+            for (const line of frame.split('\n')) {
+              if (line.startsWith(':')) comments.push(line.slice(1).trim());
+              else if (line.startsWith('event: ')) event = line.slice(7);
+              else if (line.startsWith('data: ')) data = line.slice(6);
+            }
+            if (data !== null) events.push({ event, data: JSON.parse(data) });
+          }
+        }
+      } catch {
+        // aborted
+      } finally {
+        state.ended = true;
+      }
+    })();
+  }
+  return {
+    res,
+    events,
+    comments,
+    get ended() {
+      return state.ended;
+    },
+    lines: () => events.filter((e) => e.event === 'log').map((e) => e.data.line as string),
+    close: () => controller.abort(),
+  };
+}
+
+// Spec §4.18 "Logs (planned)"; shapes and rules are ours (docs/decisions.md). The agent is a real local-provider
+// gateway (the stand-in OpenClaw), so every line below was written by the host and the gateway process.
+describe('agent logs', () => {
+  let env: LocalAgents;
+  let client = 0;
+  const streamUrl = (agentId: string, query = '') => `${env.backend.url}/api/logs/${agentId}/stream${query}`;
+  const headersFor = (userId: string) => ({ ...userHeaders(userId), 'x-forwarded-for': `192.0.2.${(++client % 250) + 1}` });
+
+  beforeAll(async () => {
+    env = await startLocalAgents('aop-logs-');
+    await env.deploy('usr_logs', 'agt_logs');
+  });
+  afterAll(async () => {
+    // A stream still open when the backend shuts down is ended, so closing does not wait on it.
+    const sse = await openSse(streamUrl('agt_logs', '?tail=0'), headersFor('usr_logs'));
+    await until(() => sse.events.length > 0, 'ready');
+    await env.close();
+    await until(() => sse.ended, 'the stream to end');
+    expect(sse.events.at(-1)).toEqual({ event: 'end', data: { reason: 'server shutting down' } });
+  });
+
+  it('history answers the recent lines of the owner agent', async () => {
+    const res = await env.call('usr_logs', 'GET', '/logs/agt_logs/history');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ agentId: 'agt_logs', provider: 'local', limit: 200, count: res.body.lines.length });
+    expect(res.body.lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^\[host\] started OpenClaw 1\.0\.0 \(pid \d+\) on 127\.0\.0\.1:\d+$/),
+        expect.stringMatching(/^fake openclaw 1\.0\.0 starting on port \d+$/),
+      ]),
+    );
+    const two = await env.call('usr_logs', 'GET', '/logs/agt_logs/history?limit=2');
+    expect(two.body.lines).toEqual(res.body.lines.slice(-2));
+    for (const limit of ['0', '1001', 'ten']) {
+      expect((await env.call('usr_logs', 'GET', `/logs/agt_logs/history?limit=${limit}`)).body).toEqual({
+        error: 'Invalid limit: use 1 to 1000',
+      });
+    }
+    const other = await env.call('usr_intruder', 'GET', '/logs/agt_logs/history');
+    expect([other.status, other.body]).toEqual([404, { error: 'Agent not found' }]);
+    const created = await env.call('usr_logs', 'POST', '/agents', { name: 'Never deployed' });
+    const pending = await env.call('usr_logs', 'GET', `/logs/${created.body.id}/history`);
+    expect([pending.status, pending.body]).toEqual([409, { error: 'Agent is not deployed' }]);
+    const noKey = await request(`${env.backend.url}/api/logs/agt_logs/history`, {
+      headers: { ...userHeaders('usr_logs'), authorization: '' },
+    });
+    expect(noKey.status).toBe(401);
+  });
+
+  it('stream sends the tail, then new lines as the gateway writes them; active and stop see it', async () => {
+    const sse = await openSse(streamUrl('agt_logs', '?tail=3'), headersFor('usr_logs'));
+    expect(sse.res.status).toBe(200);
+    expect(sse.res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(sse.res.headers.get('cache-control')).toBe('no-cache, no-transform');
+    await until(() => sse.lines().length === 3, 'the tail');
+    const ready = sse.events[0];
+    expect(ready).toEqual({
+      event: 'ready',
+      data: { streamId: expect.stringMatching(/^lgs_/), agentId: 'agt_logs', startedAt: expect.any(String) },
+    });
+    const history = await env.call('usr_logs', 'GET', '/logs/agt_logs/history?limit=3');
+    expect(sse.lines()).toEqual(history.body.lines);
+
+    // A restart makes the gateway and the host write new lines.
+    await env.host.restart('agt_logs');
+    await until(() => sse.lines().some((line) => line.startsWith('[host] started OpenClaw')), 'the restart lines');
+    expect(sse.lines()).toEqual(
+      expect.arrayContaining(['[gateway] signal SIGTERM received, shutting down', expect.stringMatching(/^\[host\] gateway exited/)]),
+    );
+
+    const active = await env.call('usr_logs', 'GET', '/logs/active');
+    expect(active.body).toEqual({
+      streams: [{ id: ready?.data.streamId, agentId: 'agt_logs', startedAt: ready?.data.startedAt, linesSent: sse.lines().length }],
+      count: 1,
+      maxPerUser: 5,
+    });
+    expect((await env.call('usr_intruder', 'GET', '/logs/active')).body).toEqual({ streams: [], count: 0, maxPerUser: 5 });
+    const intruder = await env.call('usr_intruder', 'POST', '/logs/agt_logs/stop');
+    expect(intruder.status).toBe(404);
+    expect(sse.ended).toBe(false);
+
+    const stop = await env.call('usr_logs', 'POST', '/logs/agt_logs/stop');
+    expect(stop.body).toEqual({ success: true, agentId: 'agt_logs', stopped: 1 });
+    await until(() => sse.ended, 'the stream to close');
+    expect(sse.events.at(-1)).toEqual({ event: 'end', data: { reason: 'stopped' } });
+    expect((await env.call('usr_logs', 'GET', '/logs/active')).body.count).toBe(0);
+    expect((await env.call('usr_logs', 'POST', '/logs/agt_logs/stop')).body.stopped).toBe(0);
+  });
+
+  it('refuses other users, bad tails, and more than five streams per user; a disconnect frees a slot', async () => {
+    const intruder = await openSse(streamUrl('agt_logs'), headersFor('usr_intruder'));
+    expect(intruder.res.status).toBe(404);
+    expect(await intruder.res.json()).toEqual({ error: 'Agent not found' });
+    const bad = await openSse(streamUrl('agt_logs', '?tail=-1'), headersFor('usr_logs'));
+    expect(bad.res.status).toBe(400);
+
+    const open: Array<Awaited<ReturnType<typeof openSse>>> = [];
+    for (let i = 0; i < 5; i += 1) {
+      const sse = await openSse(streamUrl('agt_logs', '?tail=0'), headersFor('usr_logs'));
+      expect(sse.res.status).toBe(200);
+      open.push(sse);
+    }
+    await until(() => open.every((sse) => sse.events.length > 0), 'five ready events');
+    const sixth = await openSse(streamUrl('agt_logs'), headersFor('usr_logs'));
+    expect(sixth.res.status).toBe(429);
+    expect(await sixth.res.json()).toEqual({ error: 'Too many log streams (max 5)' });
+
+    open[0]?.close();
+    const count = async () => (await env.call('usr_logs', 'GET', '/logs/active')).body.count as number;
+    const deadline = Date.now() + 5_000;
+    while ((await count()) !== 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await count()).toBe(4);
+    const again = await openSse(streamUrl('agt_logs', '?tail=0'), headersFor('usr_logs'));
+    expect(again.res.status).toBe(200);
+    open.push(again);
+    expect((await env.call('usr_logs', 'POST', '/logs/agt_logs/stop')).body.stopped).toBe(5);
+    await until(() => open.slice(1).every((sse) => sse.ended), 'all streams to close');
+  });
+});
+
+describe('logs on a provider without local files', () => {
+  it('history comes from the provider; streaming answers 501', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'aop-logs-docker-'));
+    const image = 'ghcr.io/openclaw/openclaw:1.0.0';
+    const engine = await startDockerEngine({ socketPath: join(dir, 'docker.sock'), dir, images: { [image]: {} } });
+    const vars = {
+      INTERNAL_API_KEY: TEST_KEY,
+      HMAC_SECRET: TEST_HMAC,
+      PROVISIONER: 'docker',
+      DOCKER_SOCKET: engine.socketPath,
+      DOCKER_AGENT_IMAGE: image,
+    };
+    const host = createAgentHost(loadBackendConfig(testEnv(join(dir, 'data'), vars)));
+    const backend = await startBackend(vars, { host });
+    try {
+      const deployed = await request(`${backend.url}/api/deployments`, {
+        headers: userHeaders('usr_dock'),
+        json: { agentId: 'agt_dock', config: { autoProvision: true } },
+      });
+      expect(deployed.status).toBe(201);
+      const history = await request(`${backend.url}/api/logs/agt_dock/history`, { headers: userHeaders('usr_dock') });
+      expect(history.body).toMatchObject({ agentId: 'agt_dock', provider: 'docker', lines: expect.any(Array) });
+      const stream = await request(`${backend.url}/api/logs/agt_dock/stream`, { headers: userHeaders('usr_dock') });
+      expect([stream.status, stream.body]).toEqual([501, { error: 'Log streaming is available on the local provider only' }]);
+    } finally {
+      await backend.close();
+      await host.shutdown();
+      await engine.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('followFile', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'aop-follow-'));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it('delivers the tail, appended lines (whole lines only, UTF-8 intact), and follows rotation and truncation', async () => {
+    const file = join(dir, 'gateway.log');
+    await writeFile(file, 'one\ntwo\nthree\n');
+    const got: string[] = [];
+    const follower = await followFile(file, (lines) => got.push(...lines), { tail: 2, pollMs: 20 });
+    try {
+      expect(got).toEqual(['two', 'three']);
+      await appendFile(file, 'four\nfi');
+      await until(() => got.length === 3, 'four');
+      await appendFile(file, 've ✓\n');
+      await until(() => got.length === 4, 'five');
+      expect(got.slice(2)).toEqual(['four', 'five ✓']);
+      await rename(file, `${file}.1`); // rotation: a new file takes the name
+      await writeFile(file, 'after rotation\n');
+      await until(() => got.includes('after rotation'), 'the rotated file');
+      await truncate(file, 0);
+      await new Promise((r) => setTimeout(r, 60));
+      await appendFile(file, 'after truncation\n');
+      await until(() => got.includes('after truncation'), 'the truncated file');
+    } finally {
+      follower.close();
+    }
+  });
+
+  it('waits for a file that does not exist yet', async () => {
+    const file = join(dir, 'later.log');
+    const got: string[] = [];
+    const follower = await followFile(file, (lines) => got.push(...lines), { tail: 10, pollMs: 20 });
+    try {
+      await writeFile(file, 'first line\n');
+      await until(() => got.length === 1, 'the first line');
+      expect(got).toEqual(['first line']);
+    } finally {
+      follower.close();
+    }
+  });
+});
+
+describe('SseWriter', () => {
+  it('frames events, sends heartbeat comments, and ends with an end event', async () => {
+    let writer: SseWriter | null = null;
+    let closed = false;
+    const server = createServer((_req, res) => {
+      writer = new SseWriter(res, { 'x-extra': 'kept' }, { heartbeatMs: 30, retryMs: 1_000 });
+      writer.onClose(() => {
+        closed = true;
+      });
+      writer.send('log', { line: 'a "quoted"\nline' });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    try {
+      const sse = await openSse(`http://127.0.0.1:${port}/`, {});
+      expect(sse.res.headers.get('x-extra')).toBe('kept');
+      expect(sse.res.headers.get('x-accel-buffering')).toBe('no');
+      await until(() => sse.comments.some((c) => c.startsWith('ping ')), 'a heartbeat');
+      expect(sse.events[0]).toEqual({ event: 'log', data: { line: 'a "quoted"\nline' } });
+      (writer as SseWriter | null)?.end('done');
+      await until(() => sse.ended, 'the end');
+      expect(sse.events.at(-1)).toEqual({ event: 'end', data: { reason: 'done' } });
+      expect(closed).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});

@@ -1,0 +1,174 @@
+import { type App, HttpError, encryptSecret, parseEncryptionKey, randomHex } from '@aop/core';
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import type { BackendConfig } from '../../config.js';
+import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
+import {
+  createEvent,
+  createSplit,
+  createWallet,
+  listEvents,
+  ownAgent,
+  parseEventInput,
+  parseSplitInput,
+  requiredAgentId,
+  walletBalance,
+} from '../../services/underground.js';
+import { sendBusMessage, webhookSecretAad } from '../../services/underground-bus.js';
+import { checkWebhookUrl } from '../../services/underground-delivery.js';
+
+export interface UndergroundRoutesOptions {
+  config: BackendConfig;
+}
+
+/** A loose email check: the web service signs what it sends; this only refuses empty or obviously broken values. */
+const EMAIL_FORMAT = /^[^\s@]+@[^\s@]+$/;
+
+/**
+ * Spec §4.11: both `x-user-id` and `x-user-email` are required (401), after the internal key and the
+ * signature check of the user context (spec §5). The user id comes only from here, never from a body or query.
+ */
+function callerId(request: FastifyRequest): string {
+  const ctx = request.userContext;
+  if (!ctx || ctx.userId === 'anonymous' || !ctx.email || !EMAIL_FORMAT.test(ctx.email)) throw new HttpError(401, 'User context required');
+  return ctx.userId;
+}
+
+const body = (value: unknown): Record<string, unknown> =>
+  (typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {}) as Record<string, unknown>;
+
+const AnyBody = Type.Unknown({ description: 'JSON object; fields are checked by the handler so errors name the field.' });
+
+/**
+ * Underground (spec §4.11, under `/api/underground`): the agent-to-agent bus (its own signature auth), and events,
+ * wallets, splits and agents' bus webhooks for the calling user (internal key + signed user context; the agent named
+ * must be the caller's, else 403).
+ */
+export async function undergroundRoutes(app: App, { config }: UndergroundRoutesOptions): Promise<void> {
+  const encryptionKey = parseEncryptionKey(config.encryptionKey);
+
+  // The bus authenticates each message by its sending agent's wallet signature; no internal key or user context.
+  app.post(
+    '/bus/send',
+    {
+      config: { invalidBodyMessage: 'messageId, action and signature are required' },
+      schema: {
+        tags: ['underground'],
+        summary: 'Send an agent-to-agent message',
+        description:
+          '`AgentMessage`: `messageId`, `action`, `signature` (EIP-191 signature by the sending agent’s wallet over the canonical JSON of the message without `signature`), optional `fromAgentId`, `toAgentId`, `payload`. `BOOKING_*` actions negotiate a booking, `AMPLIFY_*` fan out to `payload.targets`.',
+        body: AnyBody,
+      },
+    },
+    async (request) => sendBusMessage({ db: app.db, config, encryptionKey }, request.body),
+  );
+
+  await app.register(async (user: App) => {
+    user.addHook('onRequest', requireInternalKey(config.internalApiKey));
+    user.addHook('onRequest', verifyUserContext(config.userContextSecret));
+    // Before the body is read: a caller without a full user context gets 401, whatever it sent.
+    user.addHook('onRequest', async (request) => {
+      callerId(request);
+    });
+
+    user.get(
+      '/events',
+      { schema: { tags: ['underground'], summary: 'Events of the user’s agents, newest event_date first' } },
+      async (request) => listEvents(app.db, callerId(request)),
+    );
+
+    user.post(
+      '/events',
+      {
+        config: { invalidBodyMessage: 'agentId is required' },
+        schema: { tags: ['underground'], summary: 'Create an event', body: AnyBody },
+      },
+      async (request, reply) => {
+        const userId = callerId(request);
+        const event = await createEvent(app.db, userId, parseEventInput(body(request.body)));
+        return reply.code(201).send(event);
+      },
+    );
+
+    user.post(
+      '/wallets',
+      {
+        config: { invalidBodyMessage: 'agentId is required' },
+        schema: { tags: ['underground'], summary: 'Create the agent’s wallet (one per agent)', body: AnyBody },
+      },
+      async (request, reply) => {
+        const userId = callerId(request);
+        const agentId = requiredAgentId(body(request.body).agentId);
+        const { wallet, created } = await createWallet(app.db, encryptionKey, userId, agentId);
+        return reply.code(created ? 201 : 200).send(wallet);
+      },
+    );
+
+    user.get(
+      '/wallets/:address/balance',
+      {
+        schema: {
+          tags: ['underground'],
+          summary: 'USDC balance of one of the user’s agent wallets',
+          params: Type.Object({ address: Type.String() }),
+        },
+      },
+      async (request) => walletBalance(app.db, config.underground, callerId(request), request.params.address, request.log),
+    );
+
+    user.post(
+      '/splits',
+      {
+        config: { invalidBodyMessage: 'agentId is required' },
+        schema: { tags: ['underground'], summary: 'Record a royalty split', body: AnyBody },
+      },
+      async (request) => {
+        const userId = callerId(request);
+        const splitId = await createSplit(app.db, userId, parseSplitInput(body(request.body)));
+        return { success: true, splitId, status: 'completed' as const };
+      },
+    );
+
+    const AgentParams = Type.Object({ agentId: Type.String() });
+
+    // Where the bus delivers an agent's messages. The secret that signs deliveries is shown once, here.
+    user.put(
+      '/agents/:agentId/webhook',
+      {
+        config: { invalidBodyMessage: 'url must be an http(s) URL' },
+        schema: { tags: ['underground'], summary: 'Set the agent’s bus webhook', params: AgentParams, body: AnyBody },
+      },
+      async (request) => {
+        const userId = callerId(request);
+        const agentId = requiredAgentId(request.params.agentId);
+        const url = checkWebhookUrl(body(request.body).url, config.underground.webhook.allowPrivate);
+        const secret = `whsec_${randomHex(24)}`;
+        const now = new Date();
+        await app.db.withUser(userId, async (trx) => {
+          await ownAgent(trx, agentId);
+          const secretEnc = encryptSecret(encryptionKey, secret, webhookSecretAad(agentId));
+          await trx
+            .insertInto('underground_webhooks')
+            .values({ agent_id: agentId, user_id: userId, url, secret_enc: secretEnc, created_at: now, updated_at: now })
+            .onConflict((oc) => oc.column('agent_id').doUpdateSet({ url, secret_enc: secretEnc, updated_at: now }))
+            .execute();
+        });
+        return { agentId, url, secret };
+      },
+    );
+
+    user.delete(
+      '/agents/:agentId/webhook',
+      { schema: { tags: ['underground'], summary: 'Remove the agent’s bus webhook', params: AgentParams } },
+      async (request) => {
+        const userId = callerId(request);
+        const agentId = requiredAgentId(request.params.agentId);
+        await app.db.withUser(userId, async (trx) => {
+          await ownAgent(trx, agentId);
+          await trx.deleteFrom('underground_webhooks').where('agent_id', '=', agentId).execute();
+        });
+        return { success: true, agentId };
+      },
+    );
+  });
+}

@@ -1,0 +1,60 @@
+import { type App, HttpError } from '@aop/core';
+import { type AgentHost, type AgentState, LocalAgentHost } from '@aop/provisioner';
+import type { FastifyRequest } from 'fastify';
+import { type DeploymentRow, hostState, isAgentId, ownDeployment } from './agents.js';
+
+/**
+ * Access to one agent for the routes that look inside it (workspace browse, logs, tool host): the caller from the
+ * signed user context, the agent row under row-level security (another user's agent is 404, as on every agent
+ * route), and the agent's place on the host.
+ */
+
+/** The caller, from the signed user context; agents always belong to a real user. */
+export function requireCaller(request: FastifyRequest): string {
+  const id = request.userContext?.userId;
+  if (!id || id === 'anonymous') throw new HttpError(401, 'User context required');
+  return id;
+}
+
+/** An agent id from a query or body: 400 when missing or malformed. */
+export function checkedAgentId(value: unknown): string {
+  if (value === undefined || value === null || value === '') throw new HttpError(400, 'agentId is required');
+  if (typeof value !== 'string' || !isAgentId(value)) throw new HttpError(400, 'Invalid agentId');
+  return value;
+}
+
+export interface OwnedAgent {
+  userId: string;
+  row: NonNullable<DeploymentRow>;
+  /** The agent on the host; null when it was never deployed. */
+  state: AgentState | null;
+}
+
+/** The caller's agent: 401 without a user, 404 when it is not theirs (or does not exist). */
+export async function ownedAgent(app: App, host: AgentHost | undefined, request: FastifyRequest, agentId: string): Promise<OwnedAgent> {
+  const userId = requireCaller(request);
+  const row = await app.db.withUser(userId, (trx) => ownDeployment(trx, agentId));
+  const state = host ? await hostState(host, agentId) : null;
+  return { userId, row, state };
+}
+
+/** As `ownedAgent`, and the agent must exist on the host (409 `Agent is not deployed`, as the lifecycle routes). */
+export async function deployedAgent(
+  app: App,
+  host: AgentHost,
+  request: FastifyRequest,
+  agentId: string,
+): Promise<OwnedAgent & { state: AgentState }> {
+  const owned = await ownedAgent(app, host, request, agentId);
+  if (!owned.state) throw new HttpError(409, 'Agent is not deployed');
+  return { ...owned, state: owned.state };
+}
+
+/**
+ * The local provider, whose agents keep their files on this machine. Container and hosting providers keep them in a
+ * volume or a remote service the backend cannot read directly: 501 with `message`.
+ */
+export function localHostOr501(host: AgentHost, message: string): LocalAgentHost {
+  if (host instanceof LocalAgentHost) return host;
+  throw new HttpError(501, message);
+}

@@ -1,0 +1,223 @@
+import { type Tx, sql } from '@aop/db';
+
+/**
+ * Backend metrics (spec §4.18 "Metrics (backend)"), from the backend's own records: the usage ledger rows it writes
+ * (`usage_events`: AI chat calls with tokens and cost) and its agent records (`agent_deployments`). Every query runs
+ * in the user's transaction, filters on `user_id` and groups in the database.
+ */
+
+const DAY_MS = 86_400_000;
+const utcDayStart = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS;
+/** USD to 4 decimals, from unrounded sums. */
+const money = (value: number) => Math.round(value * 10_000) / 10_000;
+
+interface Sums {
+  calls: number;
+  tokens: number | null;
+  prompt: number | null;
+  completion: number | null;
+  cost: string | null;
+}
+
+export interface UsageFigures {
+  calls: number;
+  tokens: number;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+}
+
+const figures = (r: Sums | undefined): UsageFigures => ({
+  calls: r?.calls ?? 0,
+  tokens: Number(r?.tokens ?? 0),
+  promptTokens: Number(r?.prompt ?? 0),
+  completionTokens: Number(r?.completion ?? 0),
+  costUsd: money(Number(r?.cost ?? 0)),
+});
+
+/** The window of `days` whole UTC days ending with today. */
+export function dayWindow(days: number, now: number) {
+  const until = new Date(utcDayStart(now) + DAY_MS);
+  return { since: new Date(until.getTime() - days * DAY_MS), until };
+}
+
+export interface HistoricalMetrics {
+  days: number;
+  since: string;
+  until: string;
+  /** One entry per UTC day, oldest first; days without activity included. */
+  series: ({ date: string; agentsCreated: number } & UsageFigures)[];
+  totals: { agentsCreated: number } & UsageFigures;
+}
+
+export async function historicalMetrics(trx: Tx, userId: string, days: number, now: number): Promise<HistoricalMetrics> {
+  const { since, until } = dayWindow(days, now);
+  const usage = await sql<Sums & { day: string }>`
+    select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day,
+           count(*)::int as calls,
+           sum(total_tokens)::bigint as tokens,
+           sum(prompt_tokens)::bigint as prompt,
+           sum(completion_tokens)::bigint as completion,
+           sum(cost_usd) as cost
+    from usage_events
+    where user_id = ${userId} and created_at >= ${since} and created_at < ${until}
+    group by 1`.execute(trx);
+  const created = await sql<{ day: string; n: number }>`
+    select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day, count(*)::int as n
+    from agent_deployments
+    where user_id = ${userId} and created_at >= ${since} and created_at < ${until}
+    group by 1`.execute(trx);
+
+  const usageByDay = new Map(usage.rows.map((r) => [r.day, r]));
+  const createdByDay = new Map(created.rows.map((r) => [r.day, r.n]));
+  const series: HistoricalMetrics['series'] = [];
+  const sum = { calls: 0, tokens: 0, prompt: 0, completion: 0, cost: 0, agents: 0 };
+  for (let i = 0; i < days; i++) {
+    const date = new Date(since.getTime() + i * DAY_MS).toISOString().slice(0, 10);
+    const row = usageByDay.get(date);
+    const agentsCreated = createdByDay.get(date) ?? 0;
+    series.push({ date, agentsCreated, ...figures(row) });
+    sum.calls += row?.calls ?? 0;
+    sum.tokens += Number(row?.tokens ?? 0);
+    sum.prompt += Number(row?.prompt ?? 0);
+    sum.completion += Number(row?.completion ?? 0);
+    sum.cost += Number(row?.cost ?? 0);
+    sum.agents += agentsCreated;
+  }
+  return {
+    days,
+    since: since.toISOString(),
+    until: until.toISOString(),
+    series,
+    totals: {
+      agentsCreated: sum.agents,
+      calls: sum.calls,
+      tokens: sum.tokens,
+      promptTokens: sum.prompt,
+      completionTokens: sum.completion,
+      costUsd: money(sum.cost),
+    },
+  };
+}
+
+export interface ModelPerformance {
+  model: string;
+  calls: number;
+  /** Share of the window's calls, 0–1 (4 decimals). */
+  share: number;
+  avgPromptTokens: number;
+  avgCompletionTokens: number;
+  avgTokens: number;
+  avgCostUsd: number;
+  costUsd: number;
+}
+
+/** Per-model call figures over the window, by calls descending. */
+export async function callPerformance(trx: Tx, userId: string, days: number, now: number) {
+  const { since, until } = dayWindow(days, now);
+  const rows = await sql<Sums & { model: string | null }>`
+    select model,
+           count(*)::int as calls,
+           sum(total_tokens)::bigint as tokens,
+           sum(prompt_tokens)::bigint as prompt,
+           sum(completion_tokens)::bigint as completion,
+           sum(cost_usd) as cost
+    from usage_events
+    where user_id = ${userId} and created_at >= ${since} and created_at < ${until}
+    group by model`.execute(trx);
+  const total = rows.rows.reduce((n, r) => n + r.calls, 0);
+  const avg = (value: number | string | null, calls: number, digits: number) =>
+    calls === 0 ? 0 : Math.round((Number(value ?? 0) / calls) * 10 ** digits) / 10 ** digits;
+  const byModel: ModelPerformance[] = rows.rows
+    .map((r) => ({
+      model: r.model ?? 'unknown',
+      calls: r.calls,
+      share: total === 0 ? 0 : Math.round((r.calls / total) * 10_000) / 10_000,
+      avgPromptTokens: avg(r.prompt, r.calls, 1),
+      avgCompletionTokens: avg(r.completion, r.calls, 1),
+      avgTokens: avg(r.tokens, r.calls, 1),
+      avgCostUsd: avg(r.cost, r.calls, 6),
+      costUsd: money(Number(r.cost ?? 0)),
+    }))
+    .sort((a, b) => b.calls - a.calls || a.model.localeCompare(b.model));
+  const all = rows.rows.reduce(
+    (acc, r) => ({
+      tokens: acc.tokens + Number(r.tokens ?? 0),
+      cost: acc.cost + Number(r.cost ?? 0),
+    }),
+    { tokens: 0, cost: 0 },
+  );
+  return {
+    days,
+    since: since.toISOString(),
+    until: until.toISOString(),
+    calls: total,
+    avgTokensPerCall: total === 0 ? 0 : Math.round((all.tokens / total) * 10) / 10,
+    avgCostPerCallUsd: total === 0 ? 0 : Math.round((all.cost / total) * 1e6) / 1e6,
+    byModel,
+  };
+}
+
+/** All-time, last-30-days and today's ledger totals in one scan, with the first and latest activity. */
+export async function usageSummary(trx: Tx, userId: string, now: number) {
+  const today = new Date(utcDayStart(now));
+  const month = new Date(utcDayStart(now) - 29 * DAY_MS);
+  const result = await sql<{
+    calls: number;
+    tokens: number | null;
+    cost: string | null;
+    calls30: number;
+    tokens30: number | null;
+    cost30: string | null;
+    calls1: number;
+    tokens1: number | null;
+    cost1: string | null;
+    first: Date | null;
+    last: Date | null;
+  }>`
+    select count(*)::int as calls,
+           sum(total_tokens)::bigint as tokens,
+           sum(cost_usd) as cost,
+           (count(*) filter (where created_at >= ${month}))::int as calls30,
+           (sum(total_tokens) filter (where created_at >= ${month}))::bigint as tokens30,
+           sum(cost_usd) filter (where created_at >= ${month}) as cost30,
+           (count(*) filter (where created_at >= ${today}))::int as calls1,
+           (sum(total_tokens) filter (where created_at >= ${today}))::bigint as tokens1,
+           sum(cost_usd) filter (where created_at >= ${today}) as cost1,
+           min(created_at) as first,
+           max(created_at) as last
+    from usage_events
+    where user_id = ${userId}`.execute(trx);
+  const r = result.rows[0];
+  const block = (calls: number | undefined, tokens: number | null | undefined, cost: string | null | undefined) => ({
+    calls: calls ?? 0,
+    tokens: Number(tokens ?? 0),
+    costUsd: money(Number(cost ?? 0)),
+  });
+  const iso = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString() : null);
+  return {
+    allTime: block(r?.calls, r?.tokens, r?.cost),
+    last30Days: block(r?.calls30, r?.tokens30, r?.cost30),
+    today: block(r?.calls1, r?.tokens1, r?.cost1),
+    firstActivityAt: iso(r?.first),
+    lastActivityAt: iso(r?.last),
+  };
+}
+
+/** How many swarms and installations (pending / linked) the user has. */
+export async function coordinationCounts(trx: Tx) {
+  const swarms = await trx
+    .selectFrom('swarms')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  const installs = await trx
+    .selectFrom('installations')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+    .groupBy('status')
+    .execute();
+  const byStatus = new Map(installs.map((r) => [r.status, Number(r.n)]));
+  return {
+    swarms: Number(swarms.n),
+    installations: { linked: byStatus.get('linked') ?? 0, pending: byStatus.get('pending') ?? 0 },
+  };
+}

@@ -1,0 +1,442 @@
+import { HttpError, encryptSecret, newId } from '@aop/core';
+import { type Database, type Tx, sql } from '@aop/db';
+import { type Address, type PublicClient, createPublicClient, erc20Abi, formatUnits, getAddress, http } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { BackendConfig } from '../config.js';
+import { isAgentId } from './agents.js';
+
+/**
+ * Underground (spec §2.9, §3.4, §4.11, §8): events, agent wallets and royalty splits. Every function here runs for
+ * one user (row-level security through `withUser`) and checks that the agent named is one of theirs.
+ */
+
+/** Spec §8: event and split names. */
+export const NAME_MAX = 200;
+export const DESCRIPTION_MAX = 5_000;
+export const VENUE_MAX = 200;
+/** Spec §8 ticket defaults. */
+export const DEFAULT_TICKET_PRICE_USDC = 0;
+export const DEFAULT_TOTAL_TICKETS = 100;
+/** The `integer` column's range. */
+export const TOTAL_TICKETS_MAX = 2_147_483_647;
+/** USDC has 6 decimals: a price finer than that could not be paid. */
+export const USDC_DECIMALS = 6;
+/** Largest money amount accepted (well inside numeric(20, …) and exact as a JSON number to the cent). */
+export const AMOUNT_MAX = 1_000_000_000_000;
+export const RECIPIENTS_MAX = 100;
+
+export const ADDRESS_FORMAT = /^0x[0-9a-fA-F]{40}$/;
+
+export interface Logger {
+  warn(obj: object, msg: string): void;
+}
+
+// ---------------------------------------------------------------------------
+// Exact decimals
+
+/**
+ * A non-negative JSON number as an exact count of 10^-decimals units (33.33 with 2 decimals → 3333n), or undefined
+ * when it is negative, not finite, or has more decimals. `String(n)` is the shortest text that reads back as the same
+ * double, which is the decimal the client wrote; exponent forms (1e-7, 1e21) are refused by the pattern.
+ */
+export function scaledInteger(value: number, decimals: number): bigint | undefined {
+  if (!Number.isFinite(value) || value < 0) return undefined;
+  const match = /^(\d+)(?:\.(\d+))?$/.exec(String(value));
+  if (!match) return undefined;
+  const fraction = match[2] ?? '';
+  if (fraction.length > decimals) return undefined;
+  return BigInt(match[1] as string) * 10n ** BigInt(decimals) + BigInt(fraction.padEnd(decimals, '0') || '0');
+}
+
+/** 1234n with 2 decimals → '12.34'. */
+export function formatScaled(value: bigint, decimals: number): string {
+  const unit = 10n ** BigInt(decimals);
+  const whole = value / unit;
+  if (decimals === 0) return whole.toString();
+  return `${whole}.${(value % unit).toString().padStart(decimals, '0')}`;
+}
+
+/**
+ * Splits `total` (in cents) by shares in hundredths of a percent (adding up to 10 000) so that the parts add up to
+ * the total exactly: each part is the floor of its exact share, and the cents left over (fewer than the number of
+ * recipients) go one each to the largest remainders, the earlier recipient first on a tie. A zero share never
+ * receives a cent.
+ */
+export function allocateByShares(total: bigint, shares: readonly bigint[]): bigint[] {
+  const exact = shares.map((share) => total * share);
+  const parts = exact.map((value) => value / 10_000n);
+  let left = total - parts.reduce((sum, part) => sum + part, 0n);
+  const remainder = (i: number) => (exact[i] as bigint) % 10_000n;
+  const order = shares.map((_, i) => i).sort((a, b) => (remainder(a) === remainder(b) ? a - b : remainder(b) > remainder(a) ? 1 : -1));
+  for (const i of order) {
+    if (left === 0n) break;
+    parts[i] = (parts[i] as bigint) + 1n;
+    left -= 1n;
+  }
+  return parts;
+}
+
+// ---------------------------------------------------------------------------
+// Field checks (400 with the field named)
+
+/** `agentId`: required, in the platform's agent id format. */
+export function requiredAgentId(value: unknown): string {
+  if (value === undefined || value === null || value === '') throw new HttpError(400, 'agentId is required');
+  if (typeof value !== 'string' || !isAgentId(value)) throw new HttpError(400, 'Invalid agentId');
+  return value;
+}
+
+/** `name`: required, trimmed, at most 200 characters (spec §8). */
+export function requiredName(value: unknown): string {
+  const name = typeof value === 'string' ? value.trim() : '';
+  if (!name) throw new HttpError(400, 'name is required');
+  if (name.length > NAME_MAX) throw new HttpError(400, `name must be at most ${NAME_MAX} characters`);
+  return name;
+}
+
+/** An optional text: absent or null → null; otherwise a string of at most `max` characters. */
+function optionalText(value: unknown, field: string, max: number): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw new HttpError(400, `${field} must be a string`);
+  if (value.length > max) throw new HttpError(400, `${field} must be at most ${max} characters`);
+  return value;
+}
+
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
+
+/**
+ * An ISO 8601 date (`2025-06-01`) or date-time (`2025-06-01T20:00:00Z`, offsets allowed) as a Date, or undefined.
+ * Calendar fields are checked (no 30 February: `Date` would roll it over into March). A date alone is midnight UTC,
+ * and a date-time without an offset is read as UTC, so the answer never depends on the server's time zone.
+ */
+export function parseIsoDate(value: string): Date | undefined {
+  const m = ISO_DATE.exec(value);
+  if (!m) return undefined;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const [hour, minute, second] = [Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0)];
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
+  if (day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return undefined;
+  const millis = Number((m[7] ?? '0').padEnd(3, '0').slice(0, 3));
+  let time = Date.UTC(year, month - 1, day, hour, minute, second, millis);
+  const zone = m[8];
+  if (zone && zone.toUpperCase() !== 'Z') {
+    const offset = /^([+-])(\d{2}):?(\d{2})$/.exec(zone);
+    if (!offset) return undefined;
+    const [hours, mins] = [Number(offset[2]), Number(offset[3])];
+    if (hours > 23 || mins > 59) return undefined;
+    time -= (offset[1] === '-' ? -1 : 1) * (hours * 60 + mins) * 60_000;
+  }
+  const date = new Date(time);
+  return Number.isNaN(date.getTime()) ? undefined : date;
+}
+
+// ---------------------------------------------------------------------------
+// Ownership
+
+/** The agent must be one of the caller's (row-level security hides the others): 403 otherwise (spec §4.11). */
+export async function ownAgent(trx: Tx, agentId: string): Promise<void> {
+  const row = await trx.selectFrom('agent_deployments').select('id').where('id', '=', agentId).executeTakeFirst();
+  if (!row) throw new HttpError(403, 'Agent not owned');
+}
+
+// ---------------------------------------------------------------------------
+// Events
+
+/** Spec §2.9 event. */
+export interface EventView {
+  id: number;
+  agent_id: string;
+  name: string;
+  description: string | null;
+  venue: string | null;
+  event_date: string | null;
+  ticket_price_usdc: number;
+  total_tickets: number;
+}
+
+export interface EventInput {
+  agentId: string;
+  name: string;
+  description: string | null;
+  venue: string | null;
+  eventDate: Date | null;
+  ticketPriceUsdc: string;
+  totalTickets: number;
+}
+
+/** `POST /api/underground/events` body, checked field by field in the spec's order (400 naming the field). */
+export function parseEventInput(body: Record<string, unknown>): EventInput {
+  const agentId = requiredAgentId(body.agentId);
+  const name = requiredName(body.name);
+  const description = optionalText(body.description, 'description', DESCRIPTION_MAX);
+  const venue = optionalText(body.venue, 'venue', VENUE_MAX);
+  let eventDate: Date | null = null;
+  if (body.eventDate !== undefined && body.eventDate !== null) {
+    const parsed = typeof body.eventDate === 'string' ? parseIsoDate(body.eventDate) : undefined;
+    if (!parsed) throw new HttpError(400, 'eventDate must be an ISO 8601 date');
+    eventDate = parsed;
+  }
+  let ticketPriceUsdc = formatScaled(BigInt(DEFAULT_TICKET_PRICE_USDC), USDC_DECIMALS);
+  if (body.ticketPriceUsdc !== undefined && body.ticketPriceUsdc !== null) {
+    const price = body.ticketPriceUsdc;
+    const scaled = typeof price === 'number' && price <= AMOUNT_MAX ? scaledInteger(price, USDC_DECIMALS) : undefined;
+    if (scaled === undefined) throw new HttpError(400, 'ticketPriceUsdc must be a non-negative number');
+    ticketPriceUsdc = formatScaled(scaled, USDC_DECIMALS);
+  }
+  let totalTickets = DEFAULT_TOTAL_TICKETS;
+  if (body.totalTickets !== undefined && body.totalTickets !== null) {
+    const tickets = body.totalTickets;
+    if (typeof tickets !== 'number' || !Number.isInteger(tickets) || tickets < 1 || tickets > TOTAL_TICKETS_MAX) {
+      throw new HttpError(400, 'totalTickets must be a positive integer');
+    }
+    totalTickets = tickets;
+  }
+  return { agentId, name, description, venue, eventDate, ticketPriceUsdc, totalTickets };
+}
+
+type EventRow = {
+  id: number;
+  agent_id: string;
+  name: string;
+  description: string | null;
+  venue: string | null;
+  event_date: Date | null;
+  ticket_price_usdc: string;
+  total_tickets: number;
+};
+
+const eventView = (row: EventRow): EventView => ({
+  id: row.id,
+  agent_id: row.agent_id,
+  name: row.name,
+  description: row.description,
+  venue: row.venue,
+  event_date: row.event_date ? row.event_date.toISOString() : null,
+  ticket_price_usdc: Number(row.ticket_price_usdc),
+  total_tickets: row.total_tickets,
+});
+
+const EVENT_COLUMNS = ['id', 'agent_id', 'name', 'description', 'venue', 'event_date', 'ticket_price_usdc', 'total_tickets'] as const;
+
+export async function createEvent(db: Database, userId: string, input: EventInput): Promise<EventView> {
+  const row = await db.withUser(userId, async (trx) => {
+    await ownAgent(trx, input.agentId);
+    return trx
+      .insertInto('underground_events')
+      .values({
+        user_id: userId,
+        agent_id: input.agentId,
+        name: input.name,
+        description: input.description,
+        venue: input.venue,
+        event_date: input.eventDate,
+        ticket_price_usdc: input.ticketPriceUsdc,
+        total_tickets: input.totalTickets,
+      })
+      .returning(EVENT_COLUMNS)
+      .executeTakeFirstOrThrow();
+  });
+  return eventView(row);
+}
+
+/** The events of the user's agents, newest `event_date` first; undated events last; then newest created first. */
+export async function listEvents(db: Database, userId: string): Promise<EventView[]> {
+  const rows = await db.withUser(userId, (trx) =>
+    trx.selectFrom('underground_events').select(EVENT_COLUMNS).orderBy(sql`event_date desc nulls last`).orderBy('id', 'desc').execute(),
+  );
+  return rows.map(eventView);
+}
+
+// ---------------------------------------------------------------------------
+// Wallets
+
+/** Binds a sealed wallet key to its agent and address: a sealed value copied to another row does not open. */
+export const walletKeyAad = (agentId: string, address: string) => `underground-wallet:${agentId}:${address.toLowerCase()}`;
+
+export interface WalletView {
+  address: Address;
+  agentId: string;
+}
+
+/**
+ * The agent's wallet: a fresh secp256k1 key pair whose private key is sealed at rest and never returned. One wallet
+ * per agent: a second call answers the existing wallet (`created: false`) and never replaces a key that may hold funds.
+ */
+export async function createWallet(
+  db: Database,
+  encryptionKey: Buffer,
+  userId: string,
+  agentId: string,
+): Promise<{ wallet: WalletView; created: boolean }> {
+  return db.withUser(userId, async (trx) => {
+    await ownAgent(trx, agentId);
+    const existing = await trx.selectFrom('underground_wallets').select('address').where('agent_id', '=', agentId).executeTakeFirst();
+    if (existing) return { wallet: { address: getAddress(existing.address), agentId }, created: false };
+    const privateKey = generatePrivateKey();
+    const address = privateKeyToAccount(privateKey).address.toLowerCase();
+    const inserted = await trx
+      .insertInto('underground_wallets')
+      .values({
+        address,
+        agent_id: agentId,
+        user_id: userId,
+        private_key_enc: encryptSecret(encryptionKey, privateKey, walletKeyAad(agentId, address)),
+      })
+      .onConflict((oc) => oc.column('agent_id').doNothing())
+      .returning('address')
+      .executeTakeFirst();
+    if (inserted) return { wallet: { address: getAddress(inserted.address), agentId }, created: true };
+    // A concurrent call made the wallet first: answer that one.
+    const winner = await trx.selectFrom('underground_wallets').select('address').where('agent_id', '=', agentId).executeTakeFirst();
+    // Invisible here: a wallet kept from an earlier (deleted) agent of another user with the same id.
+    if (!winner) throw new HttpError(409, 'agentId already has a wallet');
+    return { wallet: { address: getAddress(winner.address), agentId }, created: false };
+  });
+}
+
+const clients = new Map<string, PublicClient>();
+const decimalsByToken = new Map<string, number>();
+
+function rpcClient(rpcUrl: string, timeoutMs: number): PublicClient {
+  const key = `${rpcUrl}|${timeoutMs}`;
+  let client = clients.get(key);
+  if (!client) {
+    client = createPublicClient({ transport: http(rpcUrl, { timeout: timeoutMs, retryCount: 1, retryDelay: 100 }) });
+    clients.set(key, client);
+  }
+  return client;
+}
+
+/** Spec §2.9 balance object. */
+export interface BalanceView {
+  address: Address;
+  balance_usdc: number;
+}
+
+/**
+ * `balanceOf` of one of the caller's wallets on the configured USDC contract, scaled by the contract's own
+ * `decimals()` (read once per contract). Another user's or an unknown address is 404; RPC failures are 500.
+ */
+export async function walletBalance(
+  db: Database,
+  config: BackendConfig['underground'],
+  userId: string,
+  rawAddress: string,
+  log: Logger,
+): Promise<BalanceView> {
+  if (!ADDRESS_FORMAT.test(rawAddress)) throw new HttpError(400, 'Invalid address');
+  const address = rawAddress.toLowerCase();
+  const wallet = await db.withUser(userId, (trx) =>
+    trx.selectFrom('underground_wallets').select('address').where('address', '=', address).executeTakeFirst(),
+  );
+  if (!wallet) throw new HttpError(404, 'Wallet not found');
+  if (!config.rpcUrl || !config.usdcAddress) throw new HttpError(500, 'Wallet balances are not configured');
+  const client = rpcClient(config.rpcUrl, config.rpcTimeoutMs);
+  const token = config.usdcAddress;
+  const holder = getAddress(address);
+  try {
+    const [balance, decimals] = await Promise.all([
+      client.readContract({ address: token, abi: erc20Abi, functionName: 'balanceOf', args: [holder] }),
+      decimalsByToken.get(`${config.rpcUrl}|${token}`) ??
+        client.readContract({ address: token, abi: erc20Abi, functionName: 'decimals' }).then((d) => {
+          decimalsByToken.set(`${config.rpcUrl}|${token}`, d);
+          return d;
+        }),
+    ]);
+    return { address: holder, balance_usdc: Number(formatUnits(balance, decimals)) };
+  } catch (err) {
+    // viem's short message names the failure without the RPC URL (which may carry a provider key).
+    log.warn({ reason: (err as Error).name, detail: (err as { shortMessage?: string }).shortMessage }, 'underground balance read failed');
+    throw new HttpError(500, 'Failed to fetch balance');
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Royalty splits
+
+/** Cents. */
+const MONEY_DECIMALS = 2;
+/** Shares in hundredths of a percent: 100 % = 10 000. */
+const SHARE_DECIMALS = 2;
+const FULL_SHARE = 10_000n;
+
+export interface SplitInput {
+  agentId: string;
+  name: string;
+  /** In cents. */
+  total: bigint;
+  /** Addresses lower-case; shares in hundredths of a percent. */
+  recipients: { address: string; share: bigint }[];
+}
+
+/** `POST /api/underground/splits` body: every field checked exactly (spec §4.11, §8), shares summed as integers. */
+export function parseSplitInput(body: Record<string, unknown>): SplitInput {
+  const agentId = requiredAgentId(body.agentId);
+  const name = requiredName(body.name);
+  const amount = body.totalAmount;
+  if (typeof amount !== 'number' || !(amount > 0) || amount > AMOUNT_MAX) throw new HttpError(400, 'totalAmount must be a positive number');
+  const total = scaledInteger(amount, MONEY_DECIMALS);
+  if (total === undefined) throw new HttpError(400, 'totalAmount must have at most 2 decimal places');
+  if (total === 0n) throw new HttpError(400, 'totalAmount must be a positive number');
+  const list = body.recipients;
+  if (!Array.isArray(list) || list.length === 0) throw new HttpError(400, 'recipients must be a non-empty array');
+  if (list.length > RECIPIENTS_MAX) throw new HttpError(400, `recipients must have at most ${RECIPIENTS_MAX} entries`);
+  const seen = new Set<string>();
+  const recipients = list.map((entry: unknown, i) => {
+    const item = (typeof entry === 'object' && entry !== null && !Array.isArray(entry) ? entry : {}) as Record<string, unknown>;
+    if (typeof item.address !== 'string' || !ADDRESS_FORMAT.test(item.address)) {
+      throw new HttpError(400, `recipients[${i}].address must be an address (0x and 40 hex characters)`);
+    }
+    const address = item.address.toLowerCase();
+    if (seen.has(address)) throw new HttpError(400, `recipients[${i}].address is listed twice`);
+    seen.add(address);
+    const share = typeof item.share === 'number' && item.share <= 100 ? scaledInteger(item.share, SHARE_DECIMALS) : undefined;
+    if (share === undefined)
+      throw new HttpError(400, `recipients[${i}].share must be a number from 0 to 100 with at most 2 decimal places`);
+    return { address, share };
+  });
+  if (recipients.reduce((sum, r) => sum + r.share, 0n) !== FULL_SHARE) throw new HttpError(400, 'Shares must sum to exactly 100');
+  return { agentId, name, total, recipients };
+}
+
+/**
+ * Records a split and its payouts, processed synchronously (spec §3.4: `completed`). Each recipient's amount is cut
+ * to the cent by the largest-remainder method, so the payouts add up to the total exactly.
+ */
+export async function createSplit(db: Database, userId: string, input: SplitInput): Promise<string> {
+  const amounts = allocateByShares(
+    input.total,
+    input.recipients.map((r) => r.share),
+  );
+  const id = newId('split');
+  await db.withUser(userId, async (trx) => {
+    await ownAgent(trx, input.agentId);
+    const wallet = await trx.selectFrom('underground_wallets').select('address').where('agent_id', '=', input.agentId).executeTakeFirst();
+    await trx
+      .insertInto('underground_splits')
+      .values({
+        id,
+        user_id: userId,
+        agent_id: input.agentId,
+        name: input.name,
+        total_amount: formatScaled(input.total, MONEY_DECIMALS),
+        from_address: wallet?.address ?? null,
+        status: 'completed',
+      })
+      .execute();
+    await trx
+      .insertInto('underground_split_payouts')
+      .values(
+        input.recipients.map((r, i) => ({
+          split_id: id,
+          ordinal: i,
+          user_id: userId,
+          address: r.address,
+          share: formatScaled(r.share, SHARE_DECIMALS),
+          amount: formatScaled(amounts[i] as bigint, MONEY_DECIMALS),
+        })),
+      )
+      .execute();
+  });
+  return id;
+}
