@@ -1,3 +1,4 @@
+import { hmacSha256Hex } from '@aop/core';
 import { type RunningService, type TestDatabase, createTestDatabase, listen, tempDataDir, testCounters, testEnv } from '@aop/testing';
 import type { AgentHost } from '@aop/provisioner';
 import { buildApp } from './app.js';
@@ -29,5 +30,24 @@ export async function startBackend(
       await database.close();
       data.remove();
     },
+  };
+}
+
+/**
+ * The headers the web service sends for a user (spec §5): the internal key and the user context signed with HMAC
+ * over `{userId}:{email}:{role}`, lowercase hex.
+ */
+export function signedCaller(
+  secrets: { internalKey: string; hmacSecret: string },
+  userId: string,
+  email = `${userId}@example.com`,
+  role = 'user',
+): Record<string, string> {
+  return {
+    authorization: `Bearer ${secrets.internalKey}`,
+    'x-user-id': userId,
+    'x-user-email': email,
+    'x-user-role': role,
+    'x-user-signature': hmacSha256Hex(secrets.hmacSecret, `${userId}:${email}:${role}`),
   };
 }

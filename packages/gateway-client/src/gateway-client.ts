@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sseData } from '@aop/core/sse';
 import WebSocket from 'ws';
 import type { RawData } from 'ws';
 import { type DeviceIdentity, signConnect } from './device-identity.js';
@@ -582,42 +583,6 @@ export async function restChat(opts: RestChatOptions): Promise<RestChatResult> {
   }
   const text = typeof content === 'string' ? content : messageText({ role: 'assistant', content });
   return { text, usage: json.usage };
-}
-
-/** The `data:` payloads of a server-sent-event body, one per event; comments and other fields are skipped. */
-async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  let data: string[] = [];
-  const line = (text: string): string | undefined => {
-    if (text === '') {
-      const event = data.length > 0 ? data.join('\n') : undefined;
-      data = [];
-      return event;
-    }
-    if (text.startsWith('data:')) data.push(text.slice(text.startsWith('data: ') ? 6 : 5));
-    return undefined;
-  };
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
-      for (let at = buffer.indexOf('\n'); at >= 0; at = buffer.indexOf('\n')) {
-        const event = line(buffer.slice(0, at).replace(/\r$/, ''));
-        buffer = buffer.slice(at + 1);
-        if (event !== undefined) yield event;
-      }
-      if (done) break;
-    }
-    // A body that ends without a blank line still ends its last event.
-    const last = buffer === '' ? undefined : line(buffer.replace(/\r$/, ''));
-    if (last !== undefined) yield last;
-    const tail = line('');
-    if (tail !== undefined) yield tail;
-  } finally {
-    await reader.cancel().catch(() => undefined);
-  }
 }
 
 /**

@@ -2,27 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hmacSha256Hex } from '@aop/core';
 import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend } from '../../backend.test-support.js';
+import { startBackend, type TestBackend, signedCaller } from '../../backend.test-support.js';
 import { DEFAULT_MODELS } from '../../services/agents.js';
 
 const KEY = 'internal-key-for-agent-secret-tests';
 const HMAC = 'hmac-secret-for-agent-secret-tests';
 
-function as(userId: string) {
-  const email = `${userId}@example.com`;
-  return {
-    authorization: `Bearer ${KEY}`,
-    'x-user-id': userId,
-    'x-user-email': email,
-    'x-user-role': 'user',
-    'x-user-signature': hmacSha256Hex(HMAC, `${userId}:${email}:user`),
-  };
-}
+/** Headers the web service sends for a user (spec §5). */
+const as = (userId: string, email?: string, role?: string) => signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId, email, role);
 
 // `PUT /api/agents/:id` with `channelTokens` / `apiKey` (what the web's `set-credential` sends): the secrets reach the
 // agent's host spec, and nowhere else; the agent host is the real local provider running a stand-in OpenClaw.

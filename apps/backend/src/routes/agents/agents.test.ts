@@ -3,26 +3,18 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hmacSha256Hex } from '@aop/core';
 import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend } from '../../backend.test-support.js';
+import { startBackend, type TestBackend, signedCaller } from '../../backend.test-support.js';
 
 const KEY = 'internal-key-for-agent-tests';
 const HMAC = 'hmac-secret-for-agent-tests';
 
 /** Headers the web service sends for a user (spec §5). */
-function as(userId: string, email = `${userId}@example.com`) {
-  return {
-    authorization: `Bearer ${KEY}`,
-    'x-user-id': userId,
-    'x-user-email': email,
-    'x-user-role': 'user',
-    'x-user-signature': hmacSha256Hex(HMAC, `${userId}:${email}:user`),
-  };
-}
+/** Headers the web service sends for a user (spec §5). */
+const as = (userId: string, email?: string, role?: string) => signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId, email, role);
 
 async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -133,7 +133,8 @@ export async function agentRpcRoutes(app: App, { config, host }: { config: Backe
         const remaining = Math.max(1, deadline - Date.now());
         if (method === 'chat.send') return await chatRun(conn, params ?? {}, remaining);
         // The platform's own device is not the user's to see or remove: it is how the platform controls the agent.
-        if (method === 'device.pair.remove' && (params as { deviceId?: unknown } | undefined)?.deviceId === platformDevice) {
+        const target = (params as { deviceId?: unknown } | undefined)?.deviceId;
+        if (method === 'device.pair.remove' && platformDevice !== undefined && target === platformDevice) {
           throw new GatewayError('INVALID_REQUEST', 'unknown deviceId');
         }
         const payload = await conn.request(method, params ?? {}, { timeoutMs: remaining });

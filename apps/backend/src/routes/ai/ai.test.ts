@@ -2,7 +2,7 @@ import { hmacSha256Hex } from '@aop/core';
 import { LLM_PRICES } from '@aop/core/llm-prices';
 import { type FakeLlm, type TestResponse, lastUserText, request, startFakeLlm, unreachableUrl } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend } from '../../backend.test-support.js';
+import { startBackend, type TestBackend, signedCaller } from '../../backend.test-support.js';
 import { PAID_PLAN_REQUIRED, SUBSCRIPTION_REQUIRED } from '../../plugins/plan.js';
 import { DEFAULT_MODELS } from '../../services/agents.js';
 import { AI_MODEL_CATALOG, PROVIDER_IDS } from '../../services/ai.js';
@@ -23,15 +23,8 @@ let client = 0;
 const freshIp = () => `203.0.113.${++client % 250}`;
 
 /** Headers the web service sends for a user (spec §5). */
-function as(userId: string, email = `${userId}@example.com`): Record<string, string> {
-  return {
-    authorization: `Bearer ${KEY}`,
-    'x-user-id': userId,
-    'x-user-email': email,
-    'x-user-role': 'user',
-    'x-user-signature': hmacSha256Hex(HMAC, `${userId}:${email}:user`),
-  };
-}
+/** Headers the web service sends for a user (spec §5). */
+const as = (userId: string, email?: string, role?: string) => signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId, email, role);
 const PAID = { 'x-user-plan': 'solo', 'x-billing-subscription-id': 'sub_1Pxyz' };
 
 const answers: TestResponse[] = [];

@@ -2,7 +2,7 @@ import { type KeyObject, generateKeyPairSync, sign } from 'node:crypto';
 import { hmacSha256Hex } from '@aop/core';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestBackend, startBackend } from '../../backend.test-support.js';
+import { type TestBackend, startBackend, signedCaller } from '../../backend.test-support.js';
 
 // Spec §4.18 "Installations (backend, identity headers)" and §5 (internal key + signed user context): a self-hosted
 // home is registered by its Ed25519 key and linked once it signs the challenge. §4.14/§9: POST /api/test-usage is gone.
@@ -10,15 +10,8 @@ import { type TestBackend, startBackend } from '../../backend.test-support.js';
 const KEY = 'internal-key-for-installation-tests';
 const HMAC = 'hmac-secret-for-installation-tests';
 
-function as(userId: string, email = `${userId}@example.com`, role = 'user') {
-  return {
-    authorization: `Bearer ${KEY}`,
-    'x-user-id': userId,
-    'x-user-email': email,
-    'x-user-role': role,
-    'x-user-signature': hmacSha256Hex(HMAC, `${userId}:${email}:${role}`),
-  };
-}
+/** Headers the web service sends for a user (spec §5). */
+const as = (userId: string, email?: string, role?: string) => signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId, email, role);
 
 /** A home's identity: an Ed25519 key pair, the public key as OpenClaw carries it (raw 32 bytes, base64url). */
 function homeKey(): { publicKey: string; privateKey: KeyObject } {

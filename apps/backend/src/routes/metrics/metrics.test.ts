@@ -7,7 +7,7 @@ import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestBackend, startBackend } from '../../backend.test-support.js';
+import { type TestBackend, startBackend, signedCaller } from '../../backend.test-support.js';
 
 // Spec §4.18 "Metrics (backend)": GET /api/metrics/:userId/{historical,performance,summary}, §5 identity headers and
 // administrators. Figures come from real ledger rows and agent records; agents run on the real local host.
@@ -16,15 +16,8 @@ const KEY = 'internal-key-for-metrics-tests-000';
 const HMAC = 'hmac-secret-for-metrics-tests-0000';
 const DAY = 86_400_000;
 
-function as(userId: string, email = `${userId}@example.com`) {
-  return {
-    authorization: `Bearer ${KEY}`,
-    'x-user-id': userId,
-    'x-user-email': email,
-    'x-user-role': 'user',
-    'x-user-signature': hmacSha256Hex(HMAC, `${userId}:${email}:user`),
-  };
-}
+/** Headers the web service sends for a user (spec §5). */
+const as = (userId: string, email?: string, role?: string) => signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId, email, role);
 
 describe('backend metrics', () => {
   let work: string;

@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hmacSha256Hex, newId } from '@aop/core';
+import { newId } from '@aop/core';
 import { connectGateway } from '@aop/gateway-client';
 import { type FakeGatewayWs, startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { type AgentState, HostingAgentHost, LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { type FakeHostingApi, request, startFakeHostingApi } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend } from '../../backend.test-support.js';
+import { startBackend, type TestBackend, signedCaller } from '../../backend.test-support.js';
 import { IDLE_AFTER_MS, nodeStatus, sessionTrace } from '../../services/mission-control.js';
 
 const KEY = 'internal-key-for-mission-control';
@@ -19,15 +19,8 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const ATLAS = { id: 'atlas', name: 'atlas', role: 'orchestrator', status: 'offline', x: 400, y: 300, load: 0, memory: 0 };
 
 /** Headers the web service sends for a user (spec §5). */
-function as(userId: string, email = `${userId}@example.com`) {
-  return {
-    authorization: `Bearer ${KEY}`,
-    'x-user-id': userId,
-    'x-user-email': email,
-    'x-user-role': 'user',
-    'x-user-signature': hmacSha256Hex(HMAC, `${userId}:${email}:user`),
-  };
-}
+/** Headers the web service sends for a user (spec §5). */
+const as = (userId: string, email?: string, role?: string) => signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId, email, role);
 
 let client = 0;
 /** A distinct client address per call: deployments are limited to 5 per minute per address. */

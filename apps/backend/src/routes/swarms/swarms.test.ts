@@ -2,12 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hmacSha256Hex } from '@aop/core';
 import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestBackend, startBackend } from '../../backend.test-support.js';
+import { type TestBackend, startBackend, signedCaller } from '../../backend.test-support.js';
 
 // Spec §4.18 Coordination (backend): GET/POST /api/swarms, GET /api/colony/status; §5 identity headers. Agents run on
 // the real local host with a stand-in OpenClaw that serves /healthz and /readyz.
@@ -15,15 +14,8 @@ import { type TestBackend, startBackend } from '../../backend.test-support.js';
 const KEY = 'internal-key-for-swarm-tests-0000';
 const HMAC = 'hmac-secret-for-swarm-tests-00000';
 
-function as(userId: string, email = `${userId}@example.com`) {
-  return {
-    authorization: `Bearer ${KEY}`,
-    'x-user-id': userId,
-    'x-user-email': email,
-    'x-user-role': 'user',
-    'x-user-signature': hmacSha256Hex(HMAC, `${userId}:${email}:user`),
-  };
-}
+/** Headers the web service sends for a user (spec §5). */
+const as = (userId: string, email?: string, role?: string) => signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId, email, role);
 
 describe('swarms and colony status', () => {
   let work: string;
