@@ -52,9 +52,12 @@ function stopAll(signal) {
 }
 
 for (const name of services) {
+  // The backend's callers are the web service on this host, which forwards each browser's address: trust it there,
+  // so the backend's per-client limits count browsers, not the web service (the web itself trusts nothing by default).
+  const serviceEnv = name === 'backend' ? { ...env, TRUST_PROXY: env.TRUST_PROXY ?? '127.0.0.1' } : env;
   const child = spawn(process.execPath, [join(root, 'apps', name, 'dist', 'server.js')], {
     cwd: root,
-    env,
+    env: serviceEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   prefixLines(child.stdout, name, process.stdout);

@@ -119,4 +119,16 @@ describe('controlling an agent whose gateway requires a paired device', () => {
       ['assistant', 'reply to: hello there'],
     ]);
   });
+
+  it('a stopped agent is a gateway that cannot be reached, in the route’s own words', async () => {
+    await host.stop(agentId);
+    const list = await call('/api/cron');
+    expect(list.status).toBe(200);
+    expect(list.body).toEqual({ jobs: [], error: 'Gateway unreachable: connection failed', source: 'gateway-error' });
+    const add = await call('/api/cron', {
+      json: { name: 'n', schedule: { kind: 'every', everyMs: 60_000 }, payload: { kind: 'systemEvent', text: 't' } },
+    });
+    expect(add.status).toBe(502);
+    expect(add.body).toEqual({ error: 'Gateway unreachable: connection failed' });
+  });
 });

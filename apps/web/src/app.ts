@@ -16,6 +16,7 @@ import { agentEventRoutes } from './routes/agents/events.js';
 import { agentRoutes } from './routes/agents/index.js';
 import { agentMessageRoutes } from './routes/agents/messages.js';
 import { agentProxyRoutes } from './routes/agents/agent-proxy.js';
+import { backendAreaRoutes } from './routes/backend-areas/index.js';
 import { billingRoutes } from './routes/billing/index.js';
 import { bridgeRoutes } from './routes/bridge/index.js';
 import { chatRoutes } from './routes/chat/index.js';
@@ -132,5 +133,6 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(inviteRoutes, { config, mailer });
   await app.register(dataFeedRoutes);
   await app.register(debugRoutes, { config });
+  await app.register(backendAreaRoutes);
   return app;
 }

@@ -270,7 +270,11 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
   function stopGateway(c: EmulatedContainer): void {
     const gateway = c.gateway;
     if (!gateway) return;
-    if (c.devicesFile) writeFileSync(c.devicesFile, JSON.stringify([...gateway.pairing.paired.values()], null, 2));
+    try {
+      if (c.devicesFile) writeFileSync(c.devicesFile, JSON.stringify([...gateway.pairing.paired.values()], null, 2));
+    } catch {
+      // the volume is gone (removed with the container): nothing to keep
+    }
     c.gateway = null;
     void gateway.close();
   }

@@ -27,7 +27,7 @@ export async function openAgentControl(
   host: AgentHost,
   agentId: string,
   url: string,
-  { deadline, log }: { deadline: number; log: FastifyBaseLogger },
+  { deadline, log }: { deadline: number; log: Pick<FastifyBaseLogger, 'warn' | 'info'> },
 ): Promise<{ conn: GatewayConnection; platformDevice: string | undefined }> {
   const credentials = async (repair: boolean): Promise<ControlCredentials> => {
     if (!host.controlCredentials) return { token: (await onHost(() => host.spec(agentId))).gatewayToken };

@@ -13,9 +13,11 @@ import {
   fallbackFleetGraph,
 } from '@aop/core/mission-control';
 import { type Database, sql } from '@aop/db';
-import { GatewayError, connectGateway } from '@aop/gateway-client';
+import { GatewayError } from '@aop/gateway-client';
 import { type AgentHealth, type AgentHost, type AgentState, type AgentStats, dockerPlanResources } from '@aop/provisioner';
+import type { FastifyBaseLogger } from 'fastify';
 import type { BackendConfig } from '../config.js';
+import { openAgentControl } from './agent-control.js';
 import { publicUrl } from './agents.js';
 
 /**
@@ -29,7 +31,7 @@ export interface MissionControlDeps {
   db: Database;
   /** Absent when no provisioner is configured: no agent is reachable then. */
   host: AgentHost | undefined;
-  log: { warn(obj: object, msg: string): void };
+  log: Pick<FastifyBaseLogger, 'warn' | 'info'>;
 }
 
 /** A running, ready agent counts as `idle` after this long without a ledger row or a (re)start. */
@@ -329,17 +331,15 @@ export function sessionTrace(agent: { id: string; name: string }, row: SessionRo
   };
 }
 
-/** The newest sessions of one agent's gateway, over its WebSocket with the agent's token; none when it cannot answer. */
+/** The newest sessions of one agent's gateway, over its WebSocket; none when it cannot answer. */
 async function agentTraces(deps: MissionControlDeps, host: AgentHost, agent: AgentRow): Promise<DatedTrace[]> {
   const state = await host.status(agent.id).catch(() => null);
   if (state?.status !== 'running' || !state.url) return [];
   try {
-    const { gatewayToken } = await host.spec(agent.id);
-    const conn = await connectGateway({
-      url: state.url.replace(/^http/, 'ws'),
-      token: gatewayToken,
-      handshakeTimeoutMs: GATEWAY_TIMEOUT_MS,
-      retryDeadlineMs: 0,
+    // Through the host's control credentials: a container or hosted gateway gives a token-only connection no scopes.
+    const { conn } = await openAgentControl(host, agent.id, state.url.replace(/^http/, 'ws'), {
+      deadline: Date.now() + GATEWAY_TIMEOUT_MS,
+      log: deps.log,
     });
     try {
       const listed = await conn.request<{ sessions?: SessionRow[]; defaults?: { model?: unknown; modelProvider?: unknown } }>(

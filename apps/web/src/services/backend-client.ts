@@ -18,6 +18,23 @@ export interface BackendRequest {
   timeoutMs?: number;
 }
 
+export interface BackendStreamRequest {
+  query?: Record<string, string | number | undefined>;
+  caller?: BackendCaller;
+  headers?: Record<string, string>;
+  /** Bounds connecting and the response headers only; the body then flows as long as both ends keep it open. */
+  timeoutMs?: number;
+  /** Aborting it (the browser went away) closes the upstream connection. */
+  signal?: AbortSignal;
+}
+
+/** An unread upstream response: a `text/event-stream` body, or the backend's JSON answer (e.g. an error). */
+export interface BackendStreamAnswer {
+  response: Response;
+  /** Which base URL answered (primary or fallback). */
+  baseUrl: string;
+}
+
 export interface BackendAnswer<T> {
   status: number;
   body: T;
@@ -66,10 +83,16 @@ export class BackendClient {
     return this.#options.baseUrls.length > 0;
   }
 
-  async request<T = unknown>(path: string, req: BackendRequest = {}): Promise<BackendAnswer<T>> {
-    const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
+  /** The bearer internal key and the signed user context on top of `extra`. */
+  #headers(accept: string, extra: Record<string, string> | undefined, caller: BackendCaller | undefined): Record<string, string> {
+    const headers: Record<string, string> = { accept, ...extra };
     if (this.#options.internalApiKey) headers.authorization = `Bearer ${this.#options.internalApiKey}`;
-    if (req.caller) Object.assign(headers, signedUserHeaders(req.caller, this.#options.userContextSecret));
+    if (caller) Object.assign(headers, signedUserHeaders(caller, this.#options.userContextSecret));
+    return headers;
+  }
+
+  async request<T = unknown>(path: string, req: BackendRequest = {}): Promise<BackendAnswer<T>> {
+    const headers = this.#headers('application/json', req.headers, req.caller);
     let body: string | undefined;
     if (req.body !== undefined) {
       headers['content-type'] = 'application/json';
@@ -95,6 +118,44 @@ export class BackendClient {
       } catch (err) {
         attempts.push({ baseUrl, reason: err instanceof Error ? (err.name === 'TimeoutError' ? 'timed out' : err.message) : String(err) });
       }
+    }
+    throw new BackendUnavailableError(attempts);
+  }
+
+  /**
+   * A `GET` whose answer is not buffered (server-sent events): the first base URL that answers with
+   * `text/event-stream` or JSON wins, and its body is left for the caller to relay or read. The same fallback rule as
+   * `request` applies until then; once a stream is returned it is never retried elsewhere.
+   */
+  async stream(path: string, req: BackendStreamRequest = {}): Promise<BackendStreamAnswer> {
+    const headers = this.#headers('text/event-stream, application/json', req.headers, req.caller);
+    const timeoutMs = req.timeoutMs ?? this.#options.defaultTimeoutMs ?? 15_000;
+    const attempts: { baseUrl: string; reason: string }[] = [];
+    for (const baseUrl of this.#options.baseUrls) {
+      if (req.signal?.aborted) break;
+      const url = new URL(path, baseUrl);
+      for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+      // One controller per attempt: the timeout ends at the headers, the caller's signal lasts as long as the body.
+      const controller = new AbortController();
+      const abort = () => controller.abort();
+      req.signal?.addEventListener('abort', abort, { once: true });
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, timeoutMs);
+      try {
+        const res = await fetch(url, { method: 'GET', headers, signal: controller.signal });
+        clearTimeout(timer);
+        const type = res.headers.get('content-type') ?? '';
+        if (type.includes('text/event-stream') || type.includes('application/json')) return { response: res, baseUrl };
+        await res.body?.cancel().catch(() => undefined);
+        attempts.push({ baseUrl, reason: `non-JSON answer (HTTP ${res.status})` });
+      } catch (err) {
+        clearTimeout(timer);
+        attempts.push({ baseUrl, reason: timedOut ? 'timed out' : err instanceof Error ? err.message : String(err) });
+      }
+      req.signal?.removeEventListener('abort', abort);
     }
     throw new BackendUnavailableError(attempts);
   }
