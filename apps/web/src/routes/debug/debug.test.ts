@@ -38,7 +38,7 @@ describe('POST /api/debug', () => {
     expect(res.body).toMatchObject({
       service: 'web',
       environment: 'development',
-      database: { kind: 'pglite', reachable: true, schemaVersion: { version: expect.any(Number) } },
+      database: { kind: process.env.DATABASE_URL ? 'postgres' : 'pglite', reachable: true, schemaVersion: { version: expect.any(Number) } },
       backend: { configured: true, reachable: false },
       mail: { transport: 'smtp', suppressedAddresses: 0 },
       webhooks: { email: { configured: true, events: 0, lastEventAt: null }, hosting: { configured: false } },
