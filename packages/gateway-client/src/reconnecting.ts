@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import {
   type ConnectGatewayOptions,
   type GatewayConnection,
@@ -160,7 +161,7 @@ export class ReconnectingGateway {
   private scheduleRetry(error: GatewayError): void {
     if (this.state === 'closed' || this.timer) return;
     const base = Math.min(this.options.maxDelayMs, this.options.initialDelayMs * 2 ** this.attempt);
-    const delay = error.retryAfterMs ?? Math.round(base * (1 + Math.random() * this.options.jitter));
+    const delay = error.retryAfterMs ?? Math.round(base * (1 + (randomInt(0, 1_000_001) / 1_000_000) * this.options.jitter));
     this.attempt += 1;
     this.setState('waiting', error);
     this.timer = setTimeout(() => {

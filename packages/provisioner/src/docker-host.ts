@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
-import { decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
 import type { DeviceIdentity } from '@aop/gateway-client';
 import Docker from 'dockerode';
 import { DEFAULT_RESERVE_BYTES, capacityMessage } from './capacity.js';
@@ -14,7 +13,6 @@ import {
   type AgentState,
   type AgentStats,
   type AgentStatus,
-  type ChannelTokens,
   type ControlCredentials,
   type LlmSpec,
   type LogsOptions,
@@ -25,10 +23,11 @@ import {
   HostFullError,
   UpdateFailedError,
 } from './host.js';
-import { MEMORY_PATHS, type SecretBox } from './local-host.js';
+import { MEMORY_PATHS } from './local-host.js';
 import { MESSAGING_CHANNELS, buildOpenClawConfig, secretEnv } from './openclaw-config.js';
 import { approvePlatformDevice } from './pairing.js';
 import { PINNED_OPENCLAW_VERSION } from './runtime.js';
+import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
 
 /** The gateway's port inside every agent container (spec §4.10 probes; also HTTP and WebSocket). */
 const GATEWAY_PORT = 18789;
@@ -297,12 +296,7 @@ export class DockerAgentHost implements AgentHost {
   private readonly background = new Set<Promise<void>>();
 
   constructor(private readonly config: DockerHostOptions) {
-    if (config.secrets) this.secrets = config.secrets;
-    else if (config.encryptionKey !== undefined) {
-      const key = Buffer.isBuffer(config.encryptionKey) ? config.encryptionKey : parseEncryptionKey(config.encryptionKey);
-      if (key.length !== 32) throw new Error('Encryption key must be 32 bytes');
-      this.secrets = { encrypt: (p, aad) => encryptSecret(key, p, aad), decrypt: (s, aad) => decryptSecret(key, s, aad) };
-    } else throw new Error('DockerAgentHost needs `encryptionKey` or `secrets` to store agent tokens');
+    this.secrets = secretBoxFor(config, 'DockerAgentHost');
     this.socketPath = config.socketPath ?? '/var/run/docker.sock';
     // `host: undefined` keeps a DOCKER_HOST in the environment from redirecting the client away from the socket.
     this.docker = new Docker({ socketPath: this.socketPath, host: undefined, version: `v${config.apiVersion ?? '1.44'}` });
@@ -391,7 +385,7 @@ export class DockerAgentHost implements AgentHost {
           createdAt: now,
           updatedAt: now,
         };
-        this.sealSecrets(record, spec);
+        sealSpecSecrets(this.secrets, record, spec);
         const agent = this.newAgent(record);
         this.agents.set(id, agent);
         await this.saveRecord(agent);
@@ -569,7 +563,7 @@ export class DockerAgentHost implements AgentHost {
     const agent = await this.get(agentId);
     return this.exclusive(agent, async () => {
       const record = agent.record;
-      const current = this.openSpec(record);
+      const current = openSealedSpec(this.secrets, record);
       const next = {
         gatewayToken: current.gatewayToken,
         channelTokens: changes.channelTokens ?? current.channelTokens,
@@ -582,7 +576,7 @@ export class DockerAgentHost implements AgentHost {
 
       if (changes.config) record.config = changes.config;
       if (changes.plan) record.plan = changes.plan;
-      if (secretsChanged) this.sealSecrets(record, next);
+      if (secretsChanged) sealSpecSecrets(this.secrets, record, next);
       await this.saveRecord(agent);
       if (!running) return this.observe(agent); // the next start writes the config and recreates the container as needed
 
@@ -829,7 +823,7 @@ export class DockerAgentHost implements AgentHost {
   }
 
   async spec(agentId: string): Promise<AgentSpec> {
-    return this.openSpec((await this.get(agentId)).record);
+    return openSealedSpec(this.secrets, (await this.get(agentId)).record);
   }
 
   /**
@@ -839,7 +833,7 @@ export class DockerAgentHost implements AgentHost {
    */
   async controlCredentials(agentId: string, options: { repair?: boolean } = {}): Promise<ControlCredentials> {
     const agent = await this.get(agentId);
-    const token = this.openSpec(agent.record).gatewayToken;
+    const token = openSealedSpec(this.secrets, agent.record).gatewayToken;
     if (!this.config.platformDevice) return { token };
     return this.ensurePaired(agent, options.repair === true);
   }
@@ -887,13 +881,13 @@ export class DockerAgentHost implements AgentHost {
     const identity = this.config.platformDevice as DeviceIdentity;
     const record = agent.record;
     const id = record.agentId;
-    const token = this.openSpec(record).gatewayToken;
+    const token = openSealedSpec(this.secrets, record).gatewayToken;
     const info = await this.inspect(id);
     const url = info?.State.Running && !info.State.Restarting ? this.gatewayUrl(info) : null;
     if (!info || !url) throw new AgentStartError(`Agent ${id} is not running: its gateway cannot be paired`);
     const stored = record.platformDevice?.deviceId === identity.deviceId ? record.platformDevice : undefined;
     if (!repair && stored && agent.pairedFor === info.State.StartedAt) {
-      return { token, device: { identity, deviceToken: this.secrets.decrypt(stored.deviceToken, this.aad(id, 'platformDeviceToken')) } };
+      return { token, device: { identity, deviceToken: this.secrets.decrypt(stored.deviceToken, secretAad(id, 'platformDeviceToken')) } };
     }
 
     const result = await approvePlatformDevice({
@@ -902,11 +896,11 @@ export class DockerAgentHost implements AgentHost {
       identity,
       approve: ({ requestId }) => this.approveInContainer(agent, info.Id, requestId, identity.deviceId),
     });
-    const known = stored ? this.secrets.decrypt(stored.deviceToken, this.aad(id, 'platformDeviceToken')) : null;
+    const known = stored ? this.secrets.decrypt(stored.deviceToken, secretAad(id, 'platformDeviceToken')) : null;
     if (known !== result.deviceToken || result.requestId !== null) {
       record.platformDevice = {
         deviceId: identity.deviceId,
-        deviceToken: this.secrets.encrypt(result.deviceToken, this.aad(id, 'platformDeviceToken')),
+        deviceToken: this.secrets.encrypt(result.deviceToken, secretAad(id, 'platformDeviceToken')),
         pairedAt: result.requestId !== null || !stored ? new Date().toISOString() : stored.pairedAt,
       };
       // A pairing that finishes after `delete()` must not write the registry entry back.
@@ -1033,7 +1027,7 @@ export class DockerAgentHost implements AgentHost {
    * on `publishAddress` only, on a port Docker picks.
    */
   private containerBody(record: DockerAgentRecord): Record<string, unknown> {
-    const spec = this.openSpec(record);
+    const spec = openSealedSpec(this.secrets, record);
     const env: Record<string, string> = {
       LANG: 'C.UTF-8',
       MALLOC_ARENA_MAX: '2',
@@ -1114,7 +1108,7 @@ export class DockerAgentHost implements AgentHost {
    * by the gateway's user with mode 0700, which fixes a fresh volume that Docker created root-owned.
    */
   private async writeConfig(agent: Agent): Promise<void> {
-    const config = buildOpenClawConfig(this.openSpec(agent.record), {
+    const config = buildOpenClawConfig(openSealedSpec(this.secrets, agent.record), {
       port: GATEWAY_PORT,
       bind: 'lan',
       workspaceDir: posix.join(this.stateDir, 'workspace'),
@@ -1408,7 +1402,7 @@ export class DockerAgentHost implements AgentHost {
    * full body (failing, uptimeMs) only with the gateway token.
    */
   private authorization(agent: Agent): Record<string, string> {
-    const token = this.secrets.decrypt(agent.record.secrets.gatewayToken, this.aad(agent.record.agentId, 'gatewayToken'));
+    const token = this.secrets.decrypt(agent.record.secrets.gatewayToken, secretAad(agent.record.agentId, 'gatewayToken'));
     return { authorization: `Bearer ${token}` };
   }
 
@@ -1500,40 +1494,6 @@ export class DockerAgentHost implements AgentHost {
     agent.record.updatedAt = new Date().toISOString();
     if (!existsSync(this.registryDir)) await mkdir(this.registryDir, { recursive: true, mode: 0o700 });
     await writeFileAtomic(this.registryPath(agent.record.agentId), `${JSON.stringify(agent.record, null, 2)}\n`);
-  }
-
-  private aad(agentId: string, name: string): string {
-    return `agent:${agentId}:${name}`;
-  }
-
-  private sealSecrets(record: DockerAgentRecord, spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm'>): void {
-    const id = record.agentId;
-    record.secrets.gatewayToken = this.secrets.encrypt(spec.gatewayToken, this.aad(id, 'gatewayToken'));
-    record.secrets.channelTokens = {};
-    for (const name of MESSAGING_CHANNELS) {
-      const token = spec.channelTokens?.[name];
-      if (token) record.secrets.channelTokens[name] = this.secrets.encrypt(token, this.aad(id, `channel:${name}`));
-    }
-    record.llm = spec.llm ? { ...spec.llm, apiKey: this.secrets.encrypt(spec.llm.apiKey, this.aad(id, 'llmApiKey')) } : null;
-  }
-
-  private openSpec(record: DockerAgentRecord): AgentSpec {
-    const id = record.agentId;
-    const channelTokens: ChannelTokens = {};
-    for (const name of MESSAGING_CHANNELS) {
-      const sealed = record.secrets.channelTokens[name];
-      if (sealed) channelTokens[name] = this.secrets.decrypt(sealed, this.aad(id, `channel:${name}`));
-    }
-    return {
-      agentId: id,
-      userId: record.userId,
-      plan: record.plan,
-      config: record.config,
-      gatewayToken: this.secrets.decrypt(record.secrets.gatewayToken, this.aad(id, 'gatewayToken')),
-      channelTokens,
-      llm: record.llm ? { ...record.llm, apiKey: this.secrets.decrypt(record.llm.apiKey, this.aad(id, 'llmApiKey')) } : undefined,
-      version: record.version,
-    };
   }
 
   // ---------------------------------------------------------------- internals

@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
 import { type DeviceIdentity, GatewayError } from '@aop/gateway-client';
 import {
   type AgentHealth,
@@ -10,7 +9,6 @@ import {
   type AgentState,
   type AgentStats,
   type AgentStatus,
-  type ChannelTokens,
   type ControlCredentials,
   type LlmSpec,
   type LogsOptions,
@@ -30,10 +28,10 @@ import {
   type HostingApiOptions,
   agentEnvironment,
 } from './hosting-api.js';
-import type { SecretBox } from './local-host.js';
-import { MESSAGING_CHANNELS } from './openclaw-config.js';
+import type { MESSAGING_CHANNELS } from './openclaw-config.js';
 import { PlatformDeviceNotPairedError, platformDeviceToken } from './pairing.js';
 import { PINNED_OPENCLAW_VERSION } from './runtime.js';
+import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
 
 export interface HostingHostOptions extends HostingApiOptions {
   /** The agent image, e.g. `ghcr.io/openclaw/openclaw:2026.9.6`; an update deploys the same image with the version as tag. */
@@ -152,12 +150,7 @@ export class HostingAgentHost implements AgentHost {
   private shuttingDown = false;
 
   constructor(private readonly options: HostingHostOptions) {
-    if (options.secrets) this.secrets = options.secrets;
-    else if (options.encryptionKey !== undefined) {
-      const key = Buffer.isBuffer(options.encryptionKey) ? options.encryptionKey : parseEncryptionKey(options.encryptionKey);
-      if (key.length !== 32) throw new Error('Encryption key must be 32 bytes');
-      this.secrets = { encrypt: (p, aad) => encryptSecret(key, p, aad), decrypt: (s, aad) => decryptSecret(key, s, aad) };
-    } else throw new Error('HostingAgentHost needs `encryptionKey` or `secrets` to store agent tokens');
+    this.secrets = secretBoxFor(options, 'HostingAgentHost');
     this.api = new HostingApi(options);
     this.registryDir = join(options.dataDir, 'hosting');
     this.pollMs = options.pollMs ?? 5_000;
@@ -180,14 +173,14 @@ export class HostingAgentHost implements AgentHost {
   async controlCredentials(agentId: string, options: { repair?: boolean } = {}): Promise<ControlCredentials> {
     const agent = await this.get(agentId);
     const record = agent.record;
-    const token = this.secrets.decrypt(record.secrets.gatewayToken, this.aad(agentId, 'gatewayToken'));
+    const token = this.secrets.decrypt(record.secrets.gatewayToken, secretAad(agentId, 'gatewayToken'));
     const identity = this.options.platformDevice;
     if (!identity) return { token };
     const stored = record.platformDevice?.deviceId === identity.deviceId ? record.platformDevice : undefined;
     if (stored && !options.repair) {
       return {
         token,
-        device: { identity, deviceToken: this.secrets.decrypt(stored.deviceToken, this.aad(agentId, 'platformDeviceToken')) },
+        device: { identity, deviceToken: this.secrets.decrypt(stored.deviceToken, secretAad(agentId, 'platformDeviceToken')) },
       };
     }
     let deviceToken: string;
@@ -203,10 +196,10 @@ export class HostingAgentHost implements AgentHost {
       const requestId = (err.details as { requestId?: unknown } | undefined)?.requestId;
       throw new PlatformDeviceNotPairedError(agentId, identity.deviceId, typeof requestId === 'string' ? requestId : null);
     }
-    const known = stored ? this.secrets.decrypt(stored.deviceToken, this.aad(agentId, 'platformDeviceToken')) : null;
+    const known = stored ? this.secrets.decrypt(stored.deviceToken, secretAad(agentId, 'platformDeviceToken')) : null;
     record.platformDevice = {
       deviceId: identity.deviceId,
-      deviceToken: this.secrets.encrypt(deviceToken, this.aad(agentId, 'platformDeviceToken')),
+      deviceToken: this.secrets.encrypt(deviceToken, secretAad(agentId, 'platformDeviceToken')),
       pairedAt: stored && known === deviceToken ? stored.pairedAt : new Date().toISOString(),
     };
     if (this.agents.get(agentId) === agent) await this.save(agent);
@@ -250,7 +243,7 @@ export class HostingAgentHost implements AgentHost {
         createdAt: now,
         updatedAt: now,
       };
-      this.sealSecrets(record, spec);
+      sealSpecSecrets(this.secrets, record, spec);
       const agent: HostedAgent = { record, lock: Promise.resolve() };
       this.agents.set(spec.agentId, agent);
       await this.save(agent);
@@ -363,7 +356,7 @@ export class HostingAgentHost implements AgentHost {
     const agent = await this.get(agentId);
     return this.exclusive(agent, async () => {
       const record = agent.record;
-      const current = this.openSpec(record);
+      const current = openSealedSpec(this.secrets, record);
       if (changes.config) record.config = changes.config;
       if (changes.plan) record.plan = changes.plan;
       if (changes.channelTokens !== undefined || changes.llm !== undefined) {
@@ -375,7 +368,7 @@ export class HostingAgentHost implements AgentHost {
         await this.api.upsertVariables(record.serviceId, agentEnvironment(next)).catch((err) => {
           throw this.failure(`configure agent ${agentId}`, err);
         });
-        this.sealSecrets(record, next);
+        sealSpecSecrets(this.secrets, record, next);
         if (record.desired === 'running') await this.redeploy(agent, 'configure');
       }
       await this.save(agent);
@@ -389,7 +382,7 @@ export class HostingAgentHost implements AgentHost {
     return this.exclusive(agent, async () => {
       const record = agent.record;
       try {
-        await this.api.upsertVariables(record.serviceId, agentEnvironment(this.openSpec(record)));
+        await this.api.upsertVariables(record.serviceId, agentEnvironment(openSealedSpec(this.secrets, record)));
         await this.api.updateServiceInstance(record.serviceId, { startCommand: GATEWAY_START_COMMAND, image: record.image });
       } catch (err) {
         throw this.failure(`repair agent ${agentId}`, err);
@@ -499,7 +492,7 @@ export class HostingAgentHost implements AgentHost {
   }
 
   async spec(agentId: string): Promise<AgentSpec> {
-    return this.openSpec((await this.get(agentId)).record);
+    return openSealedSpec(this.secrets, (await this.get(agentId)).record);
   }
 
   // ---------------------------------------------------------------- internals
@@ -623,7 +616,7 @@ export class HostingAgentHost implements AgentHost {
   /** `GET /readyz` with the gateway token, 5-second timeout. */
   private async readiness(record: HostedAgentRecord): Promise<Omit<AgentHealth, 'live'>> {
     try {
-      const token = this.secrets.decrypt(record.secrets.gatewayToken, this.aad(record.agentId, 'gatewayToken'));
+      const token = this.secrets.decrypt(record.secrets.gatewayToken, secretAad(record.agentId, 'gatewayToken'));
       const res = await fetch(new URL('/readyz', this.gatewayUrl(record.domain)), {
         headers: { authorization: `Bearer ${token}` },
         signal: AbortSignal.timeout(5_000),
@@ -653,40 +646,6 @@ export class HostingAgentHost implements AgentHost {
       readyAt: status === 'running' ? record.readyAt : null,
       restarts: 0,
       lastError: record.lastError,
-    };
-  }
-
-  private aad(agentId: string, name: string): string {
-    return `agent:${agentId}:${name}`;
-  }
-
-  private sealSecrets(record: HostedAgentRecord, spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm'>): void {
-    const id = record.agentId;
-    record.secrets.gatewayToken = this.secrets.encrypt(spec.gatewayToken, this.aad(id, 'gatewayToken'));
-    record.secrets.channelTokens = {};
-    for (const name of MESSAGING_CHANNELS) {
-      const token = spec.channelTokens?.[name];
-      if (token) record.secrets.channelTokens[name] = this.secrets.encrypt(token, this.aad(id, `channel:${name}`));
-    }
-    record.llm = spec.llm ? { ...spec.llm, apiKey: this.secrets.encrypt(spec.llm.apiKey, this.aad(id, 'llmApiKey')) } : null;
-  }
-
-  private openSpec(record: HostedAgentRecord): AgentSpec {
-    const id = record.agentId;
-    const channelTokens: ChannelTokens = {};
-    for (const name of MESSAGING_CHANNELS) {
-      const sealed = record.secrets.channelTokens[name];
-      if (sealed) channelTokens[name] = this.secrets.decrypt(sealed, this.aad(id, `channel:${name}`));
-    }
-    return {
-      agentId: id,
-      userId: record.userId,
-      plan: record.plan,
-      config: record.config,
-      gatewayToken: this.secrets.decrypt(record.secrets.gatewayToken, this.aad(id, 'gatewayToken')),
-      channelTokens,
-      llm: record.llm ? { ...record.llm, apiKey: this.secrets.decrypt(record.llm.apiKey, this.aad(id, 'llmApiKey')) } : undefined,
-      version: record.version,
     };
   }
 }

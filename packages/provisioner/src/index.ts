@@ -9,3 +9,4 @@ export * from './pairing.js';
 export * from './platform-device.js';
 export * from './proc.js';
 export * from './runtime.js';
+export * from './sealed-spec.js';

@@ -4,7 +4,6 @@ import { type WriteStream, createWriteStream, existsSync } from 'node:fs';
 import { chmod, cp, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
-import { decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
 import {
   Backoff,
   type BackoffOptions,
@@ -20,7 +19,6 @@ import {
   type AgentState,
   type AgentStats,
   type AgentStatus,
-  type ChannelTokens,
   type LlmSpec,
   type LogsOptions,
   type WaitOptions,
@@ -30,15 +28,10 @@ import {
   HostFullError,
   UpdateFailedError,
 } from './host.js';
-import { MESSAGING_CHANNELS, buildOpenClawConfig, secretEnv } from './openclaw-config.js';
+import { type MESSAGING_CHANNELS, buildOpenClawConfig, secretEnv } from './openclaw-config.js';
 import { isAlive, memAvailableBytes, processTree, treeRssBytes, treeStats } from './proc.js';
 import { type OpenClawRuntime, PINNED_OPENCLAW_VERSION, REPO_ROOT, defaultNodeBin, openClawRuntime, runtimeProblem } from './runtime.js';
-
-/** Seals the secrets kept in the registry file (`agent.json`). */
-export interface SecretBox {
-  encrypt(plaintext: string, associatedData: string): string;
-  decrypt(sealed: string, associatedData: string): string;
-}
+import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
 
 export interface LocalHostOptions {
   /** The platform's data directory; agents live in `<dataDir>/agents/<agentId>/`. */
@@ -200,12 +193,7 @@ export class LocalAgentHost implements AgentHost {
   private shuttingDown = false;
 
   constructor(private readonly config: LocalHostOptions) {
-    if (config.secrets) this.secrets = config.secrets;
-    else if (config.encryptionKey !== undefined) {
-      const key = Buffer.isBuffer(config.encryptionKey) ? config.encryptionKey : parseEncryptionKey(config.encryptionKey);
-      if (key.length !== 32) throw new Error('Encryption key must be 32 bytes');
-      this.secrets = { encrypt: (p, aad) => encryptSecret(key, p, aad), decrypt: (s, aad) => decryptSecret(key, s, aad) };
-    } else throw new Error('LocalAgentHost needs `encryptionKey` or `secrets` to store agent tokens');
+    this.secrets = secretBoxFor(config, 'LocalAgentHost');
     this.agentsDir = join(config.dataDir, 'agents');
     this.root = config.rootDir ?? REPO_ROOT;
     this.nodeBin = config.nodeBin ?? defaultNodeBin(this.root);
@@ -276,7 +264,7 @@ export class LocalAgentHost implements AgentHost {
         createdAt: now,
         updatedAt: now,
       };
-      this.sealSecrets(record, spec);
+      sealSpecSecrets(this.secrets, record, spec);
       await this.ensureLayout(paths);
       const agent = this.newAgent(record);
       this.agents.set(spec.agentId, agent);
@@ -417,12 +405,12 @@ export class LocalAgentHost implements AgentHost {
   async configure(agentId: string, changes: Partial<Pick<AgentSpec, 'config' | 'plan' | 'channelTokens' | 'llm'>>): Promise<AgentState> {
     const agent = this.get(agentId);
     return this.exclusive(agent, async () => {
-      const current = this.openSpec(agent.record);
+      const current = openSealedSpec(this.secrets, agent.record);
       if (changes.config) agent.record.config = changes.config;
       if (changes.plan) agent.record.plan = changes.plan;
       const secretsChanged = changes.channelTokens !== undefined || changes.llm !== undefined;
       if (secretsChanged) {
-        this.sealSecrets(agent.record, {
+        sealSpecSecrets(this.secrets, agent.record, {
           ...current,
           channelTokens: changes.channelTokens ?? current.channelTokens,
           llm: changes.llm === undefined ? current.llm : changes.llm,
@@ -543,7 +531,7 @@ export class LocalAgentHost implements AgentHost {
       return down;
     }
     try {
-      const token = this.secrets.decrypt(agent.record.secrets.gatewayToken, this.aad(agent.record.agentId, 'gatewayToken'));
+      const token = this.secrets.decrypt(agent.record.secrets.gatewayToken, secretAad(agent.record.agentId, 'gatewayToken'));
       const res = await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
       const body = (await res.json().catch(() => ({}))) as { ready?: boolean; failing?: string[]; uptimeMs?: number };
       return {
@@ -559,7 +547,7 @@ export class LocalAgentHost implements AgentHost {
 
   /** The spec as given (secrets decrypted), e.g. for a provider migration. */
   async spec(agentId: string): Promise<AgentSpec> {
-    return this.openSpec(this.get(agentId).record);
+    return openSealedSpec(this.secrets, this.get(agentId).record);
   }
 
   /** Pids of the gateways this host runs. */
@@ -632,40 +620,6 @@ export class LocalAgentHost implements AgentHost {
     agent.events.emit('change', status);
   }
 
-  private aad(agentId: string, name: string): string {
-    return `agent:${agentId}:${name}`;
-  }
-
-  private sealSecrets(record: AgentRecord, spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm'>): void {
-    const id = record.agentId;
-    record.secrets.gatewayToken = this.secrets.encrypt(spec.gatewayToken, this.aad(id, 'gatewayToken'));
-    record.secrets.channelTokens = {};
-    for (const name of MESSAGING_CHANNELS) {
-      const token = spec.channelTokens?.[name];
-      if (token) record.secrets.channelTokens[name] = this.secrets.encrypt(token, this.aad(id, `channel:${name}`));
-    }
-    record.llm = spec.llm ? { ...spec.llm, apiKey: this.secrets.encrypt(spec.llm.apiKey, this.aad(id, 'llmApiKey')) } : null;
-  }
-
-  private openSpec(record: AgentRecord): AgentSpec {
-    const id = record.agentId;
-    const channelTokens: ChannelTokens = {};
-    for (const name of MESSAGING_CHANNELS) {
-      const sealed = record.secrets.channelTokens[name];
-      if (sealed) channelTokens[name] = this.secrets.decrypt(sealed, this.aad(id, `channel:${name}`));
-    }
-    return {
-      agentId: id,
-      userId: record.userId,
-      plan: record.plan,
-      config: record.config,
-      gatewayToken: this.secrets.decrypt(record.secrets.gatewayToken, this.aad(id, 'gatewayToken')),
-      channelTokens,
-      llm: record.llm ? { ...record.llm, apiKey: this.secrets.decrypt(record.llm.apiKey, this.aad(id, 'llmApiKey')) } : undefined,
-      version: record.version,
-    };
-  }
-
   private async saveRecord(agent: Agent): Promise<void> {
     agent.record.updatedAt = new Date().toISOString();
     await writeFileAtomic(this.paths(agent.record.agentId).registry, `${JSON.stringify(agent.record, null, 2)}\n`);
@@ -709,7 +663,7 @@ export class LocalAgentHost implements AgentHost {
 
   private async writeGatewayConfig(agent: Agent, port: number): Promise<void> {
     const paths = this.paths(agent.record.agentId);
-    const spec = this.openSpec(agent.record);
+    const spec = openSealedSpec(this.secrets, agent.record);
     const config = buildOpenClawConfig(spec, {
       port,
       bind: this.config.bind ?? 'loopback',
@@ -734,7 +688,7 @@ export class LocalAgentHost implements AgentHost {
       OPENCLAW_NO_AUTO_UPDATE: '1',
       OPENCLAW_DISABLE_BONJOUR: '1',
       OPENCLAW_OFFLINE: '1',
-      ...secretEnv(this.openSpec(agent.record)),
+      ...secretEnv(openSealedSpec(this.secrets, agent.record)),
     };
   }
 

@@ -120,7 +120,7 @@ export async function validateStoredConfig(runtime: OpenClawRuntime, config: Jso
   if (problem) throw new HttpError(503, `Config validation is unavailable: ${problem}`);
   const errors = platformIssues(config);
   const translated = translatedKeys(config);
-  // A channel the stored config marks enabled had its token given: validate it as enabled, with a placeholder
+  // A channel the stored config marks enabled had its token given: validate it as enabled, with a stand-in
   // token (the reference must resolve; its value does not matter).
   const channelTokens = Object.fromEntries(
     MESSAGING_CHANNELS.filter((name) => at(config, `channels.${name}.enabled`) === true).map((name) => [name, 'validate']),
