@@ -2,6 +2,7 @@ import type { CounterStore } from '@aop/core';
 import { type DB, type SecurityEventsTable, sql, writeAudit } from '@aop/db';
 import { type JWTPayload, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import type { Kysely, Selectable } from 'kysely';
+import { type BatchWorker, createBatchWorker } from './batch-worker.js';
 
 /**
  * Account protection (spec §4.1 receivers, §6, §8): security event tokens
@@ -507,57 +508,20 @@ export async function drainSecurityEvents(db: Kysely<DB>, options: DrainOptions 
   return { processed, failed };
 }
 
-export interface SecurityEventWorker {
-  /** Drains now (or once more after the drain in progress); resolves when done. Never rejects. */
-  kick(): Promise<void>;
-  /** Drains every `intervalMs` from now on (an unref'd timer). */
+export interface SecurityEventWorker extends Omit<BatchWorker, 'start'> {
+  /** Drains every `intervalMs` (default a minute) from now on. */
   start(intervalMs?: number): void;
-  /** Stops the timer and waits for a drain in progress. */
-  stop(): Promise<void>;
 }
 
 /** One drain at a time per process; kicks during a drain make it run once more. */
 export function createSecurityEventWorker(db: Kysely<DB>, options: Omit<DrainOptions, 'limit'> = {}): SecurityEventWorker {
-  let running: Promise<void> | undefined;
-  let again = false;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-
-  const kick = (): Promise<void> => {
-    if (stopped) return Promise.resolve();
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        try {
-          const { processed, failed } = await drainSecurityEvents(db, options);
-          // A full batch with progress: more may be waiting (a backlog after a restart).
-          if (processed > 0 && processed + failed >= DRAIN_LIMIT) again = true;
-        } catch (err) {
-          options.log?.error({ err }, 'security event queue drain failed');
-        }
-      } while (again && !stopped);
-    })().finally(() => {
-      running = undefined;
-    });
-    return running;
-  };
-
-  return {
-    kick,
-    start(intervalMs = 60_000) {
-      if (timer || stopped) return;
-      timer = setInterval(() => void kick(), intervalMs);
-      timer.unref();
+  const worker = createBatchWorker(
+    async () => {
+      const { processed, failed } = await drainSecurityEvents(db, options);
+      // A full batch with progress: more may be waiting (a backlog after a restart).
+      return processed > 0 && processed + failed >= DRAIN_LIMIT;
     },
-    async stop() {
-      stopped = true;
-      if (timer) clearInterval(timer);
-      timer = undefined;
-      await running;
-    },
-  };
+    (err) => options.log?.error({ err }, 'security event queue drain failed'),
+  );
+  return { ...worker, start: (intervalMs = 60_000) => worker.start(intervalMs) };
 }

@@ -6,6 +6,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Address } from 'viem';
 import type { WebConfig } from '../config.js';
 import { type GateBalance, detectWalletKind, gateConfigured, gatingClient, readGateBalance, wholeTokens } from './chain.js';
+import { type BatchWorker, createBatchWorker } from './batch-worker.js';
 
 /**
  * Live streaming (spec §2.11, §3.4, §4.16, §6) through a Mux-compatible REST API:
@@ -579,58 +580,19 @@ export async function deleteDueAssets(
   return { deleted, failed };
 }
 
-export interface AssetDeletionWorker {
-  /** Runs a pass now (or once more after the running one). */
-  kick(): Promise<void>;
-  start(intervalMs: number): void;
-  stop(): Promise<void>;
-}
+export type AssetDeletionWorker = BatchWorker;
 
 export function createAssetDeletionWorker(
   db: Kysely<DB>,
   client: StreamingClient,
   options: { now: () => number; log?: FastifyBaseLogger },
 ): AssetDeletionWorker {
-  let running: Promise<void> | undefined;
-  let again = false;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-
-  const kick = (): Promise<void> => {
-    if (stopped) return Promise.resolve();
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      do {
-        again = false;
-        try {
-          const { deleted, failed } = await deleteDueAssets(db, client, options);
-          // A full batch: more may be due (a backlog after downtime).
-          if (deleted + failed >= DELETION_BATCH && deleted > 0) again = true;
-        } catch (err) {
-          options.log?.error({ err }, 'stream asset deletion pass failed');
-        }
-      } while (again && !stopped);
-    })().finally(() => {
-      running = undefined;
-    });
-    return running;
-  };
-
-  return {
-    kick,
-    start(intervalMs) {
-      if (timer || stopped) return;
-      timer = setInterval(() => void kick(), intervalMs);
-      timer.unref();
+  return createBatchWorker(
+    async () => {
+      const { deleted, failed } = await deleteDueAssets(db, client, options);
+      // A full batch: more may be due (a backlog after downtime).
+      return deleted + failed >= DELETION_BATCH && deleted > 0;
     },
-    async stop() {
-      stopped = true;
-      if (timer) clearInterval(timer);
-      timer = undefined;
-      await running;
-    },
-  };
+    (err) => options.log?.error({ err }, 'stream asset deletion pass failed'),
+  );
 }

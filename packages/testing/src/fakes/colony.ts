@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type IncomingMessage, STATUS_CODES, type Server, type ServerResponse, createServer } from 'node:http';
+import { type IncomingMessage, STATUS_CODES, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody, sendJson } from '../fake-http.js';
 
 /** One request the fake colony gateway received, as it arrived. */
 export interface ColonyRequest {
@@ -74,23 +75,6 @@ export const colonyTier = (score: number): string => (score >= 80 ? 'gold' : sco
 const DISCOUNTS: Record<string, number> = { gold: 0.2, silver: 0.1, bronze: 0 };
 const PRICING_TIERS: Record<string, string> = { gold: 'premium', silver: 'standard', bronze: 'basic' };
 const BASE_RATE = 0.01;
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
-  res.end(JSON.stringify(body));
-}
-
-async function readBody(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
 
 const asRecord = (body: unknown): Record<string, unknown> =>
   typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};

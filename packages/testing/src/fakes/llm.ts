@@ -1,5 +1,6 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sendJson } from '../fake-http.js';
 
 /** One request the fake LLM received. */
 export interface FakeLlmRequest {
@@ -41,11 +42,6 @@ export interface FakeLlm {
 }
 
 export const FAKE_LLM_REPLY = 'FAKE-LLM reply';
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
-  res.end(JSON.stringify(body));
-}
 
 async function readBody(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { type IncomingMessage, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody, sendJson } from '../fake-http.js';
 
 /** One request the fake received, as it arrived. */
 export interface TradingApiRequest {
@@ -49,23 +50,6 @@ function addressFor(apiKey: string): string {
   let hash = 0n;
   for (const ch of apiKey) hash = (hash * 131n + BigInt(ch.codePointAt(0) ?? 0)) % 2n ** 160n;
   return `0x${hash.toString(16).padStart(40, '0')}`;
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
-  res.end(JSON.stringify(body));
-}
-
-async function readBody(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
 }
 
 /**
