@@ -18,6 +18,15 @@ if (existsSync(tsc)) {
   process.exit(1);
 }
 
+// The dashboard the web serves at `/`: a Vite build takes about a second, so it is simply rebuilt on every start.
+const vite = join(root, 'node_modules', '.bin', 'vite');
+if (existsSync(vite)) {
+  const build = spawnSync(vite, ['build', '--logLevel', 'warn'], { cwd: join(root, 'apps', 'dashboard'), stdio: 'inherit' });
+  if (build.status !== 0) process.exit(build.status ?? 1);
+} else if (!existsSync(join(root, 'apps/dashboard/dist/index.html'))) {
+  console.warn('Vite is not installed and the dashboard is not built: the API runs, `/` answers 503 until `npm run build`.');
+}
+
 const env = { ...process.env, DATA_DIR: process.env.DATA_DIR ?? join(root, '.data') };
 const backendPort = env.BACKEND_PORT ?? '3001';
 const summarizerPort = env.SUMMARIZER_PORT ?? '3100';

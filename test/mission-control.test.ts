@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { newId } from '@aop/core';
 import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
-import { request } from '@aop/testing';
+import { type FakeColony, colonyFitnessScore, request, startFakeColony } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../apps/backend/src/backend.test-support.js';
 import { startWeb, type TestWeb } from '../apps/web/src/web.test-support.js';
@@ -34,11 +34,14 @@ describe('mission control through the web service', () => {
   let host: LocalAgentHost;
   let backend: TestBackend;
   let web: TestWeb;
+  let colony: FakeColony;
   let owner: { userId: string; cookie: string };
   let agentId: string;
 
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'aop-mission-control-e2e-'));
+    // The x402 colony gateway the backend reads fitness scores from (a local stand-in).
+    colony = await startFakeColony();
     host = new LocalAgentHost({
       dataDir: join(work, 'data'),
       encryptionKey: randomBytes(32),
@@ -47,7 +50,7 @@ describe('mission control through the web service', () => {
       readyPollMs: 50,
       stopTimeoutMs: 5_000,
     });
-    backend = await startBackend(SHARED, { host });
+    backend = await startBackend({ ...SHARED, X402_GATEWAY_URL: colony.url }, { host });
     web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
     owner = await web.signIn({ isAdmin: true });
     const res = await request(`${web.url}/api/provision`, { json: { autoProvision: true }, headers: { cookie: owner.cookie } });
@@ -59,6 +62,7 @@ describe('mission control through the web service', () => {
     await web.close();
     await backend.close();
     await host.shutdown();
+    await colony.close();
     await rm(work, { recursive: true, force: true });
   });
 
@@ -100,6 +104,7 @@ describe('mission control through the web service', () => {
           y: 300,
           load: expect.any(Number),
           memory: expect.any(Number),
+          fitness: colonyFitnessScore(agentId),
           children: 0,
           url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
         },

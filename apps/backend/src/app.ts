@@ -63,7 +63,7 @@ export async function buildApp({ config, db, counters, logger, host }: BackendDe
       await api.register(installationRoutes, { config });
       await api.register(metricsRoutes, { config, host });
       await api.register(coordinationRoutes, { config, host });
-      await api.register(undergroundRoutes, { config, prefix: '/underground' });
+      await api.register(undergroundRoutes, { config, prefix: '/underground', ...(host ? { host } : {}) });
       await api.register(missionControlRoutes, { config, host });
       if (host) {
         await api.register(agentRoutes, { config, host });

@@ -53,6 +53,9 @@ const BackendEnvSchema = Type.Composite([
     UNDERGROUND_WEBHOOK_TIMEOUT_MS: Env.int(5_000, 100),
     UNDERGROUND_WEBHOOK_BACKOFF_MS: Env.int(500, 0),
     UNDERGROUND_WEBHOOK_ALLOW_PRIVATE: Env.bool(false),
+    UNDERGROUND_BUS_URL: Env.url(),
+    X402_GATEWAY_URL: Env.url(),
+    X402_FITNESS_TIMEOUT_MS: Env.int(2_000, 100),
   }),
 ]);
 
@@ -120,7 +123,18 @@ export interface BackendConfig extends BaseConfig {
     usdcAddress: `0x${string}` | undefined;
     rpcTimeoutMs: number;
     webhook: { attempts: number; timeoutMs: number; backoffMs: number; allowPrivate: boolean };
+    /**
+     * `UNDERGROUND_BUS_URL`: where agents post their signed bus messages (this backend's
+     * `/api/underground/bus/send` as agents reach it); handed to each agent with a wallet as `AOP_AGENT_BUS_URL`.
+     */
+    busUrl: string | undefined;
   };
+  /**
+   * The colony gateway behind x402 (`X402_GATEWAY_URL`, the web's `/api/x402` upstream): mission control shows each
+   * agent's fitness from it. `fitnessTimeoutMs` bounds one fitness call, so the fleet graph stays fast; unset URL =
+   * no fitness on the graph.
+   */
+  x402: { gatewayUrl: string | undefined; fitnessTimeoutMs: number };
 }
 
 export interface LoadOptions {
@@ -195,6 +209,8 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
         backoffMs: parsed.UNDERGROUND_WEBHOOK_BACKOFF_MS,
         allowPrivate: parsed.UNDERGROUND_WEBHOOK_ALLOW_PRIVATE,
       },
+      busUrl: parsed.UNDERGROUND_BUS_URL,
     },
+    x402: { gatewayUrl: parsed.X402_GATEWAY_URL?.replace(/\/+$/, ''), fitnessTimeoutMs: parsed.X402_FITNESS_TIMEOUT_MS },
   });
 }

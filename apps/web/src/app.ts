@@ -3,9 +3,11 @@ import type { Database } from '@aop/db';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebConfig } from './config.js';
 import { authPlugin } from './plugins/auth.js';
+import { dashboardPlugin } from './plugins/dashboard.js';
 import { codehostRoutes } from './routes/auth/codehost.js';
 import { idpRoutes } from './routes/auth/idp.js';
 import { passwordResetRoutes } from './routes/auth/password-reset.js';
+import { providerRoutes } from './routes/auth/providers.js';
 import { registerRoute } from './routes/auth/register.js';
 import { sessionRoutes } from './routes/auth/session.js';
 import { socialIdentityRoutes } from './routes/auth/social-identity.js';
@@ -91,6 +93,7 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(healthRoutes, { metrics: metrics ?? createSystemMetrics() });
   await app.register(registerRoute, { config });
   await app.register(sessionRoutes, { config });
+  await app.register(providerRoutes, { config });
   await app.register(idpRoutes, { config });
   await app.register(codehostRoutes, { config });
   await app.register(walletRoutes, { config });
@@ -134,5 +137,6 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(dataFeedRoutes);
   await app.register(debugRoutes, { config });
   await app.register(backendAreaRoutes);
+  await app.register(dashboardPlugin, config.dashboardDir ? { dir: config.dashboardDir } : {});
   return app;
 }

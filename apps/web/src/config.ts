@@ -36,6 +36,7 @@ const WebEnvSchema = Type.Composite([
     ADMIN_EMAILS: Env.optional(Type.String()),
     COOKIE_SECURE: Env.optional(Type.Boolean()),
     PUBLIC_URL: Env.url(),
+    DASHBOARD_DIR: Env.optional(Type.String({ minLength: 1 })),
     SMTP_URL: Env.url(),
     MAIL_FROM: Env.optional(Type.String()),
     BOT_CHECK_SECRET: Env.optional(Type.String()),
@@ -168,6 +169,8 @@ export interface WebConfig extends BaseConfig {
   cookieSecure: boolean;
   /** Where users reach the platform; links in emails start with it. */
   publicUrl: string;
+  /** The dashboard build served at `/` (DASHBOARD_DIR); apps/dashboard/dist when unset. */
+  dashboardDir: string | undefined;
   mail: { smtpUrl: string | undefined; from: string };
   /** A Turnstile-style challenge verifier; off unless both are set. */
   botCheck: { secret: string; url: string } | undefined;
@@ -341,6 +344,7 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     adminEmails: new Set(splitList(parsed.ADMIN_EMAILS).map((e) => e.toLowerCase())),
     cookieSecure: parsed.COOKIE_SECURE ?? base.production,
     publicUrl: (parsed.PUBLIC_URL ?? `http://127.0.0.1:${parsed.PORT}`).replace(/\/+$/, ''),
+    dashboardDir: parsed.DASHBOARD_DIR,
     mail: { smtpUrl: parsed.SMTP_URL, from: parsed.MAIL_FROM ?? `no-reply@${parsed.PRODUCT_NAME}.localhost` },
     botCheck: parsed.BOT_CHECK_SECRET && parsed.BOT_CHECK_URL ? { secret: parsed.BOT_CHECK_SECRET, url: parsed.BOT_CHECK_URL } : undefined,
     referralCredits: { referred: parsed.REFERRAL_CREDITS_REFERRED, referrer: parsed.REFERRAL_CREDITS_REFERRER },

@@ -21,6 +21,9 @@ export const FleetNodeSchema = Type.Object({
   y: Type.Number(),
   load: Type.Number({ minimum: 0, maximum: 100, description: 'CPU of the agent, percent of one core, clamped to 0-100' }),
   memory: Type.Number({ minimum: 0, maximum: 100, description: "resident memory, percent of the plan's memory limit" }),
+  fitness: Type.Optional(
+    Type.Number({ minimum: 0, maximum: 100, description: "live only: the agent's colony fitness score, when the x402 gateway gives one" }),
+  ),
   walletAddress: Type.Optional(Type.String({ description: "live only: the agent's underground wallet, when it has one" })),
   children: Type.Optional(Type.Number({ description: 'parent only: how many other agents it coordinates' })),
   url: Type.Optional(Type.String({ description: "parent only: the agent's public URL" })),

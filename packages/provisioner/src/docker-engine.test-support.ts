@@ -27,7 +27,15 @@ import { type FakeGatewayWs, type FakePairedDevice, startFakeGatewayWs } from '@
  *   standing in for OpenClaw's `openclaw.sqlite`), so a new container on the same volume still knows them.
  * - `exec` into a running gateway container: `openclaw devices approve <requestId> [--json]` and
  *   `openclaw devices list [--json]` behave like OpenClaw's CLI inside the container: they reach the gateway over its
- *   loopback (trusted) with `OPENCLAW_GATEWAY_TOKEN` from the container's environment; other commands exit 127.
+ *   loopback (trusted) with `OPENCLAW_GATEWAY_TOKEN` from the container's environment. Any other command runs on this
+ *   machine as the container's process would: `node` is this Node, every argument that is an absolute path is
+ *   replaced by where that path is here (the directory of the volume mounted there, else the container's own layer),
+ *   an attached stdin is fed from the hijacked socket (its write side closing is the end of input), and the output
+ *   goes back as multiplexed frames while the process runs; a command that does not exist exits 127 with the
+ *   runtime's message.
+ * - `GET /containers/{id}/logs` with `follow=1` keeps the answer open and sends each new line as a frame while the
+ *   container runs, and ends when it stops (like the engine); `since` (Unix seconds with nanoseconds) and `tail`
+ *   pick the lines sent first. Log timestamps only go forward.
  * - helpers (`Entrypoint: ['sh', '-c']`): the script runs with /bin/sh on this machine; environment values that name a
  *   mount point are replaced by the directory of the volume mounted there.
  * Volumes are directories under `dir`.
@@ -115,6 +123,8 @@ export interface EmulatedContainer {
   waiters: Array<() => void>;
   /** The protocol-v4 side of the running gateway (WebSocket, device pairing), null when it does not run. */
   gateway: FakeGatewayWs | null;
+  /** Open `logs?follow=1` answers: each gets new lines until the container stops. */
+  follows: Set<{ send(entry: { stream: 1 | 2; text: string; time: string }): void; end(): void }>;
   /** `<state>/devices.json` of the running gateway, where its paired devices are kept. */
   devicesFile: string | null;
 }
@@ -132,6 +142,8 @@ export interface EmulatedExec {
   Pid: number;
   /** Output of the process, stream 1 stdout / 2 stderr. */
   output: Array<{ stream: 1 | 2; text: string }>;
+  /** `AttachStdin` at create: a hijacked start feeds the process's standard input from the socket. */
+  attachStdin: boolean;
 }
 
 interface Volume {
@@ -167,6 +179,30 @@ export interface DockerEngineEmulator {
 /** RFC 3339 with nanoseconds, as the engine writes times. */
 function engineTime(ms = Date.now()): string {
   return `${new Date(ms).toISOString().slice(0, -1)}${String(process.hrtime()[1] % 1_000_000).padStart(6, '0')}Z`;
+}
+
+let lastLogNs = 0n;
+/** A log line's time: now, and always after the line before (the engine's clock does not go back between lines). */
+function logTime(): string {
+  let ns = BigInt(Date.now()) * 1_000_000n + BigInt(process.hrtime()[1] % 1_000_000);
+  if (ns <= lastLogNs) ns = lastLogNs + 1n;
+  lastLogNs = ns;
+  const ms = Number(ns / 1_000_000n);
+  return `${new Date(ms).toISOString().slice(0, -1)}${String(ns % 1_000_000n).padStart(6, '0')}Z`;
+}
+
+/** An engine time (`…T…:SS.nnnnnnnnnZ`) in nanoseconds. */
+function timeNs(time: string): bigint {
+  const match = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/.exec(time);
+  if (!match) return 0n;
+  return BigInt(Date.parse(`${match[1]}Z`)) * 1_000_000n + BigInt((match[2] ?? '').slice(0, 9).padEnd(9, '0'));
+}
+
+/** `since`/`until` of the logs endpoint: Unix seconds, optionally with a fraction of up to nine digits. */
+function sinceNs(value: string | undefined): bigint | null {
+  const match = /^(\d+)(?:\.(\d{1,9}))?$/.exec(value ?? '');
+  if (!match) return null;
+  return BigInt(match[1] as string) * 1_000_000_000n + BigInt((match[2] ?? '').padEnd(9, '0'));
 }
 
 const truthy = (value: string | undefined) => value === '1' || value === 'true';
@@ -242,7 +278,14 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
     imageDirs.has(path) || mountsOf(c).some((m) => m.Target === path || m.Target.startsWith(`${path}/`)) || existsSync(resolve(c, path));
   const envOf = (c: EmulatedContainer) =>
     Object.fromEntries(((c.config.Env ?? []) as string[]).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-  const log = (c: EmulatedContainer, stream: 1 | 2, text: string) => c.logs.push({ stream, text, time: engineTime() });
+  const log = (c: EmulatedContainer, stream: 1 | 2, text: string) => {
+    const entry = { stream, text, time: logTime() };
+    c.logs.push(entry);
+    for (const follow of c.follows) follow.send(entry);
+  };
+  const endFollows = (c: EmulatedContainer) => {
+    for (const follow of [...c.follows]) follow.end();
+  };
   const isHelper = (c: EmulatedContainer) => Array.isArray(c.config.Entrypoint) && c.config.Entrypoint.join(' ') === 'sh -c';
   const ready = (c: EmulatedContainer) => c.state.Running && !c.state.Restarting && Date.now() - c.startedMs >= c.readyDelayMs;
 
@@ -281,6 +324,7 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
 
   function finish(c: EmulatedContainer, exitCode: number, options: { restart: boolean; oomKilled?: boolean }): void {
     stopGateway(c);
+    endFollows(c); // the engine ends a follow when the container's process exits
     c.server?.closeAllConnections();
     c.server?.close();
     c.server = null;
@@ -423,15 +467,7 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
 
   /** Multiplexed-stream frames of an exec's output (header: stream type, 3 zero bytes, big-endian length). */
   function execFrames(exec: EmulatedExec): Buffer {
-    return Buffer.concat(
-      exec.output.flatMap(({ stream, text }) => {
-        const payload = Buffer.from(text);
-        const header = Buffer.alloc(8);
-        header[0] = stream;
-        header.writeUInt32BE(payload.length, 4);
-        return [header, payload];
-      }),
-    );
+    return Buffer.concat(exec.output.map(({ stream, text }) => frame(stream, Buffer.from(text))));
   }
 
   /**
@@ -484,20 +520,58 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
     }
   }
 
-  async function runExec(c: EmulatedContainer, exec: EmulatedExec): Promise<void> {
+  /**
+   * Runs an exec: OpenClaw's CLI in a gateway container, else the command on this machine (see the top of the file).
+   * `io` is the hijacked socket's side: input bytes come from it, output frames go to it as they are written.
+   */
+  async function runExec(
+    c: EmulatedContainer,
+    exec: EmulatedExec,
+    io?: { input: Socket | null; pending: Buffer; write(frame: Buffer): void },
+  ): Promise<void> {
     exec.Running = true;
     exec.Pid = ++pids;
     let code: number;
-    if (exec.Cmd[0] === 'openclaw' && !isHelper(c)) code = await openclawCli(c, exec);
-    else {
-      exec.output.push({
-        stream: 2,
-        text: `OCI runtime exec failed: exec failed: unable to start container process: exec: "${exec.Cmd[0]}": executable file not found in $PATH: unknown\r\n`,
-      });
-      code = 127;
-    }
+    if (exec.Cmd[0] === 'openclaw' && !isHelper(c)) {
+      code = await openclawCli(c, exec);
+      for (const { stream, text } of exec.output) io?.write(frame(stream, Buffer.from(text)));
+    } else code = await runHere(c, exec, io);
     exec.Running = false;
     exec.ExitCode = code;
+  }
+
+  /** A command as the container would run it, on this machine: paths through the container's mounts, `node` is this Node. */
+  function runHere(c: EmulatedContainer, exec: EmulatedExec, io?: { input: Socket | null; pending: Buffer; write(frame: Buffer): void }) {
+    const [command = '', ...args] = exec.Cmd;
+    const here = (arg: string) => (arg.startsWith('/') ? resolve(c, posix.normalize(arg)) : arg);
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
+    for (const kv of exec.Env) env[kv.slice(0, kv.indexOf('='))] = kv.slice(kv.indexOf('=') + 1);
+    return new Promise<number>((done) => {
+      const child = spawn(command === 'node' ? process.execPath : command, args.map(here), { env, stdio: ['pipe', 'pipe', 'pipe'] });
+      const emit = (stream: 1 | 2, chunk: Buffer) => {
+        exec.output.push({ stream, text: chunk.toString('utf8') });
+        io?.write(frame(stream, chunk));
+      };
+      child.stdout.on('data', (chunk: Buffer) => emit(1, chunk));
+      child.stderr.on('data', (chunk: Buffer) => emit(2, chunk));
+      child.stdin.on('error', () => undefined); // the process may exit before taking all of its input
+      const input = exec.attachStdin ? (io?.input ?? null) : null;
+      if (input) {
+        if (io?.pending.length) child.stdin.write(io.pending);
+        input.on('data', (chunk: Buffer) => child.stdin.write(chunk));
+        input.once('end', () => child.stdin.end());
+      } else child.stdin.end();
+      child.once('error', () => {
+        emit(
+          2,
+          Buffer.from(
+            `OCI runtime exec failed: exec failed: unable to start container process: exec: "${command}": executable file not found in $PATH: unknown\r\n`,
+          ),
+        );
+        done(127);
+      });
+      child.once('close', (exitCode, signal) => done(exitCode ?? (signal ? 137 : 1)));
+    });
   }
 
   function execInspect(exec: EmulatedExec) {
@@ -508,7 +582,7 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
       ExitCode: exec.ExitCode,
       ID: exec.ID,
       OpenStderr: true,
-      OpenStdin: false,
+      OpenStdin: exec.attachStdin,
       OpenStdout: true,
       ProcessConfig: { arguments: exec.Cmd.slice(1), entrypoint: exec.Cmd[0], privileged: false, tty: false, user: exec.User },
       Running: exec.Running,
@@ -522,6 +596,7 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
    * process ends, when the engine closes it.
    */
   function handleUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    socket.on('error', () => undefined); // a client that gives up resets the connection
     const url = new URL(req.url ?? '/', 'http://docker');
     const versioned = /^\/v(\d+\.\d+)(\/.*)$/.exec(url.pathname);
     const path = decodeURIComponent(versioned?.[2] ?? url.pathname);
@@ -560,7 +635,12 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
       socket.write(
         `HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.multiplexed-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nApi-Version: ${ENGINE_API_VERSION}\r\nServer: ${SERVER}\r\n\r\n`,
       );
-      void runExec(c, exec).then(() => socket.end(execFrames(exec)));
+      // Bytes after the start request's body are the first of the process's input.
+      const pending = Buffer.concat(chunks).subarray(length);
+      const write = (data: Buffer) => {
+        if (!socket.destroyed) socket.write(data);
+      };
+      void runExec(c, exec, { input: socket, pending, write }).then(() => socket.end());
     };
     if (got >= length) {
       run();
@@ -745,19 +825,26 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
     };
   }
 
+  /** One frame of a multiplexed stream: stream type, three zero bytes, payload size (uint32 big-endian), payload. */
+  function frame(stream: 1 | 2, payload: Buffer): Buffer {
+    const header = Buffer.alloc(8);
+    header[0] = stream;
+    header.writeUInt32BE(payload.length, 4);
+    return Buffer.concat([header, payload]);
+  }
+
+  const lineOf = (e: { text: string; time: string }, query: Record<string, string>) =>
+    Buffer.from(`${truthy(query.timestamps) ? `${e.time} ` : ''}${e.text}\n`);
+  const wanted = (e: { stream: 1 | 2; time: string }, query: Record<string, string>) => {
+    const since = sinceNs(query.since);
+    const streamWanted = (e.stream === 1 && truthy(query.stdout)) || (e.stream === 2 && truthy(query.stderr));
+    return streamWanted && (since === null || since === 0n || timeNs(e.time) >= since);
+  };
+
   function logFrames(c: EmulatedContainer, query: Record<string, string>): Buffer {
-    const timestamps = truthy(query.timestamps);
-    let entries = c.logs.filter((e) => (e.stream === 1 && truthy(query.stdout)) || (e.stream === 2 && truthy(query.stderr)));
+    let entries = c.logs.filter((e) => wanted(e, query));
     if (query.tail !== undefined && query.tail !== 'all') entries = Number(query.tail) > 0 ? entries.slice(-Number(query.tail)) : [];
-    return Buffer.concat(
-      entries.flatMap((e) => {
-        const payload = Buffer.from(`${timestamps ? `${e.time} ` : ''}${e.text}\n`);
-        const header = Buffer.alloc(8);
-        header[0] = e.stream;
-        header.writeUInt32BE(payload.length, 4);
-        return [header, payload];
-      }),
-    );
+    return Buffer.concat(entries.map((e) => frame(e.stream, lineOf(e, query))));
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse, raw: Buffer): Promise<void> {
@@ -926,6 +1013,7 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
         waiters: [],
         gateway: null,
         devicesFile: null,
+        follows: new Set(),
       };
       for (const mount of mountsOf(c)) ensureVolume(mount.Source); // named volumes are created on first use
       containers.set(c.Id, c);
@@ -976,13 +1064,39 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
           );
         }
         if (c.state.Running) stopContainer(c);
+        endFollows(c);
         containers.delete(c.Id);
         rmSync(join(options.dir, 'containers', c.Id), { recursive: true, force: true });
         return send(204);
       }
       if (method === 'GET' && action === '/logs') {
         if (!truthy(query.stdout) && !truthy(query.stderr)) return error(400, 'Bad parameters: you must choose at least one stream');
-        return send(200, logFrames(c, query), 'application/vnd.docker.multiplexed-stream');
+        if (query.since !== undefined && sinceNs(query.since) === null) {
+          return error(400, `invalid value for "since": failed to parse value as time or duration: "${query.since}"`);
+        }
+        if (!truthy(query.follow)) return send(200, logFrames(c, query), 'application/vnd.docker.multiplexed-stream');
+        res.writeHead(200, {
+          'api-version': ENGINE_API_VERSION,
+          server: SERVER,
+          'content-type': 'application/vnd.docker.multiplexed-stream',
+        });
+        res.write(logFrames(c, query));
+        if (!c.state.Running || c.state.Restarting) {
+          res.end();
+          return;
+        }
+        const follow = {
+          send: (entry: { stream: 1 | 2; text: string; time: string }) => {
+            if (wanted(entry, query)) res.write(frame(entry.stream, lineOf(entry, query)));
+          },
+          end: () => {
+            c.follows.delete(follow);
+            res.end();
+          },
+        };
+        c.follows.add(follow);
+        res.on('close', () => c.follows.delete(follow));
+        return;
       }
       if (method === 'GET' && action === '/stats') return send(200, stats(c));
       if (method === 'POST' && action === '/exec') {
@@ -999,6 +1113,7 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
           ExitCode: null,
           Pid: 0,
           output: [],
+          attachStdin: body.AttachStdin === true,
         };
         execs.set(exec.ID, exec);
         return send(201, { Id: exec.ID });

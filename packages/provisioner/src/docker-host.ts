@@ -3,10 +3,12 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { DeviceIdentity } from '@aop/gateway-client';
+import { HttpError } from '@aop/core';
 import Docker from 'dockerode';
 import { DEFAULT_RESERVE_BYTES, capacityMessage } from './capacity.js';
-import { type EngineStats, demuxLogs, dockerStats, parseImageRef, splitLogTimestamp, tarArchive } from './docker-wire.js';
+import { type EngineStats, FrameDemuxer, demuxFrames, demuxLogs, dockerStats, parseImageRef, tarArchive } from './docker-wire.js';
 import {
+  type AgentChanges,
   type AgentHealth,
   type AgentHost,
   type AgentSpec,
@@ -14,6 +16,7 @@ import {
   type AgentStats,
   type AgentStatus,
   type ControlCredentials,
+  type FollowLogsOptions,
   type LlmSpec,
   type LogsOptions,
   type WaitOptions,
@@ -24,10 +27,12 @@ import {
   UpdateFailedError,
 } from './host.js';
 import { MEMORY_PATHS } from './local-host.js';
-import { MESSAGING_CHANNELS, buildOpenClawConfig, secretEnv } from './openclaw-config.js';
+import { LineQueue, LineSplitter, pause, splitTimestampNs } from './log-follow.js';
+import { MESSAGING_CHANNELS, buildOpenClawConfig, checkAgentEnv, sameAgentEnv, secretEnv } from './openclaw-config.js';
 import { approvePlatformDevice } from './pairing.js';
 import { PINNED_OPENCLAW_VERSION } from './runtime.js';
-import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
+import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
+import { AGENT_NOT_RUNNING, type AgentWorkspace, ProgramWorkspace } from './workspace.js';
 
 /** The gateway's port inside every agent container (spec §4.10 probes; also HTTP and WebSocket). */
 const GATEWAY_PORT = 18789;
@@ -154,11 +159,11 @@ export interface DockerHostOptions {
   cliCommand?: string[];
   /** Bound on one in-container CLI run (default 60 s: the CLI's own start-up takes several seconds). */
   execTimeoutMs?: number;
+  /** The image's Node, which runs the workspace program with `exec` for workspace browsing (default `['node']`). */
+  nodeCommand?: string[];
 }
 
-type ChannelName = (typeof MESSAGING_CHANNELS)[number];
-
-/** The registry entry of an agent (`docker-agents/<agentId>.json`, 0600). Tokens and the LLM key are sealed. */
+/** The registry entry of an agent (`docker-agents/<agentId>.json`, 0600). Tokens, the LLM key and the agent's variables are sealed. */
 interface DockerAgentRecord {
   agentId: string;
   userId: string;
@@ -170,7 +175,7 @@ interface DockerAgentRecord {
   /** What the agent should be doing; `restore()` starts the `running` ones whose container is not running. */
   desired: 'running' | 'stopped';
   llm: (Omit<LlmSpec, 'apiKey'> & { apiKey: string }) | null;
-  secrets: { gatewayToken: string; channelTokens: Partial<Record<ChannelName, string>> };
+  secrets: SealedSpecRecord['secrets'];
   /**
    * The platform device's pairing with this agent's gateway: its `deviceToken` sealed. The pairing itself lives in
    * the state volume (OpenClaw's device store), so it outlives containers; a new device id means a new pairing.
@@ -238,8 +243,12 @@ async function writeFileAtomic(path: string, data: string): Promise<void> {
   await rename(tmp, path);
 }
 
-function sameSecrets(a: Pick<AgentSpec, 'channelTokens' | 'llm'>, b: Pick<AgentSpec, 'channelTokens' | 'llm'>): boolean {
+function sameSecrets(
+  a: Pick<AgentSpec, 'channelTokens' | 'llm' | 'agentEnv'>,
+  b: Pick<AgentSpec, 'channelTokens' | 'llm' | 'agentEnv'>,
+): boolean {
   for (const name of MESSAGING_CHANNELS) if ((a.channelTokens?.[name] ?? '') !== (b.channelTokens?.[name] ?? '')) return false;
+  if (!sameAgentEnv(a.agentEnv, b.agentEnv)) return false;
   if (!a.llm || !b.llm) return !a.llm && !b.llm;
   const keys: Array<keyof LlmSpec> = ['baseUrl', 'apiKey', 'model', 'contextWindow', 'maxTokens'];
   return keys.every((key) => a.llm?.[key] === b.llm?.[key]);
@@ -294,6 +303,8 @@ export class DockerAgentHost implements AgentHost {
   private shuttingDown = false;
   /** Pairings started after a launch, awaited by `shutdown()`. */
   private readonly background = new Set<Promise<void>>();
+  /** Open `followLogs` streams per agent, which get the host's `[host]` lines as they are logged. */
+  private readonly logListeners = new Map<string, Set<(line: string) => void>>();
 
   constructor(private readonly config: DockerHostOptions) {
     this.secrets = secretBoxFor(config, 'DockerAgentHost');
@@ -559,7 +570,7 @@ export class DockerAgentHost implements AgentHost {
     });
   }
 
-  async configure(agentId: string, changes: Partial<Pick<AgentSpec, 'config' | 'plan' | 'channelTokens' | 'llm'>>): Promise<AgentState> {
+  async configure(agentId: string, changes: AgentChanges): Promise<AgentState> {
     const agent = await this.get(agentId);
     return this.exclusive(agent, async () => {
       const record = agent.record;
@@ -568,6 +579,7 @@ export class DockerAgentHost implements AgentHost {
         gatewayToken: current.gatewayToken,
         channelTokens: changes.channelTokens ?? current.channelTokens,
         llm: changes.llm === undefined ? current.llm : changes.llm,
+        agentEnv: changes.agentEnv === undefined ? current.agentEnv : checkAgentEnv(changes.agentEnv),
       };
       const secretsChanged = !sameSecrets(current, next);
       const planChanged = changes.plan !== undefined && changes.plan !== record.plan;
@@ -767,20 +779,32 @@ export class DockerAgentHost implements AgentHost {
     const agent = await this.get(agentId);
     const tail = Math.max(0, Math.floor(options.tail ?? 200));
     if (tail === 0) return [];
+    return (await this.recentLines(agent, tail)).lines.map((entry) => entry.line);
+  }
+
+  /**
+   * The last `tail` lines of `logs()`, and the engine's timestamp of the newest container line read (0 when the
+   * container has written nothing yet): a follow goes on from there.
+   */
+  private async recentLines(agent: Agent, tail: number): Promise<{ lines: Array<{ at: number; line: string }>; lastNs: bigint }> {
     const raw = await this.orNull(() =>
       this.engine('read logs', () =>
-        this.docker.getContainer(dockerContainerName(agentId)).logs({ stdout: true, stderr: true, timestamps: true, tail, follow: false }),
+        this.docker
+          .getContainer(dockerContainerName(agent.record.agentId))
+          .logs({ stdout: true, stderr: true, timestamps: true, tail, follow: false }),
       ),
     );
     const lines: Array<{ at: number; line: string }> = [];
     let last = 0;
+    let lastNs = 0n;
     for (const { text } of demuxLogs(Buffer.isBuffer(raw) ? raw : Buffer.from(raw ? String(raw) : ''))) {
-      const { at, text: line } = splitLogTimestamp(text);
-      last = at ?? last;
+      const { ns, text: line } = splitTimestampNs(text);
+      if (ns !== null && ns > lastNs) lastNs = ns;
+      last = ns === null ? last : Number(ns / 1_000_000n);
       lines.push({ at: last, line });
     }
     const merged = [...lines, ...agent.events].sort((a, b) => a.at - b.at); // stable: equal times keep their order
-    return merged.slice(-tail).map((entry) => entry.line);
+    return { lines: merged.slice(-tail), lastNs };
   }
 
   async stats(agentId: string): Promise<AgentStats> {
@@ -935,35 +959,59 @@ export class DockerAgentHost implements AgentHost {
     this.log(agent, `[host] approved pairing request ${requestId} of the platform device inside the container`);
   }
 
+  /** `execRaw` with the output as text, for the CLI. */
+  private async execIn(containerId: string, command: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
+    const run = await this.execRaw(containerId, command, { label: command.join(' ') });
+    return { exitCode: run.exitCode, stdout: run.stdout.toString('utf8'), stderr: run.stderr.toString('utf8') };
+  }
+
   /**
    * Runs a command in a running container (`POST /containers/{id}/exec`, then `POST /exec/{id}/start` hijacked: the
    * engine streams stdout/stderr multiplexed on the upgraded socket and closes it when the process ends) and reads
-   * its exit code (`GET /exec/{id}/json`). The process gets the container's environment and user.
+   * its exit code (`GET /exec/{id}/json`). The process gets the container's environment and user. With `stdin`, the
+   * exec attaches standard input: the bytes go up the same socket, then its write side is closed (end of input).
    */
-  private async execIn(containerId: string, command: string[]): Promise<{ exitCode: number | null; stdout: string; stderr: string }> {
-    const timeoutMs = this.config.execTimeoutMs ?? 60_000;
+  private async execRaw(
+    containerId: string,
+    command: string[],
+    options: { stdin?: Buffer; timeoutMs?: number; maxBytes?: number; label?: string } = {},
+  ): Promise<{ exitCode: number | null; stdout: Buffer; stderr: Buffer }> {
+    const timeoutMs = options.timeoutMs ?? this.config.execTimeoutMs ?? 60_000;
+    const maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
+    const label = options.label ?? command[0] ?? 'exec';
+    const attach = options.stdin !== undefined;
     const container = this.docker.getContainer(containerId);
     const exec = await this.engine('create exec', () =>
-      container.exec({ Cmd: command, AttachStdin: false, AttachStdout: true, AttachStderr: true, Tty: false }),
+      container.exec({ Cmd: command, AttachStdin: attach, AttachStdout: true, AttachStderr: true, Tty: false }),
     );
-    const stream = await this.engine('start exec', () => exec.start({ hijack: true, stdin: false, Detach: false, Tty: false }));
+    const stream = await this.engine('start exec', () => exec.start({ hijack: true, stdin: attach, Detach: false, Tty: false }));
     const output = await new Promise<Buffer>((resolve, reject) => {
       const chunks: Buffer[] = [];
+      let size = 0;
+      let settled = false;
+      const settle = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        fn();
+      };
       const timer = setTimeout(() => {
         stream.destroy();
-        reject(new Error(`${command.join(' ')} did not finish within ${Math.round(timeoutMs / 1000)} s`));
+        settle(() => reject(new Error(`${label} did not finish within ${Math.round(timeoutMs / 1000)} s`)));
       }, timeoutMs);
-      const done = () => {
-        clearTimeout(timer);
-        resolve(Buffer.concat(chunks));
-      };
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= maxBytes) chunks.push(chunk);
+        else {
+          stream.destroy();
+          settle(() => reject(new Error(`${label} wrote more than ${maxBytes} bytes`)));
+        }
+      });
+      const done = () => settle(() => resolve(Buffer.concat(chunks)));
       stream.once('end', done);
       stream.once('close', done);
-      stream.once('error', (error) => {
-        clearTimeout(timer);
-        reject(error);
-      });
+      stream.once('error', (error) => settle(() => reject(error)));
+      if (attach) stream.end(options.stdin);
     });
     // The stream ends as the process does; the engine may take a moment to record the exit code.
     let result = await this.engine('inspect exec', () => exec.inspect());
@@ -971,13 +1019,99 @@ export class DockerAgentHost implements AgentHost {
       await sleep(50);
       result = await this.engine('inspect exec', () => exec.inspect());
     }
-    const lines = demuxLogs(output);
-    const text = (stream: 'stdout' | 'stderr') =>
-      lines
-        .filter((line) => line.stream === stream)
-        .map((line) => line.text)
-        .join('\n');
-    return { exitCode: result.ExitCode, stdout: text('stdout'), stderr: text('stderr') };
+    const { stdout, stderr } = demuxFrames(output);
+    return { exitCode: result.ExitCode, stdout, stderr };
+  }
+
+  // ---------------------------------------------------------------- workspace and live logs
+
+  /**
+   * The workspace in the agent's state volume, through the workspace program (`workspace.ts`) run by the image's
+   * Node with `docker exec` in the running container, as the gateway's user. 409 while the container does not run:
+   * exec needs a running container.
+   */
+  async workspace(agentId: string): Promise<AgentWorkspace> {
+    await this.get(agentId);
+    const info = await this.inspect(agentId);
+    if (!info?.State.Running || info.State.Restarting) throw new HttpError(409, AGENT_NOT_RUNNING);
+    const location = {
+      root: posix.join(this.stateDir, 'workspace'),
+      home: posix.dirname(this.stateDir),
+      node: this.config.nodeCommand ?? ['node'],
+    };
+    return new ProgramWorkspace(location, async (argv, { stdin, timeoutMs, maxOutputBytes }) => {
+      const run = await this.execRaw(info.Id, argv, {
+        ...(stdin ? { stdin } : {}),
+        timeoutMs,
+        maxBytes: maxOutputBytes,
+        label: 'workspace program',
+      });
+      return { exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr.toString('utf8') };
+    });
+  }
+
+  /**
+   * The tail as `logs()` answers it, then the container's output as the engine streams it
+   * (`GET /containers/{id}/logs?follow=1&timestamps=1`, multiplexed) together with the host's `[host]` lines as they
+   * happen. The engine ends a follow when the container stops; the host attaches again once it runs (after a restart,
+   * or to the new container of an update or repair) from the last timestamp it delivered, so nothing is sent twice.
+   */
+  async *followLogs(agentId: string, options: FollowLogsOptions): AsyncIterable<string> {
+    const agent = await this.get(agentId);
+    const stop = new AbortController();
+    const signal = AbortSignal.any([options.signal, stop.signal]);
+    const queue = new LineQueue(signal);
+    // The follow starts after the newest container line read here, by the engine's own clock (not this machine's).
+    const tail = Math.max(0, Math.floor(options.tail ?? 0));
+    const recent = await this.recentLines(agent, Math.max(1, tail));
+    if (tail > 0) queue.push(...recent.lines.map((entry) => entry.line));
+    const listener = (line: string) => queue.push(line);
+    const listeners = this.logListeners.get(agentId) ?? new Set();
+    listeners.add(listener);
+    this.logListeners.set(agentId, listeners);
+    void this.pumpLogs(agentId, recent.lastNs, queue, options.pollMs ?? 1_000, signal);
+    try {
+      yield* queue;
+    } finally {
+      stop.abort();
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.logListeners.get(agentId) === listeners) this.logListeners.delete(agentId);
+    }
+  }
+
+  private async pumpLogs(agentId: string, start: bigint, queue: LineQueue, pollMs: number, signal: AbortSignal): Promise<void> {
+    let floor = start;
+    while (!signal.aborted) {
+      if (this.shuttingDown || !this.agents.has(agentId)) return queue.end();
+      try {
+        const info = await this.inspect(agentId);
+        if (info?.State.Running && !info.State.Restarting) {
+          const since = floor === 0n ? '0' : `${floor / 1_000_000_000n}.${String(floor % 1_000_000_000n).padStart(9, '0')}`;
+          const stream = (await this.engine('follow logs', () =>
+            this.docker
+              .getContainer(info.Id)
+              .logs({ follow: true, stdout: true, stderr: true, timestamps: true, since, abortSignal: signal }),
+          )) as unknown as AsyncIterable<Buffer>;
+          const demuxer = new FrameDemuxer();
+          const splitters = { 1: new LineSplitter(), 2: new LineSplitter() };
+          for await (const chunk of stream) {
+            for (const frame of demuxer.push(chunk)) {
+              for (const text of splitters[frame.stream].push(frame.payload)) {
+                const { ns, text: line } = splitTimestampNs(text);
+                // `since` is inclusive: lines of the very nanosecond already sent come again.
+                if (ns !== null && ns <= floor) continue;
+                if (ns !== null) floor = ns;
+                queue.push(line);
+              }
+            }
+          }
+        }
+      } catch {
+        if (signal.aborted) return;
+        // The engine went away or the container is being replaced: attach again after the pause.
+      }
+      await pause(pollMs, signal);
+    }
   }
 
   // ---------------------------------------------------------------- containers
@@ -1533,6 +1667,7 @@ export class DockerAgentHost implements AgentHost {
 
   private log(agent: Agent, line: string): void {
     agent.events.push({ at: Date.now(), line });
+    for (const listener of this.logListeners.get(agent.record.agentId) ?? []) listener(line);
     if (agent.events.length > this.options.hostLogLines) agent.events.splice(0, agent.events.length - this.options.hostLogLines);
   }
 

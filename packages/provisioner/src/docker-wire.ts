@@ -100,6 +100,35 @@ export function demuxLogs(data: Buffer): LogLine[] {
   return lines;
 }
 
+/** The standard output and error of a multiplexed stream (an exec's), each as the bytes the process wrote. */
+export function demuxFrames(data: Buffer): { stdout: Buffer; stderr: Buffer } {
+  const demuxer = new FrameDemuxer();
+  const frames = demuxer.push(data);
+  const part = (type: 1 | 2) => Buffer.concat(frames.filter((frame) => frame.stream === type).map((frame) => frame.payload));
+  return { stdout: part(1), stderr: part(2) };
+}
+
+/**
+ * Reads a multiplexed stream as it arrives (`GET /containers/{id}/logs?follow=1`, an attached exec): chunks need not
+ * line up with frames, so a header or payload cut by a chunk boundary waits for the rest. Stream type 0 (stdin, only
+ * echoed on a TTY) counts as stdout.
+ */
+export class FrameDemuxer {
+  private pending: Buffer = Buffer.alloc(0);
+
+  push(chunk: Buffer): Array<{ stream: 1 | 2; payload: Buffer }> {
+    this.pending = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
+    const frames: Array<{ stream: 1 | 2; payload: Buffer }> = [];
+    while (this.pending.length >= 8) {
+      const size = this.pending.readUInt32BE(4);
+      if (this.pending.length < 8 + size) break;
+      frames.push({ stream: this.pending[0] === 2 ? 2 : 1, payload: this.pending.subarray(8, 8 + size) });
+      this.pending = this.pending.subarray(8 + size);
+    }
+    return frames;
+  }
+}
+
 const TIMESTAMP = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d) /;
 
 /** A log line read with `timestamps=1` (`<RFC 3339 with nanoseconds> <text>`) → epoch milliseconds and text. */

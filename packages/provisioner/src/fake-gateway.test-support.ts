@@ -17,7 +17,8 @@ export interface FakeGatewayBehaviour {
  * A stand-in for the OpenClaw CLI speaking the parts of its protocol the host relies on: `gateway run --port N`
  * serves `/healthz` and `/readyz` (same bodies as OpenClaw), keeps a helper child process like OpenClaw's broker,
  * seeds the workspace of `OPENCLAW_STATE_DIR` like OpenClaw (only when AGENTS.md is missing), writes session and
- * memory files on `POST /remember` (what a chat turn leaves), counts its starts in the state dir, and stops on SIGTERM.
+ * memory files on `POST /remember` (what a chat turn leaves), counts its starts in the state dir, tells on
+ * `GET /env/<NAME>` whether a variable is in its environment (with its SHA-256, never the value), and stops on SIGTERM.
  */
 const SCRIPT = String.raw`
 import { spawn } from 'node:child_process';
@@ -65,6 +66,12 @@ const server = http.createServer((req, res) => {
     req.on('end', () => json(200, { method: req.method, url: req.url, authorization: req.headers.authorization ?? null,
       contentType: req.headers['content-type'] ?? null, cookie: req.headers.cookie ?? null, body: Buffer.concat(chunks).toString('utf8') }));
     return;
+  }
+  if (req.method === 'GET' && req.url.startsWith('/env/')) {
+    // Whether a variable reached the gateway's environment, and a digest to match it by: never the value itself.
+    const name = decodeURIComponent(req.url.slice('/env/'.length));
+    const value = process.env[name];
+    return json(200, { name, set: value !== undefined, sha256: value === undefined ? null : createHash('sha256').update(value).digest('hex') });
   }
   if (req.url === '/healthz') return json(200, { ok: true, status: 'live' });
   if (req.url === '/readyz') {

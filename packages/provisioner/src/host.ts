@@ -1,4 +1,5 @@
 import type { DeviceIdentity } from '@aop/gateway-client';
+import type { AgentWorkspace } from './workspace.js';
 
 /**
  * Where agents run. Every provider (local processes, Docker, Kubernetes, a hosting API) implements
@@ -33,6 +34,12 @@ export interface AgentSpec {
   gatewayToken: string;
   channelTokens?: ChannelTokens;
   llm?: LlmSpec;
+  /**
+   * The agent's own secret environment variables (e.g. its underground wallet key `AOP_AGENT_WALLET_KEY`), for its
+   * tools and skills: `AOP_AGENT_*` names only (`AGENT_ENV_NAME`). Sealed at rest like the tokens and passed to the
+   * gateway's environment only, never written into openclaw.json. `configure` replaces the whole set.
+   */
+  agentEnv?: Record<string, string>;
   /** OpenClaw version; the pinned one when absent. */
   version?: string;
 }
@@ -89,6 +96,18 @@ export interface LogsOptions {
   tail?: number;
 }
 
+export interface FollowLogsOptions {
+  /** Recent lines to send first (default 0). */
+  tail?: number;
+  /** Ends the stream. */
+  signal: AbortSignal;
+  /**
+   * How often a host re-attaches after the gateway stopped (default 1 s), or polls a provider without a log stream
+   * (hosting, default 2 s).
+   */
+  pollMs?: number;
+}
+
 export interface WaitOptions {
   /** Default: the host's ready timeout. */
   timeoutMs?: number;
@@ -109,6 +128,9 @@ export interface ControlCredentials {
   };
 }
 
+/** What `configure` may change. */
+export type AgentChanges = Partial<Pick<AgentSpec, 'config' | 'plan' | 'channelTokens' | 'llm' | 'agentEnv'>>;
+
 export interface AgentHost {
   /** `local`, `docker`, `kubernetes`, `hosting`. */
   readonly provider: string;
@@ -122,8 +144,11 @@ export interface AgentHost {
    * ready. If it does not come up, restores the backup, starts the previous version again and throws `UpdateFailedError`.
    */
   update(agentId: string, options: { version: string }): Promise<AgentState>;
-  /** Changes the stored spec; config-only changes are hot-reloaded by OpenClaw, token/LLM changes restart the gateway. */
-  configure(agentId: string, changes: Partial<Pick<AgentSpec, 'config' | 'plan' | 'channelTokens' | 'llm'>>): Promise<AgentState>;
+  /**
+   * Changes the stored spec; config-only changes are hot-reloaded by OpenClaw, token/LLM/`agentEnv` changes restart
+   * the gateway (they live in its environment).
+   */
+  configure(agentId: string, changes: AgentChanges): Promise<AgentState>;
   /** Re-writes the config from the spec, fixes the state directory (layout, modes, stale locks), restarts. */
   repair(agentId: string): Promise<AgentState>;
   /** Clears sessions and memory but keeps the workspace's seed files (AGENTS.md, SOUL.md, …); restarts. */
@@ -142,6 +167,16 @@ export interface AgentHost {
    * connect was refused `NOT_PAIRED` because someone removed the device). Absent: token-only control works (local).
    */
   controlCredentials?(agentId: string, options?: { repair?: boolean }): Promise<ControlCredentials>;
+  /**
+   * The agent's OpenClaw workspace, for browsing and editing its files and git repository (spec §4.18). Absent when
+   * the provider gives no access to the agent's files (hosting). Container providers need the agent running (409).
+   */
+  workspace?(agentId: string): Promise<AgentWorkspace>;
+  /**
+   * The agent's output as it is written: first the last `tail` lines (as `logs()` answers them), then new lines until
+   * `signal` aborts, across restarts of the gateway. Absent when the provider cannot follow logs.
+   */
+  followLogs?(agentId: string, options: FollowLogsOptions): AsyncIterable<string>;
   list(): Promise<AgentState[]>;
   /** Resolves when the agent is `running`; rejects when it ends in `error`/`stopped` or the timeout passes. */
   waitUntilReady(agentId: string, options?: WaitOptions): Promise<AgentState>;

@@ -1,4 +1,4 @@
-import { CHANNEL_TOKEN_ENV } from './openclaw-config.js';
+import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, checkAgentEnv } from './openclaw-config.js';
 
 /**
  * The hosting provider's GraphQL API (Railway-style): services built from a container image, their variables,
@@ -97,12 +97,20 @@ export const AGENT_ENV_NAMES: ReadonlySet<string> = new Set([
   CHANNEL_TOKEN_ENV.discord,
 ]);
 
-/** The container's environment: the gateway token, its port and the channel tokens it was given. */
+/** A variable an agent's container may get: one of AGENT_ENV_NAMES, or one of the agent's own `AOP_AGENT_*`. */
+export const isAgentVariable = (name: string): boolean => AGENT_ENV_NAMES.has(name) || AGENT_ENV_NAME.test(name);
+
+/** The container's environment: the gateway token, its port, the channel tokens it was given and its own variables. */
 export function agentEnvironment(agent: {
   gatewayToken: string;
   channelTokens?: { telegram?: string; discord?: string };
+  agentEnv?: Record<string, string>;
 }): Record<string, string> {
-  const env: Record<string, string> = { OPENCLAW_GATEWAY_TOKEN: agent.gatewayToken, OPENCLAW_GATEWAY_PORT: String(GATEWAY_PORT) };
+  const env: Record<string, string> = {
+    ...checkAgentEnv(agent.agentEnv),
+    OPENCLAW_GATEWAY_TOKEN: agent.gatewayToken,
+    OPENCLAW_GATEWAY_PORT: String(GATEWAY_PORT),
+  };
   if (agent.channelTokens?.telegram) env[CHANNEL_TOKEN_ENV.telegram] = agent.channelTokens.telegram;
   if (agent.channelTokens?.discord) env[CHANNEL_TOKEN_ENV.discord] = agent.channelTokens.discord;
   return env;
@@ -160,11 +168,11 @@ export class HostingApi {
   }
 
   /**
-   * `variableCollectionUpsert`: the service's environment. Only agent variables pass (AGENT_ENV_NAMES); the upsert
+   * `variableCollectionUpsert`: the service's environment. Only agent variables pass (`isAgentVariable`); the upsert
    * does not deploy by itself (`skipDeploys`) so that the caller knows which deployment carries the new values.
    */
   async upsertVariables(serviceId: string, variables: Record<string, string>): Promise<void> {
-    const refused = Object.keys(variables).filter((name) => !AGENT_ENV_NAMES.has(name));
+    const refused = Object.keys(variables).filter((name) => !isAgentVariable(name));
     if (refused.length > 0) throw new Error(`Refusing to send non-agent variables to an agent container: ${refused.join(', ')}`);
     await this.graphql(
       'variableCollectionUpsert',

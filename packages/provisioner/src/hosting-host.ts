@@ -3,6 +3,7 @@ import { chmod, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/
 import { join } from 'node:path';
 import { type DeviceIdentity, GatewayError } from '@aop/gateway-client';
 import {
+  type AgentChanges,
   type AgentHealth,
   type AgentHost,
   type AgentSpec,
@@ -10,6 +11,7 @@ import {
   type AgentStats,
   type AgentStatus,
   type ControlCredentials,
+  type FollowLogsOptions,
   type LlmSpec,
   type LogsOptions,
   type WaitOptions,
@@ -28,10 +30,11 @@ import {
   type HostingApiOptions,
   agentEnvironment,
 } from './hosting-api.js';
-import type { MESSAGING_CHANNELS } from './openclaw-config.js';
+import { pause } from './log-follow.js';
+import { checkAgentEnv } from './openclaw-config.js';
 import { PlatformDeviceNotPairedError, platformDeviceToken } from './pairing.js';
 import { PINNED_OPENCLAW_VERSION } from './runtime.js';
-import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
+import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
 
 export interface HostingHostOptions extends HostingApiOptions {
   /** The agent image, e.g. `ghcr.io/openclaw/openclaw:2026.9.6`; an update deploys the same image with the version as tag. */
@@ -55,9 +58,7 @@ export interface HostingHostOptions extends HostingApiOptions {
   platformDevice?: DeviceIdentity;
 }
 
-type ChannelName = (typeof MESSAGING_CHANNELS)[number];
-
-/** What `<dataDir>/hosting/<agentId>.json` holds. Tokens and the LLM key are sealed with the host's key. */
+/** What `<dataDir>/hosting/<agentId>.json` holds. Tokens, the LLM key and the agent's variables are sealed with the host's key. */
 export interface HostedAgentRecord {
   agentId: string;
   userId: string;
@@ -72,7 +73,7 @@ export interface HostedAgentRecord {
   domain: string;
   desired: 'running' | 'stopped';
   llm: (Omit<LlmSpec, 'apiKey'> & { apiKey: string }) | null;
-  secrets: { gatewayToken: string; channelTokens: Partial<Record<ChannelName, string>> };
+  secrets: SealedSpecRecord['secrets'];
   /** The platform device's token on this gateway (sealed), once an operator approved it. */
   platformDevice?: { deviceId: string; deviceToken: string; pairedAt: string };
   /** ISO 8601: when the current deployment (or restart) was asked for. */
@@ -352,18 +353,21 @@ export class HostingAgentHost implements AgentHost {
    * Changes the stored spec. New channel tokens (or LLM) change the container's variables, which take effect with a
    * new deployment; config and plan changes are only stored (see the class comment).
    */
-  async configure(agentId: string, changes: Partial<Pick<AgentSpec, 'config' | 'plan' | 'channelTokens' | 'llm'>>): Promise<AgentState> {
+  async configure(agentId: string, changes: AgentChanges): Promise<AgentState> {
     const agent = await this.get(agentId);
     return this.exclusive(agent, async () => {
       const record = agent.record;
       const current = openSealedSpec(this.secrets, record);
+      // Checked before anything is changed: a bad variable leaves the agent as it was.
+      if (changes.agentEnv !== undefined) checkAgentEnv(changes.agentEnv);
       if (changes.config) record.config = changes.config;
       if (changes.plan) record.plan = changes.plan;
-      if (changes.channelTokens !== undefined || changes.llm !== undefined) {
+      if (changes.channelTokens !== undefined || changes.llm !== undefined || changes.agentEnv !== undefined) {
         const next = {
           ...current,
           channelTokens: changes.channelTokens ?? current.channelTokens,
           llm: changes.llm === undefined ? current.llm : changes.llm,
+          agentEnv: changes.agentEnv ?? current.agentEnv,
         };
         await this.api.upsertVariables(record.serviceId, agentEnvironment(next)).catch((err) => {
           throw this.failure(`configure agent ${agentId}`, err);
@@ -468,6 +472,34 @@ export class HostingAgentHost implements AgentHost {
       throw this.failure(`read the logs of agent ${agentId}`, err);
     });
     return lines.map((line) => line.message).slice(-tail);
+  }
+
+  /**
+   * The provider has no log subscription: its log query is polled (`deploymentLogs`, the last 500 lines every
+   * `pollMs`, default 2 s). The lines of a poll that continue the previous poll's are new; a new deployment (update,
+   * redeploy) starts over with all of its lines.
+   */
+  async *followLogs(agentId: string, options: FollowLogsOptions): AsyncIterable<string> {
+    const agent = await this.get(agentId);
+    const { signal } = options;
+    let deploymentId = agent.record.deploymentId;
+    let seen = await this.api.deploymentLogs(deploymentId, FOLLOW_WINDOW).catch((err) => {
+      throw this.failure(`read the logs of agent ${agentId}`, err);
+    });
+    const tail = Math.max(0, Math.floor(options.tail ?? 0));
+    for (const line of tail > 0 ? seen.slice(-tail) : []) yield line.message;
+    while (!signal.aborted) {
+      await pause(options.pollMs ?? 2_000, signal);
+      const current = this.agents.get(agentId);
+      if (signal.aborted || this.shuttingDown || !current) return;
+      const id = current.record.deploymentId;
+      const batch = await this.api.deploymentLogs(id, FOLLOW_WINDOW).catch(() => null);
+      if (!batch) continue; // the provider did not answer: the next poll asks again
+      const fresh = id === deploymentId ? linesAfter(seen, batch) : batch;
+      deploymentId = id;
+      seen = batch;
+      for (const line of fresh) yield line.message;
+    }
   }
 
   /** Always throws `StatsUnavailableError`: the provider's API gives no CPU or memory figures for a deployment. */
@@ -648,4 +680,22 @@ export class HostingAgentHost implements AgentHost {
       lastError: record.lastError,
     };
   }
+}
+
+/** Lines a log follow polls for at a time. */
+const FOLLOW_WINDOW = 500;
+
+/**
+ * The lines of `batch` that come after `previous`: the longest end of `previous` that `batch` starts with is what
+ * both polls saw. No overlap at all means more than a window of lines came in between: all of `batch` is new.
+ */
+export function linesAfter<T extends { timestamp: string; message: string }>(previous: T[], batch: T[]): T[] {
+  const same = (a: T, b: T) => a.timestamp === b.timestamp && a.message === b.message;
+  for (let overlap = Math.min(previous.length, batch.length); overlap > 0; overlap -= 1) {
+    const start = previous.length - overlap;
+    let matches = true;
+    for (let i = 0; i < overlap && matches; i += 1) matches = same(previous[start + i] as T, batch[i] as T);
+    if (matches) return batch.slice(overlap);
+  }
+  return batch;
 }

@@ -1,6 +1,9 @@
+import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { join, posix } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { WebSocketServer } from 'ws';
 
@@ -14,9 +17,16 @@ import { WebSocketServer } from 'ws';
  * pod template are removed first), its status follows the pods, and a Job finishes as soon as it is created.
  * Pod readiness is decided by the test (`setReady`, or `autoReady` for a rule). Every call is recorded.
  *
- * The pods' `exec` subresource is served over WebSocket as the API server does (`v4.channel.k8s.io`: channel 1
- * stdout, 2 stderr, 3 the final `Status`, `NonZeroExitCode` with the exit code as its cause); what the command does
- * is the test's `exec` handler.
+ * The pods' `exec` subresource is served over WebSocket as the API server does (`v5.channel.k8s.io`, or `v4` for
+ * older clients: channel 0 stdin, 1 stdout, 2 stderr, 3 the final `Status`, `NonZeroExitCode` with the exit code as
+ * its cause; v5's `255 0` closes stdin); what the command does is the test's `exec` handler. With `volumesDir`, pods'
+ * PersistentVolumeClaim and emptyDir volumes are directories under it (`pvcDir`), and a command the handler leaves
+ * (`null`) runs on this machine as the container's process would: `node` is this Node, every argument that is an
+ * absolute path is replaced by where it is here (the directory of the volume mounted there, else the pod's own
+ * layer), stdin is fed from channel 0, output goes back on channels 1 and 2 while the process runs.
+ *
+ * The `log` subresource answers `tailLines`, `sinceTime`, `timestamps` (RFC 3339 with nanoseconds, only going
+ * forward) and `follow=true`, which keeps the answer open with each new line (`appendLogs`) until the pod goes.
  */
 
 type Json = Record<string, any>;
@@ -46,8 +56,13 @@ export interface KubeApiEmulatorOptions {
   podProblem?: (deployment: Json) => WaitingProblem | null;
   /** How a Job ends (default: it succeeds). */
   jobOutcome?: (job: Json) => 'succeeded' | 'failed';
-  /** Runs a command exec'd into a pod's container (default: exit 127, not found). */
-  exec?: (call: KubeExecCall) => Promise<{ stdout?: string; stderr?: string; exitCode: number }>;
+  /**
+   * Runs a command exec'd into a pod's container; `null` leaves it to the local run of `volumesDir` (default, and
+   * without `volumesDir`: exit 127, not found).
+   */
+  exec?: (call: KubeExecCall) => Promise<{ stdout?: string; stderr?: string; exitCode: number } | null>;
+  /** Where pods' volumes live on this machine; exec'd commands then run here (see the top of the file). */
+  volumesDir?: string;
 }
 
 /** `POST /api/v1/namespaces/{namespace}/pods/{pod}/exec` (a WebSocket upgrade). */
@@ -208,7 +223,10 @@ export class KubeApiEmulator {
   readonly calls: KubeCall[] = [];
   private readonly objects = new Map<string, Json>();
   private readonly readiness = new Map<string, boolean>();
-  private readonly logs = new Map<string, string[]>();
+  private readonly logs = new Map<string, Array<{ time: string; text: string }>>();
+  /** Open `log?follow=true` answers per pod. */
+  private readonly follows = new Map<string, Set<{ send(entry: { time: string; text: string }): void; end(): void }>>();
+  private lastLogNs = 0n;
   private readonly metrics = new Map<string, { cpu: string; memory: string }>();
   private readonly failures: Array<{ match: (call: KubeCall) => boolean; code: number; reason: string; message: string }> = [];
   private server: Server | null = null;
@@ -230,7 +248,9 @@ export class KubeApiEmulator {
     });
     const wss = new WebSocketServer({
       noServer: true,
-      handleProtocols: (offered) => (offered.has('v4.channel.k8s.io') ? 'v4.channel.k8s.io' : false),
+      // Recent API servers speak v5 (which can close stdin); v4 for clients that do not offer it.
+      handleProtocols: (offered) =>
+        offered.has('v5.channel.k8s.io') ? 'v5.channel.k8s.io' : offered.has('v4.channel.k8s.io') ? 'v4.channel.k8s.io' : false,
     });
     this.server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => this.upgrade(wss, req, socket, head));
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
@@ -297,7 +317,25 @@ export class KubeApiEmulator {
 
   appendLogs(namespace: string, pod: string, lines: string[]): void {
     const key = this.key('pods', namespace, pod);
-    this.logs.set(key, [...(this.logs.get(key) ?? []), ...lines]);
+    const entries = lines.map((text) => ({ time: this.logTime(), text }));
+    this.logs.set(key, [...(this.logs.get(key) ?? []), ...entries]);
+    for (const entry of entries) for (const follow of this.follows.get(key) ?? []) follow.send(entry);
+  }
+
+  /** The directory holding a PersistentVolumeClaim's files (with `volumesDir`). */
+  pvcDir(namespace: string, claim: string): string {
+    if (!this.options.volumesDir) throw new Error('the emulator was started without volumesDir');
+    const dir = join(this.options.volumesDir, namespace, 'pvc', claim);
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+
+  /** RFC 3339 with nanoseconds, as the kubelet stamps log lines; never earlier than the line before. */
+  private logTime(): string {
+    let ns = BigInt(Date.now()) * 1_000_000n + BigInt(process.hrtime()[1] % 1_000_000);
+    if (ns <= this.lastLogNs) ns = this.lastLogNs + 1n;
+    this.lastLogNs = ns;
+    return `${new Date(Number(ns / 1_000_000n)).toISOString().slice(0, -1)}${String(ns % 1_000_000n).padStart(6, '0')}Z`;
   }
 
   setPodMetrics(namespace: string, pod: string, usage: { cpu: string; memory: string }): void {
@@ -344,6 +382,8 @@ export class KubeApiEmulator {
         const [f] = this.failures.splice(failure, 1);
         throw new HttpFailure(f!.code, f!.reason, f!.message);
       }
+      const follow = this.followLog(call, res);
+      if (follow) return;
       const answer = this.route(call);
       if (typeof answer.body === 'string') send(answer.status, answer.body, 'text/plain');
       else send(answer.status, answer.body);
@@ -409,37 +449,103 @@ export class KubeApiEmulator {
     this.execs.push(exec);
     call.status = 101;
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const notFound = async () => ({ stderr: `exec: "${command[0]}": executable file not found in $PATH`, exitCode: 127 });
-      const run: NonNullable<KubeApiEmulatorOptions['exec']> = this.options.exec ?? notFound;
-      void run(exec).then(
-        ({ stdout, stderr, exitCode }) => {
-          const frame = (channel: number, text: string) => Buffer.concat([Buffer.from([channel]), Buffer.from(text)]);
-          if (stdout) ws.send(frame(1, stdout));
-          if (stderr) ws.send(frame(2, stderr));
-          const status =
-            exitCode === 0
-              ? { metadata: {}, status: 'Success' }
-              : {
-                  metadata: {},
-                  status: 'Failure',
-                  message: `command terminated with non-zero exit code: error executing command [${command.join(' ')}], exit code ${exitCode}`,
-                  reason: 'NonZeroExitCode',
-                  details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] },
-                };
-          ws.send(frame(3, JSON.stringify(status)));
-          ws.close(1000);
-        },
-        (error: unknown) => {
-          ws.send(
-            Buffer.concat([
-              Buffer.from([3]),
-              Buffer.from(JSON.stringify({ metadata: {}, status: 'Failure', message: String(error), reason: 'InternalError' })),
-            ]),
-          );
-          ws.close(1000);
-        },
-      );
+      const frame = (channel: number, data: Buffer | string) => Buffer.concat([Buffer.from([channel]), Buffer.from(data)]);
+      const finish = (exitCode: number) => {
+        const status =
+          exitCode === 0
+            ? { metadata: {}, status: 'Success' }
+            : {
+                metadata: {},
+                status: 'Failure',
+                message: `command terminated with non-zero exit code: error executing command [${command.join(' ')}], exit code ${exitCode}`,
+                reason: 'NonZeroExitCode',
+                details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] },
+              };
+        ws.send(frame(3, JSON.stringify(status)));
+        ws.close(1000);
+      };
+      const fail = (error: unknown) => {
+        ws.send(frame(3, JSON.stringify({ metadata: {}, status: 'Failure', message: String(error), reason: 'InternalError' })));
+        ws.close(1000);
+      };
+      // Input that arrives before the command runs waits for it.
+      const input: Buffer[] = [];
+      let inputClosed = false;
+      let feed: ((chunk: Buffer | null) => void) | null = null;
+      ws.on('message', (data: Buffer) => {
+        let chunk: Buffer | null;
+        if (data[0] === 0) chunk = data.subarray(1);
+        else if (data[0] === 255 && data[1] === 0)
+          chunk = null; // v5: stdin closed
+        else return;
+        if (chunk === null) inputClosed = true;
+        if (feed) feed(chunk);
+        else if (chunk !== null) input.push(chunk);
+      });
+      type Answer = Awaited<ReturnType<NonNullable<KubeApiEmulatorOptions['exec']>>>;
+      const notFound = async (): Promise<Answer> => ({
+        stderr: `exec: "${command[0]}": executable file not found in $PATH`,
+        exitCode: 127,
+      });
+      const handler = this.options.exec ?? (this.options.volumesDir ? async (): Promise<Answer> => null : notFound);
+      void handler(exec).then((answer) => {
+        if (answer) {
+          if (answer.stdout) ws.send(frame(1, answer.stdout));
+          if (answer.stderr) ws.send(frame(2, answer.stderr));
+          return finish(answer.exitCode);
+        }
+        if (!this.options.volumesDir) {
+          ws.send(frame(2, `exec: "${command[0]}": executable file not found in $PATH`));
+          return finish(127);
+        }
+        const child = spawn(
+          command[0] === 'node' ? process.execPath : command[0]!,
+          command.slice(1).map((arg) => this.here(object!, container, arg)),
+          {
+            env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' },
+            stdio: ['pipe', 'pipe', 'pipe'],
+          },
+        );
+        child.stdout.on('data', (chunk: Buffer) => ws.send(frame(1, chunk)));
+        child.stderr.on('data', (chunk: Buffer) => ws.send(frame(2, chunk)));
+        child.stdin.on('error', () => undefined); // the process may exit before taking all of its input
+        if (url.searchParams.get('stdin') === 'true') {
+          for (const chunk of input.splice(0)) child.stdin.write(chunk);
+          if (inputClosed) child.stdin.end();
+          feed = (chunk) => (chunk === null ? child.stdin.end() : child.stdin.write(chunk));
+          ws.on('close', () => child.stdin.end());
+        } else child.stdin.end();
+        child.once('error', () => {
+          ws.send(frame(2, `exec: "${command[0]}": executable file not found in $PATH`));
+          finish(127);
+        });
+        child.once('close', (code, signal) => finish(code ?? (signal ? 137 : 1)));
+      }, fail);
     });
+  }
+
+  /**
+   * Where a path of a pod's container is on this machine: under the volume mounted there (a claim's directory, or the
+   * pod's own for an emptyDir), else in the pod's own layer. Relative arguments are not paths and stay as they are.
+   */
+  private here(pod: Json, containerName: string, arg: string): string {
+    if (!arg.startsWith('/')) return arg;
+    const path = posix.normalize(arg);
+    const namespace = pod.metadata.namespace as string;
+    const podDir = join(this.options.volumesDir!, namespace, 'pod', pod.metadata.name);
+    const container = (pod.spec.containers ?? []).find((c: Json) => c.name === containerName);
+    const mount = ((container?.volumeMounts ?? []) as Json[])
+      .filter((m) => path === m.mountPath || path.startsWith(`${m.mountPath}/`))
+      .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+    const volume = mount && (pod.spec.volumes ?? []).find((v: Json) => v.name === mount.name);
+    const rest = mount ? path.slice(mount.mountPath.length) : path;
+    const base = volume?.persistentVolumeClaim
+      ? this.pvcDir(namespace, volume.persistentVolumeClaim.claimName)
+      : volume
+        ? join(podDir, 'volumes', volume.name)
+        : join(podDir, 'rootfs');
+    mkdirSync(base, { recursive: true });
+    return join(base, rest);
   }
 
   private route(call: KubeCall): { status: number; body: unknown } {
@@ -632,6 +738,7 @@ export class KubeApiEmulator {
 
   private deletePod(pod: Json): void {
     const key = this.key('pods', pod.metadata.namespace, pod.metadata.name);
+    for (const follow of [...(this.follows.get(key) ?? [])]) follow.end(); // a follow ends with its pod
     this.objects.delete(key);
     this.logs.delete(key);
     this.metrics.delete(key);
@@ -738,9 +845,48 @@ export class KubeApiEmulator {
     if (waiting) {
       throw new HttpFailure(400, 'BadRequest', `container "${container}" in pod "${name}" is waiting to start: ${waiting.reason}`);
     }
-    let lines = this.logs.get(this.key('pods', namespace, name)) ?? [];
+    let since: number | null = null;
+    if (query.sinceTime !== undefined) {
+      since = Date.parse(query.sinceTime);
+      if (Number.isNaN(since)) throw new HttpFailure(400, 'BadRequest', `parsing time "${query.sinceTime}" as RFC3339: cannot parse`);
+      since = Math.floor(since / 1000) * 1000; // sinceTime is to the second
+    }
+    let lines = (this.logs.get(this.key('pods', namespace, name)) ?? []).filter((e) => since === null || Date.parse(e.time) >= since);
     if (query.tailLines !== undefined) lines = Number(query.tailLines) === 0 ? [] : lines.slice(-Number(query.tailLines));
-    return { status: 200, body: lines.map((line) => `${line}\n`).join('') };
+    return { status: 200, body: lines.map((entry) => this.logLine(entry, query)).join('') };
+  }
+
+  private logLine(entry: { time: string; text: string }, query: Record<string, string>): string {
+    return `${query.timestamps === 'true' ? `${entry.time} ` : ''}${entry.text}\n`;
+  }
+
+  /** `GET …/pods/{pod}/log?follow=true`: the lines so far, then each new one, until the pod is deleted. */
+  private followLog(call: KubeCall, res: ServerResponse): boolean {
+    const match = OBJECT_PATH.exec(call.path);
+    if (call.method !== 'GET' || match?.[3] !== 'pods' || match[5] !== 'log' || call.query.follow !== 'true') return false;
+    const [namespace, name] = [match[2]!, match[4]!];
+    let first: { status: number; body: string };
+    try {
+      first = this.podLog(namespace, name, call.query);
+    } catch {
+      return false; // the plain route answers the error
+    }
+    call.status = 200;
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write(first.body);
+    const key = this.key('pods', namespace, name);
+    const follows = this.follows.get(key) ?? new Set();
+    this.follows.set(key, follows);
+    const follow = {
+      send: (entry: { time: string; text: string }) => res.write(this.logLine(entry, call.query)),
+      end: () => {
+        follows.delete(follow);
+        res.end();
+      },
+    };
+    follows.add(follow);
+    res.on('close', () => follows.delete(follow));
+    return true;
   }
 
   private podMetrics(namespace: string, name: string | undefined): { status: number; body: Json } {

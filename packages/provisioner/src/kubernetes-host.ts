@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
-import { Writable } from 'node:stream';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { Readable, Writable } from 'node:stream';
+import { HttpError } from '@aop/core';
 import type { DeviceIdentity } from '@aop/gateway-client';
 import {
   ApiException,
@@ -34,6 +37,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import {
+  type AgentChanges,
   type AgentHealth,
   type AgentHost,
   type AgentSpec,
@@ -42,6 +46,7 @@ import {
   type AgentStatus,
   type ChannelTokens,
   type ControlCredentials,
+  type FollowLogsOptions,
   type LlmSpec,
   type LogsOptions,
   type WaitOptions,
@@ -52,9 +57,11 @@ import {
   UpdateFailedError,
 } from './host.js';
 import { MEMORY_PATHS } from './local-host.js';
-import { CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig, secretEnv } from './openclaw-config.js';
+import { LineQueue, LineSplitter, pause, splitTimestampNs } from './log-follow.js';
+import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig, checkAgentEnv, secretEnv } from './openclaw-config.js';
 import { approvePlatformDevice } from './pairing.js';
 import { PINNED_OPENCLAW_VERSION } from './runtime.js';
+import { AGENT_NOT_RUNNING, type AgentWorkspace, ProgramWorkspace } from './workspace.js';
 
 /**
  * The `kubernetes` provider: every agent is an OpenClaw gateway in its own pod, made of five objects named
@@ -63,7 +70,7 @@ import { PINNED_OPENCLAW_VERSION } from './runtime.js';
  * - a Deployment (1 replica, `Recreate`: the state volume is ReadWriteOnce, so two pods must never overlap),
  * - a ClusterIP Service on 18789 (the gateway's HTTP + WebSocket port),
  * - a PersistentVolumeClaim holding the OpenClaw state dir and the gateway's HOME,
- * - a Secret with the agent's own environment only (gateway token, channel tokens, LLM key — `secretEnv`),
+ * - a Secret with the agent's own environment only (gateway token, channel tokens, LLM key, `agentEnv` — `secretEnv`),
  * - a ConfigMap with `openclaw.json` (`buildOpenClawConfig`, mounted read-only at `OPENCLAW_CONFIG_PATH`) and the
  *   stored spec the host needs to rebuild everything (`repair`, `spec`).
  *
@@ -110,7 +117,10 @@ const RECORD_KEY = 'aop-agent.json';
 const WHATSAPP_KEY = 'aop-whatsapp-token';
 const GATEWAY_TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
 
-/** Every key `secretEnv` can produce: the pod gets exactly these from the Secret (nothing else in it is exposed). */
+/**
+ * Every key `secretEnv` can produce besides the agent's own variables: the pod gets exactly these and the `agentEnv`
+ * names of its record from the Secret (nothing else in it is exposed).
+ */
 const SECRET_ENV_KEYS = Object.keys(
   secretEnv({
     gatewayToken: 'x',
@@ -118,6 +128,13 @@ const SECRET_ENV_KEYS = Object.keys(
     llm: { baseUrl: 'x', apiKey: 'x', model: 'x' },
   }),
 );
+
+/**
+ * The pod's references to the agent's own variables in its Secret. Optional: a reference left behind by a name that
+ * was removed (a strategic merge patch only adds) leaves the variable unset rather than blocking the pod's start.
+ */
+const agentEnvRefs = (secret: string, names: readonly string[]): V1EnvVar[] =>
+  names.map((key) => ({ name: key, valueFrom: { secretKeyRef: { name: secret, key, optional: true } } }));
 
 export const KUBE_LABELS = {
   managedBy: 'app.kubernetes.io/managed-by',
@@ -295,6 +312,8 @@ export interface KubernetesHostOptions {
   cliCommand?: string[];
   /** Bound on one in-container CLI run (default 60 s). */
   execTimeoutMs?: number;
+  /** The image's Node, which runs the workspace program with `pods/exec` for workspace browsing (default `['node']`). */
+  nodeCommand?: string[];
 }
 
 /** The non-secret part of the spec, stored in the agent's ConfigMap. */
@@ -304,6 +323,8 @@ interface AgentRecord {
   plan: string;
   config: Record<string, unknown>;
   llm: Omit<LlmSpec, 'apiKey'> | null;
+  /** The names of the agent's own variables (`agentEnv`; values only in the Secret), which the pod reads from it. */
+  envNames?: string[];
 }
 
 interface Agent {
@@ -576,7 +597,7 @@ export class KubernetesAgentHost implements AgentHost {
     });
   }
 
-  async configure(agentId: string, changes: Partial<Pick<AgentSpec, 'config' | 'plan' | 'channelTokens' | 'llm'>>): Promise<AgentState> {
+  async configure(agentId: string, changes: AgentChanges): Promise<AgentState> {
     return this.exclusive(agentId, async () => {
       const { name, deployment } = await this.agent(agentId);
       const current = await this.openSpec(name, deployment);
@@ -586,17 +607,23 @@ export class KubernetesAgentHost implements AgentHost {
         plan: changes.plan ?? current.plan,
         channelTokens: changes.channelTokens ?? current.channelTokens,
         llm: changes.llm === undefined ? current.llm : changes.llm,
+        agentEnv: changes.agentEnv ?? current.agentEnv,
       };
       const record = this.recordOf(next);
       // Config-only changes: OpenClaw hot-reloads openclaw.json once the kubelet has refreshed the mounted ConfigMap.
       await this.upsertConfigMap(name, record, next);
-      const secretsChanged = changes.channelTokens !== undefined || changes.llm !== undefined;
+      const secretsChanged = changes.channelTokens !== undefined || changes.llm !== undefined || changes.agentEnv !== undefined;
       if (secretsChanged) await this.upsertSecret(name, record, next);
       // New resources replace the pod anyway; environment variables from the Secret are only read at container start.
       const template: Record<string, unknown> = {};
-      if (changes.plan && changes.plan !== current.plan) {
-        template.spec = { containers: [{ name: GATEWAY_CONTAINER, resources: this.resourcesFor(next.plan) }] };
-      }
+      const gateway: Record<string, unknown> = {};
+      if (changes.plan && changes.plan !== current.plan) gateway.resources = this.resourcesFor(next.plan);
+      // New names of the agent's own variables join the container's env (merged by name); removed ones stay as
+      // optional references to keys the Secret no longer has, i.e. unset, until `repair` rewrites the Deployment.
+      const known = new Set(containerOf(deployment, GATEWAY_CONTAINER)?.env?.map((e) => e.name) ?? []);
+      const added = (record.envNames ?? []).filter((key) => !known.has(key));
+      if (added.length > 0) gateway.env = agentEnvRefs(name, added);
+      if (Object.keys(gateway).length > 0) template.spec = { containers: [{ name: GATEWAY_CONTAINER, ...gateway }] };
       if (secretsChanged && (deployment.spec?.replicas ?? 0) > 0) {
         template.metadata = { annotations: { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() } };
       }
@@ -869,39 +896,11 @@ export class KubernetesAgentHost implements AgentHost {
   private async approveInPod(podName: string, requestId: string, deviceId: string): Promise<void> {
     const command = [...(this.options.cliCommand ?? ['openclaw']), 'devices', 'approve', requestId, '--json'];
     const shown = `${command.slice(0, 3).join(' ')} <requestId>`;
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    const sink = (chunks: Buffer[]) =>
-      new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          chunks.push(Buffer.from(chunk));
-          done();
-        },
-      });
-    const timeoutMs = this.options.execTimeoutMs ?? 60_000;
-    const status = await new Promise<V1Status>((resolve, reject) => {
-      let settled = false;
-      const settle = (fn: () => void) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        fn();
-      };
-      const timer = setTimeout(
-        () => settle(() => reject(new Error(`${shown} did not finish within ${Math.round(timeoutMs / 1000)} s`))),
-        timeoutMs,
-      );
-      new Exec(this.kc)
-        .exec(this.namespace, podName, GATEWAY_CONTAINER, command, sink(out), sink(err), null, false, (s) => settle(() => resolve(s)))
-        .then(
-          (ws) => ws.on('close', () => settle(() => reject(new Error(`${shown}: the exec stream closed without a status`)))),
-          (error: unknown) => settle(() => reject(new Error(`${shown}: exec into pod ${podName} failed: ${errorText(error)}`))),
-        );
-    });
-    const stdout = Buffer.concat(out).toString('utf8');
+    const { status, stdout: out, stderr } = await this.execInPod(podName, command, { label: shown });
+    const stdout = out.toString('utf8');
     if (status.status !== 'Success') {
       const code = status.details?.causes?.find((c) => c.reason === 'ExitCode')?.message ?? '?';
-      const why = Buffer.concat(err).toString('utf8').trim().split('\n').at(-1) || status.message || 'no output';
+      const why = stderr.toString('utf8').trim().split('\n').at(-1) || status.message || 'no output';
       throw new Error(`${shown} exited with code ${code}: ${why}`);
     }
     let answer: { device?: { deviceId?: unknown } } | null = null;
@@ -911,6 +910,201 @@ export class KubernetesAgentHost implements AgentHost {
       answer = null;
     }
     if (answer?.device?.deviceId !== deviceId) throw new Error(`${shown} did not report the platform device as approved`);
+  }
+
+  /**
+   * Runs a command in the pod's gateway container through the API's `pods/exec` (a WebSocket, the channel protocol)
+   * and answers its final `Status` with the output. `stdin` is sent up front and the input is never closed: under
+   * `v4.channel.k8s.io` a client can only end its input by closing the connection, which would lose the exit status,
+   * so a command fed this way must read exactly the bytes it was told about (the workspace program does).
+   */
+  private async execInPod(
+    podName: string,
+    command: string[],
+    options: { label: string; stdin?: Buffer; timeoutMs?: number; maxBytes?: number },
+  ): Promise<{ status: V1Status; stdout: Buffer; stderr: Buffer }> {
+    const { label } = options;
+    const maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let size = 0;
+    let overflow = false;
+    const sink = (chunks: Buffer[]) =>
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          size += chunk.length;
+          if (size > maxBytes) overflow = true;
+          else chunks.push(Buffer.from(chunk));
+          done();
+        },
+      });
+    const input = options.stdin ? new Readable({ read() {} }) : null;
+    // Frames of 64 KiB: an API server need not take a 1 MB WebSocket message.
+    for (let at = 0; input && options.stdin && at < options.stdin.length; at += 65_536) {
+      input.push(options.stdin.subarray(at, at + 65_536));
+    }
+    const timeoutMs = options.timeoutMs ?? this.options.execTimeoutMs ?? 60_000;
+    let socket: { close(): void } | null = null;
+    try {
+      const status = await new Promise<V1Status>((resolve, reject) => {
+        let settled = false;
+        const settle = (fn: () => void) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          fn();
+        };
+        const timer = setTimeout(() => {
+          socket?.close();
+          settle(() => reject(new Error(`${label} did not finish within ${Math.round(timeoutMs / 1000)} s`)));
+        }, timeoutMs);
+        new Exec(this.kc)
+          .exec(this.namespace, podName, GATEWAY_CONTAINER, command, sink(out), sink(err), input, false, (s) => settle(() => resolve(s)))
+          .then(
+            (ws) => {
+              socket = ws;
+              ws.on('close', () => settle(() => reject(new Error(`${label}: the exec stream closed without a status`))));
+            },
+            (error: unknown) => settle(() => reject(new Error(`${label}: exec into pod ${podName} failed: ${errorText(error)}`))),
+          );
+      });
+      if (overflow) throw new Error(`${label} wrote more than ${maxBytes} bytes`);
+      return { status, stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+    } finally {
+      input?.destroy();
+    }
+  }
+
+  /** The newest pod of the agent that runs (not being deleted), or null. */
+  private async runningPod(name: string): Promise<string | null> {
+    const pod = newest((await this.pods(name)).filter((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp));
+    return pod?.metadata?.name ?? null;
+  }
+
+  // ---------------------------------------------------------------- workspace and live logs
+
+  /**
+   * The workspace on the agent's volume, through the workspace program (`workspace.ts`) run by the image's Node with
+   * `pods/exec` in the gateway container (as its user). 409 while no pod runs.
+   */
+  async workspace(agentId: string): Promise<AgentWorkspace> {
+    const { name } = await this.agent(agentId);
+    const podName = await this.runningPod(name);
+    if (!podName) throw new HttpError(409, AGENT_NOT_RUNNING);
+    const location = { root: `${STATE_DIR}/workspace`, home: HOME_DIR, node: this.options.nodeCommand ?? ['node'] };
+    return new ProgramWorkspace(location, async (argv, { stdin, timeoutMs, maxOutputBytes }) => {
+      const label = 'workspace program';
+      const run = await this.execInPod(podName, argv, { label, ...(stdin ? { stdin } : {}), timeoutMs, maxBytes: maxOutputBytes });
+      const code = run.status.status === 'Success' ? 0 : Number(run.status.details?.causes?.find((c) => c.reason === 'ExitCode')?.message);
+      return {
+        exitCode: Number.isNaN(code) ? null : code,
+        stdout: run.stdout,
+        stderr: run.stderr.toString('utf8') || (run.status.message ?? ''),
+      };
+    });
+  }
+
+  /**
+   * The tail of the gateway container's log, then its lines as the API streams them
+   * (`GET …/pods/{pod}/log?follow=true&timestamps=true`). A follow ends when the container stops or the pod goes; the
+   * host attaches again to the agent's running pod (the same one after a container restart, a new one after a
+   * restart, update or repair) from the last timestamp it delivered, so nothing is sent twice.
+   */
+  async *followLogs(agentId: string, options: FollowLogsOptions): AsyncIterable<string> {
+    const { name } = await this.agent(agentId);
+    const stop = new AbortController();
+    const signal = AbortSignal.any([options.signal, stop.signal]);
+    const queue = new LineQueue(signal);
+    // The follow starts after the newest line read here, by the node's clock (not this machine's); 0: nothing yet.
+    let floor = 0n;
+    const tail = Math.max(0, Math.floor(options.tail ?? 0));
+    const podName = newest(await this.pods(name))?.metadata?.name;
+    const recent = podName ? await this.recentPodLines(podName, Math.max(1, tail)) : [];
+    for (const { ns } of recent) if (ns !== null && ns > floor) floor = ns;
+    if (tail > 0) queue.push(...recent.map((entry) => entry.text));
+    void this.pumpPodLogs(agentId, name, floor, queue, options.pollMs ?? 1_000, signal);
+    try {
+      yield* queue;
+    } finally {
+      stop.abort();
+    }
+  }
+
+  private async recentPodLines(podName: string, tail: number): Promise<Array<{ ns: bigint | null; text: string }>> {
+    try {
+      const text = await this.k8s(`read log of pod ${podName}`, () =>
+        this.core.readNamespacedPodLog({
+          name: podName,
+          namespace: this.namespace,
+          container: GATEWAY_CONTAINER,
+          tailLines: tail,
+          timestamps: true,
+        }),
+      );
+      return String(text)
+        .split('\n')
+        .filter((line, index, lines) => !(index === lines.length - 1 && line === ''))
+        .map(splitTimestampNs);
+    } catch (error) {
+      if (error instanceof KubernetesApiError && (error.status === 400 || error.status === 404)) return [];
+      throw error;
+    }
+  }
+
+  private async pumpPodLogs(agentId: string, name: string, start: bigint, queue: LineQueue, pollMs: number, signal: AbortSignal) {
+    let floor = start;
+    while (!signal.aborted) {
+      try {
+        if (this.closed) return queue.end();
+        const podName = await this.runningPod(name);
+        if (podName) {
+          // `sinceTime` is to the second: lines of that second already sent come again and are skipped.
+          const sinceTime = floor === 0n ? null : new Date(Number(floor / 1_000_000n)).toISOString();
+          for await (const text of this.streamPodLog(podName, sinceTime, signal)) {
+            const { ns, text: line } = splitTimestampNs(text);
+            if (ns !== null && ns <= floor) continue;
+            if (ns !== null) floor = ns;
+            queue.push(line);
+          }
+        } else await this.agent(agentId); // gone: AgentNotFoundError ends the stream
+      } catch (error) {
+        if (signal.aborted) return;
+        if (error instanceof AgentNotFoundError) return queue.end();
+        // The API went away, the pod is being replaced, or its container is waiting: attach again after the pause.
+      }
+      await pause(pollMs, signal);
+    }
+  }
+
+  /**
+   * One follow of a pod's log, line by line: a plain GET with the kubeconfig's credentials and TLS settings (the
+   * client's own `Log` pipes the body without passing on its errors, which would leave a broken follow hanging).
+   */
+  private async *streamPodLog(podName: string, sinceTime: string | null, signal: AbortSignal): AsyncIterable<string> {
+    const url = new URL(`${this.server.replace(/\/$/, '')}/api/v1/namespaces/${this.namespace}/pods/${podName}/log`);
+    for (const [key, value] of Object.entries({ container: GATEWAY_CONTAINER, follow: 'true', timestamps: 'true' })) {
+      url.searchParams.set(key, value);
+    }
+    if (sinceTime) url.searchParams.set('sinceTime', sinceTime);
+    const options: https.RequestOptions = {};
+    await this.kc.applyToHTTPSOptions(options);
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const request = (url.protocol === 'https:' ? https : http).request(url, { ...options, method: 'GET', signal }, resolve);
+      request.once('error', reject);
+      request.end();
+    });
+    if (response.statusCode !== 200) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of response) chunks.push(chunk as Buffer);
+      throw new KubernetesApiError(
+        `Kubernetes API: follow log of pod ${podName} failed (${response.statusCode}): ${parseStatus(Buffer.concat(chunks).toString('utf8'))?.message ?? ''}`,
+        response.statusCode ?? null,
+        null,
+      );
+    }
+    const splitter = new LineSplitter();
+    for await (const chunk of response) yield* splitter.push(chunk as Buffer);
+    yield* splitter.flush();
   }
 
   // ---------------------------------------------------------------- manifests
@@ -971,6 +1165,7 @@ export class KubernetesAgentHost implements AgentHost {
         name: key,
         valueFrom: { secretKeyRef: { name, key, optional: key !== GATEWAY_TOKEN_ENV } },
       })),
+      ...agentEnvRefs(name, record.envNames ?? []),
     ];
     const probe = (path: string, periodSeconds: number, failureThreshold: number) => ({
       httpGet: { path, port: GATEWAY_PORT, scheme: 'HTTP' },
@@ -1111,7 +1306,15 @@ export class KubernetesAgentHost implements AgentHost {
 
   private recordOf(spec: AgentSpec): AgentRecord {
     const llm = spec.llm ? (({ apiKey: _apiKey, ...rest }) => rest)(spec.llm) : null;
-    return { agentId: spec.agentId, userId: spec.userId, plan: spec.plan, config: spec.config, llm };
+    const envNames = Object.keys(checkAgentEnv(spec.agentEnv)).sort();
+    return {
+      agentId: spec.agentId,
+      userId: spec.userId,
+      plan: spec.plan,
+      config: spec.config,
+      llm,
+      ...(envNames.length ? { envNames } : {}),
+    };
   }
 
   private jobManifest(agentId: string, name: string, kind: string, image: string, script: string, mounts: JobMount[]): V1Job {
@@ -1541,6 +1744,7 @@ export class KubernetesAgentHost implements AgentHost {
     if (env[CHANNEL_TOKEN_ENV.telegram]) channelTokens.telegram = env[CHANNEL_TOKEN_ENV.telegram];
     if (env[CHANNEL_TOKEN_ENV.discord]) channelTokens.discord = env[CHANNEL_TOKEN_ENV.discord];
     if (env[WHATSAPP_KEY]) channelTokens.whatsapp = env[WHATSAPP_KEY];
+    const agentEnv = Object.fromEntries(Object.entries(env).filter(([key, value]) => AGENT_ENV_NAME.test(key) && value));
     return {
       agentId: record.agentId,
       userId: record.userId,
@@ -1549,6 +1753,7 @@ export class KubernetesAgentHost implements AgentHost {
       gatewayToken: env[GATEWAY_TOKEN_ENV] ?? '',
       channelTokens,
       llm: record.llm ? { ...record.llm, apiKey: env[LLM_API_KEY_ENV] ?? '' } : undefined,
+      ...(Object.keys(agentEnv).length > 0 ? { agentEnv } : {}),
       version: deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.version] ?? this.defaultVersion,
     };
   }

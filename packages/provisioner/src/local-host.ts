@@ -13,12 +13,14 @@ import {
   computeCapacity,
 } from './capacity.js';
 import {
+  type AgentChanges,
   type AgentHealth,
   type AgentHost,
   type AgentSpec,
   type AgentState,
   type AgentStats,
   type AgentStatus,
+  type FollowLogsOptions,
   type LlmSpec,
   type LogsOptions,
   type WaitOptions,
@@ -28,10 +30,12 @@ import {
   HostFullError,
   UpdateFailedError,
 } from './host.js';
-import { type MESSAGING_CHANNELS, buildOpenClawConfig, secretEnv } from './openclaw-config.js';
+import { LineQueue, followFile } from './log-follow.js';
+import { buildOpenClawConfig, checkAgentEnv, secretEnv } from './openclaw-config.js';
 import { isAlive, memAvailableBytes, processTree, treeRssBytes, treeStats } from './proc.js';
 import { type OpenClawRuntime, PINNED_OPENCLAW_VERSION, REPO_ROOT, defaultNodeBin, openClawRuntime, runtimeProblem } from './runtime.js';
-import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
+import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
+import { type AgentWorkspace, ProgramWorkspace, runProgramLocally } from './workspace.js';
 
 export interface LocalHostOptions {
   /** The platform's data directory; agents live in `<dataDir>/agents/<agentId>/`. */
@@ -74,9 +78,7 @@ export interface LocalHostOptions {
   bind?: 'loopback' | 'lan';
 }
 
-type ChannelName = (typeof MESSAGING_CHANNELS)[number];
-
-/** What `agent.json` holds. Tokens and the LLM key are sealed with the host's key. */
+/** What `agent.json` holds. Tokens, the LLM key and the agent's variables are sealed with the host's key. */
 interface AgentRecord {
   agentId: string;
   userId: string;
@@ -89,7 +91,7 @@ interface AgentRecord {
   /** Last gateway pid, to clean up a gateway left behind by a previous host process. */
   pid: number | null;
   llm: (Omit<LlmSpec, 'apiKey'> & { apiKey: string }) | null;
-  secrets: { gatewayToken: string; channelTokens: Partial<Record<ChannelName, string>> };
+  secrets: SealedSpecRecord['secrets'];
   createdAt: string;
   updatedAt: string;
 }
@@ -401,19 +403,22 @@ export class LocalAgentHost implements AgentHost {
     });
   }
 
-  /** Changes the stored spec (config, plan, tokens, LLM). Config-only changes hot-reload; secret changes restart. */
-  async configure(agentId: string, changes: Partial<Pick<AgentSpec, 'config' | 'plan' | 'channelTokens' | 'llm'>>): Promise<AgentState> {
+  /** Changes the stored spec (config, plan, tokens, LLM, agent variables). Config-only changes hot-reload; secret changes restart. */
+  async configure(agentId: string, changes: AgentChanges): Promise<AgentState> {
     const agent = this.get(agentId);
     return this.exclusive(agent, async () => {
       const current = openSealedSpec(this.secrets, agent.record);
+      const secretsChanged = changes.channelTokens !== undefined || changes.llm !== undefined || changes.agentEnv !== undefined;
+      // Checked before anything is changed: a bad variable leaves the agent as it was.
+      if (changes.agentEnv !== undefined) checkAgentEnv(changes.agentEnv);
       if (changes.config) agent.record.config = changes.config;
       if (changes.plan) agent.record.plan = changes.plan;
-      const secretsChanged = changes.channelTokens !== undefined || changes.llm !== undefined;
       if (secretsChanged) {
         sealSpecSecrets(this.secrets, agent.record, {
           ...current,
           channelTokens: changes.channelTokens ?? current.channelTokens,
           llm: changes.llm === undefined ? current.llm : changes.llm,
+          agentEnv: changes.agentEnv ?? current.agentEnv,
         });
       }
       await this.saveRecord(agent);
@@ -508,6 +513,28 @@ export class LocalAgentHost implements AgentHost {
     if (agent.logs.length > 0) return agent.logs.slice(-tail);
     const text = await readFile(join(this.paths(agentId).logs, 'gateway.log'), 'utf8').catch(() => '');
     return text.split('\n').filter(Boolean).slice(-tail);
+  }
+
+  /** `tail -F` of `logs/gateway.log` (gateway output and the host's `[host]` lines), across restarts and rotation. */
+  async *followLogs(agentId: string, options: FollowLogsOptions): AsyncIterable<string> {
+    this.get(agentId);
+    const queue = new LineQueue(options.signal);
+    const follower = await followFile(join(this.paths(agentId).logs, 'gateway.log'), (lines) => queue.push(...lines), {
+      tail: options.tail ?? 0,
+      ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
+    });
+    try {
+      yield* queue;
+    } finally {
+      follower.close();
+    }
+  }
+
+  /** The workspace on this machine (it exists whether or not the gateway runs); see `workspace.ts`. */
+  async workspace(agentId: string): Promise<AgentWorkspace> {
+    this.get(agentId);
+    const paths = this.paths(agentId);
+    return new ProgramWorkspace({ root: paths.workspace, home: paths.home, node: [process.execPath] }, runProgramLocally);
   }
 
   async stats(agentId: string): Promise<AgentStats> {

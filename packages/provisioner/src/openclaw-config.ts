@@ -18,6 +18,39 @@ const CHANNEL_SECRET_KEYS = ['botToken', 'token', 'tokenFile', 'webhookSecret'];
 export const MESSAGING_CHANNELS = ['telegram', 'discord', 'whatsapp'] as const;
 
 export const LLM_API_KEY_ENV = 'AOP_LLM_API_KEY';
+
+/**
+ * The agent's own secret variables (`AgentSpec.agentEnv`, e.g. its wallet key): names in the `AOP_AGENT_` namespace
+ * only, so they can never replace OpenClaw's variables, the tokens above or the host's own (PATH, HOME, …).
+ */
+export const AGENT_ENV_NAME = /^AOP_AGENT_[A-Z0-9_]{1,64}$/;
+/** Bounds on `agentEnv`: a handful of short values (each lands in a process environment or a provider's variables). */
+export const AGENT_ENV_MAX_ENTRIES = 16;
+export const AGENT_ENV_MAX_VALUE = 4096;
+
+/**
+ * `agentEnv` checked: every name `AOP_AGENT_*`, every value a non-empty string without NUL (which no environment can
+ * hold) within the bounds. Throws naming the variable, never its value.
+ */
+export function checkAgentEnv(env: Record<string, string> | undefined): Record<string, string> {
+  if (env === undefined) return {};
+  if (typeof env !== 'object' || env === null || Array.isArray(env)) throw new Error('agentEnv must be an object of strings');
+  const entries = Object.entries(env);
+  if (entries.length > AGENT_ENV_MAX_ENTRIES) throw new Error(`agentEnv has more than ${AGENT_ENV_MAX_ENTRIES} variables`);
+  for (const [name, value] of entries) {
+    if (!AGENT_ENV_NAME.test(name)) throw new Error(`agentEnv: ${JSON.stringify(name.slice(0, 80))} is not an AOP_AGENT_* name`);
+    if (typeof value !== 'string' || value === '' || value.length > AGENT_ENV_MAX_VALUE || value.includes('\0')) {
+      throw new Error(`agentEnv: invalid value for ${name}`);
+    }
+  }
+  return { ...env };
+}
+
+/** Same variables, same values (order aside). */
+export function sameAgentEnv(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  const left = Object.entries(a ?? {});
+  return left.length === Object.keys(b ?? {}).length && left.every(([name, value]) => b?.[name] === value);
+}
 /** The `models.providers` id of the platform's LLM; the primary model becomes `platform/<model>`. */
 export const LLM_PROVIDER_ID = 'platform';
 
@@ -136,9 +169,12 @@ export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTok
   return config;
 }
 
-/** The secret variables the config refers to: gateway token, channel tokens, LLM key. */
-export function secretEnv(spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm'>): Record<string, string> {
-  const env: Record<string, string> = { OPENCLAW_GATEWAY_TOKEN: spec.gatewayToken };
+/**
+ * The gateway's secret variables: those the config refers to (gateway token, channel tokens, LLM key) and the agent's
+ * own (`agentEnv`, for its tools and skills; never in the config file).
+ */
+export function secretEnv(spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm' | 'agentEnv'>): Record<string, string> {
+  const env: Record<string, string> = { ...checkAgentEnv(spec.agentEnv), OPENCLAW_GATEWAY_TOKEN: spec.gatewayToken };
   if (spec.channelTokens?.telegram) env[CHANNEL_TOKEN_ENV.telegram] = spec.channelTokens.telegram;
   if (spec.channelTokens?.discord) env[CHANNEL_TOKEN_ENV.discord] = spec.channelTokens.discord;
   if (spec.llm) env[LLM_API_KEY_ENV] = spec.llm.apiKey;

@@ -1,10 +1,10 @@
 import { decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
 import type { AgentSpec, ChannelTokens, LlmSpec } from './host.js';
-import { MESSAGING_CHANNELS } from './openclaw-config.js';
+import { MESSAGING_CHANNELS, checkAgentEnv } from './openclaw-config.js';
 
 /**
  * How hosts that keep a registry of their own (local, docker, hosting) store an agent's secrets: the gateway token,
- * channel tokens and LLM key sealed with AES-256-GCM, each bound to its agent and its name as associated data, so a
+ * channel tokens, LLM key and the agent's own variables (`agentEnv`) sealed with AES-256-GCM, each bound to its agent and its name as associated data, so a
  * sealed value copied to another agent or field does not open.
  */
 export interface SecretBox {
@@ -37,16 +37,22 @@ export interface SealedSpecRecord {
   config: Record<string, unknown>;
   version: string;
   llm: (Omit<LlmSpec, 'apiKey'> & { apiKey: string }) | null;
-  secrets: { gatewayToken: string; channelTokens: Partial<Record<ChannelName, string>> };
+  secrets: {
+    gatewayToken: string;
+    channelTokens: Partial<Record<ChannelName, string>>;
+    /** `agentEnv`, each value sealed; absent in records written before it existed. */
+    env?: Record<string, string>;
+  };
 }
 
-/** Seals `spec`'s secrets into `record` (replacing the channel tokens and LLM settings it had). */
+/** Seals `spec`'s secrets into `record` (replacing the channel tokens, LLM settings and agent variables it had). */
 export function sealSpecSecrets(
   box: SecretBox,
   record: SealedSpecRecord,
-  spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm'>,
+  spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm' | 'agentEnv'>,
 ): void {
   const id = record.agentId;
+  const env = checkAgentEnv(spec.agentEnv);
   record.secrets.gatewayToken = box.encrypt(spec.gatewayToken, secretAad(id, 'gatewayToken'));
   record.secrets.channelTokens = {};
   for (const name of MESSAGING_CHANNELS) {
@@ -54,6 +60,9 @@ export function sealSpecSecrets(
     if (token) record.secrets.channelTokens[name] = box.encrypt(token, secretAad(id, `channel:${name}`));
   }
   record.llm = spec.llm ? { ...spec.llm, apiKey: box.encrypt(spec.llm.apiKey, secretAad(id, 'llmApiKey')) } : null;
+  record.secrets.env = Object.fromEntries(
+    Object.entries(env).map(([name, value]) => [name, box.encrypt(value, secretAad(id, `env:${name}`))]),
+  );
 }
 
 /** The agent's spec with its secrets opened. */
@@ -64,6 +73,9 @@ export function openSealedSpec(box: SecretBox, record: SealedSpecRecord): AgentS
     const sealed = record.secrets.channelTokens[name];
     if (sealed) channelTokens[name] = box.decrypt(sealed, secretAad(id, `channel:${name}`));
   }
+  const agentEnv = Object.fromEntries(
+    Object.entries(record.secrets.env ?? {}).map(([name, sealed]) => [name, box.decrypt(sealed, secretAad(id, `env:${name}`))]),
+  );
   return {
     agentId: id,
     userId: record.userId,
@@ -72,6 +84,7 @@ export function openSealedSpec(box: SecretBox, record: SealedSpecRecord): AgentS
     gatewayToken: box.decrypt(record.secrets.gatewayToken, secretAad(id, 'gatewayToken')),
     channelTokens,
     llm: record.llm ? { ...record.llm, apiKey: box.decrypt(record.llm.apiKey, secretAad(id, 'llmApiKey')) } : undefined,
+    ...(Object.keys(agentEnv).length > 0 ? { agentEnv } : {}),
     version: record.version,
   };
 }

@@ -1,5 +1,5 @@
 import { type App, HttpError } from '@aop/core';
-import { type AgentHost, type AgentState, LocalAgentHost } from '@aop/provisioner';
+import type { AgentHost, AgentState } from '@aop/provisioner';
 import type { FastifyRequest } from 'fastify';
 import { type DeploymentRow, hostState, isAgentId, ownDeployment } from './agents.js';
 
@@ -48,13 +48,4 @@ export async function deployedAgent(
   const owned = await ownedAgent(app, host, request, agentId);
   if (!owned.state) throw new HttpError(409, 'Agent is not deployed');
   return { ...owned, state: owned.state };
-}
-
-/**
- * The local provider, whose agents keep their files on this machine. Container and hosting providers keep them in a
- * volume or a remote service the backend cannot read directly: 501 with `message`.
- */
-export function localHostOr501(host: AgentHost, message: string): LocalAgentHost {
-  if (host instanceof LocalAgentHost) return host;
-  throw new HttpError(501, message);
 }

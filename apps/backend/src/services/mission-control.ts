@@ -19,6 +19,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { BackendConfig } from '../config.js';
 import { openAgentControl } from './agent-control.js';
 import { publicUrl } from './agents.js';
+import type { FleetFitness } from './fleet-fitness.js';
 
 /**
  * Mission control (spec §4.17): the user's fleet as it is now, read live from the agent host (status, `/healthz`,
@@ -32,6 +33,8 @@ export interface MissionControlDeps {
   /** Absent when no provisioner is configured: no agent is reachable then. */
   host: AgentHost | undefined;
   log: Pick<FastifyBaseLogger, 'warn' | 'info'>;
+  /** The agents' colony fitness scores (x402 gateway), bounded in time and cached. */
+  fitness: FleetFitness;
 }
 
 /** A running, ready agent counts as `idle` after this long without a ledger row or a (re)start. */
@@ -219,13 +222,16 @@ function fleetEdges(
 /**
  * The graph (spec §2.10, §4.17), built live: the user's first agent is the orchestrator at the centre, every other
  * agent a specialist or worker on a ring around it, each with its status, CPU load and memory (percent of its plan's
- * memory limit) and its underground wallet. Edges: see `fleetEdges`. `soul` when at least one agent answers
- * `/healthz`; otherwise the spec's fallback node.
+ * memory limit), its colony fitness score when the x402 gateway gives one, and its underground wallet when it has one.
+ * The orchestrator also carries `children` (how many other agents the fleet has) and `url` (its public address).
+ * `endpoints`, `cycles`, `regime` and `freeEnergy` are left out: nothing the platform records measures them.
+ * Edges: see `fleetEdges`. `soul` when at least one agent answers `/healthz`; otherwise the spec's fallback node.
  */
 export async function fleetGraph(deps: MissionControlDeps, userId: string, now = Date.now()): Promise<FleetGraph> {
   const agents = await userAgents(deps.db, userId);
   if (agents.length === 0) return fallbackFleetGraph('fallback', new Date(now));
-  const [probes, traffic, bus, wallets] = await Promise.all([
+  // Fitness is asked alongside the probes so the colony gateway's time bound overlaps theirs instead of adding to it.
+  const [probes, traffic, bus, wallets, fitness] = await Promise.all([
     Promise.all(agents.map((a) => probe(deps.host, a.id))),
     agentTraffic(deps.db, userId, now),
     busTraffic(
@@ -234,6 +240,7 @@ export async function fleetGraph(deps: MissionControlDeps, userId: string, now =
       now,
     ),
     agentWallets(deps.db, userId),
+    deps.fitness.scores(agents.map((a) => a.id)),
   ]);
   if (!probes.some((p) => p.health?.live)) return fallbackFleetGraph('fallback', new Date(now));
 
@@ -251,6 +258,8 @@ export async function fleetGraph(deps: MissionControlDeps, userId: string, now =
       load: shown ? percent(p.stats?.cpuPercent ?? 0) : 0,
       memory: shown ? percent(((p.stats?.memoryBytes ?? 0) / dockerPlanResources(agent.plan).memoryBytes) * 100) : 0,
     };
+    const score = fitness.get(agent.id);
+    if (score !== undefined) node.fitness = score;
     const wallet = wallets.get(agent.id);
     if (wallet) node.walletAddress = wallet;
     if (i === 0) {

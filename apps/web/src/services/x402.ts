@@ -1,15 +1,24 @@
 import { STATUS_CODES } from 'node:http';
 import { HttpError } from '@aop/core';
+import {
+  COLONY_NOT_CONFIGURED,
+  type ColonyCall,
+  type ColonyResult,
+  type Fitness,
+  fitnessFrom,
+  isColonyScore as isScore,
+  isColonyTier as isTier,
+  requestColony,
+} from '@aop/core/colony';
 import type { WebConfig } from '../config.js';
 
 /**
  * Spec §4.5 x402 payment gateway: a proxy to an upstream colony gateway. This module holds the spec's words,
- * the fallback answers, the input checks and the one function that talks to the upstream.
- *
- * Upstream paths (below X402_GATEWAY_URL; the same slugs as the spec's fallback endpoint list):
- * `GET /health`, `POST /gateway/colony/join`, `GET /gateway/fitness/:agentId`, `GET /gateway/pricing/:agentId`,
- * `GET /gateway/endpoints`, `POST /gateway/pay`.
+ * the fallback answers, the input checks and the one function that talks to the upstream (the shared colony client
+ * of `@aop/core/colony`, which the backend's mission control also uses for fitness scores).
  */
+
+export { type ColonyCall, type ColonyResult, type Fitness, fitnessFrom };
 
 export const X402_ACTIONS = ['join-colony', 'fitness', 'pricing', 'endpoints', 'pay'] as const;
 export type X402Action = (typeof X402_ACTIONS)[number];
@@ -23,7 +32,7 @@ export const RECIPIENT_REQUIRED = 'Recipient required';
 export const INVALID_RECIPIENT = 'Invalid recipient address';
 export const GATEWAY_ERROR = 'x402 gateway error';
 export const COLONY_UNREACHABLE = 'Colony gateway unreachable';
-export const NOT_CONFIGURED = 'x402 gateway not configured';
+export const NOT_CONFIGURED = COLONY_NOT_CONFIGURED;
 
 /** Spec §8: a payment is more than 0 and at most 100. */
 export const PAYMENT_MAX = 100;
@@ -34,14 +43,6 @@ export const DEFAULT_METHOD = 'default';
 export const CURRENCY_MAX = 64;
 export const METHOD_MAX = 64;
 export const ENDPOINT_MAX = 2048;
-/** An upstream answer larger than this is not read (and counts as not JSON). */
-const UPSTREAM_BODY_MAX = 1_048_576;
-
-export interface Fitness {
-  score: number;
-  tier: string;
-  details: Record<string, unknown> | null;
-}
 
 export interface Pricing {
   agentId: string;
@@ -157,91 +158,16 @@ export function publicGatewayUrl(config: X402Config): string | null {
   }
 }
 
-export interface ColonyCall {
-  method: 'GET' | 'POST';
-  /** Path below the gateway URL, already encoded. */
-  path: string;
-  json?: unknown;
-  timeoutMs: number;
-}
-
-/** What the upstream did: answered (with its JSON body, or `json: false`), or could not be reached in time. */
-export type ColonyResult =
-  | { reached: true; status: number; ok: boolean; json: true; body: unknown }
-  | { reached: true; status: number; ok: boolean; json: false }
-  | { reached: false; reason: string };
-
 /**
- * One call to the colony gateway. Never throws: an unset gateway, a network error or the timeout (which also covers
- * reading the body) is `reached: false` with a short reason that carries no upstream content. Redirects are not
- * followed, so a request never travels to a host the operator did not configure.
+ * One call to the configured colony gateway. Never throws: an unset gateway, a network error or the timeout is
+ * `reached: false` with a short reason that carries no upstream content; redirects are not followed.
  */
-export async function callColony(config: X402Config, call: ColonyCall): Promise<ColonyResult> {
-  const base = config.x402.gatewayUrl;
-  if (!base) return { reached: false, reason: NOT_CONFIGURED };
-  const signal = AbortSignal.timeout(call.timeoutMs);
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (call.json !== undefined) headers['content-type'] = 'application/json';
-  try {
-    const res = await fetch(`${base}${call.path}`, {
-      method: call.method,
-      headers,
-      ...(call.json !== undefined ? { body: JSON.stringify(call.json) } : {}),
-      signal,
-      redirect: 'manual',
-    });
-    const text = await readCapped(res);
-    let body: unknown;
-    try {
-      if (text === undefined || text.trim() === '') throw new Error('no body');
-      body = JSON.parse(text) as unknown;
-    } catch {
-      return { reached: true, status: res.status, ok: res.ok, json: false };
-    }
-    return { reached: true, status: res.status, ok: res.ok, json: true, body };
-  } catch (err) {
-    if (signal.aborted) return { reached: false, reason: `timed out after ${call.timeoutMs} ms` };
-    return { reached: false, reason: describeFetchError(err) };
-  }
-}
-
-/** The body as text, or undefined when it is larger than UPSTREAM_BODY_MAX (the rest is not read). */
-async function readCapped(res: Response): Promise<string | undefined> {
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > UPSTREAM_BODY_MAX) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** A short reason for a network failure, without the URL or anything the upstream said. */
-function describeFetchError(err: unknown): string {
-  const code = (err as { cause?: { code?: unknown } })?.cause?.code;
-  return typeof code === 'string' && /^[A-Z_]+$/.test(code) ? `unreachable (${code})` : 'unreachable';
-}
+export const callColony = (config: X402Config, call: ColonyCall): Promise<ColonyResult> => requestColony(config.x402.gatewayUrl, call);
 
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const isScore = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= 100;
-const isTier = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
 const isRate = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
-
-/** The upstream's fitness answer in the spec's shape `{ score, tier, details }`, or undefined when it is not one. */
-export function fitnessFrom(body: unknown): Fitness | undefined {
-  if (!isPlainObject(body) || !isScore(body.score) || !isTier(body.tier)) return undefined;
-  return { score: body.score, tier: body.tier, details: isPlainObject(body.details) ? body.details : null };
-}
 
 /**
  * The upstream's pricing answer in the spec's shape `{ agentId, tier, pricing: { rate, discount }, fitness }`, or

@@ -1,11 +1,12 @@
 import { totalmem } from 'node:os';
-import { type App, HttpError, newId } from '@aop/core';
+import { type App, HttpError, newId, parseEncryptionKey } from '@aop/core';
 import { isUniqueViolation } from '@aop/db';
 import { type AgentHost, type ChannelTokens, type LlmSpec, PINNED_OPENCLAW_VERSION, UpdateFailedError } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../../config.js';
 import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
+import { syncWalletEnv, walletEnvFor, withWalletEnv } from '../../services/agent-wallet-env.js';
 import {
   agentView,
   hostState,
@@ -67,6 +68,7 @@ export function agentAuth(config: BackendConfig) {
 
 /** `POST /api/deployments` (spec §4.15; body and answers from the reference): deploys an agent's gateway. */
 export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOptions): Promise<void> {
+  const walletDeps = { db: app.db, encryptionKey: parseEncryptionKey(config.encryptionKey), config };
   app.post(
     '/',
     {
@@ -146,6 +148,12 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
         channelTokens: { ...(telegramToken ? { telegram: telegramToken } : {}), ...(discordToken ? { discord: discordToken } : {}) },
         ...(llmFor(config, aiProvider, apiKey) ? { llm: llmFor(config, aiProvider, apiKey) } : {}),
       };
+      // An agent that already has an underground wallet gets its key in its environment (spec §4.11 bus signing); a
+      // key that cannot be opened (e.g. ENCRYPTION_KEY rotated) must not stop the deployment itself.
+      const wallet = await walletEnvFor(walletDeps, userId, agentId).catch((err: unknown) => {
+        request.log.warn({ agentId, reason: err instanceof Error ? err.message : String(err) }, 'agent wallet not handed over');
+        return undefined;
+      });
       const state = await onHost(async () => {
         const existing = await hostState(host, agentId);
         if (existing) {
@@ -154,10 +162,11 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
             plan,
             channelTokens: spec.channelTokens,
             ...(spec.llm ? { llm: spec.llm } : {}),
+            ...(wallet ? { agentEnv: withWalletEnv((await host.spec(agentId)).agentEnv, wallet) } : {}),
           });
           return host.start(agentId).catch(() => host.status(agentId));
         }
-        return host.create({ ...spec, gatewayToken: newGatewayToken(config) });
+        return host.create({ ...spec, ...(wallet ? { agentEnv: wallet } : {}), gatewayToken: newGatewayToken(config) });
       }).catch(async (err) => {
         await app.db.withUser(userId, (trx) =>
           trx.updateTable('agent_deployments').set({ status: 'error' }).where('id', '=', agentId).execute(),
@@ -181,6 +190,7 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
 
 /** Agents (spec §4.15 backend rows): CRUD, lifecycle, token. Every route is limited to the caller's agents. */
 export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions): Promise<void> {
+  const walletDeps = { db: app.db, encryptionKey: parseEncryptionKey(config.encryptionKey), config };
   app.addHook('onRequest', requireInternalKey(config.internalApiKey));
   app.addHook('onRequest', verifyUserContext(config.userContextSecret));
 
@@ -406,7 +416,13 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   );
 
   app.post('/agents/:id/repair', { schema: lifecycleSchema }, async (request) => {
-    await lifecycle(request, (id) => host.repair(id));
+    // Repair also hands the agent its wallet if its runtime lacks it (or a stale one, or the bus URL changed).
+    await lifecycle(request, async (id) => {
+      await syncWalletEnv(walletDeps, host, callerId(request), id).catch((err: unknown) => {
+        request.log.warn({ agentId: id, reason: err instanceof Error ? err.message : String(err) }, 'agent wallet not handed over');
+      });
+      return host.repair(id);
+    });
     return { success: true, message: 'Agent repaired successfully' };
   });
 

@@ -1,16 +1,18 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startDockerEngine } from '@aop/provisioner/docker-engine.test-support';
-import { request, testEnv } from '@aop/testing';
+import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend } from '../../backend.test-support.js';
-import { loadBackendConfig } from '../../config.js';
-import { createAgentHost } from '../../services/agent-host.js';
-import { type LocalAgents, TEST_HMAC, TEST_KEY, startLocalAgents, userHeaders } from '../../services/agent-access.test-support.js';
+import { type LocalAgents, startLocalAgents, userHeaders } from '../../services/agent-access.test-support.js';
+import {
+  type ContainerAgents,
+  startDockerAgents,
+  startHostedAgents,
+  startKubeAgents,
+} from '../../services/container-agents.test-support.js';
 import { parseLog, parseNumstat, parsePorcelainV1, redactCredentials } from './git.js';
 
 /** git for the test's own setup, isolated from the machine's config. */
@@ -433,35 +435,157 @@ describe('workspace browse', () => {
   });
 });
 
-describe('workspace browse on a provider without local files', () => {
-  it('answers 501 after checking ownership', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'aop-browse-docker-'));
-    const image = 'ghcr.io/openclaw/openclaw:1.0.0';
-    const engine = await startDockerEngine({ socketPath: join(dir, 'docker.sock'), dir, images: { [image]: {} } });
-    const envVars = {
-      INTERNAL_API_KEY: TEST_KEY,
-      HMAC_SECRET: TEST_HMAC,
-      PROVISIONER: 'docker',
-      DOCKER_SOCKET: engine.socketPath,
-      DOCKER_AGENT_IMAGE: image,
-    };
-    const host = createAgentHost(loadBackendConfig(testEnv(join(dir, 'data'), envVars)));
-    const backend = await startBackend(envVars, { host });
+// The same routes on the container providers: the backend reaches the files only through the host's `workspace()`,
+// which runs the workspace program with `docker exec` in the agent's container / `pods/exec` in its pod. The local
+// stand-ins speak the real protocols (hijacked exec with stdin and multiplexed frames; the channel WebSocket) and run
+// the exec'd program on this machine against the volume's directory, so symlinks here are symlinks "in the container".
+describe.each([
+  ['docker', startDockerAgents],
+  ['kubernetes', startKubeAgents],
+] as const)('workspace browse on the %s provider', (provider, start) => {
+  let env: ContainerAgents;
+  let ws: string;
+  const agentId = `agt_${provider}_ws`;
+  const q = (params: Record<string, string>) => new URLSearchParams({ agentId, ...params }).toString();
+  const get = (path: string, userId = 'usr_boxed') => env.call(userId, 'GET', path);
+
+  beforeAll(async () => {
+    env = await start(`aop-browse-${provider}-`);
+    await env.deploy('usr_boxed', agentId);
+    ws = env.workspaceDir(agentId);
+    git(ws, 'init', '-q', '-b', 'main');
+    git(ws, 'add', '-A');
+    git(ws, 'commit', '-q', '-m', 'Seed workspace');
+  });
+  afterAll(() => env.close());
+
+  it('tree, read and write go through the container; only the owner gets in', async () => {
+    const tree = await get(`/browse/tree?${q({})}`);
+    expect(tree.status).toBe(200);
+    expect(tree.body).toMatchObject({ agentId, path: '', depth: 2, truncated: false });
+    const names = tree.body.entries.map((e: { name: string }) => e.name);
+    expect(names).toEqual(expect.arrayContaining(['memory', 'AGENTS.md', 'SOUL.md']));
+    expect(names).not.toContain('.git');
+    expect(tree.body.entries.find((e: { name: string }) => e.name === 'AGENTS.md')).toEqual({
+      name: 'AGENTS.md',
+      path: 'AGENTS.md',
+      type: 'file',
+      size: 12,
+      modifiedAt: expect.any(String),
+    });
+    expect((await get(`/browse/tree?${q({})}`, 'usr_other')).body).toEqual({ error: 'Agent not found' });
+
+    const written = await env.call('usr_boxed', 'POST', '/browse/write', { agentId, path: 'notes/plan.md', content: '# Plan ✓\n' });
+    expect(written.body).toEqual({
+      success: true,
+      agentId,
+      path: 'notes/plan.md',
+      size: 11,
+      created: true,
+      modifiedAt: expect.any(String),
+    });
+    expect(await readFile(join(ws, 'notes', 'plan.md'), 'utf8')).toBe('# Plan ✓\n');
+    const read = await get(`/browse/read?${q({ path: 'notes/plan.md' })}`);
+    expect(read.body).toEqual({
+      agentId,
+      path: 'notes/plan.md',
+      size: 11,
+      modifiedAt: expect.any(String),
+      encoding: 'utf8',
+      content: '# Plan ✓\n',
+    });
+
+    // Binary content goes in on the exec's standard input and comes back as base64, byte for byte.
+    const bytes = Buffer.from([0, 1, 2, 255, 0x89, 0x50, 0x4e, 0x47]);
+    const big = Buffer.concat([bytes, randomBytes(300_000)]);
+    const b64 = await env.call('usr_boxed', 'POST', '/browse/write', {
+      agentId,
+      path: 'notes/blob.bin',
+      content: big.toString('base64'),
+      encoding: 'base64',
+    });
+    expect(b64.body).toMatchObject({ size: big.length, created: true });
+    expect((await readFile(join(ws, 'notes', 'blob.bin'))).equals(big)).toBe(true);
+    const back = await get(`/browse/read?${q({ path: 'notes/blob.bin' })}`);
+    expect(back.body).toMatchObject({ encoding: 'base64', size: big.length });
+    expect(Buffer.from(back.body.content, 'base64').equals(big)).toBe(true);
+    expect((await readdir(join(ws, 'notes'))).sort()).toEqual(['blob.bin', 'plan.md']);
+
+    expect((await get(`/browse/read?${q({ path: 'none.md' })}`)).body).toEqual({ error: 'File not found' });
+    expect((await get(`/browse/read?${q({ path: 'memory' })}`)).body).toEqual({ error: 'Not a file' });
+    expect((await get(`/browse/tree?${q({ path: 'AGENTS.md' })}`)).body).toEqual({ error: 'Not a directory' });
+    const tooBig = await env.call('usr_boxed', 'POST', '/browse/write', { agentId, path: 'big.txt', content: 'a'.repeat(1_100_000) });
+    expect(tooBig.status).toBe(413);
+    expect(existsSync(join(ws, 'big.txt'))).toBe(false);
+  });
+
+  it('refuses traversal and symlinks leading out, before and inside the container', async () => {
+    const outside = join(env.work, 'secret.txt');
+    await writeFile(outside, 'top secret');
+    await symlink(outside, join(ws, 'leak.txt'));
+    await symlink(env.work, join(ws, 'escape'));
+    await symlink(join(env.work, 'missing-target'), join(ws, 'dangling'));
+    await symlink(join(ws, '.git', 'config'), join(ws, 'gitconfig-link'));
+    const cases: Array<[string, string]> = [
+      ['../secret.txt', 'Path traversal is not allowed'],
+      ['/etc/passwd', 'Absolute paths are not allowed'],
+      ['.git/config', 'Paths inside .git are not accessible'],
+      ['leak.txt', 'Path resolves outside the workspace'],
+      ['escape/secret.txt', 'Path resolves outside the workspace'],
+      ['dangling', 'Path resolves outside the workspace'],
+      ['gitconfig-link', 'Paths inside .git are not accessible'],
+    ];
+    for (const [path, error] of cases) {
+      const read = await get(`/browse/read?${q({ path })}`);
+      expect([path, read.status, read.body]).toEqual([path, 400, { error }]);
+      const write = await env.call('usr_boxed', 'POST', '/browse/write', { agentId, path, content: 'pwned' });
+      expect([path, write.status, write.body]).toEqual([path, 400, { error }]);
+    }
+    expect(await readFile(outside, 'utf8')).toBe('top secret');
+    expect(existsSync(join(env.work, 'missing-target'))).toBe(false);
+    for (const name of ['leak.txt', 'escape', 'dangling', 'gitconfig-link']) await rm(join(ws, name));
+  });
+
+  it('git status, diff, log and sync run in the container, committing as the owner', async () => {
+    await env.call('usr_boxed', 'POST', '/browse/write', { agentId, path: 'AGENTS.md', content: '# Agents\nBe brief.\n' });
+    const status = await get(`/browse/git-status?${q({})}`);
+    expect(status.body).toMatchObject({ agentId, branch: 'main', hasCommits: true, clean: false });
+    expect(status.body.files).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: 'AGENTS.md', status: 'modified', unstaged: true })]),
+    );
+    const diff = await get(`/browse/git-diff?${q({})}`);
+    expect(diff.body.diff).toContain('-# AGENTS.md\n+# Agents\n+Be brief.');
+    expect(diff.body.files).toEqual([{ path: 'AGENTS.md', additions: 2, deletions: 1, binary: false }]);
+    const sync = await env.call('usr_boxed', 'POST', '/browse/git-sync', { agentId, message: 'Edited in the browser' });
+    expect(sync.body).toMatchObject({ success: true, committed: true, push: null, commit: { message: 'Edited in the browser' } });
+    expect(git(ws, 'log', '-1', '--format=%an <%ae>|%s').trim()).toBe(
+      'usr_boxed@example.com <usr_boxed@example.com>|Edited in the browser',
+    );
+    const log = await get(`/browse/git-log?${q({})}`);
+    expect(log.body.commits.map((c: { message: string }) => c.message)).toEqual(['Edited in the browser', 'Seed workspace']);
+    expect((await get(`/browse/git-status?${q({})}`)).body).toMatchObject({ clean: true, files: [] });
+  });
+
+  it('answers 409 while the agent is not running', async () => {
+    await env.host.stop(agentId);
+    const res = await get(`/browse/tree?${q({})}`);
+    expect([res.status, res.body]).toEqual([409, { error: 'Agent is not running: start it to browse its workspace' }]);
+  });
+});
+
+describe('workspace browse on the hosting provider', () => {
+  it('answers 501 after checking ownership: the provider gives no access to files', async () => {
+    const env = await startHostedAgents('aop-browse-hosting-');
     try {
-      const deployed = await request(`${backend.url}/api/deployments`, {
-        headers: userHeaders('usr_dock'),
-        json: { agentId: 'agt_dock', config: { autoProvision: true } },
-      });
-      expect(deployed.status).toBe(201);
-      const res = await request(`${backend.url}/api/browse/tree?agentId=agt_dock`, { headers: userHeaders('usr_dock') });
-      expect([res.status, res.body]).toEqual([501, { error: 'Workspace browsing is available on the local provider only' }]);
-      const other = await request(`${backend.url}/api/browse/tree?agentId=agt_dock`, { headers: userHeaders('usr_else') });
-      expect(other.status).toBe(404);
+      await env.deploy('usr_hosted', 'agt_hosted_ws');
+      const res = await env.call('usr_hosted', 'GET', '/browse/tree?agentId=agt_hosted_ws');
+      expect([res.status, res.body]).toEqual([
+        501,
+        { error: "Workspace browsing is not available on the hosting provider: it gives no access to an agent's files" },
+      ]);
+      expect((await env.call('usr_else', 'GET', '/browse/tree?agentId=agt_hosted_ws')).status).toBe(404);
     } finally {
-      await backend.close();
-      await host.shutdown();
-      await engine.close();
-      await rm(dir, { recursive: true, force: true });
+      await env.close();
     }
   });
 });

@@ -1,134 +1,29 @@
-import { spawn } from 'node:child_process';
-import { lstat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
 import { HttpError } from '@aop/core';
+import type { AgentWorkspace, GitOptions, GitRun } from '@aop/provisioner';
 
 /**
  * Git in an agent's workspace (OpenClaw runs `git init` in a new workspace when git is installed).
  *
- * The repository and its config are writable by the agent, so git runs as if it were the agent: no shell, an
- * environment built from nothing (none of the backend's secrets), the agent's home, no system or global config,
- * discovery stopped at the workspace (a workspace that is not a repository never falls through to a parent
- * repository), and the config keys that run programs (hooks, fsmonitor, pager, external diff, textconv, signing,
- * credential helpers, the `ext::` transport) overridden on the command line. Every call has a timeout that kills
- * git's whole process group, and output caps.
+ * The repository and its config are writable by the agent, so git runs as if it were the agent, where the workspace
+ * is (the host's `AgentWorkspace.git`): no shell, an environment built from nothing (none of the backend's secrets),
+ * the agent's home, no system or global config, discovery stopped at the workspace (a workspace that is not a
+ * repository never falls through to a parent repository), and the config keys that run programs (hooks, fsmonitor,
+ * pager, external diff, textconv, signing, credential helpers, the `ext::` transport) overridden on the command line.
+ * Every call has a timeout that kills git's whole process group, and output caps. This module builds the calls and
+ * reads their output.
  */
 
-export interface GitRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** stdout went past `maxBytes` and was cut (git was stopped). */
-  truncated: boolean;
-}
-
-export interface GitOptions {
-  timeoutMs?: number;
-  maxBytes?: number;
-  env?: Record<string, string>;
-}
-
-const DEFAULT_TIMEOUT_MS = 15_000;
-const DEFAULT_MAX_BYTES = 2 * 1024 * 1024;
-const STDERR_MAX = 64 * 1024;
-
-/** `-c` overrides for every config key that would make git run a program chosen by the repository. */
-const SAFE_CONFIG = [
-  'core.hooksPath=/dev/null',
-  'core.fsmonitor=false',
-  'core.pager=cat',
-  'core.editor=true',
-  'core.askPass=',
-  'core.sshCommand=ssh -o BatchMode=yes',
-  'credential.helper=',
-  'diff.external=',
-  'commit.gpgSign=false',
-  'tag.gpgSign=false',
-  'protocol.ext.allow=never',
-  'protocol.file.allow=never',
-  'color.ui=false',
-  'core.quotePath=false',
-  'gc.auto=0',
-  'maintenance.auto=false',
-].flatMap((entry) => ['-c', entry]);
+export type { GitOptions, GitRun };
 
 /** `https://user:token@host/…` → `https://***@host/…`: git echoes remote URLs in its messages. */
 export const redactCredentials = (text: string): string => text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]+@/gi, '$1***@');
 
 export class GitWorkspace {
-  constructor(
-    /** The real path of the workspace. */
-    readonly dir: string,
-    /** The agent's home (its ssh keys and known hosts are the ones a push uses). */
-    private readonly home: string,
-  ) {}
+  constructor(private readonly workspace: AgentWorkspace) {}
 
-  private env(extra: Record<string, string> = {}): Record<string, string> {
-    return {
-      PATH: '/usr/local/bin:/usr/bin:/bin',
-      HOME: this.home,
-      LANG: 'C.UTF-8',
-      GIT_TERMINAL_PROMPT: '0',
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_CONFIG_GLOBAL: '/dev/null',
-      GIT_CEILING_DIRECTORIES: dirname(this.dir),
-      ...extra,
-    };
-  }
-
-  /** Runs `git -C <workspace> <args>` without a shell. Never throws for a non-zero exit; 504 on timeout. */
+  /** `git <args>` in the workspace. Never throws for a non-zero exit; 504 on timeout. */
   run(args: string[], options: GitOptions = {}): Promise<GitRun> {
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
-    return new Promise((resolve, reject) => {
-      const child = spawn('git', ['--no-pager', ...SAFE_CONFIG, '-C', this.dir, ...args], {
-        env: this.env(options.env),
-        cwd: this.dir,
-        detached: true, // its own process group: a timeout kills whatever git started too
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      const out: Buffer[] = [];
-      let outBytes = 0;
-      let err = '';
-      let truncated = false;
-      let timedOut = false;
-      const killGroup = () => {
-        try {
-          if (child.pid) process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      };
-      const timer = setTimeout(() => {
-        timedOut = true;
-        killGroup();
-      }, timeoutMs);
-      child.stdout.on('data', (chunk: Buffer) => {
-        if (truncated) return;
-        const room = maxBytes - outBytes;
-        if (chunk.length > room) {
-          out.push(chunk.subarray(0, room));
-          outBytes = maxBytes;
-          truncated = true;
-          killGroup(); // the rest is not wanted
-          return;
-        }
-        out.push(chunk);
-        outBytes += chunk.length;
-      });
-      child.stderr.on('data', (chunk: Buffer) => {
-        if (err.length < STDERR_MAX) err += chunk.toString('utf8');
-      });
-      child.once('error', (error) => {
-        clearTimeout(timer);
-        reject(new HttpError(500, `git is not available: ${error.message}`));
-      });
-      child.once('close', (code) => {
-        clearTimeout(timer);
-        if (timedOut) return reject(new HttpError(504, 'Git command timed out'));
-        resolve({ code: truncated ? 0 : code, stdout: Buffer.concat(out).toString('utf8'), stderr: err, truncated });
-      });
-    });
+    return this.workspace.git(args, options);
   }
 
   /** Runs git and answers 500 with git's (redacted) message when it fails. */
@@ -142,11 +37,8 @@ export class GitWorkspace {
    * Whether the workspace itself is a repository: `.git` must be a real directory (not a symlink or a `gitdir:` file
    * pointing elsewhere) and git must agree that the workspace is the top level.
    */
-  async isRepository(): Promise<boolean> {
-    const info = await lstat(join(this.dir, '.git')).catch(() => null);
-    if (!info?.isDirectory()) return false;
-    const top = await this.run(['rev-parse', '--show-toplevel']);
-    return top.code === 0 && top.stdout.trim() === this.dir;
+  isRepository(): Promise<boolean> {
+    return this.workspace.isRepository();
   }
 
   async requireRepository(): Promise<void> {

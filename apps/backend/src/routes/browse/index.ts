@@ -1,19 +1,22 @@
 import { type App, HttpError } from '@aop/core';
-import type { AgentHost } from '@aop/provisioner';
+import type { AgentHost, AgentWorkspace } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../../config.js';
 import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
-import { checkedAgentId, deployedAgent, localHostOr501 } from '../../services/agent-access.js';
+import { checkedAgentId, deployedAgent } from '../../services/agent-access.js';
+import { onHost } from '../../services/agents.js';
 import { GitWorkspace } from './git.js';
-import { DEFAULT_TREE_DEPTH, MAX_TREE_DEPTH, Workspace, checkRelativePath, decodeContent } from './workspace.js';
+import { DEFAULT_TREE_DEPTH, MAX_TREE_DEPTH, checkRelativePath, decodeContent } from './workspace.js';
 
 export interface BrowseRoutesOptions {
   config: BackendConfig;
   host: AgentHost;
 }
 
-export const LOCAL_ONLY_MESSAGE = 'Workspace browsing is available on the local provider only';
+/** For a provider whose API gives no access to an agent's files (the hosting provider's has none). */
+export const noWorkspaceMessage = (provider: string) =>
+  `Workspace browsing is not available on the ${provider} provider: it gives no access to an agent's files`;
 const MAX_COMMIT_MESSAGE = 1_000;
 const DEFAULT_LOG_LIMIT = 20;
 const MAX_LOG_LIMIT = 100;
@@ -40,8 +43,9 @@ function boolParam(value: string | undefined, name: string): boolean {
 
 /**
  * Workspace browse (spec §4.18, shapes ours): the files and git history of an agent's OpenClaw workspace, for its
- * owner. Every path is relative to the workspace; see `workspace.ts` for how paths are confined and `git.ts` for how
- * git is run. Local provider only (other providers keep the workspace in a container volume): 501 elsewhere.
+ * owner. Every path is relative to the workspace and checked here first; the host's `workspace()` runs each operation
+ * where the files are (a child process, `docker exec`, `pods/exec`) and confines paths there (`@aop/provisioner`
+ * `workspace.ts`); `git.ts` builds the git calls. A provider without file access (hosting) answers 501.
  */
 export async function browseRoutes(app: App, { config, host }: BrowseRoutesOptions): Promise<void> {
   app.addHook('onRequest', requireInternalKey(config.internalApiKey));
@@ -63,9 +67,10 @@ export async function browseRoutes(app: App, { config, host }: BrowseRoutesOptio
   async function open(request: FastifyRequest, rawAgentId: unknown) {
     const agentId = checkedAgentId(rawAgentId);
     await deployedAgent(app, host, request, agentId);
-    const paths = localHostOr501(host, LOCAL_ONLY_MESSAGE).paths(agentId);
-    const workspace = await Workspace.open(paths.workspace);
-    return { agentId, workspace, git: new GitWorkspace(workspace.root, paths.home) };
+    const openWorkspace = host.workspace?.bind(host);
+    if (!openWorkspace) throw new HttpError(501, noWorkspaceMessage(host.provider));
+    const workspace = guarded(await onHost(() => openWorkspace(agentId)));
+    return { agentId, workspace, git: new GitWorkspace(workspace) };
   }
 
   /** A git pathspec from `?path=`: checked like every path, and absent for the whole repository. */
@@ -172,6 +177,17 @@ export async function browseRoutes(app: App, { config, host }: BrowseRoutesOptio
       return { success: true, agentId, ...result };
     },
   );
+}
+
+/** The workspace's own refusals pass as they are; a provider failure (engine or API unreachable) reads as one. */
+function guarded(access: AgentWorkspace): AgentWorkspace {
+  return {
+    tree: (segments, depth) => onHost(() => access.tree(segments, depth)),
+    read: (segments) => onHost(() => access.read(segments)),
+    write: (segments, data) => onHost(() => access.write(segments, data)),
+    isRepository: () => onHost(() => access.isRepository()),
+    git: (args, options) => onHost(() => access.git(args, options)),
+  };
 }
 
 function commitMessage(value: unknown): string {

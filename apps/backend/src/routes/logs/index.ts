@@ -1,12 +1,10 @@
-import { join } from 'node:path';
 import { type App, HttpError } from '@aop/core';
 import type { AgentHost } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { BackendConfig } from '../../config.js';
 import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
-import { checkedAgentId, deployedAgent, localHostOr501, ownedAgent, requireCaller } from '../../services/agent-access.js';
+import { checkedAgentId, deployedAgent, ownedAgent, requireCaller } from '../../services/agent-access.js';
 import { onHost } from '../../services/agents.js';
-import { followFile } from './follow.js';
 import { LogStreamRegistry, SseWriter } from './streams.js';
 
 export interface LogRoutesOptions {
@@ -17,7 +15,8 @@ export interface LogRoutesOptions {
 }
 
 export const MAX_STREAMS_PER_USER = 5;
-export const STREAM_LOCAL_ONLY_MESSAGE = 'Log streaming is available on the local provider only';
+/** For a provider that cannot follow an agent's output. */
+export const noStreamMessage = (provider: string) => `Log streaming is not available on the ${provider} provider`;
 const DEFAULT_HISTORY = 200;
 /** The local host keeps 1000 lines in memory; other hosts ask their provider for the same tail. */
 const MAX_HISTORY = 1_000;
@@ -35,8 +34,8 @@ function tailParam(value: string | undefined, name: string, fallback: number, mi
 
 /**
  * Agent logs (spec §4.18 "Logs", shapes ours): the gateway's recent output (`history`, any provider), a live
- * server-sent-event stream of new lines (`stream`, local provider: it follows `logs/gateway.log`), and the caller's
- * open streams (`active`, `stop`). A user has at most five streams open at once.
+ * server-sent-event stream of new lines (`stream`: the host's `followLogs`, on every provider that can follow its
+ * agents' output), and the caller's open streams (`active`, `stop`). A user has at most five streams open at once.
  */
 export async function logRoutes(app: App, { config, host, streams: tuning = {} }: LogRoutesOptions): Promise<void> {
   app.addHook('onRequest', requireInternalKey(config.internalApiKey));
@@ -71,7 +70,7 @@ export async function logRoutes(app: App, { config, host, streams: tuning = {} }
       const agentId = checkedAgentId(request.params.agentId);
       const tail = tailParam(request.query.tail, 'tail', DEFAULT_STREAM_TAIL, 0);
       const { userId } = await deployedAgent(app, host, request, agentId);
-      const local = localHostOr501(host, STREAM_LOCAL_ONLY_MESSAGE);
+      if (!host.followLogs) throw new HttpError(501, noStreamMessage(host.provider));
       // Checked and registered with no await in between, so parallel requests cannot pass the cap together.
       if (registry.countFor(userId) >= registry.maxPerUser) {
         throw new HttpError(429, `Too many log streams (max ${registry.maxPerUser})`);
@@ -82,20 +81,28 @@ export async function logRoutes(app: App, { config, host, streams: tuning = {} }
       const stream = registry.add(userId, agentId, (reason) => writer.end(reason));
       writer.onClose(() => registry.remove(stream.id));
       writer.send('ready', { streamId: stream.id, agentId, startedAt: stream.startedAt });
-      try {
-        const follower = await followFile(
-          join(local.paths(agentId).logs, 'gateway.log'),
-          (lines) => {
-            for (const line of lines) writer.send('log', { line });
-            stream.linesSent += lines.length;
-          },
-          { tail, ...(tuning.pollMs === undefined ? {} : { pollMs: tuning.pollMs }) },
-        );
-        writer.onClose(() => follower.close());
-      } catch (err) {
-        request.log.warn({ err }, 'log stream failed');
-        writer.end('error');
-      }
+      // The host follows the agent's output (a log file, the engine's or the cluster's log stream, the provider's log
+      // query) until the stream closes, whoever closes it: the client, `stop`, or the server shutting down.
+      const controller = new AbortController();
+      writer.onClose(() => controller.abort());
+      const lines = host.followLogs(agentId, {
+        tail,
+        signal: controller.signal,
+        ...(tuning.pollMs === undefined ? {} : { pollMs: tuning.pollMs }),
+      });
+      void (async () => {
+        try {
+          for await (const line of lines) {
+            writer.send('log', { line });
+            stream.linesSent += 1;
+          }
+          writer.end('ended');
+        } catch (err) {
+          if (controller.signal.aborted) return;
+          request.log.warn({ err }, 'log stream failed');
+          writer.end('error');
+        }
+      })();
     },
   );
 

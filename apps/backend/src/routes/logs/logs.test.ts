@@ -2,13 +2,15 @@ import { appendFile, mkdtemp, rename, rm, truncate, writeFile } from 'node:fs/pr
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startDockerEngine } from '@aop/provisioner/docker-engine.test-support';
-import { request, testEnv } from '@aop/testing';
+import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend } from '../../backend.test-support.js';
-import { loadBackendConfig } from '../../config.js';
-import { type LocalAgents, TEST_HMAC, TEST_KEY, startLocalAgents, userHeaders } from '../../services/agent-access.test-support.js';
-import { createAgentHost } from '../../services/agent-host.js';
+import { type LocalAgents, startLocalAgents, userHeaders } from '../../services/agent-access.test-support.js';
+import {
+  type ContainerAgents,
+  startDockerAgents,
+  startHostedAgents,
+  startKubeAgents,
+} from '../../services/container-agents.test-support.js';
 import { followFile } from './follow.js';
 import { SseWriter } from './streams.js';
 
@@ -194,36 +196,69 @@ describe('agent logs', () => {
   });
 });
 
-describe('logs on a provider without local files', () => {
-  it('history comes from the provider; streaming answers 501', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'aop-logs-docker-'));
-    const image = 'ghcr.io/openclaw/openclaw:1.0.0';
-    const engine = await startDockerEngine({ socketPath: join(dir, 'docker.sock'), dir, images: { [image]: {} } });
-    const vars = {
-      INTERNAL_API_KEY: TEST_KEY,
-      HMAC_SECRET: TEST_HMAC,
-      PROVISIONER: 'docker',
-      DOCKER_SOCKET: engine.socketPath,
-      DOCKER_AGENT_IMAGE: image,
-    };
-    const host = createAgentHost(loadBackendConfig(testEnv(join(dir, 'data'), vars)));
-    const backend = await startBackend(vars, { host });
-    try {
-      const deployed = await request(`${backend.url}/api/deployments`, {
-        headers: userHeaders('usr_dock'),
-        json: { agentId: 'agt_dock', config: { autoProvision: true } },
-      });
-      expect(deployed.status).toBe(201);
-      const history = await request(`${backend.url}/api/logs/agt_dock/history`, { headers: userHeaders('usr_dock') });
-      expect(history.body).toMatchObject({ agentId: 'agt_dock', provider: 'docker', lines: expect.any(Array) });
-      const stream = await request(`${backend.url}/api/logs/agt_dock/stream`, { headers: userHeaders('usr_dock') });
-      expect([stream.status, stream.body]).toEqual([501, { error: 'Log streaming is available on the local provider only' }]);
-    } finally {
-      await backend.close();
-      await host.shutdown();
-      await engine.close();
-      await rm(dir, { recursive: true, force: true });
+// The stream on the other providers: the docker host follows the engine's multiplexed log stream
+// (`logs?follow=1`), the kubernetes host the pod log (`log?follow=true`), the hosting host polls the provider's log
+// query. Each attaches again after a restart from the last line it sent.
+describe.each([
+  ['docker', startDockerAgents],
+  ['kubernetes', startKubeAgents],
+  ['hosting', startHostedAgents],
+] as const)('logs on the %s provider', (provider, start) => {
+  let env: ContainerAgents;
+  const agentId = `agt_${provider}_logs`;
+  let client = 0;
+  const headersFor = (userId: string) => ({ ...userHeaders(userId), 'x-forwarded-for': `198.18.0.${(++client % 250) + 1}` });
+
+  beforeAll(async () => {
+    env = await start(`aop-logs-${provider}-`);
+    await env.deploy('usr_follow', agentId);
+    env.writeLog(agentId, ['gateway line one', 'gateway line two']);
+  });
+  afterAll(() => env.close());
+
+  it('history and a live stream: the tail, new lines as they are written, across a restart; stop ends it', async () => {
+    const history = await env.call('usr_follow', 'GET', `/logs/${agentId}/history?limit=2`);
+    expect(history.body).toMatchObject({ agentId, provider, limit: 2, count: 2 });
+
+    const sse = await openSse(`${env.backend.url}/api/logs/${agentId}/stream?tail=2`, headersFor('usr_follow'));
+    expect(sse.res.status).toBe(200);
+    await until(() => sse.lines().length >= 2, 'the tail');
+    expect(sse.lines().slice(0, 2)).toEqual(history.body.lines);
+    expect(sse.events[0]).toMatchObject({ event: 'ready', data: { agentId } });
+
+    env.writeLog(agentId, ['live one', 'live two ✓']);
+    await until(() => sse.lines().includes('live two ✓'), 'the new lines');
+    // (The docker host's own `[host]` lines, e.g. of the platform device's pairing, may come in between.)
+    const gateway = (lines: string[]) => lines.filter((line) => !line.startsWith('[host]'));
+    expect(gateway(sse.lines())).toEqual([...gateway(history.body.lines), 'live one', 'live two ✓']);
+
+    await env.host.restart(agentId);
+    await env.host.waitUntilReady(agentId, { timeoutMs: 10_000 });
+    env.writeLog(agentId, ['after restart']);
+    await until(() => sse.lines().includes('after restart'), 'a line after the restart', 15_000);
+    if (provider === 'docker') {
+      // The container's output around the restart, and the host's own lines as it logged them.
+      expect(sse.lines()).toEqual(
+        expect.arrayContaining(['[gateway] signal SIGTERM received, shutting down', expect.stringMatching(/^\[host\] started aop-agent-/)]),
+      );
     }
+    // Attached again from the last line sent: nothing came twice.
+    expect(sse.lines().filter((line) => line === 'live one')).toHaveLength(1);
+    expect(sse.lines().filter((line) => line === 'gateway line two')).toHaveLength(1);
+
+    const active = await env.call('usr_follow', 'GET', '/logs/active');
+    expect(active.body).toMatchObject({ count: 1, streams: [{ agentId, linesSent: sse.lines().length }] });
+    expect((await env.call('usr_other', 'POST', `/logs/${agentId}/stop`)).status).toBe(404);
+    const stop = await env.call('usr_follow', 'POST', `/logs/${agentId}/stop`);
+    expect(stop.body).toEqual({ success: true, agentId, stopped: 1 });
+    await until(() => sse.ended, 'the stream to close');
+    expect(sse.events.at(-1)).toEqual({ event: 'end', data: { reason: 'stopped' } });
+    expect((await env.call('usr_follow', 'GET', '/logs/active')).body.count).toBe(0);
+  });
+
+  it('refuses another user', async () => {
+    const intruder = await openSse(`${env.backend.url}/api/logs/${agentId}/stream`, headersFor('usr_intruder'));
+    expect([intruder.res.status, await intruder.res.json()]).toEqual([404, { error: 'Agent not found' }]);
   });
 });
 

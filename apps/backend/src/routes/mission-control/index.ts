@@ -5,6 +5,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../../config.js';
 import { readUserContext, requireInternalKey } from '../../plugins/auth.js';
+import { createFleetFitness } from '../../services/fleet-fitness.js';
 import { type MissionControlDeps, fleetBookings, fleetCosts, fleetGraph, fleetTraces } from '../../services/mission-control.js';
 
 export interface MissionControlRoutesOptions {
@@ -42,7 +43,8 @@ function fleetUser(request: FastifyRequest, config: BackendConfig): string {
  */
 export async function missionControlRoutes(app: App, { config, host }: MissionControlRoutesOptions): Promise<void> {
   app.addHook('onRequest', requireInternalKey(config.internalApiKey));
-  const deps: MissionControlDeps = { config, db: app.db, host, log: app.log };
+  const fitness = createFleetFitness({ gatewayUrl: config.x402.gatewayUrl, timeoutMs: config.x402.fitnessTimeoutMs, log: app.log });
+  const deps: MissionControlDeps = { config, db: app.db, host, log: app.log, fitness };
   const schema = (response: object, summary: string) => ({
     tags: ['mission-control'],
     summary,

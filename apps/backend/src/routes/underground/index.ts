@@ -1,4 +1,5 @@
 import { type App, HttpError, encryptSecret, parseEncryptionKey, randomHex } from '@aop/core';
+import type { AgentHost } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../../config.js';
@@ -14,11 +15,14 @@ import {
   requiredAgentId,
   walletBalance,
 } from '../../services/underground.js';
+import { syncWalletEnv } from '../../services/agent-wallet-env.js';
 import { sendBusMessage, webhookSecretAad } from '../../services/underground-bus.js';
 import { checkWebhookUrl } from '../../services/underground-delivery.js';
 
 export interface UndergroundRoutesOptions {
   config: BackendConfig;
+  /** Where agents run: a new wallet's key is handed to its agent there. Absent when provisioning is not configured. */
+  host?: AgentHost;
 }
 
 /** A loose email check: the web service signs what it sends; this only refuses empty or obviously broken values. */
@@ -44,7 +48,7 @@ const AnyBody = Type.Unknown({ description: 'JSON object; fields are checked by 
  * wallets, splits and agents' bus webhooks for the calling user (internal key + signed user context; the agent named
  * must be the caller's, else 403).
  */
-export async function undergroundRoutes(app: App, { config }: UndergroundRoutesOptions): Promise<void> {
+export async function undergroundRoutes(app: App, { config, host }: UndergroundRoutesOptions): Promise<void> {
   const encryptionKey = parseEncryptionKey(config.encryptionKey);
 
   // The bus authenticates each message by its sending agent's wallet signature; no internal key or user context.
@@ -100,6 +104,16 @@ export async function undergroundRoutes(app: App, { config }: UndergroundRoutesO
         const userId = callerId(request);
         const agentId = requiredAgentId(body(request.body).agentId);
         const { wallet, created } = await createWallet(app.db, encryptionKey, userId, agentId);
+        // The agent signs its own bus messages: its runtime gets the key (an existing wallet too, if it lacks it).
+        // The wallet stands either way; an agent not reached now gets the key at its next deployment or repair.
+        if (host) {
+          await syncWalletEnv({ db: app.db, encryptionKey, config }, host, userId, agentId).catch((err: unknown) => {
+            request.log.warn(
+              { agentId, reason: err instanceof Error ? err.message : String(err) },
+              'handing the wallet to the agent failed',
+            );
+          });
+        }
         return reply.code(created ? 201 : 200).send(wallet);
       },
     );

@@ -100,6 +100,33 @@ export async function configRoutes(app: App): Promise<void> {
     },
   );
 
+  // Not in spec §4.2 (backup lists carry only id and timestamp): one backup's contents, so the dashboard can show what
+  // restoring it would change before anyone restores it.
+  app.get(
+    '/api/config/backups/:backupId',
+    {
+      schema: {
+        tags: ['config'],
+        params: Type.Object({ backupId: Type.String({ minLength: 1, maxLength: 100 }) }),
+        response: { 200: Type.Object({ backup: Type.Object({ id: Type.String(), timestamp: Type.String(), config: ConfigSchema }) }) },
+      },
+    },
+    async (request) => {
+      const user = await requireUser(request);
+      return app.db.withUser(user.id, async (trx) => {
+        // Another user's backup is "not found", like a missing id (row-level security says the same).
+        const row = await trx
+          .selectFrom('config_backups')
+          .select(['id', 'config', 'created_at'])
+          .where('id', '=', request.params.backupId)
+          .where('user_id', '=', user.id)
+          .executeTakeFirst();
+        if (!row) throw new HttpError(404, 'Backup not found');
+        return { backup: { id: row.id, timestamp: row.created_at.toISOString(), config: row.config } };
+      });
+    },
+  );
+
   app.put(
     '/api/config',
     {

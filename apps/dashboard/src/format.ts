@@ -1,0 +1,63 @@
+/**
+ * Numbers, money and times the way people read them, in the browser's own locale. Formatters are built once: creating
+ * an Intl formatter is costly and tables call these per cell.
+ */
+const usdWhole = new Intl.NumberFormat(undefined, {
+  style: 'currency',
+  currency: 'USD',
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 2,
+});
+// The API keeps 4 decimals: a call costing $0.0004 should not read as $0.00.
+const usdSmall = new Intl.NumberFormat(undefined, {
+  style: 'currency',
+  currency: 'USD',
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 4,
+});
+const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
+const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 });
+const percentFormat = new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: 1 });
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+const timeOnly = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
+
+/** US dollars: cents for amounts of a dollar or more, up to four decimals below that. */
+export function formatMoney(usd: number): string {
+  return Math.abs(usd) >= 1 || usd === 0 ? usdWhole.format(usd) : usdSmall.format(usd);
+}
+
+export function formatInteger(value: number): string {
+  return integer.format(value);
+}
+
+/** Short counts for chart axes: 12.3K. */
+export function formatCompact(value: number): string {
+  return compact.format(value);
+}
+
+/** `value` is already a percentage (0-100). */
+export function formatPercent(value: number): string {
+  return percentFormat.format(value / 100);
+}
+
+/** An ISO 8601 timestamp as date and time; anything unparsable is shown as it came. */
+export function formatDateTime(iso: string): string {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : dateTime.format(date);
+}
+
+export function formatTime(iso: string): string {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : timeOnly.format(date);
+}
+
+/** A span of milliseconds as `850 ms`, `12 s`, `3 min 5 s` or `2 h 10 min`. */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '—';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ${seconds % 60} s`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}

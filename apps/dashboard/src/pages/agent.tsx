@@ -1,0 +1,147 @@
+import { useState } from 'react';
+import { Link, useSearchParams } from 'wouter';
+import { PageHeader } from '../components/layout.js';
+import { ErrorState, Loading } from '../components/states.js';
+import { StatusBadge } from '../components/status-badge.js';
+import { Tabs } from '../components/tabs.js';
+import { useApi } from '../use-api.js';
+import { ChatTab } from './agent/chat-tab.js';
+import { ConfigTab } from './agent/config-tab.js';
+import { DevicesTab } from './agent/devices-tab.js';
+import { LifecycleTab } from './agent/lifecycle-tab.js';
+import { LogsTab } from './agent/logs-tab.js';
+import { ScheduleTab } from './agent/schedule-tab.js';
+import { type AgentRecord, agentPath, formatTime } from './agent/shared.js';
+
+const TABS = [
+  { id: 'chat', label: 'Chat' },
+  { id: 'config', label: 'Configuration' },
+  { id: 'schedule', label: 'Schedule' },
+  { id: 'devices', label: 'Devices' },
+  { id: 'logs', label: 'Logs' },
+  { id: 'lifecycle', label: 'Lifecycle' },
+] as const;
+type TabId = (typeof TABS)[number]['id'];
+
+const isTab = (value: string | null): value is TabId => TABS.some((t) => t.id === value);
+
+/** `/agents/:id`: one agent, its status kept fresh, and its tabs; the selected tab lives in `?tab=` so a reload keeps it. */
+export default function AgentPage({ agentId }: { agentId: string }) {
+  const agent = useApi<{ status: string; agent: AgentRecord }>(agentPath(agentId), { refreshMs: 5_000 });
+  const [params, setParams] = useSearchParams();
+  const asked = params.get('tab');
+  const tab: TabId = isTab(asked) ? asked : 'chat';
+  // The chat stays mounted once opened, so a reply that arrives while another tab is shown is not lost.
+  const [chatOpened, setChatOpened] = useState(tab === 'chat');
+
+  const select = (id: TabId) => {
+    if (id === 'chat') setChatOpened(true);
+    setParams(
+      (prev) => {
+        const next = new URLSearchParams(prev);
+        next.set('tab', id);
+        return next;
+      },
+      { replace: true },
+    );
+  };
+
+  if (agent.data === undefined) {
+    return (
+      <div className="agent-page">
+        <PageHeader title="Agent">
+          <Link href="/dashboard" className="button secondary">
+            All agents
+          </Link>
+        </PageHeader>
+        {agent.error ? <ErrorState message={agent.error} onRetry={() => void agent.reload()} /> : <Loading label="Loading the agent…" />}
+      </div>
+    );
+  }
+
+  const a = agent.data.agent;
+  const panel = (id: TabId) => ({
+    role: 'tabpanel' as const,
+    'aria-label': TABS.find((t) => t.id === id)?.label,
+    className: 'agent-panel',
+    hidden: tab !== id,
+  });
+
+  return (
+    <div className="agent-page">
+      <PageHeader title={a.name}>
+        <Link href="/dashboard" className="button secondary">
+          All agents
+        </Link>
+      </PageHeader>
+      <section className="card agent-summary" aria-label="Agent details">
+        <dl>
+          <div>
+            <dt>Status</dt>
+            <dd>
+              <StatusBadge status={a.status} />
+            </dd>
+          </div>
+          <div>
+            <dt>Model</dt>
+            <dd className="mono">{a.model ?? '—'}</dd>
+          </div>
+          <div>
+            <dt>Address</dt>
+            <dd className="mono agent-url">
+              {a.url ? (
+                <a href={a.url} target="_blank" rel="noreferrer">
+                  {a.url}
+                </a>
+              ) : (
+                'not deployed yet'
+              )}
+            </dd>
+          </div>
+          <div>
+            <dt>Updated</dt>
+            <dd>{formatTime(a.updatedAt)}</dd>
+          </div>
+        </dl>
+        {agent.error ? (
+          <p className="inline-error" role="alert">
+            Could not refresh the agent: {agent.error}
+          </p>
+        ) : null}
+      </section>
+
+      <Tabs tabs={TABS} selected={tab} onSelect={select} label="Agent sections" />
+
+      {chatOpened || tab === 'chat' ? (
+        <div {...panel('chat')}>
+          <ChatTab agentId={agentId} />
+        </div>
+      ) : null}
+      {tab === 'config' ? (
+        <div {...panel('config')}>
+          <ConfigTab />
+        </div>
+      ) : null}
+      {tab === 'schedule' ? (
+        <div {...panel('schedule')}>
+          <ScheduleTab agentId={agentId} />
+        </div>
+      ) : null}
+      {tab === 'devices' ? (
+        <div {...panel('devices')}>
+          <DevicesTab />
+        </div>
+      ) : null}
+      {tab === 'logs' ? (
+        <div {...panel('logs')}>
+          <LogsTab agentId={agentId} />
+        </div>
+      ) : null}
+      {tab === 'lifecycle' ? (
+        <div {...panel('lifecycle')}>
+          <LifecycleTab agentId={agentId} onChanged={() => void agent.reload()} />
+        </div>
+      ) : null}
+    </div>
+  );
+}

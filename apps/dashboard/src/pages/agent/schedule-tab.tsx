@@ -1,0 +1,381 @@
+import { type FormEvent, useEffect, useState } from 'react';
+import { api, errorMessage } from '../../api.js';
+import { ConfirmButton } from '../../components/confirm-button.js';
+import { InlineError, Loaded } from '../../components/states.js';
+import { useApi } from '../../use-api.js';
+import { formatEvery, formatTime } from './shared.js';
+
+/** Spec §2.4 cron job as `GET /api/cron` lists it; schedule and payload kinds the spec does not name pass through. */
+interface CronJob {
+  id: string;
+  name: string;
+  enabled: boolean;
+  schedule: { kind: string; everyMs?: number; expr?: string; tz?: string };
+  payload: { kind: string; text?: string; message?: string };
+  lastRun: string | null;
+  nextRun: string | null;
+}
+
+interface CronList {
+  jobs: CronJob[];
+  total?: number;
+  error?: string;
+  source: 'gateway' | 'gateway-error';
+}
+
+interface Heartbeat {
+  source: 'gateway' | 'db';
+  enabled: boolean;
+  frequency?: string;
+  nextRun?: string | null;
+  lastRun?: string | null;
+  message?: string;
+}
+
+/**
+ * The frequencies `PUT /api/heartbeat` accepts (spec §4.10; the API names them in its 400 "frequency must be one of
+ * …" and has no endpoint that lists them).
+ */
+const FREQUENCIES = ['30m', '1h', '2h', '3h', '6h', '12h'] as const;
+const FREQUENCY_WORDS: Record<string, string> = {
+  '30m': 'every 30 minutes',
+  '1h': 'every hour',
+  '2h': 'every 2 hours',
+  '3h': 'every 3 hours',
+  '6h': 'every 6 hours',
+  '12h': 'every 12 hours',
+};
+
+const UNIT_MS = { minutes: 60_000, hours: 3_600_000, days: 86_400_000 } as const;
+type Unit = keyof typeof UNIT_MS;
+
+function scheduleText(schedule: CronJob['schedule']): string {
+  if (schedule.kind === 'every' && typeof schedule.everyMs === 'number') return formatEvery(schedule.everyMs);
+  if (schedule.kind === 'cron') return `cron ${schedule.expr ?? ''}${schedule.tz ? ` (${schedule.tz})` : ''}`;
+  return schedule.kind;
+}
+
+function payloadText(payload: CronJob['payload']): string {
+  if (payload.kind === 'systemEvent') return payload.text ?? '';
+  if (payload.kind === 'agentTurn') return payload.message ?? '';
+  return `(${payload.kind})`;
+}
+
+/** Job messages can be pages long (the runtime's own jobs): a long one shows its start and opens on demand. */
+function JobMessage({ text }: { text: string }) {
+  if (text.length <= 160) return <>{text}</>;
+  return (
+    <details>
+      <summary>{`${text.slice(0, 120).trimEnd()}…`}</summary>
+      {text}
+    </details>
+  );
+}
+
+export function ScheduleTab({ agentId }: { agentId: string }) {
+  return (
+    <div className="stack">
+      <p className="notice">
+        Scheduled jobs and the heartbeat run on your agent gateway: the one your chat uses. Jobs there are listed whichever of your agents
+        created them.
+      </p>
+      <CronJobs />
+      <HeartbeatSettings agentId={agentId} />
+    </div>
+  );
+}
+
+function CronJobs() {
+  const cron = useApi<CronList>('/api/cron');
+  const [deleteError, setDeleteError] = useState<string>();
+
+  const remove = async (job: CronJob) => {
+    setDeleteError(undefined);
+    try {
+      await api('/api/cron', { method: 'DELETE', query: { jobId: job.id } });
+    } catch (err) {
+      setDeleteError(`Could not delete “${job.name}”: ${errorMessage(err)}`);
+    }
+    await cron.reload();
+  };
+
+  return (
+    <section aria-labelledby="cron-heading" className="stack">
+      <div className="row section-head">
+        <h2 id="cron-heading">Scheduled jobs</h2>
+        <button type="button" className="button secondary" onClick={() => void cron.reload()}>
+          Refresh jobs
+        </button>
+      </div>
+      <Loaded resource={cron} isEmpty={(d) => d.jobs.length === 0 && !d.error} empty={<p>No scheduled jobs yet. Add one below.</p>}>
+        {(d) =>
+          d.error ? (
+            <div className="state state-error" role="alert">
+              <p>The gateway did not list the jobs: {d.error}</p>
+            </div>
+          ) : (
+            <div className="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Schedule</th>
+                    <th scope="col">Message</th>
+                    <th scope="col">Next run</th>
+                    <th scope="col">Last run</th>
+                    <th scope="col">
+                      <span className="visually-hidden">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {d.jobs.map((job) => (
+                    <tr key={job.id}>
+                      <td>
+                        {job.name}
+                        {job.enabled ? null : <span className="badge badge-idle job-off">disabled</span>}
+                      </td>
+                      <td className="mono">{scheduleText(job.schedule)}</td>
+                      <td className="job-message">
+                        <JobMessage text={payloadText(job.payload)} />
+                      </td>
+                      <td>{formatTime(job.nextRun)}</td>
+                      <td>{formatTime(job.lastRun)}</td>
+                      <td>
+                        <ConfirmButton danger question={`Delete the job “${job.name}”?`} onConfirm={() => remove(job)}>
+                          Delete<span className="visually-hidden"> job {job.name}</span>
+                        </ConfirmButton>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )
+        }
+      </Loaded>
+      <InlineError message={deleteError} />
+      <NewJobForm onAdded={() => void cron.reload()} />
+    </section>
+  );
+}
+
+function NewJobForm({ onAdded }: { onAdded: () => void }) {
+  const [name, setName] = useState('');
+  const [kind, setKind] = useState<'cron' | 'every'>('cron');
+  const [expr, setExpr] = useState('');
+  const [tz, setTz] = useState('');
+  const [every, setEvery] = useState('1');
+  const [unit, setUnit] = useState<Unit>('hours');
+  const [payloadKind, setPayloadKind] = useState<'systemEvent' | 'agentTurn'>('systemEvent');
+  const [text, setText] = useState('');
+  const [enabled, setEnabled] = useState(true);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [done, setDone] = useState<string>();
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setError(undefined);
+    setDone(undefined);
+    if (name.trim() === '') return setError('Give the job a name.');
+    let schedule: Record<string, unknown>;
+    if (kind === 'cron') {
+      if (expr.trim() === '') return setError('Enter a cron expression, for example 0 9 * * 1-5.');
+      schedule = { kind: 'cron', expr: expr.trim(), ...(tz.trim() ? { tz: tz.trim() } : {}) };
+    } else {
+      const n = Number(every);
+      if (!Number.isInteger(n) || n <= 0) return setError('“Every” must be a whole number above 0.');
+      schedule = { kind: 'every', everyMs: n * UNIT_MS[unit] };
+    }
+    if (text.trim() === '') return setError('Enter the message the agent receives on each run.');
+    const payload = payloadKind === 'systemEvent' ? { kind: 'systemEvent', text } : { kind: 'agentTurn', message: text };
+    setBusy(true);
+    try {
+      await api('/api/cron', { body: { name: name.trim(), schedule, payload, enabled } });
+      setDone(`Added “${name.trim()}”.`);
+      setName('');
+      setExpr('');
+      setText('');
+      onAdded();
+    } catch (err) {
+      setError(errorMessage(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form className="card stack" onSubmit={(e) => void submit(e)} noValidate aria-labelledby="new-job-heading">
+      <h3 id="new-job-heading">New job</h3>
+      <div className="form-grid">
+        <div>
+          <label htmlFor="job-name">Job name</label>
+          <input id="job-name" value={name} maxLength={200} onChange={(e) => setName(e.target.value)} />
+        </div>
+        <div>
+          <label htmlFor="job-kind">Schedule type</label>
+          <select id="job-kind" value={kind} onChange={(e) => setKind(e.target.value as 'cron' | 'every')}>
+            <option value="cron">Cron expression</option>
+            <option value="every">Every N minutes, hours or days</option>
+          </select>
+        </div>
+        {kind === 'cron' ? (
+          <>
+            <div>
+              <label htmlFor="job-expr">Cron expression</label>
+              <input
+                id="job-expr"
+                className="mono"
+                value={expr}
+                maxLength={200}
+                placeholder="0 9 * * 1-5"
+                aria-describedby="job-expr-hint"
+                onChange={(e) => setExpr(e.target.value)}
+              />
+              <span id="job-expr-hint" className="hint">
+                minute hour day-of-month month day-of-week
+              </span>
+            </div>
+            <div>
+              <label htmlFor="job-tz">Time zone</label>
+              <input
+                id="job-tz"
+                value={tz}
+                maxLength={100}
+                placeholder="optional, e.g. Europe/London"
+                onChange={(e) => setTz(e.target.value)}
+              />
+            </div>
+          </>
+        ) : (
+          <div className="row every-row">
+            <div>
+              <label htmlFor="job-every">Every</label>
+              <input id="job-every" type="number" min={1} step={1} value={every} onChange={(e) => setEvery(e.target.value)} />
+            </div>
+            <div>
+              <label htmlFor="job-unit">Unit</label>
+              <select id="job-unit" value={unit} onChange={(e) => setUnit(e.target.value as Unit)}>
+                <option value="minutes">minutes</option>
+                <option value="hours">hours</option>
+                <option value="days">days</option>
+              </select>
+            </div>
+          </div>
+        )}
+        <div>
+          <label htmlFor="job-payload">Run as</label>
+          <select id="job-payload" value={payloadKind} onChange={(e) => setPayloadKind(e.target.value as 'systemEvent' | 'agentTurn')}>
+            <option value="systemEvent">A message in the agent’s main session</option>
+            <option value="agentTurn">A separate agent turn</option>
+          </select>
+        </div>
+      </div>
+      <div>
+        <label htmlFor="job-text">Message text</label>
+        <textarea id="job-text" rows={3} maxLength={10_000} value={text} onChange={(e) => setText(e.target.value)} />
+      </div>
+      <div className="config-field check">
+        <input id="job-enabled" type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} />
+        <label htmlFor="job-enabled">Job enabled</label>
+      </div>
+      <div className="row">
+        <button type="submit" className="button primary" disabled={busy}>
+          Add job
+        </button>
+        {busy ? <span className="muted">Adding…</span> : null}
+      </div>
+      <InlineError message={error} />
+      {done ? (
+        <p className="notice" role="status">
+          {done}
+        </p>
+      ) : null}
+    </form>
+  );
+}
+
+function HeartbeatSettings({ agentId }: { agentId: string }) {
+  const heartbeat = useApi<Heartbeat>('/api/heartbeat', { query: { agentId } });
+  const [enabled, setEnabled] = useState(true);
+  const [frequency, setFrequency] = useState<string>('30m');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [done, setDone] = useState<string>();
+
+  // The form starts from what the API answered, and again after each save.
+  useEffect(() => {
+    if (!heartbeat.data) return;
+    setEnabled(heartbeat.data.enabled);
+    if (heartbeat.data.frequency) setFrequency(heartbeat.data.frequency);
+  }, [heartbeat.data]);
+
+  const save = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    setDone(undefined);
+    try {
+      const answer = await api<{ source: string; enabled: boolean; frequency: string }>('/api/heartbeat', {
+        method: 'PUT',
+        body: { agentId, frequency, enabled },
+      });
+      const state = answer.enabled ? `on, ${FREQUENCY_WORDS[answer.frequency] ?? answer.frequency}` : 'off';
+      setDone(`Heartbeat ${state}: saved ${answer.source === 'gateway' ? 'on the gateway' : 'in the platform settings'}.`);
+      await heartbeat.reload();
+    } catch (err) {
+      setError(errorMessage(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  // A frequency the gateway reports that is not one of the choices (set elsewhere) is still shown as it is.
+  const choices: string[] = [...FREQUENCIES];
+  if (!choices.includes(frequency)) choices.push(frequency);
+
+  return (
+    <section aria-labelledby="heartbeat-heading" className="stack">
+      <h2 id="heartbeat-heading">Heartbeat</h2>
+      <Loaded resource={heartbeat}>
+        {(hb) => (
+          <form className="card stack" onSubmit={(e) => void save(e)}>
+            <p className="muted">
+              {hb.source === 'gateway'
+                ? `Read from the gateway. Next run ${formatTime(hb.nextRun)}; last run ${formatTime(hb.lastRun)}.`
+                : 'Saved settings (the gateway has no heartbeat job for this agent now).'}
+              {hb.message ? ` ${hb.message}.` : ''}
+            </p>
+            <div className="config-field check">
+              <input id="heartbeat-enabled" type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} />
+              <label htmlFor="heartbeat-enabled">Heartbeat enabled</label>
+            </div>
+            <div>
+              <label htmlFor="heartbeat-frequency">Heartbeat frequency</label>
+              <select id="heartbeat-frequency" value={frequency} onChange={(e) => setFrequency(e.target.value)}>
+                {choices.map((f) => (
+                  <option key={f} value={f} disabled={!(FREQUENCIES as readonly string[]).includes(f)}>
+                    {FREQUENCY_WORDS[f] ?? `${f} (set elsewhere)`}
+                  </option>
+                ))}
+              </select>
+            </div>
+            <div className="row">
+              <button type="submit" className="button primary" disabled={busy}>
+                Save heartbeat
+              </button>
+              {busy ? <span className="muted">Saving…</span> : null}
+            </div>
+            <InlineError message={error} />
+            {done ? (
+              <p className="notice" role="status">
+                {done}
+              </p>
+            ) : null}
+          </form>
+        )}
+      </Loaded>
+    </section>
+  );
+}

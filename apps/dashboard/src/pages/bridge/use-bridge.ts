@@ -1,0 +1,95 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { ApiError, api, errorMessage, type RequestOptions } from '../../api.js';
+
+/** `GET /api/bridge/health` (apps/web/src/routes/bridge). */
+export interface BridgeHealth {
+  status: string;
+  total_messages: number;
+  last_message: { created_at: string; sender: string; channel: string } | null;
+  channels: string[];
+  senders: string[];
+  timestamp: string;
+}
+
+export interface BridgeMessage {
+  id: string;
+  sender: string;
+  channel: string;
+  content: string;
+  priority: string;
+  created_at: string;
+}
+
+/**
+ * The bridge routes take `X-Bridge-Secret` instead of the session (when the server sets BRIDGE_SECRET). The secret is
+ * passed in from React state on every call and kept nowhere else: not in storage, not in the URL.
+ */
+export function bridgeHeaders(secret: string | undefined): Record<string, string> | undefined {
+  return secret ? { 'x-bridge-secret': secret } : undefined;
+}
+
+export interface BridgeResource<T> {
+  data: T | undefined;
+  error: string | undefined;
+  /** The HTTP status of the last failure (401: the secret is missing or wrong). */
+  status: number | undefined;
+  loading: boolean;
+  reload: () => Promise<void>;
+}
+
+/**
+ * Like useApi, with the bridge secret header. `query` is called at each request, so a "since" window is measured
+ * from the moment of the request; `key` says when the query has changed.
+ */
+export function useBridge<T>(
+  path: string,
+  secret: string | undefined,
+  options: { query?: () => RequestOptions['query']; key?: string; refreshMs?: number; enabled?: boolean } = {},
+): BridgeResource<T> {
+  const { key = '', refreshMs, enabled = true } = options;
+  const [data, setData] = useState<T>();
+  const [error, setError] = useState<string>();
+  const [status, setStatus] = useState<number>();
+  const [loading, setLoading] = useState(enabled);
+  const query = useRef(options.query);
+  query.current = options.query;
+  const generation = useRef(0);
+
+  const reload = useCallback(async () => {
+    if (!enabled) return;
+    const mine = ++generation.current;
+    try {
+      const result = await api<T>(path, { query: query.current?.(), headers: bridgeHeaders(secret) });
+      if (mine !== generation.current) return;
+      setData(result);
+      setError(undefined);
+      setStatus(undefined);
+    } catch (err) {
+      if (mine !== generation.current) return;
+      setError(errorMessage(err));
+      setStatus(err instanceof ApiError ? err.status : undefined);
+    } finally {
+      if (mine === generation.current) setLoading(false);
+    }
+  }, [path, secret, key, enabled]);
+
+  useEffect(() => {
+    // Another secret or query: what was shown belongs to the old one.
+    setData(undefined);
+    setError(undefined);
+    setStatus(undefined);
+    setLoading(enabled);
+    void reload();
+    const timer = refreshMs
+      ? setInterval(() => {
+          if (document.visibilityState === 'visible') void reload();
+        }, refreshMs)
+      : undefined;
+    return () => {
+      clearInterval(timer);
+      generation.current++;
+    };
+  }, [reload, refreshMs, enabled]);
+
+  return { data, error, status, loading, reload };
+}

@@ -1,0 +1,302 @@
+import { useState } from 'react';
+import { Link } from 'wouter';
+import { PageHeader } from '../components/layout.js';
+import { Empty, Loaded } from '../components/states.js';
+import { StatusBadge } from '../components/status-badge.js';
+import { formatDateTime, formatDuration, formatInteger, formatMoney, formatPercent, formatTime } from '../format.js';
+import { useApi } from '../use-api.js';
+import { FleetGraph, type FleetGraphData, FleetLegend } from './mission-control/fleet-graph.js';
+
+interface Trace {
+  id: string;
+  status: 'completed' | 'running' | 'idle';
+  description: string;
+  startedAt: string;
+  completedAt: string | null;
+  tokensUsed: number;
+  costUSD: number;
+  model: string;
+}
+
+/** The web answers only `costs` when the backend cannot give totals: no figures rather than invented zeros. */
+interface FleetCosts {
+  costs: unknown[];
+  totalSpend?: number;
+  managedAiCost?: number;
+  coordinationRevenue?: number;
+}
+
+interface Booking {
+  id: string;
+  status: 'open' | 'accepted' | 'declined' | 'cancelled';
+  round: number;
+  requesterAgentId: string;
+  responderAgentId: string;
+  terms: Record<string, unknown>;
+  lastOfferBy: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const REFRESH_MS = 10_000;
+
+const BOOKING_TONES: Record<Booking['status'], string> = { open: 'busy', accepted: 'ok', declined: 'bad', cancelled: 'idle' };
+
+export default function MissionControlPage() {
+  const [live, setLive] = useState(true);
+  // useApi skips a refresh while the tab is hidden; pausing stops them altogether.
+  const refreshMs = live ? REFRESH_MS : undefined;
+  const graph = useApi<FleetGraphData>('/api/mission-control/fleet/graph', { refreshMs });
+  const traces = useApi<Trace[]>('/api/mission-control/fleet/traces', { refreshMs });
+  const costs = useApi<FleetCosts>('/api/mission-control/fleet/costs', { refreshMs });
+  const bookings = useApi<{ bookings: Booking[] }>('/api/mission-control/fleet/bookings', { refreshMs });
+
+  const refreshAll = () => Promise.all([graph.reload(), traces.reload(), costs.reload(), bookings.reload()]);
+  const names = new Map((graph.data?.source === 'soul' ? graph.data.nodes : []).map((n) => [n.id, n.name]));
+  const agentName = (id: string) => names.get(id) ?? id;
+
+  return (
+    <>
+      <PageHeader title="Mission control">
+        <button type="button" className="button secondary mc-toggle" aria-pressed={!live} onClick={() => setLive((on) => !on)}>
+          Pause live updates
+        </button>
+        <button type="button" className="button secondary" onClick={() => void refreshAll()}>
+          Refresh now
+        </button>
+      </PageHeader>
+      <p className="muted">
+        {live ? `Live: refreshes every ${REFRESH_MS / 1000} s while this tab is open.` : 'Live updates paused.'}
+        {graph.data ? ` Graph as of ${formatTime(graph.data.timestamp)}.` : ''}
+      </p>
+
+      <section aria-labelledby="mc-graph-heading">
+        <h2 id="mc-graph-heading">Fleet</h2>
+        <Loaded resource={graph}>{(g) => <FleetSection graph={g} />}</Loaded>
+      </section>
+
+      <section aria-labelledby="mc-spend-heading">
+        <h2 id="mc-spend-heading">Spend</h2>
+        <Loaded resource={costs}>
+          {(c) =>
+            c.totalSpend === undefined ? (
+              <Empty>
+                <p>Spend figures are not available right now: the service that totals them did not answer. They come back on their own.</p>
+              </Empty>
+            ) : (
+              <div className="stack">
+                <div className="grid">
+                  <div className="card stat">
+                    <div className="value">{formatMoney(c.totalSpend)}</div>
+                    <div className="label">total spend</div>
+                  </div>
+                  <div className="card stat">
+                    <div className="value">{formatMoney(c.managedAiCost ?? 0)}</div>
+                    <div className="label">on the platform's AI keys</div>
+                  </div>
+                  <div className="card stat">
+                    <div className="value">{formatMoney(c.coordinationRevenue ?? 0)}</div>
+                    <div className="label">coordination revenue</div>
+                  </div>
+                </div>
+                <p>
+                  <Link href="/costs">Costs by agent, day and model</Link>
+                </p>
+              </div>
+            )
+          }
+        </Loaded>
+      </section>
+
+      <section aria-labelledby="mc-traces-heading">
+        <h2 id="mc-traces-heading">Recent sessions</h2>
+        <Loaded
+          resource={traces}
+          isEmpty={(t) => t.length === 0}
+          empty={<p>No sessions to show. They appear here once one of your agents is running and has worked on something.</p>}
+        >
+          {(t) => (
+            <div className="table-wrap">
+              <table>
+                <caption className="visually-hidden">Up to 20 recent sessions of your agents, newest first</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Session</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Model</th>
+                    <th scope="col" className="num">
+                      Tokens
+                    </th>
+                    <th scope="col">Started</th>
+                    <th scope="col">Took</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {t.map((trace) => (
+                    <tr key={trace.id}>
+                      <td>{trace.description || <span className="muted">(untitled)</span>}</td>
+                      <td>
+                        <StatusBadge status={trace.status} />
+                      </td>
+                      <td className="mono">{trace.model || '—'}</td>
+                      <td className="num">{formatInteger(trace.tokensUsed)}</td>
+                      <td>
+                        <time dateTime={trace.startedAt}>{formatDateTime(trace.startedAt)}</time>
+                      </td>
+                      <td>
+                        {trace.completedAt ? formatDuration(Date.parse(trace.completedAt) - Date.parse(trace.startedAt)) : 'still going'}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </Loaded>
+      </section>
+
+      <section aria-labelledby="mc-bookings-heading">
+        <h2 id="mc-bookings-heading">Bookings</h2>
+        <Loaded
+          resource={bookings}
+          isEmpty={(b) => b.bookings.length === 0}
+          empty={<p>No booking negotiations. They appear when your agents send each other booking requests.</p>}
+        >
+          {(b) => (
+            <div className="table-wrap">
+              <table>
+                <caption className="visually-hidden">Booking negotiations your agents take part in</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Requester</th>
+                    <th scope="col">Responder</th>
+                    <th scope="col">Status</th>
+                    <th scope="col" className="num">
+                      Round
+                    </th>
+                    <th scope="col" className="num">
+                      Fee (USDC)
+                    </th>
+                    <th scope="col">Date</th>
+                    <th scope="col">Updated</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {b.bookings.map((booking) => (
+                    <tr key={booking.id}>
+                      <td>{agentName(booking.requesterAgentId)}</td>
+                      <td>{agentName(booking.responderAgentId)}</td>
+                      <td>
+                        <span className={`badge badge-${BOOKING_TONES[booking.status] ?? 'idle'}`}>{booking.status}</span>
+                      </td>
+                      <td className="num">{booking.round}</td>
+                      <td className="num">
+                        {typeof booking.terms.fee === 'number' || typeof booking.terms.fee === 'string' ? String(booking.terms.fee) : '—'}
+                      </td>
+                      <td>{typeof booking.terms.date === 'string' ? formatDateTime(booking.terms.date) : '—'}</td>
+                      <td>
+                        <time dateTime={booking.updatedAt}>{formatDateTime(booking.updatedAt)}</time>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </Loaded>
+      </section>
+    </>
+  );
+}
+
+function FleetSection({ graph }: { graph: FleetGraphData }) {
+  const live = graph.source === 'soul';
+  const byId = new Map(graph.nodes.map((n) => [n.id, n]));
+  return (
+    <div className="stack">
+      {!live ? (
+        <div className="notice" role="note">
+          <strong>No live fleet data</strong> (source: <span className="mono">{graph.source}</span>).{' '}
+          {graph.source === 'fallback' ? (
+            <>
+              None of your agents answered, or you have none yet, so this is the placeholder graph the service shows when nothing is
+              reachable. <Link href="/dashboard">Check your agents</Link>.
+            </>
+          ) : (
+            'Sign in again to see your fleet.'
+          )}
+        </div>
+      ) : null}
+      <div className="mc-graph-layout">
+        <div className="card mc-graph-card">
+          <FleetGraph graph={graph} />
+        </div>
+        <FleetLegend />
+      </div>
+
+      <div className="table-wrap">
+        <table className="mc-table">
+          <caption>Agents in the graph</caption>
+          <thead>
+            <tr>
+              <th scope="col">Agent</th>
+              <th scope="col">Role</th>
+              <th scope="col">Status</th>
+              <th scope="col" className="num">
+                Load
+              </th>
+              <th scope="col" className="num">
+                Memory
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {graph.nodes.map((node) => (
+              <tr key={node.id}>
+                <td>
+                  {/* Only live nodes are agents; the fallback node is a placeholder with nothing to open. */}
+                  {live ? <Link href={`/agents/${node.id}`}>{node.name}</Link> : node.name}
+                  {node.children !== undefined ? <div className="muted">coordinates {node.children} other agents</div> : null}
+                </td>
+                <td>{node.role}</td>
+                <td>
+                  <StatusBadge status={node.status} />
+                </td>
+                <td className="num">{formatPercent(node.load)}</td>
+                <td className="num">{formatPercent(node.memory)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+
+      {graph.edges.length > 0 ? (
+        <div className="table-wrap">
+          <table className="mc-table">
+            <caption>Connections</caption>
+            <thead>
+              <tr>
+                <th scope="col">From</th>
+                <th scope="col">To</th>
+                <th scope="col" className="num">
+                  Strength
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {graph.edges.map((edge) => (
+                <tr key={edge.id}>
+                  <td>{byId.get(edge.from)?.name ?? edge.from}</td>
+                  <td>{byId.get(edge.to)?.name ?? edge.to}</td>
+                  <td className="num">{formatPercent(edge.strength * 100)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : (
+        <p className="muted">No connections between agents yet.</p>
+      )}
+    </div>
+  );
+}

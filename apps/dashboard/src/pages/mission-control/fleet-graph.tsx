@@ -1,0 +1,222 @@
+import { useRef } from 'react';
+import { formatPercent } from '../../format.js';
+import { useElementWidth } from '../../use-element-width.js';
+
+export interface FleetNode {
+  id: string;
+  name: string;
+  role: 'orchestrator' | 'specialist' | 'worker';
+  status: 'active' | 'idle' | 'stale' | 'offline';
+  x: number;
+  y: number;
+  load: number;
+  memory: number;
+  walletAddress?: string;
+  children?: number;
+  url?: string;
+}
+
+export interface FleetEdge {
+  id: string;
+  from: string;
+  to: string;
+  strength: number;
+}
+
+export interface FleetGraphData {
+  nodes: FleetNode[];
+  edges: FleetEdge[];
+  timestamp: string;
+  source: 'soul' | 'fallback' | 'unauthenticated';
+  nodeCount?: number;
+}
+
+export const ROLES: readonly FleetNode['role'][] = ['orchestrator', 'specialist', 'worker'];
+export const STATUSES: readonly FleetNode['status'][] = ['active', 'idle', 'stale', 'offline'];
+
+/** What each status means, for the legend. */
+export const STATUS_MEANING: Record<FleetNode['status'], string> = {
+  active: 'running, worked or started recently',
+  idle: 'running, quiet for a while',
+  stale: 'starting, restarting or not ready yet',
+  offline: 'stopped or not answering',
+};
+
+/** Size of each role's shape: the orchestrator stands out, workers are the smallest. */
+const RADIUS: Record<FleetNode['role'], number> = { orchestrator: 30, specialist: 23, worker: 16 };
+const RING_GAP = 7;
+
+/** The role's shape centred on 0,0: circle, diamond, rounded square. */
+export function RoleShape({ role, r, className }: { role: FleetNode['role']; r: number; className?: string }) {
+  if (role === 'orchestrator') return <circle r={r} className={className} />;
+  if (role === 'specialist') return <path d={`M 0 ${-r} L ${r} 0 L 0 ${r} L ${-r} 0 Z`} className={className} />;
+  return <rect x={-r} y={-r} width={r * 2} height={r * 2} rx={r / 3} className={className} />;
+}
+
+/** The load ring: a full grey track and an arc as long as the load, starting at 12 o'clock. */
+function LoadRing({ r, load }: { r: number; load: number }) {
+  const circumference = 2 * Math.PI * r;
+  const share = Math.min(100, Math.max(0, load)) / 100;
+  return (
+    <g className="mc-ring">
+      <circle r={r} className="mc-ring-track" />
+      {share > 0 ? (
+        <circle r={r} className="mc-ring-load" strokeDasharray={`${share * circumference} ${circumference}`} transform="rotate(-90)" />
+      ) : null}
+    </g>
+  );
+}
+
+const unit = (dx: number, dy: number) => {
+  const length = Math.hypot(dx, dy) || 1;
+  return { x: dx / length, y: dy / length };
+};
+
+/** Frame of the picture, in the API's units: wide enough that a lone node or a small ring is not blown up. */
+const MIN_FRAME = { width: 760, height: 420 };
+
+/**
+ * The fleet drawn as the API lays it out (x/y around the orchestrator). Edges bow to one side, so the two directions
+ * between a pair stay apart, and end in an arrowhead at the target's ring. Screen readers get one summary here; the
+ * tables beside it hold every figure.
+ */
+export function FleetGraph({ graph }: { graph: FleetGraphData }) {
+  const svg = useRef<SVGSVGElement>(null);
+  const shownWidth = useElementWidth(svg, MIN_FRAME.width);
+  const nodes = new Map(graph.nodes.map((n) => [n.id, n]));
+  const xs = graph.nodes.map((n) => n.x);
+  const ys = graph.nodes.map((n) => n.y);
+  // The picture scales with the page; text is sized back by the scale, so names read at 13px on a phone and on a
+  // desktop alike, and the margins grow to hold them when the picture is small.
+  const rawWidth = Math.max(MIN_FRAME.width, Math.max(...xs) - Math.min(...xs) + 200);
+  const scale = Math.max(0.3, shownWidth / rawWidth);
+  const px = (size: number) => size / scale;
+  const side = Math.max(100, px(80));
+  let minX = Math.min(...xs) - side;
+  let maxX = Math.max(...xs) + side;
+  let minY = Math.min(...ys) - 50;
+  let maxY = Math.max(...ys) + RADIUS.orchestrator + RING_GAP + px(40);
+  if (maxX - minX < MIN_FRAME.width) {
+    const grow = (MIN_FRAME.width - (maxX - minX)) / 2;
+    minX -= grow;
+    maxX += grow;
+  }
+  if (maxY - minY < MIN_FRAME.height) {
+    const grow = (MIN_FRAME.height - (maxY - minY)) / 2;
+    minY -= grow;
+    maxY += grow;
+  }
+  const summary = `Fleet graph: ${graph.nodes.length} agent${graph.nodes.length === 1 ? '' : 's'} and ${graph.edges.length} connection${
+    graph.edges.length === 1 ? '' : 's'
+  }. The tables below list the same figures.`;
+
+  return (
+    <div className="mc-graph-scroll">
+      <svg ref={svg} className="mc-graph" viewBox={`${minX} ${minY} ${maxX - minX} ${maxY - minY}`} role="img" aria-label={summary}>
+        {graph.edges.map((edge) => {
+          const a = nodes.get(edge.from);
+          const b = nodes.get(edge.to);
+          if (!a || !b || a === b) return null;
+          const along = unit(b.x - a.x, b.y - a.y);
+          // Long edges bow more, so one across the ring passes beside the centre node rather than through it.
+          const bow = Math.min(90, Math.hypot(b.x - a.x, b.y - a.y) * 0.2);
+          const control = { x: (a.x + b.x) / 2 - along.y * bow, y: (a.y + b.y) / 2 + along.x * bow };
+          const out = unit(control.x - a.x, control.y - a.y);
+          const into = unit(control.x - b.x, control.y - b.y);
+          const strength = Math.min(1, Math.max(0, edge.strength));
+          const width = 1 + strength * 7;
+          // The arrowhead is drawn, not a marker, so it grows with the line but stays in proportion.
+          const head = 7 + width * 1.5;
+          const ra = RADIUS[a.role] + RING_GAP + 3;
+          const rb = RADIUS[b.role] + RING_GAP + 4;
+          const tip = { x: b.x + into.x * rb, y: b.y + into.y * rb };
+          const base = { x: tip.x + into.x * head, y: tip.y + into.y * head };
+          const wing = head * 0.6;
+          return (
+            <g key={edge.id} className="mc-edge-group" opacity={0.4 + strength * 0.55}>
+              <path
+                className="mc-edge"
+                d={`M ${a.x + out.x * ra} ${a.y + out.y * ra} Q ${control.x} ${control.y} ${base.x} ${base.y}`}
+                strokeWidth={width}
+              />
+              <path
+                className="mc-arrow"
+                d={`M ${tip.x} ${tip.y} L ${base.x - into.y * wing} ${base.y + into.x * wing} L ${base.x + into.y * wing} ${base.y - into.x * wing} Z`}
+              />
+            </g>
+          );
+        })}
+        {graph.nodes.map((node) => {
+          const r = RADIUS[node.role];
+          return (
+            <g key={node.id} transform={`translate(${node.x} ${node.y})`} className={`mc-node mc-status-${node.status}`}>
+              <title>{`${node.name}: ${node.role}, ${node.status}, load ${formatPercent(node.load)}, memory ${formatPercent(node.memory)}`}</title>
+              <LoadRing r={r + RING_GAP} load={node.load} />
+              <RoleShape role={node.role} r={r} className="mc-shape" />
+              <text className="mc-name" y={r + RING_GAP + px(17)} fontSize={px(13)}>
+                {node.name.length > 22 ? `${node.name.slice(0, 21)}…` : node.name}
+              </text>
+              <text className="mc-load" y={r + RING_GAP + px(32)} fontSize={px(11)}>
+                {formatPercent(node.load)} load
+              </text>
+            </g>
+          );
+        })}
+      </svg>
+    </div>
+  );
+}
+
+/** The legend: status colours, role shapes, and what the ring and line widths mean. */
+export function FleetLegend() {
+  return (
+    <div className="mc-legend">
+      <div>
+        <h3>Status</h3>
+        <ul>
+          {STATUSES.map((status) => (
+            <li key={status}>
+              <svg width="18" height="18" viewBox="-9 -9 18 18" aria-hidden="true" className={`mc-node mc-status-${status}`}>
+                <circle r="7" className="mc-shape" />
+              </svg>
+              <span>
+                <strong>{status}</strong> <span className="muted">{STATUS_MEANING[status]}</span>
+              </span>
+            </li>
+          ))}
+        </ul>
+      </div>
+      <div>
+        <h3>Role</h3>
+        <ul>
+          {ROLES.map((role) => (
+            <li key={role}>
+              <svg width="18" height="18" viewBox="-9 -9 18 18" aria-hidden="true" className="mc-node mc-legend-role">
+                <RoleShape role={role} r={7} className="mc-shape" />
+              </svg>
+              <strong>{role}</strong>
+            </li>
+          ))}
+        </ul>
+      </div>
+      <div>
+        <h3>Reading it</h3>
+        <ul>
+          <li>
+            <svg width="18" height="18" viewBox="-9 -9 18 18" aria-hidden="true">
+              <LoadRing r={6} load={65} />
+            </svg>
+            <span>ring: CPU load, full circle is 100%</span>
+          </li>
+          <li>
+            <svg width="28" height="18" viewBox="0 0 28 18" aria-hidden="true">
+              <path d="M 2 5 L 26 5" className="mc-edge" strokeWidth={1.5} />
+              <path d="M 2 13 L 26 13" className="mc-edge" strokeWidth={6} />
+            </svg>
+            <span>line width: how much the pair works together</span>
+          </li>
+        </ul>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,271 @@
+import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { Link } from 'wouter';
+import { api, errorMessage, subscribe } from '../api.js';
+import { InlineError } from '../components/states.js';
+import { StatusBadge } from '../components/status-badge.js';
+
+const AI_PROVIDERS = [
+  { id: '', label: 'Platform default' },
+  { id: 'openrouter', label: 'OpenRouter' },
+  { id: 'anthropic', label: 'Anthropic' },
+  { id: 'openai', label: 'OpenAI' },
+  { id: 'gemini', label: 'Google Gemini' },
+  { id: 'groq', label: 'Groq' },
+] as const;
+
+const STEPS = ['Agent', 'AI provider', 'Channels'] as const;
+
+interface Provisioned {
+  agentId: string;
+  status: string;
+}
+
+interface Progress {
+  status: string;
+  live: boolean;
+  ready: boolean;
+  finished: boolean;
+  error?: string;
+}
+
+/**
+ * Three short steps (name, AI provider, channels), then `POST /api/provision`, then the agent's event stream
+ * (`/api/agents/:id/events`) followed until the gateway is ready or the agent is in `error`.
+ */
+export function ProvisionWizard({ onClose, onCreated }: { onClose: () => void; onCreated: () => void }) {
+  const [step, setStep] = useState(0);
+  const [name, setName] = useState('');
+  const [aiProvider, setAiProvider] = useState('');
+  const [apiKey, setApiKey] = useState('');
+  const [autoProvision, setAutoProvision] = useState(true);
+  const [telegramToken, setTelegramToken] = useState('');
+  const [discordToken, setDiscordToken] = useState('');
+  const [whatsappToken, setWhatsappToken] = useState('');
+  const [pending, setPending] = useState(false);
+  const [error, setError] = useState<string>();
+  const [created, setCreated] = useState<Provisioned>();
+
+  const hasToken = Boolean(telegramToken.trim() || discordToken.trim() || whatsappToken.trim());
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (step < STEPS.length - 1) {
+      setStep(step + 1);
+      return;
+    }
+    if (!autoProvision && !hasToken) {
+      setError('Add at least one channel token, or let the platform set the agent up without channels.');
+      return;
+    }
+    setPending(true);
+    setError(undefined);
+    try {
+      const result = await api<Provisioned>('/api/provision', {
+        body: {
+          name: name.trim() || undefined,
+          aiProvider: aiProvider || undefined,
+          apiKey: apiKey.trim() || undefined,
+          autoProvision,
+          telegramToken: telegramToken.trim() || undefined,
+          discordToken: discordToken.trim() || undefined,
+          whatsappToken: whatsappToken.trim() || undefined,
+        },
+      });
+      // The API key and tokens are gone from this page as soon as the platform has them.
+      setApiKey('');
+      setTelegramToken('');
+      setDiscordToken('');
+      setWhatsappToken('');
+      setCreated(result);
+      onCreated();
+    } catch (err) {
+      setError(errorMessage(err));
+    } finally {
+      setPending(false);
+    }
+  };
+
+  if (created) return <ProvisionProgress agentId={created.agentId} initialStatus={created.status} onClose={onClose} onChange={onCreated} />;
+
+  return (
+    <section className="card stack" aria-labelledby="wizard-heading">
+      <div className="row" style={{ justifyContent: 'space-between' }}>
+        <h2 id="wizard-heading" style={{ margin: 0 }}>
+          New agent
+        </h2>
+        <button type="button" className="button secondary" onClick={onClose}>
+          Cancel
+        </button>
+      </div>
+      <ol className="row steps" aria-label="Steps">
+        {STEPS.map((label, index) => (
+          <li key={label} className={index < step ? 'done' : ''} aria-current={index === step ? 'step' : undefined}>
+            {label}
+          </li>
+        ))}
+      </ol>
+      <form className="stack" onSubmit={submit} noValidate>
+        {step === 0 ? (
+          <div>
+            <label htmlFor="agent-name">Name</label>
+            <input id="agent-name" maxLength={100} placeholder="My agent" value={name} onChange={(e) => setName(e.target.value)} />
+            <p className="hint">The plan you are on sets how many agents you can run; see Settings → Billing.</p>
+          </div>
+        ) : null}
+        {step === 1 ? (
+          <>
+            <div>
+              <label htmlFor="ai-provider">AI provider</label>
+              <select id="ai-provider" value={aiProvider} onChange={(e) => setAiProvider(e.target.value)}>
+                {AI_PROVIDERS.map((p) => (
+                  <option key={p.id} value={p.id}>
+                    {p.label}
+                  </option>
+                ))}
+              </select>
+            </div>
+            {aiProvider ? (
+              <div>
+                <label htmlFor="api-key">
+                  API key <span className="hint">(optional; kept sealed, only your agent's host receives it)</span>
+                </label>
+                <input id="api-key" type="password" autoComplete="off" value={apiKey} onChange={(e) => setApiKey(e.target.value)} />
+              </div>
+            ) : null}
+          </>
+        ) : null}
+        {step === 2 ? (
+          <fieldset className="stack">
+            <legend>Channels</legend>
+            <label className="row" style={{ fontWeight: 400 }}>
+              <input type="checkbox" checked={autoProvision} onChange={(e) => setAutoProvision(e.target.checked)} /> Set the agent up
+              without a messaging channel (chat with it here); add channels later
+            </label>
+            {!autoProvision ? (
+              <>
+                <div>
+                  <label htmlFor="telegram-token">Telegram bot token</label>
+                  <input
+                    id="telegram-token"
+                    type="password"
+                    autoComplete="off"
+                    value={telegramToken}
+                    onChange={(e) => setTelegramToken(e.target.value)}
+                  />
+                </div>
+                <div>
+                  <label htmlFor="discord-token">Discord bot token</label>
+                  <input
+                    id="discord-token"
+                    type="password"
+                    autoComplete="off"
+                    value={discordToken}
+                    onChange={(e) => setDiscordToken(e.target.value)}
+                  />
+                </div>
+                <div>
+                  <label htmlFor="whatsapp-token">WhatsApp token</label>
+                  <input
+                    id="whatsapp-token"
+                    type="password"
+                    autoComplete="off"
+                    value={whatsappToken}
+                    onChange={(e) => setWhatsappToken(e.target.value)}
+                  />
+                </div>
+              </>
+            ) : null}
+          </fieldset>
+        ) : null}
+        <InlineError message={error} />
+        <div className="row">
+          {step > 0 ? (
+            <button type="button" className="button secondary" onClick={() => setStep(step - 1)} disabled={pending}>
+              Back
+            </button>
+          ) : null}
+          <button type="submit" className="button primary" disabled={pending}>
+            {step < STEPS.length - 1 ? 'Next' : pending ? 'Creating…' : 'Create agent'}
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}
+
+function ProvisionProgress({
+  agentId,
+  initialStatus,
+  onClose,
+  onChange,
+}: {
+  agentId: string;
+  initialStatus: string;
+  onClose: () => void;
+  onChange: () => void;
+}) {
+  const [progress, setProgress] = useState<Progress>({ status: initialStatus, live: false, ready: false, finished: false });
+  // The parent's callback changes on every render; the stream must not be reopened for that.
+  const changed = useRef(onChange);
+  changed.current = onChange;
+
+  useEffect(
+    () =>
+      subscribe(
+        `/api/agents/${encodeURIComponent(agentId)}/events`,
+        {
+          status: (data) => {
+            const s = data as { status: string; live: boolean; ready: boolean };
+            setProgress((p) => ({ ...p, status: s.status, live: s.live, ready: s.ready }));
+            changed.current();
+          },
+          done: (data) => {
+            const d = data as { status: string; ready?: boolean };
+            setProgress((p) => ({ ...p, status: d.status, ready: Boolean(d.ready), finished: true }));
+            changed.current();
+          },
+        },
+        () => setProgress((p) => (p.finished ? p : { ...p, error: 'Lost the connection to the event stream; retrying…' })),
+      ),
+    [agentId],
+  );
+
+  const failed = progress.status === 'error';
+  const steps = [
+    { label: 'Agent record created', done: true },
+    { label: 'Deployed on the agent host', done: progress.status === 'running' || progress.status === 'active' || progress.live },
+    { label: 'Gateway live', done: progress.live },
+    { label: 'Gateway ready', done: progress.ready },
+  ];
+
+  return (
+    <section className="card stack" aria-labelledby="progress-heading">
+      <h2 id="progress-heading" style={{ margin: 0 }}>
+        Setting up your agent <StatusBadge status={progress.ready ? 'running' : progress.status} />
+      </h2>
+      <ol className="steps" aria-live="polite">
+        {steps.map((s) => (
+          <li key={s.label} className={s.done ? 'done' : failed ? 'failed' : ''}>
+            {s.label}
+            <span className="visually-hidden">{s.done ? ' (done)' : failed ? ' (failed)' : ' (waiting)'}</span>
+          </li>
+        ))}
+      </ol>
+      {failed ? (
+        <p className="state state-error" role="alert">
+          The agent could not be started. Open it to repair it or read its logs.
+        </p>
+      ) : null}
+      {!progress.finished && !failed ? <p className="muted">This takes about half a minute.</p> : null}
+      {progress.error && !progress.finished ? <p className="muted">{progress.error}</p> : null}
+      <div className="row">
+        <Link href={`/agents/${agentId}`} className="button primary">
+          {progress.ready ? 'Open the agent' : 'Open the agent page'}
+        </Link>
+        <button type="button" className="button secondary" onClick={onClose}>
+          Close
+        </button>
+      </div>
+    </section>
+  );
+}
