@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -7,6 +8,9 @@ export default defineConfig({
   test: {
     include: ['apps/*/src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
     pool: 'forks',
+    // Vitest's default is one worker fewer than the cores: on a 2-core machine, one file at a time. Most files wait on
+    // sockets, child processes and timers rather than the CPU, so one worker per core roughly halves the suite's time.
+    maxWorkers: Math.max(2, availableParallelism()),
     testTimeout: 30_000,
     hookTimeout: 60_000,
     teardownTimeout: 20_000,
