@@ -206,6 +206,19 @@ describe('settings, bridge and payments in a real browser', () => {
     await page.getByText('No trading key is set.').waitFor();
   });
 
+  it('a free account cannot create an agent: the wizard says why and leads to billing', async () => {
+    await page.goto('/dashboard');
+    await page.getByText('You have no agents yet.').waitFor();
+    await page.getByRole('button', { name: 'New agent' }).click();
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    await page.getByRole('alert').filter({ hasText: 'A paid plan (solo or higher) is required to provision agents' }).waitFor();
+    await page.getByRole('link', { name: 'Choose a plan in Settings → Billing' }).click();
+    await page.waitForURL(/\/settings#billing$/);
+    await page.getByRole('tab', { name: 'Billing and plan', selected: true }).waitFor();
+  });
+
   it('billing: BYOK and usage, a plan bought through Checkout, and the way back applies it', async () => {
     await page.goto('/settings#billing');
     await page.getByRole('tab', { name: 'Billing and plan', selected: true }).waitFor();

@@ -1,6 +1,6 @@
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { Link } from 'wouter';
-import { api, errorMessage, subscribe } from '../api.js';
+import { ApiError, api, errorMessage, subscribe } from '../api.js';
 import { InlineError } from '../components/states.js';
 import { StatusBadge } from '../components/status-badge.js';
 
@@ -44,6 +44,8 @@ export function ProvisionWizard({ onClose, onCreated }: { onClose: () => void; o
   const [pending, setPending] = useState(false);
   const [error, setError] = useState<string>();
   const [created, setCreated] = useState<Provisioned>();
+  // 402/403: no paid plan or no active subscription; the way forward is the billing page.
+  const [needsPlan, setNeedsPlan] = useState(false);
 
   const hasToken = Boolean(telegramToken.trim() || discordToken.trim() || whatsappToken.trim());
 
@@ -80,6 +82,7 @@ export function ProvisionWizard({ onClose, onCreated }: { onClose: () => void; o
       onCreated();
     } catch (err) {
       setError(errorMessage(err));
+      setNeedsPlan(err instanceof ApiError && (err.status === 402 || err.status === 403));
     } finally {
       setPending(false);
     }
@@ -178,6 +181,11 @@ export function ProvisionWizard({ onClose, onCreated }: { onClose: () => void; o
           </fieldset>
         ) : null}
         <InlineError message={error} />
+        {needsPlan ? (
+          <p>
+            <Link href="/settings#billing">Choose a plan in Settings → Billing</Link>
+          </p>
+        ) : null}
         <div className="row">
           {step > 0 ? (
             <button type="button" className="button secondary" onClick={() => setStep(step - 1)} disabled={pending}>
