@@ -166,6 +166,20 @@ describe('provisioning an agent from the web API', () => {
     expect(badProvider.status).toBe(400);
   });
 
+  it('a customer cannot give an agent a bigger tier than their plan (the tier sets its resources)', async () => {
+    const solo = await customer('solo');
+    for (const tier of ['network', 'collective', 'enterprise', 'made-up']) {
+      const res = await provision(solo.cookie, { autoProvision: true, tier });
+      expect(res.status, tier).toBe(403);
+      expect(res.body).toEqual({ error: `The ${tier} tier is not included in the solo plan` });
+    }
+    const label = await customer('label');
+    const smaller = await provision(label.cookie, { autoProvision: true, tier: 'collective' });
+    expect(smaller.status).toBe(200);
+    const row = await web.database.db.kysely.selectFrom('agents').select('plan').where('id', '=', smaller.body.agentId).executeTakeFirst();
+    expect(row?.plan).toBe('collective');
+  });
+
   it('429 at the plan limit; admins skip subscription and limit; business agents need no channel token', async () => {
     const solo = await customer('solo');
     expect((await provision(solo.cookie, { agentType: 'business' })).status).toBe(200);

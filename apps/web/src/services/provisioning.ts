@@ -16,6 +16,21 @@ const PROVISIONING_LIMITS: Record<string, number> = {
   enterprise: 100,
 };
 
+/**
+ * The plan ladders, smallest first (the current names and the web proxy's older ones). A customer may give an agent
+ * their own plan's tier or a smaller one on the same ladder, never a bigger one: the tier sets the agent's resources.
+ */
+const TIER_LADDERS = [
+  ['solo', 'collective', 'label', 'network'],
+  ['starter', 'pro', 'enterprise'],
+];
+
+function tierWithin(tier: string, plan: string): boolean {
+  if (tier === plan) return true;
+  const ladder = TIER_LADDERS.find((l) => l.includes(plan));
+  return ladder !== undefined && ladder.includes(tier) && ladder.indexOf(tier) <= ladder.indexOf(plan);
+}
+
 /** Providers a user may pick; others exist only as fallbacks and are refused (spec §4.15). */
 const AI_PROVIDERS = new Set(['openrouter', 'gemini', 'google', 'groq', 'anthropic', 'openai']);
 
@@ -52,6 +67,7 @@ async function admit(db: Database, config: WebConfig, user: AuthUser, body: Prov
         .executeTakeFirstOrThrow(),
     );
     if (Number(count.n) >= limit) throw new HttpError(429, `Agent limit reached for the ${account.plan} plan (${limit})`);
+    if (!tierWithin(plan, account.plan)) throw new HttpError(403, `The ${plan} tier is not included in the ${account.plan} plan`);
   }
   const autoProvision = body.autoProvision === true || body.agentType === 'business';
   const tokens = { telegram: text(body.telegramToken), discord: text(body.discordToken), whatsapp: text(body.whatsappToken) };
