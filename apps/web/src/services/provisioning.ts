@@ -27,8 +27,9 @@ const TIER_LADDERS = [
 
 function tierWithin(tier: string, plan: string): boolean {
   if (tier === plan) return true;
-  const ladder = TIER_LADDERS.find((l) => l.includes(plan));
-  return ladder !== undefined && ladder.includes(tier) && ladder.indexOf(tier) <= ladder.indexOf(plan);
+  const ladder = TIER_LADDERS.find((l) => l.includes(plan)) ?? [];
+  const rank = ladder.indexOf(tier);
+  return rank !== -1 && rank <= ladder.indexOf(plan);
 }
 
 /** Providers a user may pick; others exist only as fallbacks and are refused (spec §4.15). */
