@@ -43,23 +43,28 @@ export async function api<T>(path: string, options: RequestOptions = {}): Promis
     if ((err as Error).name === 'AbortError') throw err;
     throw new ApiError(0, 'The service cannot be reached. Check your connection and try again.', null);
   }
-  const text = await res.text();
-  let data: unknown = null;
-  if (text) {
-    try {
-      data = JSON.parse(text);
-    } catch {
-      data = text;
-    }
-  }
-  if (!res.ok) {
-    const message =
-      data && typeof data === 'object' && typeof (data as { error?: unknown }).error === 'string'
-        ? (data as { error: string }).error
-        : `Request failed (${res.status})`;
-    throw new ApiError(res.status, message, data);
-  }
+  const data = parseBody(await res.text());
+  if (!res.ok) throw refusal(res.status, data);
   return data as T;
+}
+
+/** Parses an answer's text as JSON when it is JSON; otherwise keeps the text. */
+export function parseBody(text: string): unknown {
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** An error answer as an `ApiError` carrying the API's own `{ error }` message. */
+export function refusal(status: number, body: unknown): ApiError {
+  const message =
+    body && typeof body === 'object' && typeof (body as { error?: unknown }).error === 'string'
+      ? (body as { error: string }).error
+      : `Request failed (${status})`;
+  return new ApiError(status, message, body);
 }
 
 /** A message for people: the API's own error text, or a plain fallback. */
@@ -67,26 +72,4 @@ export function errorMessage(err: unknown): string {
   if (err instanceof ApiError) return err.message;
   if (err instanceof Error) return err.message;
   return 'Something went wrong';
-}
-
-/**
- * Server-sent events from a GET route (same-origin, cookie sent by the browser). Returns a function that closes the
- * stream. `EventSource` reconnects on its own after a network error; `onError` hears about it.
- */
-export function subscribe(path: string, handlers: Record<string, (data: unknown) => void>, onError?: (event: Event) => void): () => void {
-  const source = new EventSource(path, { withCredentials: true });
-  for (const [event, handler] of Object.entries(handlers)) {
-    source.addEventListener(event, (e) => {
-      const raw = (e as MessageEvent<string>).data;
-      let data: unknown = raw;
-      try {
-        data = JSON.parse(raw);
-      } catch {
-        // Plain text events stay strings.
-      }
-      handler(data);
-    });
-  }
-  if (onError) source.onerror = onError;
-  return () => source.close();
 }

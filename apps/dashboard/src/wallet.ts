@@ -56,8 +56,10 @@ export async function signInWithWallet(target: WalletSignInTarget): Promise<void
   try {
     await api('/api/wallet-auth', { body: { address, message, signature } });
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401 && /signature/i.test(err.message)) {
-      throw new Error(`${err.message}. Only smart-contract wallets are accepted; a plain key-pair account cannot sign in here.`);
+    if (err instanceof ApiError && err.status === 401 && /smart-contract/i.test(err.message)) {
+      throw new Error(
+        'This account is a plain key-pair wallet. Only smart-contract wallets are accepted: use a smart wallet (for example a passkey wallet).',
+      );
     }
     throw err;
   }

@@ -5,6 +5,7 @@ import { join, posix } from 'node:path';
 import type { DeviceIdentity } from '@aop/gateway-client';
 import { HttpError } from '@aop/core';
 import Docker from 'dockerode';
+import { BUS_SKILL_NAME, busSkillFiles } from './bus-skill.js';
 import { DEFAULT_RESERVE_BYTES, capacityMessage } from './capacity.js';
 import { type EngineStats, FrameDemuxer, demuxFrames, demuxLogs, dockerStats, parseImageRef, tarArchive } from './docker-wire.js';
 import {
@@ -1125,6 +1126,7 @@ export class DockerAgentHost implements AgentHost {
       await this.ensureVolume(record);
       await this.ensureContainer(agent, options.fresh ?? false);
       await this.writeConfig(agent);
+      await this.writeSkills(agent);
       await this.ignoreStatus([304], () =>
         this.engine('start container', () => this.docker.getContainer(dockerContainerName(record.agentId)).start()),
       );
@@ -1256,6 +1258,45 @@ export class DockerAgentHost implements AgentHost {
     await this.engine('write config', () =>
       this.docker.getContainer(dockerContainerName(agent.record.agentId)).putArchive(archive, { path: posix.dirname(this.stateDir) }),
     );
+  }
+
+  /**
+   * The platform's skills (`bus-skill.ts`), written into the workspace in the state volume before every start
+   * (create, restart, repair, update, restore), so every agent has the current version. Like the config, through the
+   * engine's archive upload into the stopped container (no running gateway needed); the directories are the gateway
+   * user's (the engine would create missing ones as root). A failure is logged, not fatal: the agent works without.
+   */
+  private async writeSkills(agent: Agent): Promise<void> {
+    const { uid, gid } = this.owner;
+    const dir = (...segments: string[]) => ({
+      name: `${posix.join(posix.basename(this.stateDir), 'workspace', ...segments)}/`,
+      type: 'directory' as const,
+      mode: 0o755,
+      uid,
+      gid,
+    });
+    try {
+      const files = await busSkillFiles();
+      const dirs = new Set<string>();
+      for (const file of files) for (let i = 1; i < file.path.length; i += 1) dirs.add(file.path.slice(0, i).join('/'));
+      const archive = tarArchive([
+        dir(),
+        ...[...dirs].sort().map((d) => dir(...d.split('/'))),
+        ...files.map((file) => ({
+          name: posix.join(posix.basename(this.stateDir), 'workspace', ...file.path),
+          type: 'file' as const,
+          mode: file.path.at(-1)?.endsWith('.mjs') ? 0o755 : 0o644,
+          uid,
+          gid,
+          content: file.content,
+        })),
+      ]);
+      await this.engine('write skills', () =>
+        this.docker.getContainer(dockerContainerName(agent.record.agentId)).putArchive(archive, { path: posix.dirname(this.stateDir) }),
+      );
+    } catch (error) {
+      this.log(agent, `[host] the ${BUS_SKILL_NAME} skill was not installed: ${messageOf(error)}`);
+    }
   }
 
   /** SIGTERM, then SIGKILL after the grace period (Docker's stop). An explicit stop also pauses the restart policy. */

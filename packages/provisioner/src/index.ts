@@ -1,3 +1,4 @@
+export * from './bus-skill.js';
 export * from './capacity.js';
 export * from './docker-host.js';
 export * from './host.js';

@@ -36,6 +36,7 @@ import {
   createConfiguration,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { BUS_SKILL_FILES, BUS_SKILL_NAME, type SkillFile, busSkillFiles } from './bus-skill.js';
 import {
   type AgentChanges,
   type AgentHealth,
@@ -113,6 +114,13 @@ const CONFIG_DIR = '/etc/openclaw';
 const CONFIG_KEY = 'openclaw.json';
 /** The stored spec (no secrets) in the agent's ConfigMap; not mounted into the pod. */
 const RECORD_KEY = 'aop-agent.json';
+/**
+ * The platform's skills (`bus-skill.ts`) ride in the agent's ConfigMap (`skills.<skill>.<file>`), mounted into the
+ * init container only, which copies them into the workspace at every pod start (create, repair, update, restarts).
+ */
+const SKILLS_MOUNT = '/etc/openclaw-skills';
+const skillKey = (skill: string, file: string) => `skills.${skill}.${file}`;
+const SKILL_ITEMS = BUS_SKILL_FILES.map((file) => ({ key: skillKey(BUS_SKILL_NAME, file), path: `${BUS_SKILL_NAME}/${file}` }));
 /** WhatsApp links by QR code: its "token" is only a switch. Kept in the Secret but never passed to the pod. */
 const WHATSAPP_KEY = 'aop-whatsapp-token';
 const GATEWAY_TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
@@ -484,8 +492,12 @@ export class KubernetesAgentHost implements AgentHost {
         await this.k8s(`create secret ${name}`, () =>
           this.core.createNamespacedSecret({ namespace: this.namespace, body: this.secretManifest(name, record, spec, owner) }),
         );
+        const skills = await this.skillFiles();
         await this.k8s(`create configmap ${name}`, () =>
-          this.core.createNamespacedConfigMap({ namespace: this.namespace, body: this.configMapManifest(name, record, spec, owner) }),
+          this.core.createNamespacedConfigMap({
+            namespace: this.namespace,
+            body: this.configMapManifest(name, record, spec, owner, skills),
+          }),
         );
         await this.k8s(`create service ${name}`, () =>
           this.core.createNamespacedService({ namespace: this.namespace, body: this.serviceManifest(name, record, owner) }),
@@ -1208,7 +1220,10 @@ export class KubernetesAgentHost implements AgentHost {
                 command: ['sh', '-c', PREPARE_SCRIPT],
                 securityContext: this.containerSecurity(),
                 resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { cpu: '200m', memory: '64Mi' } },
-                volumeMounts: [{ name: 'state', mountPath: DATA_DIR }],
+                volumeMounts: [
+                  { name: 'state', mountPath: DATA_DIR },
+                  { name: 'skills', mountPath: SKILLS_MOUNT, readOnly: true },
+                ],
               },
             ],
             containers: [
@@ -1236,6 +1251,8 @@ export class KubernetesAgentHost implements AgentHost {
               { name: 'state', persistentVolumeClaim: { claimName: name } },
               // Only openclaw.json: the stored spec in the same ConfigMap is the host's, not the gateway's.
               { name: 'config', configMap: { name, items: [{ key: CONFIG_KEY, path: CONFIG_KEY }] } },
+              // Optional: keys the ConfigMap lacks are left out instead of keeping the pod from starting.
+              { name: 'skills', configMap: { name, items: SKILL_ITEMS, optional: true } },
               { name: 'tmp', emptyDir: { sizeLimit: '1Gi' } },
             ],
           },
@@ -1290,17 +1307,30 @@ export class KubernetesAgentHost implements AgentHost {
     };
   }
 
-  private configData(record: AgentRecord, spec: AgentSpec): Record<string, string> {
+  private configData(record: AgentRecord, spec: AgentSpec, skills: SkillFile[]): Record<string, string> {
     const config = buildOpenClawConfig(spec, { port: GATEWAY_PORT, bind: 'lan', workspaceDir: `${STATE_DIR}/workspace` });
-    return { [CONFIG_KEY]: `${JSON.stringify(config, null, 2)}\n`, [RECORD_KEY]: `${JSON.stringify(record, null, 2)}\n` };
+    const data: Record<string, string> = {
+      [CONFIG_KEY]: `${JSON.stringify(config, null, 2)}\n`,
+      [RECORD_KEY]: `${JSON.stringify(record, null, 2)}\n`,
+    };
+    for (const file of skills) data[skillKey(file.path.at(-2) ?? '', file.path.at(-1) ?? '')] = file.content.toString('utf8');
+    return data;
   }
 
-  private configMapManifest(name: string, record: AgentRecord, spec: AgentSpec, owner: V1OwnerReference): V1ConfigMap {
+  /**
+   * The skills' files, or none when they cannot be had (a backend that was not built and cannot build them): the
+   * ConfigMap then lacks their keys, the volume is optional, and the agent runs without them.
+   */
+  private skillFiles(): Promise<SkillFile[]> {
+    return busSkillFiles().catch(() => []);
+  }
+
+  private configMapManifest(name: string, record: AgentRecord, spec: AgentSpec, owner: V1OwnerReference, skills: SkillFile[]): V1ConfigMap {
     return {
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: this.metadata(name, record, 'gateway', owner),
-      data: this.configData(record, spec),
+      data: this.configData(record, spec, skills),
     };
   }
 
@@ -1783,7 +1813,8 @@ export class KubernetesAgentHost implements AgentHost {
   }
 
   private async upsertConfigMap(name: string, record: AgentRecord, spec: AgentSpec, owner?: V1OwnerReference): Promise<void> {
-    const data = this.configData(record, spec);
+    const skills = await this.skillFiles();
+    const data = this.configData(record, spec, skills);
     try {
       const existing = await this.k8s(`read configmap ${name}`, () =>
         this.core.readNamespacedConfigMap({ name, namespace: this.namespace }),
@@ -1796,7 +1827,7 @@ export class KubernetesAgentHost implements AgentHost {
     } catch (error) {
       if (!isNotFound(error) || !owner) throw error;
       await this.k8s(`create configmap ${name}`, () =>
-        this.core.createNamespacedConfigMap({ namespace: this.namespace, body: this.configMapManifest(name, record, spec, owner) }),
+        this.core.createNamespacedConfigMap({ namespace: this.namespace, body: this.configMapManifest(name, record, spec, owner, skills) }),
       );
     }
   }
@@ -1818,6 +1849,13 @@ const PREPARE_SCRIPT = [
   `mkdir -p ${STATE_DIR} ${HOME_DIR}`,
   `chmod 700 ${STATE_DIR} ${HOME_DIR}`,
   `rm -rf ${STATE_DIR}/tmp/openclaw*`,
+  // Each mounted skill replaces its copy in the workspace (a link left there is removed, not written through).
+  `for src in ${SKILLS_MOUNT}/*/; do`,
+  '  [ -d "$src" ] || continue',
+  `  dst="${STATE_DIR}/workspace/.agents/skills/$(basename "$src")"`,
+  '  mkdir -p "$dst"',
+  '  for f in "$src"*; do rm -rf "$dst/$(basename "$f")"; cp "$f" "$dst/"; done',
+  'done',
 ].join('\n');
 
 /** Puts `state/` and `home/` back from a backup clone mounted at /backup (lost+found and the rest are left alone). */

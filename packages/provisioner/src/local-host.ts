@@ -4,6 +4,7 @@ import { type WriteStream, createWriteStream, existsSync } from 'node:fs';
 import { chmod, cp, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
+import { BUS_SKILL_NAME, installBusSkill } from './bus-skill.js';
 import {
   Backoff,
   type BackoffOptions,
@@ -700,6 +701,19 @@ export class LocalAgentHost implements AgentHost {
     await writeFileAtomic(paths.config, `${JSON.stringify(config, null, 2)}\n`);
   }
 
+  /**
+   * The platform's skills, written again before every start (create, restart, repair, update, restore), so every
+   * agent has the current version. A failure is logged, not fatal: the agent works without them.
+   */
+  private async installSkills(agent: Agent, paths: AgentPaths): Promise<void> {
+    try {
+      await mkdir(paths.workspace, { recursive: true, mode: 0o700 });
+      await installBusSkill(await this.workspace(agent.record.agentId));
+    } catch (error) {
+      this.log(agent, `[host] the ${BUS_SKILL_NAME} skill was not installed: ${(error as Error).message}`);
+    }
+  }
+
   /** The gateway's whole environment, from scratch: nothing of the platform's own environment is passed on. */
   private gatewayEnv(agent: Agent, runtime: OpenClawRuntime): Record<string, string> {
     const paths = this.paths(agent.record.agentId);
@@ -770,6 +784,7 @@ export class LocalAgentHost implements AgentHost {
     agent.record.port = port;
     await this.writeGatewayConfig(agent, port);
     await this.openLogFile(agent);
+    await this.installSkills(agent, paths);
 
     const child = spawn(runtime.nodeBin, [runtime.entry, 'gateway', 'run', '--port', String(port)], {
       cwd: paths.home, // never the repository: OpenClaw reads a `.env` from its working directory

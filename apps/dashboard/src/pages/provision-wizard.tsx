@@ -1,6 +1,7 @@
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { Link } from 'wouter';
-import { ApiError, api, errorMessage, subscribe } from '../api.js';
+import { ApiError, api, errorMessage } from '../api.js';
+import { eventData, readEventStream } from '../event-stream.js';
 import { InlineError } from '../components/states.js';
 import { StatusBadge } from '../components/status-badge.js';
 
@@ -217,26 +218,44 @@ function ProvisionProgress({
   const changed = useRef(onChange);
   changed.current = onChange;
 
-  useEffect(
-    () =>
-      subscribe(
-        `/api/agents/${encodeURIComponent(agentId)}/events`,
-        {
-          status: (data) => {
-            const s = data as { status: string; live: boolean; ready: boolean };
-            setProgress((p) => ({ ...p, status: s.status, live: s.live, ready: s.ready }));
-            changed.current();
-          },
-          done: (data) => {
-            const d = data as { status: string; ready?: boolean };
-            setProgress((p) => ({ ...p, status: d.status, ready: Boolean(d.ready), finished: true }));
-            changed.current();
-          },
-        },
-        () => setProgress((p) => (p.finished ? p : { ...p, error: 'Lost the connection to the event stream; retrying…' })),
-      ),
-    [agentId],
-  );
+  // Follows the agent's events until `done`; a dropped connection is opened again after a pause (the stream starts
+  // with the current state, so nothing is missed).
+  useEffect(() => {
+    const abort = new AbortController();
+    const follow = async () => {
+      for (let attempt = 0; !abort.signal.aborted; attempt++) {
+        let finished = false;
+        try {
+          await readEventStream(
+            `/api/agents/${encodeURIComponent(agentId)}/events`,
+            (event) => {
+              const data = eventData(event) as { status: string; live?: boolean; ready?: boolean };
+              if (event.event === 'status') {
+                setProgress((p) => ({ ...p, status: data.status, live: Boolean(data.live), ready: Boolean(data.ready), error: undefined }));
+              } else if (event.event === 'done') {
+                finished = true;
+                setProgress((p) => ({ ...p, status: data.status, ready: Boolean(data.ready), finished: true, error: undefined }));
+              }
+              changed.current();
+            },
+            abort.signal,
+          );
+          // The server ends the stream after `done`, or after ten minutes without one: then look again.
+          if (finished) return;
+        } catch (err) {
+          if (abort.signal.aborted) return;
+          if (err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429) {
+            setProgress((p) => ({ ...p, error: err.message }));
+            return;
+          }
+          setProgress((p) => ({ ...p, error: 'Lost the connection to the agent’s events; trying again…' }));
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(10_000, 1_000 * 2 ** attempt)));
+      }
+    };
+    void follow();
+    return () => abort.abort();
+  }, [agentId]);
 
   const failed = progress.status === 'error';
   const steps = [

@@ -121,7 +121,8 @@ describe('workspace browse', () => {
     const names = res.body.entries.map((e: { name: string }) => e.name);
     expect(names).toEqual(expect.arrayContaining(['memory', 'AGENTS.md', 'SOUL.md']));
     expect(names).not.toContain('.git');
-    expect(names[0]).toBe('memory'); // directories first
+    // Directories first: the platform's skills (`.agents`, see bus-skill.ts), then OpenClaw's memory.
+    expect(names.slice(0, 2)).toEqual(['.agents', 'memory']);
     const agents = res.body.entries.find((e: { name: string }) => e.name === 'AGENTS.md');
     expect(agents).toEqual({ name: 'AGENTS.md', path: 'AGENTS.md', type: 'file', size: 12, modifiedAt: expect.any(String) });
     const memory = res.body.entries.find((e: { name: string }) => e.name === 'memory');

@@ -11,7 +11,7 @@ import {
   startHostedAgents,
   startKubeAgents,
 } from '../../services/container-agents.test-support.js';
-import { followFile } from './follow.js';
+import { followFile } from '@aop/provisioner/log-follow';
 import { SseWriter } from './streams.js';
 
 async function until(ok: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { ApiError, api, errorMessage } from '../../api.js';
 import { ErrorState, Loading } from '../../components/states.js';
-import { eventData, readEventStream } from './event-stream.js';
+import { eventData, readEventStream } from '../../event-stream.js';
 
 /** Lines kept on screen; older ones are dropped as new ones arrive. */
 export const MAX_LINES = 1_000;

@@ -1,4 +1,4 @@
-import { ApiError } from '../../api.js';
+import { ApiError, parseBody, refusal } from './api.js';
 
 /**
  * Server-sent events read with `fetch` rather than `EventSource`: an `EventSource` hides the HTTP status and body of
@@ -75,18 +75,7 @@ export async function readEventStream(path: string, onEvent: (event: StreamEvent
   }
   const type = res.headers.get('content-type') ?? '';
   if (!res.ok || !type.includes('text/event-stream') || !res.body) {
-    const text = await res.text().catch(() => '');
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // Not JSON: keep the text.
-    }
-    const message =
-      body && typeof body === 'object' && typeof (body as { error?: unknown }).error === 'string'
-        ? (body as { error: string }).error
-        : `Request failed (${res.status})`;
-    throw new ApiError(res.ok ? 502 : res.status, message, body);
+    throw refusal(res.ok ? 502 : res.status, parseBody(await res.text().catch(() => '')));
   }
   const parser = new EventStreamParser();
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
