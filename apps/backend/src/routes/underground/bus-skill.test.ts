@@ -116,7 +116,12 @@ describe('underground-bus skill script against the bus', () => {
     const answer = JSON.parse(run.stdout);
     expect(answer).toEqual({ status: 200, success: true, messageId: expect.stringMatching(/^msg-[0-9a-f-]{36}$/) });
     expect(delivered.at(-1)?.body).toMatchObject({
-      message: { messageId: answer.messageId, action: 'HELLO', fromAgentId: 'agt_sender', payload: { text: 'hi from the skill', n: [1, 2] } },
+      message: {
+        messageId: answer.messageId,
+        action: 'HELLO',
+        fromAgentId: 'agt_sender',
+        payload: { text: 'hi from the skill', n: [1, 2] },
+      },
       sender: { agentId: 'agt_sender', address: agentEnv.AOP_AGENT_WALLET_ADDRESS },
       recipientAgentId: recipientId,
     });
