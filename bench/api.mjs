@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Authenticated reads of the web API at concurrency 64: GET /api/config and
-// GET /api/bridge/inbox, beside a bare node:http JSON server. Run: npm run bench:api
+// GET /api/bridge/inbox, and the dashboard's page and main script as a browser
+// fetches them, beside a bare node:http JSON server. Run: npm run bench:api
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -71,7 +72,11 @@ await run('warm-up', `${web}/api/config`, { cookie });
 const bare = await run('bare node:http JSON', `http://127.0.0.1:${barePort}/`);
 const config = await run('GET /api/config', `${web}/api/config`, { cookie });
 const inbox = await run('GET /api/bridge/inbox', `${web}/api/bridge/inbox?limit=50`, { cookie });
-const rows = [bare, config, inbox].map((r) => ({ ...r, ratio: (r.requestsPerSecond / bare.requestsPerSecond).toFixed(3) }));
+const page = await run('GET /dashboard (index.html)', `${web}/dashboard`, { accept: 'text/html' });
+const script = (await (await fetch(`${web}/dashboard`)).text()).match(/\/assets\/index-[^"]+\.js/)?.[0];
+if (!script) throw new Error('the dashboard build is missing: npm run build');
+const asset = await run('GET /assets/index-*.js (brotli)', `${web}${script}`, { 'accept-encoding': 'br' });
+const rows = [bare, config, inbox, page, asset].map((r) => ({ ...r, ratio: (r.requestsPerSecond / bare.requestsPerSecond).toFixed(3) }));
 console.table(rows);
 mkdirSync(join(here, 'results'), { recursive: true });
 writeFileSync(
