@@ -34,6 +34,7 @@ import { approvePlatformDevice } from './pairing.js';
 import { PINNED_OPENCLAW_VERSION } from './runtime.js';
 import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
 import { AGENT_NOT_RUNNING, type AgentWorkspace, ProgramWorkspace } from './workspace.js';
+import { GATEWAY_DOWN, probeGateway } from './gateway-probe.js';
 
 /** The gateway's port inside every agent container (spec §4.10 probes; also HTTP and WebSocket). */
 const GATEWAY_PORT = 18789;
@@ -820,31 +821,12 @@ export class DockerAgentHost implements AgentHost {
   /** `/healthz` and `/readyz` on the published port, 5-second timeout each (spec §4.10, §8). */
   async health(agentId: string): Promise<AgentHealth> {
     const agent = await this.get(agentId);
-    const down: AgentHealth = { live: false, ready: false, failing: [], uptimeMs: null };
     const info = await this.inspect(agentId);
     const url = info?.State.Running && !info.State.Restarting ? this.gatewayUrl(info) : null;
-    if (!info || !url) return down;
-    try {
-      const live = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5_000) });
-      await live.arrayBuffer();
-      if (!live.ok) return down;
-    } catch {
-      return down;
-    }
-    try {
-      const res = await fetch(`${url}/readyz`, { headers: this.authorization(agent), signal: AbortSignal.timeout(5_000) });
-      const body = (await res.json().catch(() => ({}))) as { ready?: boolean; failing?: string[]; uptimeMs?: number };
-      const ready = res.status === 200 && body.ready === true;
-      if (ready) this.markReady(agent, info.State.StartedAt);
-      return {
-        live: true,
-        ready,
-        failing: Array.isArray(body.failing) ? body.failing : [],
-        uptimeMs: typeof body.uptimeMs === 'number' ? body.uptimeMs : null,
-      };
-    } catch {
-      return { live: true, ready: false, failing: [], uptimeMs: null };
-    }
+    if (!info || !url) return GATEWAY_DOWN;
+    const health = await probeGateway(url, () => this.authorization(agent));
+    if (health.ready) this.markReady(agent, info.State.StartedAt);
+    return health;
   }
 
   async spec(agentId: string): Promise<AgentSpec> {

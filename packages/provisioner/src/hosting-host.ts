@@ -35,6 +35,7 @@ import { checkAgentEnv } from './openclaw-config.js';
 import { PlatformDeviceNotPairedError, platformDeviceToken } from './pairing.js';
 import { PINNED_OPENCLAW_VERSION } from './runtime.js';
 import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
+import { probeReadiness } from './gateway-probe.js';
 
 export interface HostingHostOptions extends HostingApiOptions {
   /** The agent image, e.g. `ghcr.io/openclaw/openclaw:2026.9.6`; an update deploys the same image with the version as tag. */
@@ -646,22 +647,9 @@ export class HostingAgentHost implements AgentHost {
   }
 
   /** `GET /readyz` with the gateway token, 5-second timeout. */
-  private async readiness(record: HostedAgentRecord): Promise<Omit<AgentHealth, 'live'>> {
-    try {
-      const token = this.secrets.decrypt(record.secrets.gatewayToken, secretAad(record.agentId, 'gatewayToken'));
-      const res = await fetch(new URL('/readyz', this.gatewayUrl(record.domain)), {
-        headers: { authorization: `Bearer ${token}` },
-        signal: AbortSignal.timeout(5_000),
-      });
-      const body = (await res.json().catch(() => ({}))) as { ready?: boolean; failing?: string[]; uptimeMs?: number };
-      return {
-        ready: res.status === 200 && body.ready === true,
-        failing: Array.isArray(body.failing) ? body.failing : [],
-        uptimeMs: typeof body.uptimeMs === 'number' ? body.uptimeMs : null,
-      };
-    } catch {
-      return { ready: false, failing: [], uptimeMs: null };
-    }
+  private readiness(record: HostedAgentRecord): Promise<Omit<AgentHealth, 'live'>> {
+    const token = this.secrets.decrypt(record.secrets.gatewayToken, secretAad(record.agentId, 'gatewayToken'));
+    return probeReadiness(this.gatewayUrl(record.domain), { authorization: `Bearer ${token}` });
   }
 
   private snapshot(record: HostedAgentRecord, status: AgentStatus): AgentState {

@@ -63,6 +63,7 @@ import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig
 import { approvePlatformDevice } from './pairing.js';
 import { PINNED_OPENCLAW_VERSION } from './runtime.js';
 import { AGENT_NOT_RUNNING, type AgentWorkspace, ProgramWorkspace } from './workspace.js';
+import { GATEWAY_DOWN, probeGateway } from './gateway-probe.js';
 
 /**
  * The `kubernetes` provider: every agent is an OpenClaw gateway in its own pod, made of five objects named
@@ -831,29 +832,10 @@ export class KubernetesAgentHost implements AgentHost {
   /** `/healthz` and `/readyz` through the agent's Service URL, 5-second timeout each. */
   async health(agentId: string): Promise<AgentHealth> {
     const { name, deployment } = await this.agent(agentId);
-    const down: AgentHealth = { live: false, ready: false, failing: [], uptimeMs: null };
-    if ((deployment.spec?.replicas ?? 0) === 0) return down;
-    const base = this.serviceUrl(agentId);
-    try {
-      const live = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(5_000) });
-      await live.arrayBuffer();
-      if (!live.ok) return down;
-    } catch {
-      return down;
-    }
-    try {
-      const token = (await this.readSecretEnv(name))[GATEWAY_TOKEN_ENV] ?? '';
-      const res = await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
-      const body = (await res.json().catch(() => ({}))) as { ready?: boolean; failing?: string[]; uptimeMs?: number };
-      return {
-        live: true,
-        ready: res.status === 200 && body.ready === true,
-        failing: Array.isArray(body.failing) ? body.failing : [],
-        uptimeMs: typeof body.uptimeMs === 'number' ? body.uptimeMs : null,
-      };
-    } catch {
-      return { live: true, ready: false, failing: [], uptimeMs: null };
-    }
+    if ((deployment.spec?.replicas ?? 0) === 0) return GATEWAY_DOWN;
+    return probeGateway(this.serviceUrl(agentId), async () => ({
+      authorization: `Bearer ${(await this.readSecretEnv(name))[GATEWAY_TOKEN_ENV] ?? ''}`,
+    }));
   }
 
   /** The spec with its secrets, read back from the agent's ConfigMap and Secret. */

@@ -37,6 +37,7 @@ import { isAlive, memAvailableBytes, processTree, treeRssBytes, treeStats } from
 import { type OpenClawRuntime, PINNED_OPENCLAW_VERSION, REPO_ROOT, defaultNodeBin, openClawRuntime, runtimeProblem } from './runtime.js';
 import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
 import { type AgentWorkspace, ProgramWorkspace, runProgramLocally } from './workspace.js';
+import { GATEWAY_DOWN, probeGateway } from './gateway-probe.js';
 
 export interface LocalHostOptions {
   /** The platform's data directory; agents live in `<dataDir>/agents/<agentId>/`. */
@@ -547,30 +548,11 @@ export class LocalAgentHost implements AgentHost {
 
   async health(agentId: string): Promise<AgentHealth> {
     const agent = this.get(agentId);
-    const down: AgentHealth = { live: false, ready: false, failing: [], uptimeMs: null };
     const port = agent.record.port;
-    if (port === null || !agent.child) return down;
-    const base = `http://127.0.0.1:${port}`;
-    try {
-      const live = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(5_000) });
-      await live.arrayBuffer();
-      if (!live.ok) return down;
-    } catch {
-      return down;
-    }
-    try {
-      const token = this.secrets.decrypt(agent.record.secrets.gatewayToken, secretAad(agent.record.agentId, 'gatewayToken'));
-      const res = await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
-      const body = (await res.json().catch(() => ({}))) as { ready?: boolean; failing?: string[]; uptimeMs?: number };
-      return {
-        live: true,
-        ready: res.status === 200 && body.ready === true,
-        failing: Array.isArray(body.failing) ? body.failing : [],
-        uptimeMs: typeof body.uptimeMs === 'number' ? body.uptimeMs : null,
-      };
-    } catch {
-      return { live: true, ready: false, failing: [], uptimeMs: null };
-    }
+    if (port === null || !agent.child) return GATEWAY_DOWN;
+    return probeGateway(`http://127.0.0.1:${port}`, () => ({
+      authorization: `Bearer ${this.secrets.decrypt(agent.record.secrets.gatewayToken, secretAad(agent.record.agentId, 'gatewayToken'))}`,
+    }));
   }
 
   /** The spec as given (secrets decrypted), e.g. for a provider migration. */

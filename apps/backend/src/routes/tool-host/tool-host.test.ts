@@ -169,7 +169,9 @@ describe('tool host', () => {
     expect(skills.weather).toMatchObject({ source: 'bundled', enabled: true });
     expect(skills.summarize).toMatchObject({ source: 'bundled', enabled: false });
     expect(skills.github).toMatchObject({ source: 'bundled', enabled: false }); // not in allowBundled
-    expect(res.body.counts).toMatchObject({ enabledTools: Object.values(enabled).filter(Boolean).length, enabledSkills: 2 });
+    // Every agent's workspace also holds the platform's own skill (OpenClaw's `.agents/skills` folder).
+    expect(skills['underground-bus']).toMatchObject({ source: 'workspace', path: '.agents/skills/underground-bus', enabled: true });
+    expect(res.body.counts).toMatchObject({ enabledTools: Object.values(enabled).filter(Boolean).length, enabledSkills: 3 });
 
     for (const path of ['/tools?agentId=agt_tools', '/setup?agentId=agt_tools']) {
       const other = await get('usr_other', path);
