@@ -40,7 +40,7 @@ export function Layout({ children }: { children: ReactNode }) {
         </Link>
         <button
           type="button"
-          className="menu-button"
+          className="button secondary menu-button"
           aria-expanded={menuOpen}
           aria-controls="primary-nav"
           onClick={() => setMenuOpen((open) => !open)}
