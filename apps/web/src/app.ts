@@ -83,6 +83,8 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   );
   await app.register(sharedHttpPlugin, {
     counters,
+    // The dashboard's assets come from this origin: over plain HTTP (no Secure cookies), upgrading them breaks it.
+    upgradeInsecureRequests: config.cookieSecure,
     openapi: { path: '/api/openapi.json', title: 'Web API', description: 'Public API of the agent operations platform.' },
   });
   await app.register(authPlugin, { config, clock });

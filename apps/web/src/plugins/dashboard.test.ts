@@ -85,6 +85,24 @@ describe('the dashboard at / (issue #11)', () => {
   });
 });
 
+describe('the content security policy of the pages', () => {
+  it('asks browsers to upgrade to HTTPS only where the service is served over it (Secure cookies)', async () => {
+    const plain = await startWeb({ COOKIE_SECURE: 'false' });
+    const secure = await startWeb({ COOKIE_SECURE: 'true' });
+    try {
+      const plainCsp = (await fetch(`${plain.url}/api/health`)).headers.get('content-security-policy') ?? '';
+      expect(plainCsp).toContain("script-src 'self'");
+      expect(plainCsp).not.toContain('upgrade-insecure-requests');
+      const secureCsp = (await fetch(`${secure.url}/api/health`)).headers.get('content-security-policy') ?? '';
+      expect(secureCsp).toContain("script-src 'self'");
+      expect(secureCsp).toContain('upgrade-insecure-requests');
+    } finally {
+      await plain.close();
+      await secure.close();
+    }
+  });
+});
+
 describe('without a dashboard build', () => {
   it('pages answer 503 with how to build it; the API still works', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'aop-dashboard-empty-'));

@@ -22,6 +22,12 @@ declare module 'fastify' {
 export interface SharedHttpOptions {
   counters: CounterStore;
   openapi: { path: string; title: string; description: string; version?: string };
+  /**
+   * Keep helmet's `upgrade-insecure-requests` CSP directive (default true). A service reached over plain HTTP on a
+   * non-loopback address (a development machine on a LAN) turns it off: browsers would fetch its pages' scripts over
+   * HTTPS, where nothing answers.
+   */
+  upgradeInsecureRequests?: boolean;
 }
 
 const DEFAULT_INVALID_BODY = 'Invalid request body';
@@ -67,7 +73,12 @@ async function sharedHttp(app: FastifyInstance, opts: SharedHttpOptions): Promis
     parseJson(request, body as string, done);
   });
 
-  await app.register(helmet, { global: true });
+  await app.register(helmet, {
+    global: true,
+    ...(opts.upgradeInsecureRequests === false
+      ? { contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } }
+      : {}),
+  });
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
