@@ -75,9 +75,7 @@ async function sharedHttp(app: FastifyInstance, opts: SharedHttpOptions): Promis
 
   await app.register(helmet, {
     global: true,
-    ...(opts.upgradeInsecureRequests === false
-      ? { contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } }
-      : {}),
+    ...(opts.upgradeInsecureRequests === false ? { contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } } : {}),
   });
   await app.register(swagger, {
     openapi: {
