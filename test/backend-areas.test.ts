@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
-import { request } from '@aop/testing';
+import { openSse, request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startBackend, type TestBackend } from '../apps/backend/src/backend.test-support.js';
 import { SESSION_COOKIE, createSession } from '../apps/web/src/services/sessions.js';
@@ -54,56 +54,6 @@ function rawGet(base: string, path: string, headers: Record<string, string>): Pr
     req.on('error', reject);
     req.end();
   });
-}
-
-interface SseEvent {
-  event: string;
-  data: any;
-}
-
-/** A server-sent-event client over fetch, as a browser's EventSource reads the stream: frame by frame as they arrive. */
-async function openSse(url: string, headers: Record<string, string>) {
-  const controller = new AbortController();
-  const res = await fetch(url, { headers, signal: controller.signal });
-  const events: SseEvent[] = [];
-  const state = { ended: false };
-  if (res.headers.get('content-type')?.startsWith('text/event-stream') && res.body) {
-    const reader = res.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = '';
-    void (async () => {
-      try {
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buffer += decoder.decode(value, { stream: true });
-          for (let at = buffer.indexOf('\n\n'); at >= 0; at = buffer.indexOf('\n\n')) {
-            const frame = buffer.slice(0, at);
-            buffer = buffer.slice(at + 2);
-            let event = 'message';
-            let data: string | null = null;
-            for (const line of frame.split('\n')) {
-              if (line.startsWith('event: ')) event = line.slice(7);
-              else if (line.startsWith('data: ')) data = line.slice(6);
-            }
-            if (data !== null) events.push({ event, data: JSON.parse(data) });
-          }
-        }
-      } catch {
-        // aborted by the test
-      } finally {
-        state.ended = true;
-      }
-    })();
-  }
-  return {
-    res,
-    events,
-    get ended() {
-      return state.ended;
-    },
-    close: () => controller.abort(),
-  };
 }
 
 // Issue #10: the backend's user areas (spec §4.11 underground; §4.18 installations, metrics, coordination, tool host,

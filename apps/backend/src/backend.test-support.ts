@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { hmacSha256Hex } from '@aop/core';
 import { type RunningService, type TestDatabase, createTestDatabase, listen, tempDataDir, testCounters, testEnv } from '@aop/testing';
-import type { AgentHost } from '@aop/provisioner';
+import { type AgentHost, LocalAgentHost } from '@aop/provisioner';
+import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { buildApp } from './app.js';
 import { type BackendConfig, loadBackendConfig } from './config.js';
 
@@ -31,6 +34,22 @@ export async function startBackend(
       data.remove();
     },
   };
+}
+
+/**
+ * A local agent host under `dir` whose one runtime (`1.0.0`) is the stand-in gateway, run on this process's Node:
+ * real processes, ports, config and workspaces, started in a fraction of a second.
+ */
+export async function fakeRuntimeHost(dir: string): Promise<LocalAgentHost> {
+  return new LocalAgentHost({
+    dataDir: join(dir, 'data'),
+    encryptionKey: randomBytes(32),
+    runtimes: { '1.0.0': await installFakeRuntime(join(dir, 'rt'), '1.0.0') },
+    nodeBin: process.execPath,
+    defaultVersion: '1.0.0',
+    readyPollMs: 50,
+    stopTimeoutMs: 5_000,
+  });
 }
 
 /**

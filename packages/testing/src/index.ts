@@ -1,6 +1,7 @@
 export * from './database.js';
 export * from './http.js';
 export * from './service.js';
+export * from './sse-client.js';
 export * from './fakes/docker-engine.js';
 export * from './fakes/smtp.js';
 export * from './fakes/risc-issuer.js';

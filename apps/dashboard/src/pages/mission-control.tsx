@@ -219,7 +219,7 @@ function FleetSection({ graph }: { graph: FleetGraphData }) {
           <strong>No live fleet data</strong> (source: <span className="mono">{graph.source}</span>).{' '}
           {graph.source === 'fallback' ? (
             <>
-              None of your agents answered, or you have none yet, so this is the placeholder graph the service shows when nothing is
+              None of your agents answered, or you have none yet, so this is the fallback graph the service shows when nothing is
               reachable. <Link href="/dashboard">Check your agents</Link>.
             </>
           ) : (
@@ -254,7 +254,7 @@ function FleetSection({ graph }: { graph: FleetGraphData }) {
             {graph.nodes.map((node) => (
               <tr key={node.id}>
                 <td>
-                  {/* Only live nodes are agents; the fallback node is a placeholder with nothing to open. */}
+                  {/* Only live nodes are agents; the fallback node stands for no agent and has nothing to open. */}
                   {live ? <Link href={`/agents/${node.id}`}>{node.name}</Link> : node.name}
                   {node.children !== undefined ? <div className="muted">coordinates {node.children} other agents</div> : null}
                 </td>

@@ -2,7 +2,7 @@ import { appendFile, mkdtemp, rename, rm, truncate, writeFile } from 'node:fs/pr
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request } from '@aop/testing';
+import { type SseEvent, openSse, request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalAgents, startLocalAgents, userHeaders } from '../../services/agent-access.test-support.js';
 import {
@@ -22,59 +22,8 @@ async function until(ok: () => boolean, what: string, timeoutMs = 10_000): Promi
   }
 }
 
-interface SseEvent {
-  event: string;
-  data: any;
-}
-
-/** A server-sent-event client over fetch: collects events and comments until the stream ends or is aborted. */
-async function openSse(url: string, headers: Record<string, string>) {
-  const controller = new AbortController();
-  const res = await fetch(url, { headers, signal: controller.signal });
-  const events: SseEvent[] = [];
-  const comments: string[] = [];
-  const state = { ended: false };
-  if (res.headers.get('content-type')?.startsWith('text/event-stream') && res.body) {
-    const reader = res.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = '';
-    void (async () => {
-      try {
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buffer += decoder.decode(value, { stream: true });
-          for (let at = buffer.indexOf('\n\n'); at >= 0; at = buffer.indexOf('\n\n')) {
-            const frame = buffer.slice(0, at);
-            buffer = buffer.slice(at + 2);
-            let event = 'message';
-            let data: string | null = null;
-            for (const line of frame.split('\n')) {
-              if (line.startsWith(':')) comments.push(line.slice(1).trim());
-              else if (line.startsWith('event: ')) event = line.slice(7);
-              else if (line.startsWith('data: ')) data = line.slice(6);
-            }
-            if (data !== null) events.push({ event, data: JSON.parse(data) });
-          }
-        }
-      } catch {
-        // aborted
-      } finally {
-        state.ended = true;
-      }
-    })();
-  }
-  return {
-    res,
-    events,
-    comments,
-    get ended() {
-      return state.ended;
-    },
-    lines: () => events.filter((e) => e.event === 'log').map((e) => e.data.line as string),
-    close: () => controller.abort(),
-  };
-}
+/** The log lines among a stream's events. */
+const logLines = (sse: { events: SseEvent[] }) => sse.events.filter((e) => e.event === 'log').map((e) => e.data.line as string);
 
 // Spec §4.18 "Logs (planned)"; shapes and rules are ours (docs/decisions.md). The agent is a real local-provider
 // gateway (the stand-in OpenClaw), so every line below was written by the host and the gateway process.
@@ -130,25 +79,25 @@ describe('agent logs', () => {
     expect(sse.res.status).toBe(200);
     expect(sse.res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     expect(sse.res.headers.get('cache-control')).toBe('no-cache, no-transform');
-    await until(() => sse.lines().length === 3, 'the tail');
+    await until(() => logLines(sse).length === 3, 'the tail');
     const ready = sse.events[0];
     expect(ready).toEqual({
       event: 'ready',
       data: { streamId: expect.stringMatching(/^lgs_/), agentId: 'agt_logs', startedAt: expect.any(String) },
     });
     const history = await env.call('usr_logs', 'GET', '/logs/agt_logs/history?limit=3');
-    expect(sse.lines()).toEqual(history.body.lines);
+    expect(logLines(sse)).toEqual(history.body.lines);
 
     // A restart makes the gateway and the host write new lines.
     await env.host.restart('agt_logs');
-    await until(() => sse.lines().some((line) => line.startsWith('[host] started OpenClaw')), 'the restart lines');
-    expect(sse.lines()).toEqual(
+    await until(() => logLines(sse).some((line) => line.startsWith('[host] started OpenClaw')), 'the restart lines');
+    expect(logLines(sse)).toEqual(
       expect.arrayContaining(['[gateway] signal SIGTERM received, shutting down', expect.stringMatching(/^\[host\] gateway exited/)]),
     );
 
     const active = await env.call('usr_logs', 'GET', '/logs/active');
     expect(active.body).toEqual({
-      streams: [{ id: ready?.data.streamId, agentId: 'agt_logs', startedAt: ready?.data.startedAt, linesSent: sse.lines().length }],
+      streams: [{ id: ready?.data.streamId, agentId: 'agt_logs', startedAt: ready?.data.startedAt, linesSent: logLines(sse).length }],
       count: 1,
       maxPerUser: 5,
     });
@@ -222,32 +171,32 @@ describe.each([
 
     const sse = await openSse(`${env.backend.url}/api/logs/${agentId}/stream?tail=2`, headersFor('usr_follow'));
     expect(sse.res.status).toBe(200);
-    await until(() => sse.lines().length >= 2, 'the tail');
-    expect(sse.lines().slice(0, 2)).toEqual(history.body.lines);
+    await until(() => logLines(sse).length >= 2, 'the tail');
+    expect(logLines(sse).slice(0, 2)).toEqual(history.body.lines);
     expect(sse.events[0]).toMatchObject({ event: 'ready', data: { agentId } });
 
     env.writeLog(agentId, ['live one', 'live two ✓']);
-    await until(() => sse.lines().includes('live two ✓'), 'the new lines');
+    await until(() => logLines(sse).includes('live two ✓'), 'the new lines');
     // (The docker host's own `[host]` lines, e.g. of the platform device's pairing, may come in between.)
     const gateway = (lines: string[]) => lines.filter((line) => !line.startsWith('[host]'));
-    expect(gateway(sse.lines())).toEqual([...gateway(history.body.lines), 'live one', 'live two ✓']);
+    expect(gateway(logLines(sse))).toEqual([...gateway(history.body.lines), 'live one', 'live two ✓']);
 
     await env.host.restart(agentId);
     await env.host.waitUntilReady(agentId, { timeoutMs: 10_000 });
     env.writeLog(agentId, ['after restart']);
-    await until(() => sse.lines().includes('after restart'), 'a line after the restart', 15_000);
+    await until(() => logLines(sse).includes('after restart'), 'a line after the restart', 15_000);
     if (provider === 'docker') {
       // The container's output around the restart, and the host's own lines as it logged them.
-      expect(sse.lines()).toEqual(
+      expect(logLines(sse)).toEqual(
         expect.arrayContaining(['[gateway] signal SIGTERM received, shutting down', expect.stringMatching(/^\[host\] started aop-agent-/)]),
       );
     }
     // Attached again from the last line sent: nothing came twice.
-    expect(sse.lines().filter((line) => line === 'live one')).toHaveLength(1);
-    expect(sse.lines().filter((line) => line === 'gateway line two')).toHaveLength(1);
+    expect(logLines(sse).filter((line) => line === 'live one')).toHaveLength(1);
+    expect(logLines(sse).filter((line) => line === 'gateway line two')).toHaveLength(1);
 
     const active = await env.call('usr_follow', 'GET', '/logs/active');
-    expect(active.body).toMatchObject({ count: 1, streams: [{ agentId, linesSent: sse.lines().length }] });
+    expect(active.body).toMatchObject({ count: 1, streams: [{ agentId, linesSent: logLines(sse).length }] });
     expect((await env.call('usr_other', 'POST', `/logs/${agentId}/stop`)).status).toBe(404);
     const stop = await env.call('usr_follow', 'POST', `/logs/${agentId}/stop`);
     expect(stop.body).toEqual({ success: true, agentId, stopped: 1 });

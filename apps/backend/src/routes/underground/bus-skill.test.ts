@@ -1,17 +1,15 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { type Server, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BUS_SKILL_DIR, LocalAgentHost } from '@aop/provisioner';
-import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import { BUS_SKILL_DIR, type LocalAgentHost } from '@aop/provisioner';
 import { request } from '@aop/testing';
 import type { Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestBackend, signedCaller, startBackend } from '../../backend.test-support.js';
+import { type TestBackend, fakeRuntimeHost, signedCaller, startBackend } from '../../backend.test-support.js';
+import { type Hook, startWebhookServer } from './webhooks.test-support.js';
 
 const KEY = 'internal-key-for-bus-skill-tests';
 const HMAC = 'hmac-secret-for-bus-skill-tests';
@@ -28,9 +26,9 @@ describe('underground-bus skill script against the bus', () => {
   let work: string;
   let host: LocalAgentHost;
   let backend: TestBackend;
-  let hookServer: Server;
+  let webhooks: Awaited<ReturnType<typeof startWebhookServer>>;
   let hookUrl: string;
-  const delivered: Array<{ body: any }> = [];
+  let delivered: Hook['delivered'];
   let recipientId: string;
   let script: string;
   let agentEnv: Record<string, string>;
@@ -56,25 +54,12 @@ describe('underground-bus skill script against the bus', () => {
 
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'aop-bus-skill-'));
-    hookServer = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        delivered.push({ body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => hookServer.listen(0, '127.0.0.1', resolve));
-    hookUrl = `http://127.0.0.1:${(hookServer.address() as AddressInfo).port}/hook`;
-    host = new LocalAgentHost({
-      dataDir: join(work, 'data'),
-      encryptionKey: randomBytes(32),
-      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0') },
-      nodeBin: process.execPath,
-      defaultVersion: '1.0.0',
-      readyPollMs: 50,
-      stopTimeoutMs: 5_000,
-    });
+    webhooks = await startWebhookServer();
+    ({
+      url: hookUrl,
+      hook: { delivered },
+    } = webhooks.hook('recipient'));
+    host = await fakeRuntimeHost(work);
     // The bus URL the agent gets is where this test's backend listens: known only once it runs, so a placeholder
     // first and the agent's variables are taken from its spec with the URL put right (as an operator would set it).
     backend = await startBackend(
@@ -103,7 +88,7 @@ describe('underground-bus skill script against the bus', () => {
   afterAll(async () => {
     await backend?.close();
     await host?.shutdown();
-    await new Promise<void>((resolve) => hookServer?.close(() => resolve()));
+    await webhooks?.close();
     await rm(work, { recursive: true, force: true });
   });
 

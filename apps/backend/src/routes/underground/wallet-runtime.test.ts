@@ -1,17 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { type Server, createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decryptSecret, parseEncryptionKey } from '@aop/core';
-import { LocalAgentHost } from '@aop/provisioner';
-import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import type { LocalAgentHost } from '@aop/provisioner';
 import { request } from '@aop/testing';
 import type { Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestBackend, signedCaller, startBackend } from '../../backend.test-support.js';
+import { type TestBackend, fakeRuntimeHost, signedCaller, startBackend } from '../../backend.test-support.js';
+import { type Hook, startWebhookServer } from './webhooks.test-support.js';
 import { walletKeyAad } from '../../services/underground.js';
 import { signingText } from '../../services/underground-bus.js';
 
@@ -29,9 +27,9 @@ describe('underground wallet handed to the agent runtime', () => {
   let work: string;
   let host: LocalAgentHost;
   let backend: TestBackend;
-  let hookServer: Server;
+  let webhooks: Awaited<ReturnType<typeof startWebhookServer>>;
   let hookUrl: string;
-  const delivered: Array<{ body: any }> = [];
+  let delivered: Hook['delivered'];
   let recipientId: string;
   let client = 0;
 
@@ -60,25 +58,12 @@ describe('underground wallet handed to the agent runtime', () => {
 
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'aop-wallet-runtime-'));
-    hookServer = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        delivered.push({ body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => hookServer.listen(0, '127.0.0.1', resolve));
-    hookUrl = `http://127.0.0.1:${(hookServer.address() as AddressInfo).port}/hook`;
-    host = new LocalAgentHost({
-      dataDir: join(work, 'data'),
-      encryptionKey: randomBytes(32),
-      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0') },
-      nodeBin: process.execPath,
-      defaultVersion: '1.0.0',
-      readyPollMs: 50,
-      stopTimeoutMs: 5_000,
-    });
+    webhooks = await startWebhookServer();
+    ({
+      url: hookUrl,
+      hook: { delivered },
+    } = webhooks.hook('recipient'));
+    host = await fakeRuntimeHost(work);
     backend = await startBackend(
       {
         INTERNAL_API_KEY: KEY,
@@ -103,7 +88,7 @@ describe('underground wallet handed to the agent runtime', () => {
   afterAll(async () => {
     await backend?.close();
     await host?.shutdown();
-    await new Promise<void>((resolve) => hookServer?.close(() => resolve()));
+    await webhooks?.close();
     await rm(work, { recursive: true, force: true });
   });
 
