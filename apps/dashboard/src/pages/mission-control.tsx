@@ -219,8 +219,8 @@ function FleetSection({ graph }: { graph: FleetGraphData }) {
           <strong>No live fleet data</strong> (source: <span className="mono">{graph.source}</span>).{' '}
           {graph.source === 'fallback' ? (
             <>
-              None of your agents answered, or you have none yet, so this is the fallback graph the service shows when nothing is
-              reachable. <Link href="/dashboard">Check your agents</Link>.
+              None of your agents answered, or you have none yet, so this is the fallback graph the service shows when nothing is reachable.{' '}
+              <Link href="/dashboard">Check your agents</Link>.
             </>
           ) : (
             'Sign in again to see your fleet.'
