@@ -34,8 +34,10 @@ export function ProfileSection() {
               key={`${s.name}\n${s.email}`}
               settings={s}
               onSaved={async (message) => {
-                setSaved(message);
+                // Reload first: the form is keyed by the saved values and starts again when they arrive, so the
+                // confirmation must not come (and invite the next edit) before that, or the edit would be wiped.
                 await settings.reload();
+                setSaved(message);
               }}
               onEdit={() => setSaved(undefined)}
             />
