@@ -22,7 +22,7 @@ import { MPP_CHALLENGE_TTL_MS } from '../apps/web/src/services/payments/mpp.js';
 import { settleDueSessions, voucherMessage, walletProofMessage } from '../apps/web/src/services/payments/payment-sessions.js';
 import { type ChargeRequest, type ChargeResult, PaymentError } from '../apps/web/src/services/payments/types.js';
 import type { AuthUser } from '../apps/web/src/services/sessions.js';
-import { type TestWeb, startWeb } from '../apps/web/src/web.test-support.js';
+import { type TestWeb, freshIp, startWeb } from '../apps/web/src/web.test-support.js';
 
 const PUBLIC_URL = 'https://pay.example.test';
 const LLM_KEY = 'sk-llm-key-for-payment-tests';
@@ -134,7 +134,8 @@ describe('plugin payments: MPP on chain, payment sessions, card metering', () =>
       PAYMENT_RECIPIENT: recipient,
       LLM_API_KEY: LLM_KEY,
     };
-    web = await startWeb({ ...env, LLM_BASE_URL: llm.url });
+    // TRUST_PROXY: a test may act from its own client address (X-Forwarded-For) to stay clear of shared rate limits.
+    web = await startWeb({ ...env, LLM_BASE_URL: llm.url, TRUST_PROXY: '127.0.0.1' });
     deps = { db: web.database.db, config: web.config };
     const counters = testCounters();
     const running = await listen(
@@ -179,7 +180,14 @@ describe('plugin payments: MPP on chain, payment sessions, card metering', () =>
   });
 
   describe('card', () => {
-    const user = (id: string): AuthUser => ({ id, name: 'Card User', email: `${id}@example.com`, isAdmin: false, via: 'session' });
+    const user = (id: string): AuthUser => ({
+      id,
+      name: 'Card User',
+      email: `${id}@example.com`,
+      isAdmin: false,
+      emailVerified: true,
+      via: 'session',
+    });
     const usageRows = (userId: string) =>
       web.database.db.kysely.selectFrom('usage_events').selectAll().where('user_id', '=', userId).execute();
 
@@ -449,17 +457,21 @@ describe('plugin payments: MPP on chain, payment sessions, card metering', () =>
       return { 'x-wallet-signature': await account.signMessage({ message }), 'x-wallet-timestamp': String(timestamp) };
     }
 
-    async function open(account: PrivateKeyAccount, deposit = '1.00', transaction?: Hex) {
+    /** `client`: extra request headers (a client address of its own). */
+    async function open(account: PrivateKeyAccount, deposit = '1.00', transaction?: Hex, client: Record<string, string> = {}) {
       const tx = transaction ?? (await pay(account, { amount: deposit }));
       const res = await request(sessions(), {
         json: { address: account.address, deposit, transaction: tx },
-        headers: await proof(account, 'open', tx.toLowerCase()),
+        headers: { ...client, ...(await proof(account, 'open', tx.toLowerCase())) },
       });
       return { res, tx };
     }
 
-    async function close(account: PrivateKeyAccount, sessionId: string) {
-      return request(`${sessions()}?sessionId=${sessionId}`, { method: 'DELETE', headers: await proof(account, 'close', sessionId) });
+    async function close(account: PrivateKeyAccount, sessionId: string, client: Record<string, string> = {}) {
+      return request(`${sessions()}?sessionId=${sessionId}`, {
+        method: 'DELETE',
+        headers: { ...client, ...(await proof(account, 'close', sessionId)) },
+      });
     }
 
     const sessionHeaders = (sessionId: string, wallet: string) => ({
@@ -528,18 +540,6 @@ describe('plugin payments: MPP on chain, payment sessions, card metering', () =>
         expect(session.createdAt).toBeGreaterThan(Date.now() - 60_000);
         expect(session.lastSettledAt).toBe(session.createdAt);
         sessionId = session.id;
-      });
-
-      it('an existing active session is answered with a note, and the new deposit is left unused', async () => {
-        const { res, tx } = await open(alice, '2.00');
-        expect(res.status).toBe(200);
-        expect(res.body).toMatchObject({ session: { id: sessionId }, note: 'Active session already exists' });
-        const row = await web.database.db.kysely
-          .selectFrom('payment_transactions')
-          .select('tx_hash')
-          .where('tx_hash', '=', tx.toLowerCase())
-          .executeTakeFirst();
-        expect(row).toBeUndefined();
       });
 
       it('the deposit transaction never pays twice, not even as an MPP credential', async () => {
@@ -658,6 +658,128 @@ describe('plugin payments: MPP on chain, payment sessions, card metering', () =>
         expect(byOther.res.body.reason).toBe('no transfer of the payment token from that wallet to the recipient');
         // Unknown transaction.
         expect((await open(bob, '1.00', `0x${'e'.repeat(64)}`)).res.body.reason).toBe('transaction not found or not mined yet');
+      });
+    });
+
+    describe('topping up the open session', () => {
+      const TOPPED_UP = 'Deposit added to the active session';
+      /** These tests make many wallet API calls: from their own client address, under their own rate limit. */
+      const client = { 'x-forwarded-for': freshIp() };
+      const balance = async (id: string) => (await request(`${sessions()}?sessionId=${id}`, { headers: client })).body.session;
+      /** The wallet's session that is not closed, from the database (none or one). */
+      const openSessions = (account: PrivateKeyAccount) =>
+        web.database.db.kysely
+          .selectFrom('payment_sessions')
+          .select(['id', 'deposit'])
+          .where('user_address', '=', account.address.toLowerCase())
+          .where('status', '<>', 'closed')
+          .execute();
+
+      it('§4.4 session billing: a new deposit to a spent session is credited once (200 with a note); a replay is 409, an unverifiable one 402', async () => {
+        const erin = await freshWallet();
+        const first = await open(erin, '1.00', undefined, client);
+        expect(first.res.status).toBe(201);
+        const id = first.res.body.session.id as string;
+        await charge({ headers: sessionHeaders(id, erin.address), priceUsd: '1.00' });
+        const broke = await refusal(charge({ headers: sessionHeaders(id, erin.address) }));
+        expect(broke.body).toMatchObject({ error: 'insufficient_balance', session: { remaining: '0.00' } });
+
+        const { res, tx } = await open(erin, '1.00', undefined, client);
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual({
+          session: expect.objectContaining({ id, deposit: '2.00', spent: '1.00', remaining: '1.00', status: 'active' }),
+          note: TOPPED_UP,
+        });
+        const recorded = await web.database.db.kysely
+          .selectFrom('payment_transactions')
+          .select(['tx_hash', 'purpose', 'session_id'])
+          .where('session_id', '=', id)
+          .orderBy('created_at')
+          .execute();
+        expect(recorded.map((r) => r.tx_hash).sort()).toEqual([first.tx.toLowerCase(), tx.toLowerCase()].sort());
+        for (const r of recorded) expect(r).toMatchObject({ purpose: 'session_deposit', session_id: id });
+        const audits = await web.database.db.kysely
+          .selectFrom('audit_log')
+          .select(['action', 'metadata'])
+          .where('target', '=', id)
+          .where('action', '=', 'payment_session.top_up')
+          .execute();
+        expect(audits).toEqual([
+          {
+            action: 'payment_session.top_up',
+            metadata: { address: erin.address.toLowerCase(), deposit: '1.00', txHash: tx.toLowerCase(), total: '2.00' },
+          },
+        ]);
+
+        // Replays of either deposit, and deposits that cannot be verified, credit nothing.
+        for (const used of [tx, first.tx]) {
+          expect((await open(erin, '1.00', used, client)).res).toMatchObject({
+            status: 409,
+            body: { error: 'Deposit transaction already used' },
+          });
+        }
+        expect((await open(erin, '1.00', `0x${'d'.repeat(64)}`, client)).res).toMatchObject({
+          status: 402,
+          body: { error: 'Deposit could not be verified', reason: 'transaction not found or not mined yet' },
+        });
+        expect((await open(erin, '1.00', await pay(erin, { amount: '0.50' }), client)).res).toMatchObject({
+          status: 402,
+          body: { error: 'Deposit could not be verified', reason: 'amount below the price' },
+        });
+        expect(await balance(id)).toMatchObject({ deposit: '2.00', remaining: '1.00' });
+        expect((await charge({ headers: sessionHeaders(id, erin.address) })).headers['X-Session-Remaining']).toBe('0.95');
+        // Closing returns both deposits less spent (and settles, so the sweep tests below find nothing of this wallet).
+        expect((await close(erin, id, client)).body).toEqual({ success: true, returned: '0.95' });
+      });
+
+      it('§4.4 session billing: two new deposits at once are both credited; one deposit sent three times at once is credited once', async () => {
+        const frank = await freshWallet();
+        // No session yet: the two deposits race to open one; one opens it (201), the other tops it up (200).
+        const [a, b] = [await pay(frank, { amount: '1.00' }), await pay(frank, { amount: '2.00' })];
+        const opened = await Promise.all([open(frank, '1.00', a, client), open(frank, '2.00', b, client)]);
+        expect(opened.map((o) => o.res.status).sort()).toEqual([200, 201]);
+        const [session] = await openSessions(frank);
+        expect(opened.map((o) => o.res.body.session.id)).toEqual([session?.id, session?.id]);
+        expect(session?.deposit).toBe('3.000000');
+
+        // The session is open: two more deposits at once.
+        const [c, d] = [await pay(frank, { amount: '1.00' }), await pay(frank, { amount: '5.00' })];
+        const topped = await Promise.all([open(frank, '1.00', c, client), open(frank, '5.00', d, client)]);
+        expect(topped.map((t) => t.res.status)).toEqual([200, 200]);
+        expect(await balance(session!.id)).toMatchObject({ deposit: '9.00', remaining: '9.00' });
+
+        const e = await pay(frank, { amount: '1.00' });
+        const same = await Promise.all([1, 2, 3].map(() => open(frank, '1.00', e, client)));
+        expect(same.map((s) => s.res.status).sort()).toEqual([200, 409, 409]);
+        expect(await balance(session!.id)).toMatchObject({ deposit: '10.00', remaining: '10.00' });
+        expect(await openSessions(frank)).toHaveLength(1);
+      });
+
+      it('§4.4 session billing: deposits racing the close are each either returned with the closed session or in a new one', async () => {
+        const grace = await freshWallet();
+        const { res } = await open(grace, '1.00', undefined, client);
+        const id = res.body.session.id as string;
+        await charge({ headers: sessionHeaders(id, grace.address), priceUsd: '0.25' });
+        const [a, b] = [await pay(grace, { amount: '2.00' }), await pay(grace, { amount: '3.00' })];
+        const [closed, ...deposits] = await Promise.all([
+          close(grace, id, client),
+          open(grace, '2.00', a, client),
+          open(grace, '3.00', b, client),
+        ]);
+        expect(closed.status).toBe(200);
+        // Whatever the order, every deposit is credited exactly once: a top-up before the close is in `returned`, one
+        // after it opened (or topped up) the wallet's new session.
+        const statuses = deposits.map((d) => d.res.status);
+        for (const status of statuses) expect([200, 201]).toContain(status);
+        const after = await openSessions(grace);
+        const cents = (usd: string) => Math.round(Number(usd) * 100);
+        expect(cents(closed.body.returned) + after.reduce((sum, s) => sum + cents(s.deposit), 0)).toBe(cents('5.75'));
+        if (statuses.includes(201)) {
+          expect(after).toHaveLength(1);
+          for (const d of deposits) if (d.res.status === 201) expect(d.res.body.session.id).toBe(after[0]?.id);
+        } else {
+          expect(after).toEqual([]);
+        }
       });
     });
 

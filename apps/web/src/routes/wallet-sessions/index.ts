@@ -52,7 +52,7 @@ const header = (request: FastifyRequest, name: string): string | undefined => {
 
 /**
  * Payment sessions of the wallet API (not-shown facts; spec §3.4, §4.4 session billing): open with a deposit paid on
- * chain, read, close, and debit with vouchers the wallet signs.
+ * chain (a further deposit tops up the open session), read, close, and debit with vouchers the wallet signs.
  *
  * Who may act for a wallet: reading one session needs only its id (the id already lets its holder spend through the
  * gateway, so it is treated as a secret and never listed to strangers). Opening, listing a wallet's sessions and
@@ -152,7 +152,8 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
         txHash: transaction as Hex,
         ip: request.ip,
       });
-      if (!opened.created) return { session: opened.session, note: 'Active session already exists' };
+      // 201 for a new session; 200 with a note when the deposit topped up the wallet's open session.
+      if (!opened.created) return { session: opened.session, note: 'Deposit added to the active session' };
       return reply.code(201).send({ session: opened.session });
     },
   );

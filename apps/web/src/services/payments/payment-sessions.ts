@@ -18,6 +18,8 @@ export const SETTLEMENT_INTERVAL_MS = 60 * 60_000;
 const LISTED_VOUCHERS = 100;
 /** `GET ?address=` lists at most this many sessions (the newest). */
 const LISTED_SESSIONS = 50;
+/** How often crediting a deposit is tried when it races another open of the same wallet's session. */
+const OPEN_ATTEMPTS = 3;
 const SESSION_ID = /^ses_[A-Za-z0-9_-]{1,64}$/;
 /** A nonce a wallet chose for a signed voucher. */
 export const CLIENT_VOUCHER_NONCE = /^[A-Za-z0-9_-]{8,64}$/;
@@ -56,16 +58,6 @@ export const isSessionId = (value: unknown): value is string => typeof value ===
 export async function findSession(db: Kysely<DB>, id: string): Promise<SessionRow | undefined> {
   if (!isSessionId(id)) return undefined;
   return db.selectFrom('payment_sessions').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
-/** The wallet's session that is not closed (there is at most one). */
-export async function findOpenSession(db: Kysely<DB>, address: string): Promise<SessionRow | undefined> {
-  return db
-    .selectFrom('payment_sessions')
-    .selectAll()
-    .where('user_address', '=', lower(address))
-    .where('status', '<>', 'closed')
-    .executeTakeFirst();
 }
 
 export async function sessionViews(db: Kysely<DB>, rows: SessionRow[]): Promise<SessionView[]> {
@@ -199,8 +191,8 @@ export async function creditVoucher(db: Kysely<DB>, { sessionId, nonce, now }: {
 }
 
 /**
- * Books the session's pending vouchers into one settlement row. The deposit already sits with the recipient (it was
- * paid there on chain when the session opened), so nothing moves on chain: a settlement is the point where spent
+ * Books the session's pending vouchers into one settlement row. The deposits already sit with the recipient (each was
+ * paid there on chain before it was credited), so nothing moves on chain: a settlement is the point where spent
  * vouchers become earned revenue. A session `settling` goes back to `active`. Safe to run twice at once: the vouchers
  * are claimed by an update, so each is booked once, and an empty settlement is not kept.
  */
@@ -405,9 +397,15 @@ const paymentsOf = (config: WebConfig) => {
 const chainDown = () => new HttpError(503, 'Payment network unavailable');
 
 /**
- * Opens a session for `address` with a deposit paid on chain: `txHash` must have moved at least `deposit` (less
- * 0.0001) of the payment token from `address` to the recipient and never have paid for anything before. An open
- * session of the wallet is answered instead (`created: false`), and the transaction is then left unused.
+ * Credits a deposit paid on chain to the wallet's session: `txHash` must have moved at least `deposit` (less 0.0001)
+ * of the payment token from `address` to the recipient and never have paid for anything before (409 when it has, 402
+ * when it cannot be verified). The wallet's open session, if any, is topped up (`created: false`: its `deposit` grows
+ * by the amount); otherwise a new session opens with it (`created: true`).
+ *
+ * Every deposit is recorded in `payment_transactions` (purpose `session_deposit`, with the session id) in the same DB
+ * transaction as the balance change, so its primary key makes a transaction credit once whatever the concurrency: a
+ * second request with the same hash rolls back whole. `deposit_tx_hash` names only the deposit that opened the session;
+ * the session's deposits are its `payment_transactions` rows, and `deposit` is their (claimed) sum.
  */
 export async function openSession(
   deps: PaymentDeps,
@@ -419,69 +417,85 @@ export async function openSession(
   const wallet = lower(address);
   const hash = txHash.toLowerCase();
 
-  const existing = await findOpenSession(db, wallet);
-  if (existing) return { session: await sessionView(db, existing), created: false };
+  // Cheap early answer for a used hash (no RPC call); the primary key below is what actually guards it.
   const used = await db.selectFrom('payment_transactions').select('tx_hash').where('tx_hash', '=', hash).executeTakeFirst();
   if (used) throw new HttpError(409, 'Deposit transaction already used');
 
-  let verdict: Awaited<ReturnType<typeof verifyTokenTransfer>>;
-  try {
-    verdict = await verifyTokenTransfer(payments, {
-      txHash: hash as Hex,
-      from: wallet as Address,
-      minAmount: minimumTokenUnits(deposit, payments.tokenDecimals),
-    });
-  } catch (err) {
-    if (err instanceof ChainUnavailableError) throw chainDown();
-    throw err;
-  }
-  if (!verdict.ok) throw new HttpError(402, 'Deposit could not be verified', { reason: verdict.reason });
+  const paid = await verifyTokenTransfer(payments, {
+    txHash: hash as Hex,
+    from: wallet as Address,
+    minAmount: minimumTokenUnits(deposit, payments.tokenDecimals),
+  }).catch((err: unknown) => {
+    throw err instanceof ChainUnavailableError ? chainDown() : err;
+  });
+  if (!paid.ok) throw new HttpError(402, 'Deposit could not be verified', { reason: paid.reason });
 
-  const id = newId('paymentSession');
-  const now = new Date(clock());
-  try {
-    await db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('payment_sessions')
-        .values({ id, user_address: wallet, deposit, deposit_tx_hash: hash, created_at: now, last_settled_at: now })
-        .execute();
+  const credit = (now: Date) =>
+    db.transaction().execute(async (trx) => {
+      // A relative update, so concurrent top-ups of the session both count (Postgres serialises them on the row and
+      // re-checks `status` on the newest version). A close that commits first leaves nothing to top up: the deposit
+      // then opens a new session instead, and one that waits for us returns the topped-up balance.
+      const topped = await trx
+        .updateTable('payment_sessions')
+        .set({ deposit: sql<string>`deposit + ${deposit}::numeric`, updated_at: now })
+        .where('user_address', '=', wallet)
+        .where('status', '<>', 'closed')
+        .returning(['id', 'deposit'])
+        .executeTakeFirst();
+      const id = topped?.id ?? newId('paymentSession');
+      if (!topped) {
+        await trx
+          .insertInto('payment_sessions')
+          .values({ id, user_address: wallet, deposit, deposit_tx_hash: hash, created_at: now, last_settled_at: now })
+          .execute();
+      }
       await trx
         .insertInto('payment_transactions')
         .values({
           tx_hash: hash,
           purpose: 'session_deposit',
           session_id: id,
-          payer: verdict.payer,
-          amount_atomic: verdict.amount.toString(),
-          block_number: Number(verdict.blockNumber),
+          payer: paid.payer,
+          amount_atomic: paid.amount.toString(),
+          block_number: Number(paid.blockNumber),
         })
         .execute();
       await writeAudit(trx, {
         userId: null,
-        action: 'payment_session.open',
+        action: topped ? 'payment_session.top_up' : 'payment_session.open',
         target: id,
         ip,
-        metadata: { address: wallet, deposit, txHash: hash },
+        metadata: topped
+          ? { address: wallet, deposit, txHash: hash, total: normalizeUsd(topped.deposit) }
+          : { address: wallet, deposit, txHash: hash },
       });
+      return { id, created: !topped };
     });
-  } catch (err) {
-    if (isUniqueViolation(err, 'payment_sessions_open_address_key')) {
-      const winner = await findOpenSession(db, wallet);
-      if (winner) return { session: await sessionView(db, winner), created: false };
+
+  let credited: { id: string; created: boolean } | undefined;
+  for (let attempt = 1; !credited; attempt++) {
+    try {
+      credited = await credit(new Date(clock()));
+    } catch (err) {
+      // A session the wallet opened at the same moment met our insert at the one-open-session index: the next attempt
+      // finds and tops it up (a few attempts, in case it was closed again meanwhile).
+      if (isUniqueViolation(err, 'payment_sessions_open_address_key')) {
+        if (attempt < OPEN_ATTEMPTS) continue;
+        throw err;
+      }
+      if (isUniqueViolation(err)) throw new HttpError(409, 'Deposit transaction already used');
+      throw err;
     }
-    if (isUniqueViolation(err)) throw new HttpError(409, 'Deposit transaction already used');
-    throw err;
   }
-  return {
-    session: await sessionView(db, await db.selectFrom('payment_sessions').selectAll().where('id', '=', id).executeTakeFirstOrThrow()),
-    created: true,
-  };
+  const row = await db.selectFrom('payment_sessions').selectAll().where('id', '=', credited.id).executeTakeFirstOrThrow();
+  return { session: await sessionView(db, row), created: credited.created };
 }
 
 /**
- * Closes a session: no more debits, the pending vouchers are settled, and `returned` (deposit less spent) is recorded
- * as owed back to the wallet. Paying it back on chain is an operator action in this version. Null when the session is
- * unknown; 409 when it is already closed.
+ * Closes a session: no more debits, the pending vouchers are settled, and `returned` (all its deposits less spent) is
+ * recorded as owed back to the wallet; a top-up racing the close is either counted in it or opens a new session.
+ * Paying it back on chain is an operator action in this version. Null when the session is unknown; 409 when it is
+ * already closed.
  */
 export async function closeSession(
   deps: PaymentDeps,
