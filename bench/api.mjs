@@ -28,12 +28,15 @@ process.on('exit', () => {
 });
 
 const [barePort, webPort] = [await freePort(), await freePort()];
+const BRIDGE = 'bench-bridge-secret';
 start([join(here, 'lib/bare-json.mjs'), String(barePort)]);
 start([join(root, 'apps/web/dist/server.js')], {
   PORT: String(webPort),
   DATA_DIR: dataDir,
   LOG_LEVEL: 'warn',
   HOST: '127.0.0.1',
+  // The bridge is for operators: callers present its secret (without one only administrators' sessions get in).
+  BRIDGE_SECRET: BRIDGE,
   DATABASE_URL: process.env.DATABASE_URL ?? '',
   REDIS_URL: process.env.REDIS_URL ?? '',
 });
@@ -56,7 +59,7 @@ const cookie = login.headers
   ?.split(';')[0];
 if (!cookie) throw new Error(`login failed: ${login.status}`);
 await fetch(`${web}/api/config`, json({ config: { logging: { level: 'info' } } }, { cookie }));
-for (let i = 0; i < 50; i++) await fetch(`${web}/api/bridge/send`, json({ sender: 'atlas-main', content: `message ${i}` }));
+for (let i = 0; i < 50; i++) await fetch(`${web}/api/bridge/send`, json({ sender: 'atlas-main', content: `message ${i}` }, { 'x-bridge-secret': BRIDGE }));
 
 function run(name, url, headers = {}) {
   return new Promise((resolve, reject) => {
@@ -71,7 +74,7 @@ function run(name, url, headers = {}) {
 await run('warm-up', `${web}/api/config`, { cookie });
 const bare = await run('bare node:http JSON', `http://127.0.0.1:${barePort}/`);
 const config = await run('GET /api/config', `${web}/api/config`, { cookie });
-const inbox = await run('GET /api/bridge/inbox', `${web}/api/bridge/inbox?limit=50`, { cookie });
+const inbox = await run('GET /api/bridge/inbox', `${web}/api/bridge/inbox?limit=50`, { 'x-bridge-secret': BRIDGE });
 const page = await run('GET /dashboard (index.html)', `${web}/dashboard`, { accept: 'text/html' });
 const script = (await (await fetch(`${web}/dashboard`)).text()).match(/\/assets\/index-[^"]+\.js/)?.[0];
 if (!script) throw new Error('the dashboard build is missing: npm run build');

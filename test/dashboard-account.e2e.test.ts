@@ -5,7 +5,7 @@ import { type FakeStripe, type TestChain, request, startFakeStripe, startTestCha
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { type Address, createWalletClient, http, parseUnits } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestWeb, login, register, startWeb } from '../apps/web/src/web.test-support.js';
+import { type TestWeb, login, mailedToken, register, startWeb, verifyEmail } from '../apps/web/src/web.test-support.js';
 import { buildDashboard, launchChromium, screenshot, watchPage } from './dashboard-browser.test-support.js';
 
 // Issue #11: the Settings, Bridge and Payments pages in a real browser against the real web service (PGlite), the
@@ -63,11 +63,14 @@ beforeAll(async () => {
     PAYMENT_TOKEN_ADDRESS: token,
     PAYMENT_TOKEN_DECIMALS: '6',
     PAYMENT_RECIPIENT: chain.accounts[4]!.address,
+    // Without a bridge secret the bridge is for administrators: Grace is one once her address is verified.
+    ADMIN_EMAILS: EMAIL,
   });
   locked = await startWeb({ DASHBOARD_DIR: dashboardDir, BRIDGE_SECRET });
   browser = await launchChromium();
 
   context = await signedInContext(web, EMAIL);
+  await verifyEmail(web, EMAIL);
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: web.url });
   page = await context.newPage();
   page.setDefaultTimeout(15_000);
@@ -109,10 +112,29 @@ describe('settings, bridge and payments in a real browser', () => {
     await page.getByRole('button', { name: 'Save profile' }).click();
     await page.getByRole('alert').filter({ hasText: 'Invalid email format' }).waitFor();
 
+    // A new address needs the current password, and counts only once the link mailed to it is opened.
     await page.getByLabel('Email').fill('grace.hopper@example.com');
-    await page.getByRole('button', { name: 'Save profile' }).click();
-    await page.getByText('Saved. Use your new email address the next time you sign in.').waitFor();
+    const save = page.getByRole('button', { name: 'Save profile' });
+    expect(await save.isDisabled()).toBe(true);
+    await page.getByLabel('Current password').fill('not my password');
+    await save.click();
+    await page.getByRole('alert').filter({ hasText: 'Current password is incorrect' }).waitFor();
+    await page.getByLabel('Current password').fill(PASSWORD);
+    await save.click();
+    await page.getByText(/We sent a link to grace\.hopper@example\.com\. .* until then it stays grace@example\.com\./).waitFor();
+    await page.getByText('Waiting for you to open the link we sent to').waitFor();
     await screenshot(page, 'settings-profile');
+
+    const token = await mailedToken(web, 'grace.hopper@example.com', 'email-verification', '/verify-email');
+    await page.goto(`/verify-email?token=${token}`);
+    await page.getByRole('status').filter({ hasText: 'Email address changed: grace.hopper@example.com.' }).waitFor();
+    await screenshot(page, 'verify-email');
+    await page.getByRole('link', { name: 'Go to your settings' }).click();
+    expect(await page.getByLabel('Email').inputValue()).toBe('grace.hopper@example.com');
+    await page.getByText('verified', { exact: true }).waitFor();
+    // The link worked once.
+    await page.goto(`/verify-email?token=${token}`);
+    await page.getByRole('alert').filter({ hasText: 'Invalid or expired verification link' }).waitFor();
   });
 
   it('password: checks the repeat, shows the API error inline, then changes it; the fields are emptied', async () => {
@@ -290,10 +312,21 @@ describe('settings, bridge and payments in a real browser', () => {
     await lockedPage.close();
   });
 
-  it('bridge without a secret opens at once', async () => {
+  it('bridge without a secret opens at once for an administrator, and is neither listed nor open for others', async () => {
     await page.goto('/bridge');
-    await page.getByText('This server does not ask for a bridge secret.').waitFor();
+    await page.getByText('This server has no bridge secret: only administrators can use the bridge.').waitFor();
     await page.getByLabel('Filter by channel').waitFor();
+    await page.getByRole('navigation', { name: 'Primary' }).getByRole('link', { name: 'Bridge' }).waitFor();
+
+    const other = await signedInContext(web, 'someone-else@example.com');
+    const otherPage = await other.newPage();
+    try {
+      await otherPage.goto('/bridge');
+      await otherPage.getByRole('alert').filter({ hasText: 'The bridge is for administrators.' }).waitFor();
+      expect(await otherPage.getByRole('navigation', { name: 'Primary' }).getByRole('link', { name: 'Bridge' }).count()).toBe(0);
+    } finally {
+      await other.close();
+    }
   });
 
   it('payments: opens a session with an on-chain deposit, closes it, and lists the card payment', async () => {
@@ -319,7 +352,8 @@ describe('settings, bridge and payments in a real browser', () => {
     await page.getByText('Session opened with a $5.00 deposit.').waitFor();
     const row = page.getByRole('row').filter({ hasText: 'active' });
     await row.getByText('$5.00').first().waitFor();
-    await page.getByText('A wallet has one open session at a time', { exact: false }).waitFor();
+    // While it is open, a new deposit tops it up.
+    await page.getByRole('heading', { name: 'Add a deposit to the open session' }).waitFor();
     await screenshot(page, 'payments');
 
     await row.getByRole('button', { name: /^Close session ses_/ }).click();

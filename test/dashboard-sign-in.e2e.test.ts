@@ -5,7 +5,7 @@ import { startTestChain, type TestChain, walletSalt } from '@aop/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { Address, Hex, PrivateKeyAccount } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWeb, type TestWeb } from '../apps/web/src/web.test-support.js';
+import { mailedToken, startWeb, type TestWeb } from '../apps/web/src/web.test-support.js';
 import { buildDashboard, launchChromium, screenshot, watchPage } from './dashboard-browser.test-support.js';
 
 // Issue #11, the sign-in pages in a real browser: OAuth buttons only where configured, `?error=` in words, password
@@ -112,18 +112,7 @@ describe('the sign-in pages in a real browser', () => {
     await page.getByRole('button', { name: 'Send the link' }).click();
     await page.getByRole('status').waitFor();
 
-    let body: string | undefined;
-    for (let i = 0; i < 100 && !body; i++) {
-      const row = await web.database.db.kysely
-        .selectFrom('email_outbox')
-        .select('body_text')
-        .where('to_address', '=', email)
-        .executeTakeFirst();
-      body = row?.body_text;
-      if (!body) await new Promise((r) => setTimeout(r, 50));
-    }
-    const token = /\/reset-password\?token=([0-9a-f]{64})/.exec(body ?? '')?.[1];
-    expect(token).toBeDefined();
+    const token = await mailedToken(web, email, 'password-reset', '/reset-password');
 
     await page.goto(`/reset-password?token=${token}`);
     await page.getByLabel('New password').fill('a brand new passphrase');

@@ -9,6 +9,7 @@ const LoginPage = lazy(() => import('./pages/login.js'));
 const RegisterPage = lazy(() => import('./pages/register.js'));
 const ForgotPasswordPage = lazy(() => import('./pages/forgot-password.js'));
 const ResetPasswordPage = lazy(() => import('./pages/reset-password.js'));
+const VerifyEmailPage = lazy(() => import('./pages/verify-email.js'));
 const DashboardPage = lazy(() => import('./pages/dashboard.js'));
 const AgentPage = lazy(() => import('./pages/agent.js'));
 const WorkflowsPage = lazy(() => import('./pages/workflows.js'));
@@ -75,6 +76,9 @@ export function App() {
         </Route>
         <Route path="/reset-password">
           <ResetPasswordPage />
+        </Route>
+        <Route path="/verify-email">
+          <VerifyEmailPage />
         </Route>
         <Route path="/dashboard">
           <Private>

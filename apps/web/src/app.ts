@@ -12,6 +12,7 @@ import { registerRoute } from './routes/auth/register.js';
 import { sessionRoutes } from './routes/auth/session.js';
 import { socialIdentityRoutes } from './routes/auth/social-identity.js';
 import { tokenGatingRoutes } from './routes/auth/token-gating.js';
+import { verifyEmailRoutes } from './routes/auth/verify-email.js';
 import { walletRoutes } from './routes/auth/wallet.js';
 import { agentInteractionRoutes } from './routes/agent/index.js';
 import { agentEventRoutes } from './routes/agents/events.js';
@@ -52,7 +53,7 @@ import { debugRoutes } from './routes/debug/index.js';
 import { inviteRoutes } from './routes/invites/index.js';
 import { webhookRoutes } from './routes/webhooks/index.js';
 import { BackendClient } from './services/backend-client.js';
-import { createMailer } from './services/mailer.js';
+import { type Mail, createMailer } from './services/mailer.js';
 import { type SystemMetrics, createSystemMetrics } from './services/system-metrics.js';
 
 export interface WebDeps {
@@ -89,11 +90,17 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   });
   await app.register(authPlugin, { config, clock });
 
-  const mailer = createMailer(config.mail, db.kysely);
+  // Outside production, mail that only lands in the outbox is printed to the log too (its links are credentials, so
+  // never in production): under `npm start` that is how a developer follows a verification or reset link.
+  const echo = config.production
+    ? undefined
+    : (mail: Mail) => app.log.info({ to: mail.to, kind: mail.kind }, `mail to the outbox:\n${mail.text}`);
+  const mailer = createMailer({ ...config.mail, echo }, db.kysely);
   app.addHook('onClose', async () => mailer.close());
 
   await app.register(healthRoutes, { metrics: metrics ?? createSystemMetrics() });
-  await app.register(registerRoute, { config });
+  await app.register(registerRoute, { config, mailer });
+  await app.register(verifyEmailRoutes, { config, mailer });
   await app.register(sessionRoutes, { config });
   await app.register(providerRoutes, { config });
   await app.register(idpRoutes, { config });
@@ -103,7 +110,7 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(tokenGatingRoutes, { config });
   await app.register(socialIdentityRoutes, { config });
   await app.register(passwordResetRoutes, { config, mailer });
-  await app.register(settingsRoutes, { config });
+  await app.register(settingsRoutes, { config, mailer });
   await app.register(keysRoutes, { config });
   await app.register(configRoutes);
   await app.register(workflowRoutes);

@@ -1,17 +1,29 @@
 /**
- * Operator commands for manual plans (paid plans normally arrive through the payment webhook, docs/operations.md "Billing"):
- *   npm run cli -- plan set <email> <plan> [subscription-status]   (status defaults to active; free → none)
+ * Operator commands:
+ *   npm run cli -- plan set <email> <plan> [subscription-status]   manual plans (status defaults to active; free → none;
+ *                                                                  paid plans normally arrive through the payment
+ *                                                                  webhook, docs/operations.md "Billing")
  *   npm run cli -- plan show <email>
+ *   npm run cli -- admin grant <email>                             administrator rights by role, whatever the address
+ *   npm run cli -- admin revoke <email>
+ *   npm run cli -- admin list                                      role holders and verified ADMIN_EMAILS accounts
  * Works on DATABASE_URL, or on the embedded database when the web service is stopped
  * (PGlite is one process's at a time).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createDatabase, migrate, pgliteDirFor } from '@aop/db';
+import { createDatabase, migrate, pgliteDirFor, writeAudit } from '@aop/db';
 import { loadWebConfig } from './config.js';
 import { PLAN_AGENT_LIMITS } from './services/plans.js';
+import { hasAdminRights } from './services/sessions.js';
 
 const STATUSES = new Set(['none', 'active', 'past_due', 'canceled']);
+const USAGE = [
+  'usage: npm run cli -- plan set <email> <plan> [none|active|past_due|canceled]',
+  '       npm run cli -- plan show <email>',
+  '       npm run cli -- admin grant|revoke <email>',
+  '       npm run cli -- admin list',
+].join('\n');
 
 function fail(message: string): never {
   console.error(message);
@@ -31,12 +43,14 @@ function pgliteInUse(dataDir: string): number | null {
 }
 
 const [area, verb, email, plan, status] = process.argv.slice(2);
-if (area !== 'plan' || !verb || !email || (verb === 'set' && !plan) || !['set', 'show'].includes(verb)) {
-  fail('usage: npm run cli -- plan set <email> <plan> [none|active|past_due|canceled]\n       npm run cli -- plan show <email>');
-}
-if (verb === 'set' && !(plan! in PLAN_AGENT_LIMITS)) fail(`Unknown plan ${plan}; plans: ${Object.keys(PLAN_AGENT_LIMITS).join(', ')}`);
+const valid =
+  (area === 'plan' && ((verb === 'set' && email && plan) || (verb === 'show' && email))) ||
+  (area === 'admin' && (((verb === 'grant' || verb === 'revoke') && email) || verb === 'list'));
+if (!valid) fail(USAGE);
+if (area === 'plan' && verb === 'set' && !(plan! in PLAN_AGENT_LIMITS))
+  fail(`Unknown plan ${plan}; plans: ${Object.keys(PLAN_AGENT_LIMITS).join(', ')}`);
 const subscription = status ?? (plan === 'free' ? 'none' : 'active');
-if (!STATUSES.has(subscription)) fail(`Unknown subscription status ${subscription}`);
+if (area === 'plan' && !STATUSES.has(subscription)) fail(`Unknown subscription status ${subscription}`);
 
 const config = loadWebConfig();
 if (!config.databaseUrl) {
@@ -46,21 +60,36 @@ if (!config.databaseUrl) {
 const db = createDatabase({ databaseUrl: config.databaseUrl, pgliteDir: pgliteDirFor(config.dataDir, 'web') });
 try {
   await migrate(db);
-  const user = await db.kysely
+  const users = db.kysely
     .selectFrom('users')
-    .select(['id', 'email', 'plan', 'subscription_status'])
-    .where((eb) => eb(eb.fn('lower', ['email']), '=', email!.toLowerCase()))
-    .executeTakeFirst();
-  if (!user) fail(`No user with email ${email}`);
-  if (verb === 'set') {
-    await db.kysely
-      .updateTable('users')
-      .set({ plan: plan!, subscription_status: subscription, updated_at: new Date() })
-      .where('id', '=', user.id)
-      .execute();
-    console.log(`${user.email}: plan ${plan}, subscription ${subscription}`);
+    .select(['id', 'name', 'email', 'plan', 'subscription_status', 'is_admin', 'email_verified_at']);
+  if (area === 'admin' && verb === 'list') {
+    const rows = await users.orderBy('email').execute();
+    for (const row of rows.filter((r) => hasAdminRights(r, config.adminEmails))) {
+      console.log(`${row.email}: ${row.is_admin ? 'administrator (role)' : 'administrator (verified address in ADMIN_EMAILS)'}`);
+    }
   } else {
-    console.log(`${user.email}: plan ${user.plan}, subscription ${user.subscription_status}`);
+    const user = await users.where((eb) => eb(eb.fn('lower', ['email']), '=', email!.toLowerCase())).executeTakeFirst();
+    if (!user) fail(`No user with email ${email}`);
+    if (area === 'admin') {
+      const grant = verb === 'grant';
+      await db.kysely.updateTable('users').set({ is_admin: grant, updated_at: new Date() }).where('id', '=', user.id).execute();
+      await writeAudit(db.kysely, { userId: user.id, action: grant ? 'admin.grant' : 'admin.revoke', ip: null, metadata: { by: 'cli' } });
+      const listed = config.adminEmails.has(user.email.toLowerCase());
+      console.log(`${user.email}: administrator role ${grant ? 'granted' : 'revoked'}`);
+      if (!grant && listed && user.email_verified_at) {
+        console.log(`  (still an administrator: the address is verified and in ADMIN_EMAILS; remove it there too)`);
+      }
+    } else if (verb === 'set') {
+      await db.kysely
+        .updateTable('users')
+        .set({ plan: plan!, subscription_status: subscription, updated_at: new Date() })
+        .where('id', '=', user.id)
+        .execute();
+      console.log(`${user.email}: plan ${plan}, subscription ${subscription}`);
+    } else {
+      console.log(`${user.email}: plan ${user.plan}, subscription ${user.subscription_status}`);
+    }
   }
 } finally {
   await db.close();

@@ -44,6 +44,7 @@ const WebEnvSchema = Type.Composite([
     REFERRAL_CREDITS_REFERRED: Env.int(50),
     REFERRAL_CREDITS_REFERRER: Env.int(50),
     PASSWORD_RESET_TTL_MINUTES: Env.int(60, 1),
+    EMAIL_VERIFICATION_TTL_HOURS: Env.int(48, 1),
     REGISTER_LIMIT_PER_HOUR: Env.int(10, 1),
     LOGIN_LIMIT_WINDOW_SECONDS: Env.int(900, 1),
     IDP_CLIENT_ID: Env.optional(Type.String()),
@@ -80,6 +81,7 @@ const WebEnvSchema = Type.Composite([
     HOSTING_AGENT_IMAGE: Env.str('ghcr.io/openclaw/openclaw:2026.9.6'),
     HOSTING_STATUS_POLL_MS: Env.int(5_000, 10),
     HOSTING_DEPLOY_TIMEOUT_MS: Env.int(600_000, 100),
+    BRIDGE_ENABLED: Env.bool(true),
     BRIDGE_SECRET: Env.optional(Type.String()),
     BRIDGE_OPERATOR_IDENTITY: Env.str('operator'),
     LLM_BASE_URL: Env.url(),
@@ -176,6 +178,8 @@ export interface WebConfig extends BaseConfig {
   botCheck: { secret: string; url: string } | undefined;
   referralCredits: { referred: number; referrer: number };
   passwordResetTtlMs: number;
+  /** How long an email verification link works (registration and email change). */
+  emailVerificationTtlMs: number;
   limits: { registerPerHour: number; loginWindowMs: number; forgotPasswordPer15Min: number; resetPasswordPer15Min: number };
   /** OIDC identity provider; sign-in is "not configured" unless id, secret and issuer are set. */
   idp: { clientId: string | undefined; clientSecret: string | undefined; issuer: string | undefined };
@@ -228,8 +232,12 @@ export interface WebConfig extends BaseConfig {
     | undefined;
   /** The provisioning kill switch (spec §4.15: 503 while on). */
   provisioningDisabled: boolean;
-  /** `X-Bridge-Secret`; the check is skipped when unset (spec §4.8). */
-  bridge: { secret: string | undefined; operatorIdentity: string };
+  /**
+   * The bridge bus (spec §4.8), an operator tool. With `secret`, callers present it in `X-Bridge-Secret`; without
+   * one, only administrators' sessions may use it, and production refuses to start (see loadWebConfig). Disabled: the
+   * routes are not served.
+   */
+  bridge: { enabled: boolean; secret: string | undefined; operatorIdentity: string };
   /** Demo chat (spec §4.6): the OpenAI-compatible LLM it calls (unset → 503), its six models, per-IP limit, timeout. */
   demo: { llm: { baseUrl: string; apiKey: string } | undefined; models: DemoModel[]; limitPerMinute: number; timeoutMs: number };
   /**
@@ -324,6 +332,13 @@ function stripeApiBase(value: string): { protocol: 'http' | 'https'; host: strin
 export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
   const parsed = parseEnv(WebEnvSchema, env);
   const base = toBaseConfig(parsed);
+  // Without a secret the bus is open to administrators' sessions only; a production deployment names its secret
+  // (the bridge's own callers are scripts and bots, which have no session) or turns the bridge off.
+  if (base.production && parsed.BRIDGE_ENABLED && !parsed.BRIDGE_SECRET) {
+    throw new ConfigError(
+      'Invalid configuration:\n  BRIDGE_SECRET: required in production while the bridge is enabled (or set BRIDGE_ENABLED=false)',
+    );
+  }
   const secrets = resolveSecrets(['INTERNAL_API_KEY', 'HMAC_SECRET', 'SESSION_SECRET', 'ENCRYPTION_KEY'], env, base);
   return Object.freeze({
     ...base,
@@ -349,6 +364,7 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     botCheck: parsed.BOT_CHECK_SECRET && parsed.BOT_CHECK_URL ? { secret: parsed.BOT_CHECK_SECRET, url: parsed.BOT_CHECK_URL } : undefined,
     referralCredits: { referred: parsed.REFERRAL_CREDITS_REFERRED, referrer: parsed.REFERRAL_CREDITS_REFERRER },
     passwordResetTtlMs: parsed.PASSWORD_RESET_TTL_MINUTES * 60_000,
+    emailVerificationTtlMs: parsed.EMAIL_VERIFICATION_TTL_HOURS * 3_600_000,
     idp: { clientId: parsed.IDP_CLIENT_ID, clientSecret: parsed.IDP_CLIENT_SECRET, issuer: parsed.IDP_ISSUER },
     riscAudiences: [...new Set([parsed.IDP_CLIENT_ID, ...splitList(parsed.RISC_AUDIENCES)].filter((a): a is string => Boolean(a)))],
     codehost: {
@@ -392,7 +408,11 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
             deployTimeoutMs: parsed.HOSTING_DEPLOY_TIMEOUT_MS,
           }
         : undefined,
-    bridge: { secret: parsed.BRIDGE_SECRET, operatorIdentity: parsed.BRIDGE_OPERATOR_IDENTITY },
+    bridge: {
+      enabled: parsed.BRIDGE_ENABLED,
+      secret: parsed.BRIDGE_SECRET || undefined,
+      operatorIdentity: parsed.BRIDGE_OPERATOR_IDENTITY,
+    },
     demo: {
       llm: parsed.LLM_BASE_URL && parsed.LLM_API_KEY ? { baseUrl: parsed.LLM_BASE_URL, apiKey: parsed.LLM_API_KEY } : undefined,
       models: parseDemoModels(parsed.DEMO_MODELS),

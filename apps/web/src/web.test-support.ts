@@ -16,8 +16,11 @@ import { SESSION_COOKIE, createSession } from './services/sessions.js';
 export interface TestWeb extends RunningService {
   config: WebConfig;
   database: TestDatabase;
-  /** Creates a user with a live session and returns the Cookie header that carries it. */
-  signIn(user?: { email?: string; name?: string; isAdmin?: boolean }): Promise<{ userId: string; cookie: string }>;
+  /**
+   * Creates a user with a live session and returns the Cookie header that carries it. The address counts as verified
+   * unless `emailVerified: false` (an account that has not followed its verification link yet).
+   */
+  signIn(user?: { email?: string; name?: string; isAdmin?: boolean; emailVerified?: boolean }): Promise<{ userId: string; cookie: string }>;
 }
 
 /** A real web service on 127.0.0.1 with its own database, data dir and counters. */
@@ -40,7 +43,13 @@ export async function startWeb(
       const email = user.email ?? `${userId}@example.com`;
       await database.db.kysely
         .insertInto('users')
-        .values({ id: userId, email, name: user.name ?? email, is_admin: user.isAdmin ?? false })
+        .values({
+          id: userId,
+          email,
+          name: user.name ?? email,
+          is_admin: user.isAdmin ?? false,
+          email_verified_at: user.emailVerified === false ? null : new Date(),
+        })
         .execute();
       const { token } = await createSession(database.db.kysely, userId);
       return { userId, cookie: `${SESSION_COOKIE}=${token}` };
@@ -90,4 +99,38 @@ export async function login(
     headers: { ...headers, 'x-csrf-token': csrf.body.csrfToken, ...(csrfCookie ? { cookie: csrfCookie } : {}) },
   });
   return { status: res.status, body: res.body, cookie: cookieFrom(res.headers, 'service-session'), setCookie: res.headers.getSetCookie() };
+}
+
+/**
+ * The newest mail of `kind` (`password-reset`, `email-verification`, …) sent to `to` through the outbox mailer, waiting
+ * up to 5 s: some mail goes out after the answer.
+ */
+export async function mailTo(web: Pick<TestWeb, 'database'>, to: string, kind: string): Promise<{ subject: string; text: string }> {
+  for (let i = 0; i < 100; i++) {
+    const row = await web.database.db.kysely
+      .selectFrom('email_outbox')
+      .select(['subject', 'body_text'])
+      .where('to_address', '=', to)
+      .where('kind', '=', kind)
+      .orderBy('created_at', 'desc')
+      .executeTakeFirst();
+    if (row) return { subject: row.subject, text: row.body_text };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no ${kind} mail to ${to}`);
+}
+
+/** The token of the newest `<path>?token=…` link mailed to `to` (e.g. `/verify-email`). */
+export async function mailedToken(web: Pick<TestWeb, 'database'>, to: string, kind: string, path: string): Promise<string> {
+  const { text } = await mailTo(web, to, kind);
+  const token = new RegExp(`${path}\\?token=([0-9a-f]{64})`).exec(text)?.[1];
+  if (!token) throw new Error(`no ${path} link in the ${kind} mail to ${to}`);
+  return token;
+}
+
+/** Follows the verification link mailed to `to` (registration or email change) through the API. */
+export async function verifyEmail(web: Pick<TestWeb, 'url' | 'database'>, to: string): Promise<void> {
+  const token = await mailedToken(web, to, 'email-verification', '/verify-email');
+  const res = await request(`${web.url}/api/auth/verify-email`, { json: { token } });
+  if (res.status !== 200) throw new Error(`verify-email answered ${res.status}: ${res.text}`);
 }

@@ -51,6 +51,17 @@ export interface ApiKeysTable {
   last_used_at: NullableTimestamp;
 }
 
+/** A mailed link that proves `email` belongs to `user_id` (migration 0018). */
+export interface EmailVerificationTokensTable {
+  token_hash: string;
+  user_id: string;
+  /** The address the link proves: the account's own, or the one an email change asks for. */
+  email: string;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  used_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
 export interface PasswordResetTokensTable {
   token_hash: string;
   user_id: string;
@@ -706,6 +717,7 @@ export interface DB {
   audit_log: AuditLogTable;
   api_keys: ApiKeysTable;
   password_reset_tokens: PasswordResetTokensTable;
+  email_verification_tokens: EmailVerificationTokensTable;
   email_outbox: EmailOutboxTable;
   oauth_accounts: OauthAccountsTable;
   security_events: SecurityEventsTable;

@@ -10,10 +10,9 @@ const NAV = [
   { href: '/settings', label: 'Settings' },
 ] as const;
 
-const OPERATOR_NAV = [
-  { href: '/bridge', label: 'Bridge' },
-  { href: '/payments', label: 'Payments' },
-] as const;
+const PAYMENTS = { href: '/payments', label: 'Payments' } as const;
+/** The bridge bus is an operator tool: its routes refuse other accounts (without a secret) or ask for the secret. */
+const BRIDGE = { href: '/bridge', label: 'Bridge' } as const;
 
 /** The signed-in frame: a skip link, the navigation (a menu button on phones) and the page. */
 export function Layout({ children }: { children: ReactNode }) {
@@ -28,7 +27,7 @@ export function Layout({ children }: { children: ReactNode }) {
     main.current?.focus();
   }, [location]);
 
-  const links = [...NAV, ...OPERATOR_NAV];
+  const links = [...NAV, PAYMENTS, ...(user?.isAdmin ? [BRIDGE] : [])];
   return (
     <div className="shell">
       <a className="skip-link" href="#main">

@@ -8,7 +8,7 @@ import { type BridgeHealth, useBridge } from './bridge/use-bridge.js';
 /**
  * The operators' view of the bridge bus (spec §4.8). Its routes are guarded by `X-Bridge-Secret`, not by the session,
  * when the server sets BRIDGE_SECRET: the page then asks for the secret and keeps it in React state only, so it is
- * gone when the page is left or reloaded.
+ * gone when the page is left or reloaded. Without a secret only administrators' sessions get in (403 for others).
  */
 export default function BridgePage() {
   const [secret, setSecret] = useState<string>();
@@ -28,6 +28,10 @@ export default function BridgePage() {
       <p className="muted">The message bus between the operator and the agents, by channel.</p>
       {locked ? (
         <SecretForm rejected={secret !== undefined} onSubmit={setSecret} />
+      ) : health.status === 403 ? (
+        <p className="state state-error" role="alert">
+          The bridge is for administrators. Ask one to grant you the role (<span className="mono">npm run cli -- admin grant</span>).
+        </p>
       ) : health.data === undefined ? (
         health.error ? (
           <ErrorState message={health.error} onRetry={() => void health.reload()} />
@@ -129,7 +133,7 @@ function Health({ health, openWithoutSecret }: { health: BridgeHealth; openWitho
       </dl>
       <p className="hint">
         Checked <time dateTime={health.timestamp}>{new Date(health.timestamp).toLocaleTimeString()}</time>.
-        {openWithoutSecret ? ' This server does not ask for a bridge secret.' : null}
+        {openWithoutSecret ? ' This server has no bridge secret: only administrators can use the bridge.' : null}
       </p>
     </section>
   );

@@ -15,7 +15,7 @@ import {
 } from './agent-chat.js';
 import { BackendUnavailableError } from './backend-client.js';
 import { MEMORY_COLUMNS, type MemoryView, memoryView } from './memory.js';
-import type { AuthUser } from './sessions.js';
+import { type AuthUser, backendCaller } from './sessions.js';
 import { SKILL_COLUMNS, type SkillView, requireOwnAgent, skillView } from './skills.js';
 import {
   type GatewayTarget,
@@ -333,7 +333,7 @@ async function applyToAgent(
     const answer = await deps.backend.request(`/api/agents/${encodeURIComponent(target)}`, {
       method: 'PUT',
       body,
-      caller: { id: user.id, email: user.email },
+      caller: backendCaller(user),
     });
     if (answer.status === 200) return true;
     const error = (answer.body as { error?: unknown } | null)?.error;

@@ -2,7 +2,7 @@ import { HttpError, newId, sha256Hex } from '@aop/core';
 import type { DB, Tx } from '@aop/db';
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { type AuthUser, isAdminEmail } from './sessions.js';
+import { type AuthUser, identityOf } from './sessions.js';
 
 /** Reference behaviour: at most 10 keys per account, names up to 64 characters. */
 export const MAX_KEYS_PER_USER = 10;
@@ -92,7 +92,16 @@ export async function findKeyOwner(
   const row = await db
     .selectFrom('api_keys')
     .innerJoin('users', 'users.id', 'api_keys.user_id')
-    .select(['api_keys.id as keyId', 'api_keys.last_used_at', 'users.id', 'users.name', 'users.email', 'users.is_admin', 'users.plan'])
+    .select([
+      'api_keys.id as keyId',
+      'api_keys.last_used_at',
+      'users.id',
+      'users.name',
+      'users.email',
+      'users.is_admin',
+      'users.email_verified_at',
+      'users.plan',
+    ])
     .where('api_keys.key_hash', '=', sha256Hex(rawKey))
     .where('users.disabled_at', 'is', null)
     .executeTakeFirst();
@@ -107,6 +116,6 @@ export async function findKeyOwner(
   return {
     keyId: row.keyId,
     plan: row.plan,
-    user: { id: row.id, name: row.name, email: row.email, isAdmin: row.is_admin || isAdminEmail(row.email, adminEmails), via: 'apiKey' },
+    user: { ...identityOf(row, adminEmails), via: 'apiKey', keyId: row.keyId },
   };
 }

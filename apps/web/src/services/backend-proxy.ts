@@ -2,8 +2,8 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { HttpError } from '@aop/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type BackendCaller, type BackendClient, BackendUnavailableError } from './backend-client.js';
-import type { AuthUser } from './sessions.js';
+import { type BackendClient, BackendUnavailableError } from './backend-client.js';
+import { type AuthUser, backendCaller } from './sessions.js';
 
 /**
  * Relaying a browser's call to the same path on the backend for the signed-in user: the user travels only as the
@@ -24,8 +24,6 @@ export interface ProxyCall {
   body?: unknown;
   timeoutMs?: number;
 }
-
-const callerOf = (user: AuthUser): BackendCaller => ({ id: user.id, email: user.email });
 
 /**
  * A route's URL pattern with its parameters filled in, each encoded as one path segment. `.` and `..` are refused:
@@ -71,7 +69,7 @@ export async function relayJson(backend: BackendClient, request: FastifyRequest,
   try {
     const answer = await backend.request(`${call.path}${rawQuery(request)}`, {
       method: call.method,
-      caller: callerOf(call.user),
+      caller: backendCaller(call.user),
       headers: forwardedHeaders(request),
       ...(call.body === undefined ? {} : { body: call.body }),
       ...(call.timeoutMs === undefined ? {} : { timeoutMs: call.timeoutMs }),
@@ -103,7 +101,7 @@ export async function relayEventStream(
   let response: Response;
   try {
     ({ response } = await backend.stream(`${call.path}${rawQuery(request)}`, {
-      caller: callerOf(call.user),
+      caller: backendCaller(call.user),
       headers: forwardedHeaders(request),
       signal: upstream.signal,
       ...(call.timeoutMs === undefined ? {} : { timeoutMs: call.timeoutMs }),

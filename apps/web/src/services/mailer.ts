@@ -26,7 +26,18 @@ export interface Mailer {
  * `email_outbox` table, where an operator (or a developer) reads it. Either way an
  * address on the suppression list (a hard bounce or a complaint) gets nothing.
  */
-export function createMailer(options: { smtpUrl: string | undefined; from: string }, db: Kysely<DB>): Mailer {
+export function createMailer(
+  options: {
+    smtpUrl: string | undefined;
+    from: string;
+    /**
+     * Also hands each outbox mail to this function (development only, see app.ts): a developer under `npm start` cannot
+     * read the embedded database while the service holds it, and needs the links in sign-up and reset mails.
+     */
+    echo?: ((mail: Mail) => void) | undefined;
+  },
+  db: Kysely<DB>,
+): Mailer {
   if (options.smtpUrl) {
     const transport: Transporter = createTransport(options.smtpUrl);
     return {
@@ -52,6 +63,7 @@ export function createMailer(options: { smtpUrl: string | undefined; from: strin
           body_text: mail.text,
         })
         .execute();
+      options.echo?.(mail);
       return 'sent';
     },
     close() {},

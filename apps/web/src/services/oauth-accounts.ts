@@ -3,7 +3,8 @@ import { type CounterStore, encryptSecret, newId, randomHex } from '@aop/core';
 import { type DB, writeAudit, isUniqueViolation } from '@aop/db';
 import type { Kysely, Transaction } from 'kysely';
 import { isEmail, newReferralCode, normalizeEmail } from './accounts.js';
-import { type NewSession, createSession } from './sessions.js';
+import { cancelEmailLinks } from './email-verification.js';
+import { type NewSession, createSession, deleteUserSessions } from './sessions.js';
 
 /** The two OAuth sign-in providers of spec §4.1; the value of `oauth_accounts.provider`. */
 export type OAuthProvider = 'idp' | 'codehost';
@@ -125,6 +126,10 @@ async function signIn(trx: Transaction<DB>, profile: ProviderProfile, context: S
       .executeTakeFirst();
     if (existing) {
       if (!profile.emailVerified) return { ok: false, reason: 'unverifiedEmail' };
+      // Nobody proved this account's address before: whoever registered it may have typed someone else's. The
+      // provider vouches for the person signing in now, so the account becomes theirs alone (as a password reset
+      // through the mailbox would make it): the old password, sessions, keys and pending email changes stop working.
+      if (!existing.email_verified_at) await claimUnverifiedAccount(trx, existing.id, { now, ip: context.ip, method: profile.provider });
       user = existing;
     }
   }
@@ -217,4 +222,12 @@ export function callbackQuery(request: FastifyRequest): Map<string, string> {
     if (typeof first === 'string') query.set(name, first);
   }
   return query;
+}
+
+async function claimUnverifiedAccount(trx: Transaction<DB>, userId: string, at: { now: Date; ip: string; method: string }) {
+  await trx.updateTable('users').set({ password_hash: null, updated_at: at.now }).where('id', '=', userId).execute();
+  await deleteUserSessions(trx, userId);
+  await trx.deleteFrom('api_keys').where('user_id', '=', userId).execute();
+  await cancelEmailLinks(trx, userId, at.now);
+  await writeAudit(trx, { userId, action: 'account.claim', ip: at.ip, metadata: { method: at.method } });
 }

@@ -3,7 +3,7 @@ import type { Database } from '@aop/db';
 import type { WebConfig } from '../config.js';
 import { type BackendClient, BackendUnavailableError } from './backend-client.js';
 import { type DeploymentWatcher, deployDirect, sealGatewayToken } from './hosting.js';
-import type { AuthUser } from './sessions.js';
+import { type AuthUser, backendCaller } from './sessions.js';
 
 /** Spec §8: backend provisioning plans (network is unlimited); legacy tiers of the web proxy. */
 const PROVISIONING_LIMITS: Record<string, number> = {
@@ -127,7 +127,7 @@ export async function provisionAgent(
   let answer: Awaited<ReturnType<BackendClient['request']>>;
   try {
     answer = await backend.request('/api/deployments', {
-      caller: { id: user.id, email: user.email },
+      caller: backendCaller(user),
       timeoutMs: 15_000,
       body: {
         agentId,

@@ -1,6 +1,7 @@
 import { newId, randomHex, sha256Hex } from '@aop/core';
 import type { DB } from '@aop/db';
 import type { Kysely } from 'kysely';
+import type { BackendCaller } from './backend-client.js';
 
 /** Spec §2.1 / §3.3: the session cookie and its server-side record live 30 days. */
 export const SESSION_COOKIE = 'service-session';
@@ -11,11 +12,46 @@ export interface AuthUser {
   id: string;
   name: string;
   email: string;
+  /** Whether a link mailed to `email` was followed (or an identity provider or wallet vouched for it). */
+  emailVerified: boolean;
   isAdmin: boolean;
   /** `session` for the cookie, `apiKey` for `Authorization: Bearer sk_…`. */
   via: 'session' | 'apiKey';
   sessionId?: string;
+  /** The key that authenticated the request (`via: 'apiKey'`). */
+  keyId?: string;
 }
+
+/** What an account row says about who the user is, for `AuthUser`. */
+export interface IdentityRow {
+  id: string;
+  name: string;
+  email: string;
+  is_admin: boolean;
+  email_verified_at: Date | null;
+}
+
+/**
+ * Administrator rights: the role an operator granted (`npm run cli -- admin grant`), or a VERIFIED address in
+ * ADMIN_EMAILS. An address the user merely typed (at registration or in settings) grants nothing.
+ */
+export const hasAdminRights = (row: IdentityRow, adminEmails: ReadonlySet<string>): boolean =>
+  row.is_admin || (row.email_verified_at !== null && adminEmails.has(row.email.toLowerCase()));
+
+export const identityOf = (row: IdentityRow, adminEmails: ReadonlySet<string>) => ({
+  id: row.id,
+  name: row.name,
+  email: row.email,
+  emailVerified: row.email_verified_at !== null,
+  isAdmin: hasAdminRights(row, adminEmails),
+});
+
+/**
+ * Who the backend is told is calling. The address travels only once verified: the backend grants administrator
+ * rights by `x-user-email` (spec §5), so an unverified one must never reach it.
+ */
+export const backendCaller = (user: Pick<AuthUser, 'id' | 'email' | 'emailVerified'>): BackendCaller =>
+  user.emailVerified ? { id: user.id, email: user.email } : { id: user.id };
 
 export interface NewSession {
   /** The cookie value; only its SHA-256 is stored. */
@@ -50,8 +86,6 @@ export async function createSession(
 
 const TOKEN_FORMAT = /^[0-9a-f]{64}$/;
 
-export const isAdminEmail = (email: string, adminEmails: ReadonlySet<string>) => adminEmails.has(email.toLowerCase());
-
 /** The user behind a live session token, or null (unknown, malformed or expired at `now`). */
 export async function findSessionUser(
   db: Kysely<DB>,
@@ -63,20 +97,21 @@ export async function findSessionUser(
   const row = await db
     .selectFrom('sessions')
     .innerJoin('users', 'users.id', 'sessions.user_id')
-    .select(['sessions.id as sessionId', 'sessions.expires_at', 'users.id', 'users.name', 'users.email', 'users.is_admin'])
+    .select([
+      'sessions.id as sessionId',
+      'sessions.expires_at',
+      'users.id',
+      'users.name',
+      'users.email',
+      'users.is_admin',
+      'users.email_verified_at',
+    ])
     .where('sessions.token_hash', '=', sha256Hex(token))
     // A disabled account (account protection) has no working session.
     .where('users.disabled_at', 'is', null)
     .executeTakeFirst();
   if (!row || row.expires_at.getTime() <= now) return null;
-  return {
-    id: row.id,
-    name: row.name,
-    email: row.email,
-    isAdmin: row.is_admin || isAdminEmail(row.email, adminEmails),
-    via: 'session',
-    sessionId: row.sessionId,
-  };
+  return { ...identityOf(row, adminEmails), via: 'session', sessionId: row.sessionId };
 }
 
 /** Deletes the session behind a token; succeeds whether or not it existed. */

@@ -2,7 +2,7 @@ import { HttpError } from '@aop/core';
 import type { Database } from '@aop/db';
 import { type GatewayConnection, connectGateway } from '@aop/gateway-client';
 import type { WebConfig } from '../config.js';
-import type { AuthUser } from './sessions.js';
+import { type AuthUser, backendCaller } from './sessions.js';
 import { type BackendClient, BackendUnavailableError } from './backend-client.js';
 import { type BackendControl, BackendGatewayConnection } from './backend-gateway.js';
 
@@ -76,7 +76,7 @@ export async function findUserAgent(db: Database, userId: string): Promise<UserA
 async function backendToken(backend: BackendClient, path: string, user: AuthUser): Promise<{ token: string; viaBackend: boolean }> {
   let answer: Awaited<ReturnType<BackendClient['request']>>;
   try {
-    answer = await backend.request<{ token?: string }>(path, { caller: { id: user.id, email: user.email } });
+    answer = await backend.request<{ token?: string }>(path, { caller: backendCaller(user) });
   } catch (err) {
     if (err instanceof BackendUnavailableError) throw new GatewayUnavailableError('backend-unreachable', 'Backend unreachable');
     throw err;
@@ -106,7 +106,7 @@ export async function agentGatewayTarget(
     agentId: agent.id,
     agentName: agent.name,
     ownerTag: null,
-    ...(viaBackend ? { control: { backend: deps.backend, caller: { id: user.id, email: user.email }, agentId: agent.id } } : {}),
+    ...(viaBackend ? { control: { backend: deps.backend, caller: backendCaller(user), agentId: agent.id } } : {}),
   };
 }
 

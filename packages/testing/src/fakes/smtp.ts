@@ -14,7 +14,8 @@ export interface ReceivedMail {
 export async function startSmtpServer(): Promise<{
   url: string;
   mails: ReceivedMail[];
-  waitForMail(to: string, timeoutMs?: number): Promise<ReceivedMail>;
+  /** The first mail to `to` (with `subject`, when given) that arrived, waiting up to `timeoutMs`. */
+  waitForMail(to: string, timeoutMs?: number, subject?: string): Promise<ReceivedMail>;
   close(): Promise<void>;
 }> {
   const mails: ReceivedMail[] = [];
@@ -39,10 +40,10 @@ export async function startSmtpServer(): Promise<{
   return {
     url: `smtp://127.0.0.1:${port}`,
     mails,
-    async waitForMail(to, timeoutMs = 5_000) {
+    async waitForMail(to, timeoutMs = 5_000, subject) {
       const deadline = Date.now() + timeoutMs;
       while (Date.now() < deadline) {
-        const mail = mails.find((m) => m.to.includes(to));
+        const mail = mails.find((m) => m.to.includes(to) && (subject === undefined || m.raw.includes(`Subject: ${subject}\r\n`)));
         if (mail) return mail;
         await new Promise((r) => setTimeout(r, 25));
       }

@@ -150,12 +150,12 @@ export function WalletSessions({ wallets, provider }: { wallets: Wallet[]; provi
       </Loaded>
       <p className="hint">Sessions have no expiry date: a session stays open until it is closed.</p>
 
-      {sessions.data === undefined ? null : open ? (
-        <p className="muted">A wallet has one open session at a time: close this one to open another.</p>
-      ) : (
+      {sessions.data === undefined ? null : (
+        // A wallet has one open session at a time: while it is open, a new deposit tops it up.
         <OpenSession
           address={address}
           provider={provider}
+          topUp={Boolean(open)}
           onOpened={(message) => {
             setNotice(message);
             void sessions.reload();
@@ -169,10 +169,13 @@ export function WalletSessions({ wallets, provider }: { wallets: Wallet[]; provi
 function OpenSession({
   address,
   provider,
+  topUp,
   onOpened,
 }: {
   address: string;
   provider: Resource<ProviderInfo>;
+  /** The wallet has an open session: the deposit is added to it. */
+  topUp: boolean;
   onOpened: (message: string) => void;
 }) {
   const [deposit, setDeposit] = useState('');
@@ -193,13 +196,17 @@ function OpenSession({
     if (!answer) return;
     setDeposit('');
     setTransaction('');
-    onOpened(answer.note ? `${answer.note}: it is listed above.` : `Session opened with a $${answer.session.deposit} deposit.`);
+    onOpened(
+      answer.note
+        ? `${answer.note}: it now holds $${answer.session.deposit} in all.`
+        : `Session opened with a $${answer.session.deposit} deposit.`,
+    );
   };
 
   const chain = provider.data?.paymentChain;
   return (
     <form onSubmit={onSubmit} className="card stack payments-open" noValidate>
-      <h3>Open a session</h3>
+      <h3>{topUp ? 'Add a deposit to the open session' : 'Open a session'}</h3>
       {provider.data === undefined ? (
         provider.error ? (
           <InlineError message={provider.error} />
@@ -243,7 +250,7 @@ function OpenSession({
       <InlineError message={openSession.error} />
       <div className="row">
         <button type="submit" className="button primary" disabled={openSession.pending || chain === null}>
-          Open session
+          {topUp ? 'Add deposit' : 'Open session'}
         </button>
       </div>
     </form>

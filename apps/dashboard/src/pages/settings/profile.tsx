@@ -9,6 +9,9 @@ import { useAction, useApi } from '../../use-api.js';
 export interface AccountSettings {
   id: string;
   email: string;
+  emailVerified: boolean;
+  /** The address an email change waits for; it takes effect when the link mailed there is opened. */
+  pendingEmail: string | null;
   name: string;
   plan: string;
   credits: number;
@@ -31,7 +34,7 @@ export function ProfileSection() {
           <>
             {/* Keyed by the saved values: after a save the form starts again from what the server now holds. */}
             <ProfileForm
-              key={`${s.name}\n${s.email}`}
+              key={`${s.name}\n${s.email}\n${s.pendingEmail}`}
               settings={s}
               onSaved={async (message) => {
                 // Reload first: the form is keyed by the saved values and starts again when they arrive, so the
@@ -42,6 +45,7 @@ export function ProfileSection() {
               onEdit={() => setSaved(undefined)}
             />
             <Announce message={saved} />
+            <EmailStatus settings={s} onSent={setSaved} />
             <dl className="settings-facts">
               <div>
                 <dt>Plan</dt>
@@ -83,22 +87,23 @@ function ProfileForm({
   const { refresh } = useSession();
   const [name, setName] = useState(settings.name);
   const [email, setEmail] = useState(settings.email);
+  const [currentPassword, setCurrentPassword] = useState('');
   const emailChanged = email.trim().toLowerCase() !== settings.email.toLowerCase();
   const nameChanged = name.trim() !== settings.name;
 
   const save = useAction(async () => {
     if (emailChanged) {
-      // POST is the route that may change the sign-in email (it needs a signed-in session, which this page has).
-      await api<AccountSettings>('/api/settings', {
+      // POST is the route that may change the sign-in email: a signed-in session and the current password.
+      const answer = await api<AccountSettings>('/api/settings', {
         method: 'POST',
-        body: { ...(nameChanged ? { name } : {}), email: email.trim() },
+        body: { ...(nameChanged ? { name } : {}), email: email.trim(), currentPassword },
       });
-    } else {
-      await api<AccountSettings>('/api/settings', { method: 'PATCH', body: { name } });
+      return `We sent a link to ${answer.pendingEmail ?? email.trim()}. Your sign-in address changes to it when you open the link; until then it stays ${answer.email}.`;
     }
-    // The header shows the name and email from the session: bring it up to date.
+    await api<AccountSettings>('/api/settings', { method: 'PATCH', body: { name } });
+    // The header shows the name from the session: bring it up to date.
     await refresh();
-    return emailChanged ? 'Saved. Use your new email address the next time you sign in.' : 'Saved.';
+    return 'Saved.';
   });
 
   const onSubmit = async (event: FormEvent) => {
@@ -136,15 +141,79 @@ function ProfileForm({
           }}
         />
         <p id="profile-email-hint" className="hint">
-          You sign in with this address. A new address must not belong to another account.
+          You sign in with this address. A new one must not belong to another account, and counts once you open the link we send to it.
         </p>
       </div>
+      {emailChanged ? (
+        <div>
+          <label htmlFor="profile-current-password">Current password</label>
+          <input
+            id="profile-current-password"
+            type="password"
+            autoComplete="current-password"
+            aria-describedby="profile-current-password-hint"
+            value={currentPassword}
+            onChange={(e) => {
+              setCurrentPassword(e.target.value);
+              onEdit();
+            }}
+          />
+          <p id="profile-current-password-hint" className="hint">
+            Needed to change the address you sign in with.
+          </p>
+        </div>
+      ) : null}
       <InlineError message={save.error} />
       <div className="row">
-        <button type="submit" className="button primary" disabled={save.pending || (!nameChanged && !emailChanged)}>
+        <button
+          type="submit"
+          className="button primary"
+          disabled={save.pending || (!nameChanged && !emailChanged) || (emailChanged && !currentPassword)}
+        >
           Save profile
         </button>
       </div>
     </form>
+  );
+}
+
+/** Whether the sign-in address is confirmed, and an email change that waits for its link; either link can be re-sent. */
+function EmailStatus({ settings, onSent }: { settings: AccountSettings; onSent: (message: string) => void }) {
+  const resend = useAction(async () => {
+    const answer = await api<{ email: string }>('/api/auth/verify-email/resend', { method: 'POST' });
+    return `We sent a new link to ${answer.email}.`;
+  });
+  const send = async () => {
+    const message = await resend.run();
+    if (message) onSent(message);
+  };
+  const button = (
+    <button type="button" className="button secondary" onClick={() => void send()} disabled={resend.pending}>
+      Send the link again
+    </button>
+  );
+  if (!settings.pendingEmail && settings.emailVerified) {
+    return (
+      <p className="hint">
+        <span className="badge badge-ok">verified</span> {settings.email}
+      </p>
+    );
+  }
+  return (
+    <div className="stack">
+      {settings.pendingEmail ? (
+        <p>
+          Waiting for you to open the link we sent to <strong>{settings.pendingEmail}</strong>. Until then you sign in with {settings.email}
+          .
+        </p>
+      ) : (
+        <p>
+          <span className="badge badge-busy">not verified</span> Open the link we sent to {settings.email} to confirm it. Administrator
+          rights and invites need a confirmed address.
+        </p>
+      )}
+      <div className="row">{button}</div>
+      <InlineError message={resend.error} />
+    </div>
   );
 }

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../plugins/auth.js';
 import { BackendUnavailableError } from '../../services/backend-client.js';
+import { backendCaller } from '../../services/sessions.js';
 
 const Params = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
@@ -26,7 +27,7 @@ export async function agentProxyRoutes(app: App): Promise<void> {
     try {
       const answer = await app.backend.request(`/api/agents/${encodeURIComponent(id)}${suffix}`, {
         method,
-        caller: { id: user.id, email: user.email },
+        caller: backendCaller(user),
         ...(body === undefined ? {} : { body }),
       });
       return reply.code(answer.status).send(answer.body);

@@ -5,6 +5,7 @@ import { requireUser } from '../../plugins/auth.js';
 import { BackendUnavailableError } from '../../services/backend-client.js';
 import { DeploymentWatcher, openGatewayToken } from '../../services/hosting.js';
 import { provisionAgent, settleDirectDeployment } from '../../services/provisioning.js';
+import { backendCaller } from '../../services/sessions.js';
 
 const MINUTE = 60_000;
 
@@ -132,7 +133,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
       if (!agent) throw new HttpError(404, 'Agent not found');
       try {
         const answer = await app.backend.request(`/api/agents/${encodeURIComponent(agent.id)}/stats`, {
-          caller: { id: user.id, email: user.email },
+          caller: backendCaller(user),
           timeoutMs: 10_000,
         });
         return reply.code(answer.status).send(answer.body);
@@ -165,7 +166,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
     if (instanceId) {
       try {
         const answer = await app.backend.request<{ token?: string }>(`/api/agents/${encodeURIComponent(instanceId)}/token`, {
-          caller: { id: user.id, email: user.email },
+          caller: backendCaller(user),
         });
         token = answer.status === 200 ? (answer.body.token ?? null) : null;
       } catch (err) {

@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../plugins/auth.js';
 import { BackendUnavailableError } from '../../services/backend-client.js';
 import { BackendGatewayConnection } from '../../services/backend-gateway.js';
+import { backendCaller } from '../../services/sessions.js';
 
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
@@ -46,7 +47,7 @@ export async function agentMessageRoutes(app: App): Promise<void> {
       try {
         const answer = await app.backend.request<{ token?: string; error?: string; control?: string }>(
           `/api/agents/${encodeURIComponent(agent.id)}/token`,
-          { caller: { id: user.id, email: user.email } },
+          { caller: backendCaller(user) },
         );
         if (answer.status !== 200 || !answer.body.token)
           throw new HttpError(502, `No gateway token: ${answer.body.error ?? `backend answered ${answer.status}`}`);
@@ -61,10 +62,7 @@ export async function agentMessageRoutes(app: App): Promise<void> {
       let conn: Awaited<ReturnType<typeof connectGateway>> | undefined;
       try {
         conn = viaBackend
-          ? new BackendGatewayConnection(
-              { backend: app.backend, caller: { id: user.id, email: user.email }, agentId: agent.id },
-              Date.now() + 25_000,
-            )
+          ? new BackendGatewayConnection({ backend: app.backend, caller: backendCaller(user), agentId: agent.id }, Date.now() + 25_000)
           : await connectGateway({ url: agent.url.replace(/^http/, 'ws'), token, handshakeTimeoutMs: 10_000, retryDeadlineMs: 10_000 });
         const history = (await conn.request('chat.history', { sessionKey, limit }, { timeoutMs: 15_000 })) as {
           sessionKey?: string;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestWeb, cookieFrom, freshIp, login, register, startWeb } from '../../web.test-support.js';
+import { type TestWeb, cookieFrom, freshIp, login, register, startWeb, verifyEmail } from '../../web.test-support.js';
 
 const email = () => `${randomUUID()}@example.com`;
 const PASSWORD = 'correct horse battery';
@@ -245,11 +245,13 @@ describe('accounts: CSRF, login, session, sign-out', () => {
     }
   });
 
-  it('isAdmin comes from ADMIN_EMAILS', async () => {
+  it('isAdmin comes from ADMIN_EMAILS once the address is verified', async () => {
     await register(web.url, { email: 'Boss@Example.com', password: PASSWORD });
     const res = await login(web.url, 'boss@example.com', PASSWORD, ip());
-    const session = await request(`${web.url}/api/auth/session`, { headers: { cookie: res.cookie! } });
-    expect(session.body.user.isAdmin).toBe(true);
+    const isAdmin = async () => (await request(`${web.url}/api/auth/session`, { headers: { cookie: res.cookie! } })).body.user.isAdmin;
+    expect(await isAdmin()).toBe(false);
+    await verifyEmail(web, 'boss@example.com');
+    expect(await isAdmin()).toBe(true);
   });
 
   it('401 Invalid credentials for a wrong password and for an unknown email alike', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { decryptSecret, parseEncryptionKey } from '@aop/core';
 import { type CodehostTestChoice, type CodehostTestUser, type FakeOAuth2Server, request, startOAuth2Server } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestWeb, cookieFrom, login, register, startWeb } from '../../web.test-support.js';
+import { type TestWeb, cookieFrom, login, register, startWeb, verifyEmail } from '../../web.test-support.js';
 
 // Spec §4.1 GET /api/auth/codehost and its callback (same steps and error values, `Codehost` prefix), §2.1, §3.3.
 const PUBLIC_URL = 'https://app.example.test';
@@ -162,9 +162,10 @@ describe('code host sign-in (OAuth 2)', () => {
     expect(await web.database.db.kysely.selectFrom('users').select('id').execute()).toHaveLength(users.length);
   });
 
-  it('links to the existing password user with the same email (any case); one user, both sign-ins work, one provider row', async () => {
+  it('links to the existing (verified) password user with the same email (any case); one user, both sign-ins work, one provider row', async () => {
     const address = `${randomUUID()}@example.com`;
     const registered = await register(web.url, { email: address, password: PASSWORD, name: 'Hubot' });
+    await verifyEmail(web, address);
     const octo = user({ email: address.toUpperCase() });
 
     const first = await signInThrough({ signInAs: octo.login });

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { decryptSecret, parseEncryptionKey } from '@aop/core';
 import { type FakeOidcProvider, type OidcTestChoice, request, startOidcProvider } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestWeb, cookieFrom, login, register, startWeb } from '../../web.test-support.js';
+import { type TestWeb, cookieFrom, login, register, startWeb, verifyEmail } from '../../web.test-support.js';
 
 // Spec §4.1 GET /api/auth/idp and its callback (six steps, error table), §2.1 linking by email, §3.3 session, §5.
 const PUBLIC_URL = 'https://app.example.test';
@@ -180,10 +180,11 @@ describe('identity provider sign-in (OIDC)', () => {
     expect(await web.database.db.kysely.selectFrom('oauth_accounts').select('id').where('user_id', '=', userId).execute()).toHaveLength(1);
   });
 
-  it('links to the existing password user with the same email in another case; both sign-ins keep working', async () => {
+  it('links to the existing (verified) password user with the same email in another case; both sign-ins keep working', async () => {
     const address = `${randomUUID()}@example.com`;
     const registered = await register(web.url, { email: address, password: PASSWORD, name: 'Ada' });
     expect(registered.status).toBe(200);
+    await verifyEmail(web, address);
     const { sub } = account({ email: address.toUpperCase(), name: 'Ada Lovelace' });
 
     const { res, session } = await signInThrough({ signInAs: sub });
@@ -202,6 +203,29 @@ describe('identity provider sign-in (OIDC)', () => {
     expect(password.body.user.id).toBe(registered.body.id);
     const again = await signInThrough({ signInAs: sub });
     expect((await sessionUser(again.session)).id).toBe(registered.body.id);
+  });
+
+  it('an account whose address nobody verified becomes the provider-verified person’s alone: the squatter’s password, sessions and keys stop', async () => {
+    // Issue #16: registering someone else's address must not let the registrant inherit what the real owner brings.
+    const address = `${randomUUID()}@example.com`;
+    const squatter = await register(web.url, { email: address, password: PASSWORD });
+    const squatterSession = (await login(web.url, address, PASSWORD)).cookie!;
+    const key = await request(`${web.url}/api/keys`, { json: { name: 'k' }, headers: { cookie: squatterSession } });
+    expect(key.status).toBe(201);
+
+    const { sub } = account({ email: address });
+    const { session } = await signInThrough({ signInAs: sub });
+    expect((await sessionUser(session)).id).toBe(squatter.body.id);
+    expect((await login(web.url, address, PASSWORD)).status).toBe(401);
+    expect((await request(`${web.url}/api/auth/session`, { headers: { cookie: squatterSession } })).body).toEqual({ user: null });
+    expect((await request(`${web.url}/api/settings`, { headers: { authorization: `Bearer ${key.body.key}` } })).status).toBe(401);
+    const row = await web.database.db.kysely
+      .selectFrom('users')
+      .select(['password_hash', 'email_verified_at'])
+      .where('id', '=', squatter.body.id)
+      .executeTakeFirstOrThrow();
+    expect(row.password_hash).toBeNull();
+    expect(row.email_verified_at).toBeInstanceOf(Date);
   });
 
   it('AccessDenied when the person cancels at the provider; no token exchange, no session', async () => {

@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { checkPasswordLength, findUserByEmail, isEmail } from '../../services/accounts.js';
 import { checkNotBot } from '../../services/bot-check.js';
+import { cancelEmailLinks, markCurrentEmailVerified } from '../../services/email-verification.js';
 import type { Mailer } from '../../services/mailer.js';
 import { hashPassword } from '../../services/passwords.js';
 import { deleteUserSessions } from '../../services/sessions.js';
@@ -102,8 +103,12 @@ export async function passwordResetRoutes(app: App, { config, mailer }: { config
           .executeTakeFirst();
         if (!claimed) throw new HttpError(400, 'Invalid or expired token');
         await trx.updateTable('users').set({ password_hash: passwordHash, updated_at: now }).where('id', '=', claimed.user_id).execute();
-        // A reset is what people do when they fear someone else is signed in: end every session.
+        // The link went to the account's address, so following it proves that address.
+        await markCurrentEmailVerified(trx, claimed.user_id, now);
+        // A reset is what people do when they fear someone else is signed in: end every session, and every email
+        // change such a person may have started (its link went to their mailbox).
         await deleteUserSessions(trx, claimed.user_id);
+        await cancelEmailLinks(trx, claimed.user_id, now);
         // Other outstanding links for this account stop working too.
         await trx
           .updateTable('password_reset_tokens')

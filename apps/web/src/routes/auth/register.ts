@@ -3,6 +3,8 @@ import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { checkNotReserved, registerUser } from '../../services/accounts.js';
 import { checkNotBot } from '../../services/bot-check.js';
+import { sendVerificationLink } from '../../services/email-verification.js';
+import type { Mailer } from '../../services/mailer.js';
 import { accountLimits } from './rate-limits.js';
 
 const RegisterBodySchema = Type.Object({
@@ -14,8 +16,11 @@ const RegisterBodySchema = Type.Object({
   botToken: Type.Optional(Type.String({ description: 'challenge response, when bot checks are on' })),
 });
 
-/** Spec §4.1 `POST /api/register`: creates an account; no session is created. */
-export async function registerRoute(app: App, { config }: { config: WebConfig }): Promise<void> {
+/**
+ * Spec §4.1 `POST /api/register`: creates an account; no session is created. A verification link goes to the address:
+ * until it is followed the address grants nothing (administrator rights, invites), though signing in works.
+ */
+export async function registerRoute(app: App, { config, mailer }: { config: WebConfig; mailer: Mailer }): Promise<void> {
   app.post(
     '/api/register',
     {
@@ -32,11 +37,19 @@ export async function registerRoute(app: App, { config }: { config: WebConfig })
       await checkNotBot({ honeypot: body.website, challengeToken: body.botToken, ip: request.ip }, config.botCheck);
       if (!body.email?.trim() || !body.password) throw new HttpError(400, 'Email and password are required');
       checkNotReserved(body.email, config.productName);
-      return registerUser(
+      const user = await registerUser(
         app.db.kysely,
         { email: body.email, password: body.password, name: body.name, referralCode: body.referralCode, ip: request.ip },
         config.referralCredits,
       );
+      try {
+        const deps = { db: app.db.kysely, mailer, publicUrl: config.publicUrl, ttlMs: config.emailVerificationTtlMs, now: app.clock() };
+        await sendVerificationLink(deps, { userId: user.id, email: user.email, purpose: 'register' });
+      } catch (err) {
+        // The account exists either way; the link can be sent again from Settings.
+        request.log.error({ err }, 'verification mail failed');
+      }
+      return user;
     },
   );
 }

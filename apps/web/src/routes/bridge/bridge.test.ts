@@ -1,5 +1,6 @@
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadWebConfig } from '../../config.js';
 import { startWeb, type TestWeb } from '../../web.test-support.js';
 
 const SECRET = 'bridge-secret-value';
@@ -11,7 +12,7 @@ describe('bridge bus', () => {
   let now = Date.parse('2026-11-20T12:00:00Z');
   beforeAll(async () => {
     web = await startWeb({ BRIDGE_SECRET: SECRET, BRIDGE_OPERATOR_IDENTITY: 'ops-bot' }, { clock: () => now });
-    open = await startWeb();
+    open = await startWeb({ ADMIN_EMAILS: 'ops@example.test,boss@example.test' });
   });
   afterAll(async () => {
     await web.close();
@@ -36,9 +37,59 @@ describe('bridge bus', () => {
     }
   });
 
-  it('skips the check when no secret is configured', async () => {
-    const res = await request(`${open.url}/api/bridge/send`, { json: { sender: 'atlas-main', content: 'hello' } });
-    expect(res.status).toBe(200);
+  it('without a secret, the bus is for administrators only: 401 signed out, 403 for other accounts (API keys too)', async () => {
+    const message = { sender: 'operator', content: 'hello' };
+    const asUser = { cookie: (await open.signIn()).cookie };
+    // An address in no list and an unverified one in ADMIN_EMAILS are both ordinary accounts.
+    const asUnverifiedListed = { cookie: (await open.signIn({ email: 'boss@example.test', emailVerified: false })).cookie };
+    for (const [headers, status, error] of [
+      [{}, 401, 'unauthorized'],
+      [asUser, 403, 'Forbidden'],
+      [asUnverifiedListed, 403, 'Forbidden'],
+    ] as const) {
+      for (const res of [
+        await request(`${open.url}/api/bridge/send`, { json: message, headers }),
+        await request(`${open.url}/api/bridge/inbox?reader=r`, { headers }),
+        await request(`${open.url}/api/bridge/health`, { headers }),
+      ]) {
+        expect(res.status).toBe(status);
+        expect(res.body).toEqual({ error });
+      }
+    }
+    const key = await request(`${open.url}/api/keys`, { json: { name: 'k' }, headers: asUser });
+    expect((await request(`${open.url}/api/bridge/inbox`, { headers: { authorization: `Bearer ${key.body.key}` } })).status).toBe(403);
+  });
+
+  it('without a secret, an administrator (verified ADMIN_EMAILS address or role) sends and reads', async () => {
+    for (const admin of [{ email: 'ops@example.test' }, { isAdmin: true }]) {
+      const headers = { cookie: (await open.signIn(admin)).cookie };
+      const sent = await request(`${open.url}/api/bridge/send`, { json: { sender: 'operator', content: 'hello' }, headers });
+      expect(sent.status).toBe(200);
+      const read = await request(`${open.url}/api/bridge/inbox?reader=ops-${sent.body.message.id}`, { headers });
+      expect(read.body.messages.map((m: { id: string }) => m.id)).toContain(sent.body.message.id);
+    }
+  });
+
+  it('production refuses to start with the bridge enabled and no BRIDGE_SECRET', () => {
+    const secrets = {
+      SESSION_SECRET: 'a'.repeat(64),
+      INTERNAL_API_KEY: 'b'.repeat(64),
+      HMAC_SECRET: 'c'.repeat(64),
+      ENCRYPTION_KEY: 'd'.repeat(64),
+    };
+    const production = { NODE_ENV: 'production', DATA_DIR: '/nonexistent', ...secrets };
+    expect(() => loadWebConfig(production)).toThrow(/BRIDGE_SECRET: required in production while the bridge is enabled/);
+    expect(loadWebConfig({ ...production, BRIDGE_SECRET: SECRET }).bridge).toMatchObject({ enabled: true, secret: SECRET });
+    expect(loadWebConfig({ ...production, BRIDGE_ENABLED: 'false' }).bridge.enabled).toBe(false);
+  });
+
+  it('BRIDGE_ENABLED=false leaves the routes out (404)', async () => {
+    const off = await startWeb({ BRIDGE_ENABLED: 'false', BRIDGE_SECRET: SECRET });
+    try {
+      expect((await request(`${off.url}/api/bridge/health`, { headers: auth })).status).toBe(404);
+    } finally {
+      await off.close();
+    }
   });
 
   it('sends with defaults channel general and priority normal', async () => {
@@ -167,15 +218,16 @@ describe('bridge bus', () => {
       senders: ['atlas-main', 'atlas-service', 'ops-bot'],
     });
     expect(res.body.total_messages).toBeGreaterThan(130);
-    const empty = await request(`${open.url}/api/bridge/health`);
-    expect(empty.body.last_message).toEqual(expect.objectContaining({ sender: 'atlas-main' }));
+    const admin = { cookie: (await open.signIn({ isAdmin: true })).cookie };
+    const other = await request(`${open.url}/api/bridge/health`, { headers: admin });
+    expect(other.body.last_message).toEqual(expect.objectContaining({ sender: 'operator' }));
   });
 
   it('health: 500 { status: error, error } when the database is unreachable', async () => {
-    const broken = await startWeb();
+    const broken = await startWeb({ BRIDGE_SECRET: SECRET });
     try {
       await broken.database.db.close();
-      const res = await request(`${broken.url}/api/bridge/health`);
+      const res = await request(`${broken.url}/api/bridge/health`, { headers: auth });
       expect(res.status).toBe(500);
       expect(res.body).toEqual({ status: 'error', error: 'Database unreachable' });
     } finally {

@@ -3,6 +3,7 @@ import { sql } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
+import { requireUser } from '../../plugins/auth.js';
 
 export const BRIDGE_CHANNELS = ['general', 'tasks', 'alerts'] as const;
 const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
@@ -27,16 +28,26 @@ const clampLimit = (raw: unknown) => {
   return Math.min(Math.floor(n), MAX_LIMIT);
 };
 
-/** Spec §4.8: the bridge message bus, guarded by `X-Bridge-Secret` (skipped when BRIDGE_SECRET is unset). */
+/**
+ * Spec §4.8: the bridge message bus, an operator tool. With BRIDGE_SECRET set, callers present it in
+ * `X-Bridge-Secret` (scripts and bots have no session). The spec lets the check be skipped without a secret, but not
+ * to open the bus to every account: then only administrators' sessions (or their API keys) may use it, and production
+ * refuses to start that way (config.ts). BRIDGE_ENABLED=false leaves the routes out.
+ */
 export async function bridgeRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  if (!config.bridge.enabled) return;
   const senders = ['atlas-main', 'atlas-service', config.bridge.operatorIdentity];
 
   // Hooks of this plugin apply to its routes only.
   app.addHook('onRequest', async (request: FastifyRequest) => {
     const secret = config.bridge.secret;
-    if (!secret) return;
-    const presented = request.headers['x-bridge-secret'];
-    if (typeof presented !== 'string' || !safeEqual(presented, secret)) throw new HttpError(401, 'unauthorized');
+    if (secret) {
+      const presented = request.headers['x-bridge-secret'];
+      if (typeof presented !== 'string' || !safeEqual(presented, secret)) throw new HttpError(401, 'unauthorized');
+      return;
+    }
+    const user = await requireUser(request, 'unauthorized');
+    if (!user.isAdmin) throw new HttpError(403, 'Forbidden');
   });
 
   app.post(

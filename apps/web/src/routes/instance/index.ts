@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../plugins/auth.js';
 import { BackendUnavailableError } from '../../services/backend-client.js';
+import { backendCaller } from '../../services/sessions.js';
 
 const ACTIONS = ['start', 'stop', 'restart', 'update', 'repair', 'reset-memory'] as const;
 const FAILED = { success: false, status: 'error' } as const;
@@ -33,7 +34,7 @@ export async function instanceRoutes(app: App): Promise<void> {
       try {
         const answer = await app.backend.request<Record<string, unknown>>(`/api/agents/${encodeURIComponent(own.agentId)}/${action}`, {
           method: 'POST',
-          caller: { id: own.user.id, email: own.user.email },
+          caller: backendCaller(own.user),
           body: action === 'update' ? (request.body ?? {}) : {},
           timeoutMs: action === 'update' ? 180_000 : 60_000,
         });
@@ -60,7 +61,7 @@ export async function instanceRoutes(app: App): Promise<void> {
     if (!own) return reply;
     try {
       const answer = await app.backend.request(`/api/agents/${encodeURIComponent(own.agentId)}`, {
-        caller: { id: own.user.id, email: own.user.email },
+        caller: backendCaller(own.user),
       });
       if (answer.status >= 400) return reply.code(answer.status).send({ ...FAILED, ...(answer.body as object) });
       return { status: 'ok', instance: answer.body };

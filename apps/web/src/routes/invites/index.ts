@@ -85,6 +85,8 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
     async (request, reply) => {
       // Invites send mail in the platform's name: a signed-in person, never a leaked API key.
       const user = await requireSessionUser(request);
+      // The invite mail names its sender: an address nobody proved would let anyone write in someone else's name.
+      if (!user.emailVerified) throw new HttpError(403, 'Verify your email address before sending invites');
       const created = await invite(user, request.body?.email, request.ip, user.isAdmin ? undefined : config.invites.maxOutstanding);
       return reply.code(201).send(created);
     },

@@ -79,7 +79,10 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
       },
     },
     async (request) => {
+      // A leaked key must not lock its owner out of their other keys: revoking takes a signed-in session, except
+      // that a key may always revoke itself.
       const user = await requireUser(request);
+      if (user.via !== 'session' && user.keyId !== request.params.id) await requireSessionUser(request);
       const deleted = await app.db.withUser(user.id, async (trx) => {
         const done = await deleteApiKey(trx, request.params.id);
         if (done) await writeAudit(trx, { userId: user.id, action: 'api_key.revoke', target: request.params.id, ip: request.ip });

@@ -191,6 +191,20 @@ describe('API keys', () => {
       expect((await api('/api/auth/session', { key })).body).toEqual({ user: null });
     });
 
+    it("a key cannot revoke the account's other keys (403), only itself", async () => {
+      const user = await newUser();
+      const first = await createdKey(user.as, 'first');
+      const second = await createdKey(user.as, 'second');
+      expectError(await deleteKey({ key: first.key }, second.id), 403, 'This action needs a signed-in session, not an API key');
+      expect((await api('/api/settings', { key: second.key })).status).toBe(200);
+
+      expect((await deleteKey({ key: first.key }, first.id)).body).toEqual({ success: true, id: first.id });
+      expectError(await api('/api/settings', { key: first.key }), 401, 'Unauthorized');
+      // A signed-in session revokes any of the account's keys.
+      expect((await deleteKey(user.as, second.id)).status).toBe(200);
+      expect((await listKeys(user.as)).body.keys).toEqual([]);
+    });
+
     it('a made-up sk_ key is 401', async () => {
       for (const key of [`sk_${'A'.repeat(32)}`, 'sk_short', `sk_${'x'.repeat(200)}`]) {
         expectError(await api('/api/settings', { key }), 401, 'Unauthorized');
@@ -259,8 +273,8 @@ describe('API keys', () => {
 
       expectError(await getKey(b.as, aKey.id), 404, 'API key not found');
       expectError(await deleteKey(b.as, aKey.id), 404, 'API key not found');
-      // Nor with B's API key.
-      expectError(await deleteKey({ key: bKey.key }, aKey.id), 404, 'API key not found');
+      // Nor with B's API key, which may revoke only itself.
+      expectError(await deleteKey({ key: bKey.key }, aKey.id), 403, 'This action needs a signed-in session, not an API key');
 
       const bList = await listKeys(b.as);
       expect(bList.body.keys.map((k: { id: string }) => k.id)).toEqual([bKey.id]);

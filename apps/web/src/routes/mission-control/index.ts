@@ -4,7 +4,7 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { FastifyRequest } from 'fastify';
 import { BackendUnavailableError } from '../../services/backend-client.js';
-import type { AuthUser } from '../../services/sessions.js';
+import { type AuthUser, backendCaller } from '../../services/sessions.js';
 
 /** The fleet graph can take a few host probes (5 s each at most, run in parallel) on the backend. */
 const BACKEND_TIMEOUT_MS = 15_000;
@@ -75,7 +75,7 @@ export async function missionControlRoutes(app: App): Promise<void> {
     const now = new Date(app.clock());
     try {
       const answer = await app.backend.request(`/api/mission-control/fleet/${area.path}`, {
-        caller: { id: user.id, email: user.email },
+        caller: backendCaller(user),
         query: { userId: user.id },
         timeoutMs: BACKEND_TIMEOUT_MS,
       });

@@ -1,6 +1,6 @@
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshIp, login, register, startWeb, type TestWeb } from '../../web.test-support.js';
+import { freshIp, login, mailTo, mailedToken, register, startWeb, type TestWeb } from '../../web.test-support.js';
 
 // Spec §4.1 settings and password change; shapes from research/not-shown-facts.md (Settings, Password change).
 describe('settings', () => {
@@ -68,6 +68,8 @@ describe('settings', () => {
       expect(res.body).toEqual({
         id: user.id,
         email: user.email,
+        emailVerified: false,
+        pendingEmail: null,
         name: user.name,
         plan: 'free',
         credits: 0,
@@ -87,14 +89,74 @@ describe('settings', () => {
       expect((await getSettings(user.cookie)).body.name).toBe('Grace Hopper');
     });
 
-    it('updates the email lower-cased, and the new address signs in', async () => {
+    it('an email change waits for the link mailed to the new address; the old one gets a notice; both are audited', async () => {
       const user = await registered();
       const mixed = `New.${crypto.randomUUID()}@Example.COM`;
-      const res = await postSettings(user.cookie, { email: mixed });
+      const target = mixed.toLowerCase();
+      const res = await postSettings(user.cookie, { email: mixed, currentPassword: user.password });
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ id: user.id, email: mixed.toLowerCase(), name: user.name });
-      expect((await getSettings(user.cookie)).body.email).toBe(mixed.toLowerCase());
+      // Nothing changes yet: the account keeps its address, which still signs in; the new one does not.
+      expect(res.body).toMatchObject({ id: user.id, email: user.email, pendingEmail: target, name: user.name });
+      expect((await getSettings(user.cookie)).body).toMatchObject({ email: user.email, pendingEmail: target });
+      expect((await login(web.url, target, user.password, fromFreshIp())).status).toBe(401);
+      expect((await mailTo(web, user.email, 'email-change-notice')).text).toContain(`to ${target}`);
+
+      const token = await mailedToken(web, target, 'email-verification', '/verify-email');
+      const verified = await request(`${web.url}/api/auth/verify-email`, { json: { token } });
+      expect(verified.body).toEqual({ message: 'Email address changed', email: target });
+      expect((await getSettings(user.cookie)).body).toMatchObject({ email: target, emailVerified: true, pendingEmail: null });
       await signInAs(mixed, user.password);
+      expect((await login(web.url, user.email, user.password, fromFreshIp())).status).toBe(401);
+      // The link works once.
+      expectError(await request(`${web.url}/api/auth/verify-email`, { json: { token } }), 400, 'Invalid or expired verification link');
+
+      const audit = await web.database.db.kysely
+        .selectFrom('audit_log')
+        .select(['action', 'metadata'])
+        .where('user_id', '=', user.id)
+        .where('action', 'like', 'email.%')
+        .orderBy('created_at')
+        .execute();
+      expect(audit).toEqual([
+        { action: 'email.change_requested', metadata: { to: target } },
+        { action: 'email.change', metadata: { from: user.email, to: target } },
+      ]);
+    });
+
+    it('an email change needs the current password: 400 without it, 401 when wrong, and nothing is mailed', async () => {
+      const user = await registered();
+      const target = newEmail();
+      expectError(await postSettings(user.cookie, { email: target }), 400, 'Current password required');
+      expectError(
+        await postSettings(user.cookie, { email: target, currentPassword: 'not the password' }),
+        401,
+        'Current password is incorrect',
+      );
+      expect((await getSettings(user.cookie)).body).toMatchObject({ email: user.email, pendingEmail: null });
+      await expect(mailTo({ database: web.database }, target, 'email-verification').catch(() => 'none')).resolves.toBe('none');
+    });
+
+    it('a password change cancels a pending email change (its link may be in the wrong hands)', async () => {
+      const user = await registered();
+      const target = newEmail();
+      expect((await postSettings(user.cookie, { email: target, currentPassword: user.password })).status).toBe(200);
+      const token = await mailedToken(web, target, 'email-verification', '/verify-email');
+      expect((await changePassword(user.cookie, { currentPassword: user.password, newPassword: 'a fresh password' })).status).toBe(200);
+      expectError(await request(`${web.url}/api/auth/verify-email`, { json: { token } }), 400, 'Invalid or expired verification link');
+      expect((await getSettings(user.cookie)).body).toMatchObject({ email: user.email, pendingEmail: null });
+    });
+
+    it('409 at the link when another account took the address meanwhile; the link stays usable', async () => {
+      const user = await registered();
+      const target = newEmail();
+      expect((await postSettings(user.cookie, { email: target, currentPassword: user.password })).status).toBe(200);
+      const token = await mailedToken(web, target, 'email-verification', '/verify-email');
+      const squatter = await register(web.url, { email: target, password: 'squatter password' }, fromFreshIp());
+      expect(squatter.status).toBe(200);
+      expectError(await request(`${web.url}/api/auth/verify-email`, { json: { token } }), 409, 'Email already in use');
+      expect((await getSettings(user.cookie)).body.email).toBe(user.email);
+      await web.database.db.kysely.deleteFrom('users').where('id', '=', squatter.body.id).execute();
+      expect((await request(`${web.url}/api/auth/verify-email`, { json: { token } })).status).toBe(200);
     });
 
     it('accepts the own address in another case', async () => {
@@ -114,8 +176,9 @@ describe('settings', () => {
 
     it('409 Email already in use when another user has it (case-insensitive)', async () => {
       const [user, other] = await Promise.all([registered(), registered()]);
-      expectError(await postSettings(user.cookie, { email: other.email }), 409, 'Email already in use');
-      expectError(await postSettings(user.cookie, { email: other.email.toUpperCase() }), 409, 'Email already in use');
+      const currentPassword = user.password;
+      expectError(await postSettings(user.cookie, { email: other.email, currentPassword }), 409, 'Email already in use');
+      expectError(await postSettings(user.cookie, { email: other.email.toUpperCase(), currentPassword }), 409, 'Email already in use');
       expect((await getSettings(user.cookie)).body.email).toBe(user.email);
       expect((await getSettings(other.cookie)).body.email).toBe(other.email);
     });
@@ -305,7 +368,7 @@ describe('settings', () => {
     const before = await getSettings(b.cookie);
     expect(before.status).toBe(200);
 
-    expect((await postSettings(a.cookie, { name: 'A Renamed', email: newEmail() })).status).toBe(200);
+    expect((await postSettings(a.cookie, { name: 'A Renamed', email: newEmail(), currentPassword: a.password })).status).toBe(200);
     expect((await patchSettings(a.cookie, { notifications: { email: false } })).status).toBe(200);
     expect((await changePassword(a.cookie, { currentPassword: a.password, newPassword: 'another new secret' })).status).toBe(200);
 
