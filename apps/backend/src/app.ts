@@ -30,6 +30,8 @@ export interface BackendDeps {
   logger?: FastifyBaseLogger;
   /** Where agents run; absent when the configured provisioner is not configured (agent routes answer 500). */
   host?: AgentHost;
+  /** Milliseconds since the epoch, as `app.clock`; `Date.now` by default. */
+  clock?: () => number;
 }
 
 declare module 'fastify' {
@@ -39,9 +41,10 @@ declare module 'fastify' {
 }
 
 /** The backend (internal API) as a Fastify instance; `server.ts` listens. */
-export async function buildApp({ config, db, counters, logger, host }: BackendDeps): Promise<App> {
+export async function buildApp({ config, db, counters, logger, host, clock = Date.now }: BackendDeps): Promise<App> {
   const app = createServer({ config, ...(logger ? { logger } : {}) });
   app.decorate('db', db);
+  app.decorate('clock', clock);
   await app.register(sharedHttpPlugin, {
     counters,
     openapi: {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { hmacSha256Hex } from '@aop/core';
+import { userContextHeaders } from '@aop/core';
 import { type RunningService, type TestDatabase, createTestDatabase, listen, tempDataDir, testCounters, testEnv } from '@aop/testing';
 import { type AgentHost, LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
@@ -15,13 +15,19 @@ export interface TestBackend extends RunningService {
 /** A real backend on 127.0.0.1 with its own database, data dir and counters. */
 export async function startBackend(
   env: Record<string, string | undefined> = {},
-  options: { devSecrets?: boolean; host?: AgentHost } = {},
+  options: { devSecrets?: boolean; host?: AgentHost; clock?: () => number } = {},
 ): Promise<TestBackend> {
   const data = tempDataDir();
   const config = loadBackendConfig(testEnv(data.dir, env), options);
   const database = await createTestDatabase();
   const counters = testCounters();
-  const app = await buildApp({ config, db: database.db, counters, ...(options.host ? { host: options.host } : {}) });
+  const app = await buildApp({
+    config,
+    db: database.db,
+    counters,
+    ...(options.host ? { host: options.host } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
   const running = await listen(app);
   return {
     ...running,
@@ -53,8 +59,8 @@ export async function fakeRuntimeHost(dir: string): Promise<LocalAgentHost> {
 }
 
 /**
- * The headers the web service sends for a user (spec §5): the internal key and the user context signed with HMAC
- * over `{userId}:{email}:{role}`, lowercase hex.
+ * The headers the web service sends for a user (spec §5): the internal key and the user context signed now (see
+ * `userContextHeaders` of @aop/core), so a header set is good for the backend's freshness window only.
  */
 export function signedCaller(
   secrets: { internalKey: string; hmacSecret: string },
@@ -64,9 +70,6 @@ export function signedCaller(
 ): Record<string, string> {
   return {
     authorization: `Bearer ${secrets.internalKey}`,
-    'x-user-id': userId,
-    'x-user-email': email,
-    'x-user-role': role,
-    'x-user-signature': hmacSha256Hex(secrets.hmacSecret, `${userId}:${email}:${role}`),
+    ...userContextHeaders({ userId, email, role }, secrets.hmacSecret),
   };
 }

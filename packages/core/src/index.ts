@@ -7,3 +7,4 @@ export * from './http/server.js';
 export * from './http/shared-http.js';
 export * from './ids.js';
 export * from './logger.js';
+export * from './user-context.js';

@@ -1,10 +1,14 @@
-import { HttpError, hmacSha256Hex, safeEqual } from '@aop/core';
+import { ANONYMOUS_USER_ID, DEFAULT_USER_ROLE, HttpError, safeEqual, signUserContext } from '@aop/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Who the web layer says is calling; set by `verifyUserContext`. */
     userContext?: UserContext;
+  }
+  interface FastifyInstance {
+    /** Milliseconds since the epoch; `buildApp` decorates it (`Date.now` unless a test injects its own). */
+    clock: () => number;
   }
 }
 
@@ -38,39 +42,50 @@ export function requireInternalKey(internalApiKey: string | undefined): Hook {
 
 /** The signature is 64 lowercase hex characters; anything else is refused before comparing. */
 const SIGNATURE_FORMAT = /^[0-9a-f]{64}$/;
+/** `x-user-ts` is whole Unix seconds, digits only (no sign, fraction or exponent that `Number` would also accept). */
+const TIMESTAMP_FORMAT = /^[0-9]{1,12}$/;
+/**
+ * How long a signed context stays valid: long enough for a request to cross the internal network and wait in a
+ * queue, short enough that a captured header set is soon useless. A minute of clock skew is tolerated the other way.
+ */
+const MAX_CONTEXT_AGE_MS = 5 * 60_000;
+const MAX_CONTEXT_AHEAD_MS = 60_000;
 
 const headerValue = (headers: Headers, name: string): string | undefined => {
   const value = headers[name];
   return typeof value === 'string' && value !== '' ? value : undefined;
 };
 
-/** The string the web layer signs: `{userId}:{userEmail}:{userRole}`. */
-export const userContextPayload = (ctx: UserContext): string => `${ctx.userId}:${ctx.email ?? ''}:${ctx.role}`;
-
 /**
- * Reads `x-user-id` (default `anonymous`), `x-user-email`, `x-user-role` (default
- * `user`) and, when a secret is configured, checks `x-user-signature`: HMAC-SHA256
- * of the payload in lowercase hex (401 `SIGNATURE_REQUIRED` / `INVALID_SIGNATURE`).
+ * Reads `x-user-id` (default `anonymous`), `x-user-email`, `x-user-role` (default `user`) and, when a secret is
+ * configured, checks `x-user-signature` over them and `x-user-ts` (`userContextPayload` of @aop/core): 401
+ * `SIGNATURE_REQUIRED` without a signature; 401 `INVALID_SIGNATURE` when it does not match, when `x-user-ts` is
+ * missing or malformed, or when it is more than 5 minutes before or 1 minute after `nowMs` (a replayed header set).
  */
-export function readUserContext(headers: Headers, secret: string | undefined): UserContext {
+export function readUserContext(headers: Headers, secret: string | undefined, nowMs: number): UserContext {
   const ctx: UserContext = {
-    userId: headerValue(headers, 'x-user-id') ?? 'anonymous',
+    userId: headerValue(headers, 'x-user-id') ?? ANONYMOUS_USER_ID,
     email: headerValue(headers, 'x-user-email'),
-    role: headerValue(headers, 'x-user-role') ?? 'user',
+    role: headerValue(headers, 'x-user-role') ?? DEFAULT_USER_ROLE,
   };
   if (secret) {
     const signature = headerValue(headers, 'x-user-signature');
     if (!signature) throw new HttpError(401, 'SIGNATURE_REQUIRED');
-    if (!SIGNATURE_FORMAT.test(signature) || !safeEqual(signature, hmacSha256Hex(secret, userContextPayload(ctx)))) {
+    const ts = headerValue(headers, 'x-user-ts');
+    if (!ts || !TIMESTAMP_FORMAT.test(ts) || !SIGNATURE_FORMAT.test(signature)) throw new HttpError(401, 'INVALID_SIGNATURE');
+    const signedAtMs = Number(ts) * 1000;
+    const fresh = nowMs - signedAtMs <= MAX_CONTEXT_AGE_MS && signedAtMs - nowMs <= MAX_CONTEXT_AHEAD_MS;
+    if (!safeEqual(signature, signUserContext(secret, { ...ctx, ts: Number(ts) })) || !fresh) {
       throw new HttpError(401, 'INVALID_SIGNATURE');
     }
   }
   return ctx;
 }
 
+/** Sets `request.userContext` from the headers, judging the timestamp by the app's clock (`app.clock`). */
 export function verifyUserContext(secret: string | undefined): Hook {
   return async (request) => {
-    request.userContext = readUserContext(request.headers, secret);
+    request.userContext = readUserContext(request.headers, secret, request.server.clock());
   };
 }
 

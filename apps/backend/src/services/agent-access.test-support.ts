@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hmacSha256Hex } from '@aop/core';
+import { userContextHeaders } from '@aop/core';
 import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { type TestResponse, request } from '@aop/testing';
@@ -15,10 +15,7 @@ export const TEST_HMAC = 'hmac-secret-for-agent-access-tests';
 export function userHeaders(userId: string, email = `${userId}@example.com`): Record<string, string> {
   return {
     authorization: `Bearer ${TEST_KEY}`,
-    'x-user-id': userId,
-    'x-user-email': email,
-    'x-user-role': 'user',
-    'x-user-signature': hmacSha256Hex(TEST_HMAC, `${userId}:${email}:user`),
+    ...userContextHeaders({ userId, email }, TEST_HMAC),
   };
 }
 

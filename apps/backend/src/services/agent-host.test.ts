@@ -1,4 +1,4 @@
-import { hmacSha256Hex } from '@aop/core';
+import { userContextHeaders } from '@aop/core';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -97,10 +97,7 @@ describe('backend on the docker provisioner', () => {
       const res = await request(`${backend.url}/api/deployments`, {
         headers: {
           authorization: `Bearer ${KEY}`,
-          'x-user-id': 'usr_dock',
-          'x-user-email': email,
-          'x-user-role': 'user',
-          'x-user-signature': hmacSha256Hex(HMAC, `usr_dock:${email}:user`),
+          ...userContextHeaders({ userId: 'usr_dock', email }, HMAC),
         },
         json: { agentId: 'agt_dock', name: 'Dock', config: { telegramToken: 'tg-token', plan: 'solo' } },
       });

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackendClient, BackendUnavailableError } from './backend-client.js';
+import { BackendClient, BackendUnavailableError, signedUserHeaders } from './backend-client.js';
 
 interface Seen {
   method: string | undefined;
@@ -59,17 +59,36 @@ describe('BackendClient', () => {
     await slow.close();
   });
 
-  it('sends the bearer key and signs x-user-* with HMAC-SHA256 over id:email:role in lowercase hex', async () => {
+  it('sends the bearer key and signs x-user-* with HMAC-SHA256 over id:email:role:ts in lowercase hex, ts = now', async () => {
     const client = new BackendClient({ baseUrls: [ok.url], internalApiKey: 'ik', userContextSecret: 'hs' });
+    const before = Math.floor(Date.now() / 1000);
     const answer = await client.request('/api/deployments', { body: { agentId: 'a1' }, caller: { id: 'usr_1', email: 'a@example.com' } });
+    const after = Math.floor(Date.now() / 1000);
     expect(answer).toEqual({ status: 201, body: { echoed: { agentId: 'a1' } }, baseUrl: ok.url });
     const h = ok.seen.at(-1)!.headers;
     expect(h.authorization).toBe('Bearer ik');
     expect(h['x-user-id']).toBe('usr_1');
     expect(h['x-user-email']).toBe('a@example.com');
     expect(h['x-user-role']).toBe('user');
-    expect(h['x-user-signature']).toBe(createHmac('sha256', 'hs').update('usr_1:a@example.com:user').digest('hex'));
+    expect(h['x-user-ts']).toMatch(/^[0-9]+$/);
+    expect(Number(h['x-user-ts'])).toBeGreaterThanOrEqual(before);
+    expect(Number(h['x-user-ts'])).toBeLessThanOrEqual(after);
+    const payload = `usr_1:a@example.com:user:${h['x-user-ts']}`;
+    expect(h['x-user-signature']).toBe(createHmac('sha256', 'hs').update(payload).digest('hex'));
     expect(ok.seen.at(-1)!.method).toBe('POST');
+  });
+
+  it('spec §5 "User-context headers": signedUserHeaders dates the context (x-user-ts, Unix seconds) and signs the date', () => {
+    const at = Date.UTC(2026, 0, 15, 12, 0, 0, 999);
+    expect(signedUserHeaders({ id: 'usr_1', email: 'a@example.com', role: 'admin' }, 'hs', at)).toEqual({
+      'x-user-id': 'usr_1',
+      'x-user-email': 'a@example.com',
+      'x-user-role': 'admin',
+      'x-user-ts': '1768478400',
+      'x-user-signature': createHmac('sha256', 'hs').update('usr_1:a@example.com:admin:1768478400').digest('hex'),
+    });
+    // No secret, no signature: the backend then checks none, and a date nothing covers would mean nothing.
+    expect(signedUserHeaders({ id: 'usr_1' }, undefined, at)).toEqual({ 'x-user-id': 'usr_1', 'x-user-role': 'user' });
   });
 
   it('falls back to the second URL when the first gives no JSON, or is down', async () => {

@@ -1,4 +1,4 @@
-import { hmacSha256Hex } from '@aop/core';
+import { userContextHeaders } from '@aop/core';
 
 /** Who the backend is told is calling (spec §5 user-context headers). */
 export interface BackendCaller {
@@ -57,14 +57,13 @@ export interface BackendClientOptions {
   defaultTimeoutMs?: number;
 }
 
-/** The user-context headers with their HMAC-SHA256 signature over `{userId}:{userEmail}:{userRole}`, lowercase hex. */
-export function signedUserHeaders(caller: BackendCaller, secret: string | undefined): Record<string, string> {
-  const role = caller.role ?? 'user';
-  const email = caller.email ?? '';
-  const headers: Record<string, string> = { 'x-user-id': caller.id, 'x-user-role': role };
-  if (email) headers['x-user-email'] = email;
-  if (secret) headers['x-user-signature'] = hmacSha256Hex(secret, `${caller.id}:${email}:${role}`);
-  return headers;
+/**
+ * The user-context headers, signed at `nowMs` (`x-user-ts`, HMAC-SHA256 over `{userId}:{userEmail}:{userRole}:{ts}`,
+ * see `userContextHeaders`). The time is this machine's real one, not the app's injectable clock: the backend judges
+ * freshness by its own wall clock, so a test that pins the web service's clock must still send a current timestamp.
+ */
+export function signedUserHeaders(caller: BackendCaller, secret: string | undefined, nowMs: number = Date.now()): Record<string, string> {
+  return userContextHeaders({ userId: caller.id, email: caller.email, role: caller.role }, secret, nowMs);
 }
 
 /**
@@ -92,14 +91,12 @@ export class BackendClient {
   }
 
   async request<T = unknown>(path: string, req: BackendRequest = {}): Promise<BackendAnswer<T>> {
-    const headers = this.#headers('application/json', req.headers, req.caller);
-    let body: string | undefined;
-    if (req.body !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(req.body);
-    }
+    const body = req.body === undefined ? undefined : JSON.stringify(req.body);
     const attempts: { baseUrl: string; reason: string }[] = [];
     for (const baseUrl of this.#options.baseUrls) {
+      // Signed per attempt: after a long timeout on the primary, the fallback must not get an expired timestamp.
+      const headers = this.#headers('application/json', req.headers, req.caller);
+      if (body !== undefined) headers['content-type'] = 'application/json';
       const url = new URL(path, baseUrl);
       for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
       try {
@@ -128,11 +125,12 @@ export class BackendClient {
    * `request` applies until then; once a stream is returned it is never retried elsewhere.
    */
   async stream(path: string, req: BackendStreamRequest = {}): Promise<BackendStreamAnswer> {
-    const headers = this.#headers('text/event-stream, application/json', req.headers, req.caller);
     const timeoutMs = req.timeoutMs ?? this.#options.defaultTimeoutMs ?? 15_000;
     const attempts: { baseUrl: string; reason: string }[] = [];
     for (const baseUrl of this.#options.baseUrls) {
       if (req.signal?.aborted) break;
+      // Signed per attempt, as in `request`; the backend checks the timestamp once, when the stream opens.
+      const headers = this.#headers('text/event-stream, application/json', req.headers, req.caller);
       const url = new URL(path, baseUrl);
       for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
       // One controller per attempt: the timeout ends at the headers, the caller's signal lasts as long as the body.

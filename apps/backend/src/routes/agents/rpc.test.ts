@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hmacSha256Hex } from '@aop/core';
+import { userContextHeaders } from '@aop/core';
 import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
 import { DockerAgentHost, dockerContainerName } from '@aop/provisioner';
 import { type DockerEngineEmulator, startDockerEngine } from '@aop/provisioner/docker-engine.test-support';
@@ -17,10 +17,7 @@ const IMAGE = 'ghcr.io/openclaw/openclaw:1.0.0';
 function as(userId: string, email = `${userId}@example.com`) {
   return {
     authorization: `Bearer ${KEY}`,
-    'x-user-id': userId,
-    'x-user-email': email,
-    'x-user-role': 'user',
-    'x-user-signature': hmacSha256Hex(HMAC, `${userId}:${email}:user`),
+    ...userContextHeaders({ userId, email }, HMAC),
   };
 }
 

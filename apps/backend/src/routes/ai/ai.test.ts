@@ -1,4 +1,4 @@
-import { hmacSha256Hex } from '@aop/core';
+import { userContextHeaders } from '@aop/core';
 import { LLM_PRICES } from '@aop/core/llm-prices';
 import { type FakeLlm, type TestResponse, lastUserText, request, startFakeLlm, unreachableUrl } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -248,7 +248,7 @@ describe('backend AI endpoints', () => {
     });
 
     it('needs a real user: 401 User context required for anonymous', async () => {
-      const headers = { authorization: `Bearer ${KEY}`, 'x-user-signature': hmacSha256Hex(HMAC, 'anonymous::user') };
+      const headers = { authorization: `Bearer ${KEY}`, ...userContextHeaders({}, HMAC) };
       const res = await call('POST', '/models/select', { headers, json: { provider: 'groq', model: 'llama-3.1-8b-instant' } });
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: 'User context required' });

@@ -1,5 +1,5 @@
 import { type KeyObject, generateKeyPairSync, sign } from 'node:crypto';
-import { hmacSha256Hex } from '@aop/core';
+import { userContextHeaders } from '@aop/core';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestBackend, startBackend, signedCaller } from '../../backend.test-support.js';
@@ -55,7 +55,7 @@ describe('backend installations', () => {
       { name: 'x' },
       {
         authorization: `Bearer ${KEY}`,
-        'x-user-signature': hmacSha256Hex(HMAC, 'anonymous::user'),
+        ...userContextHeaders({}, HMAC),
       },
     );
     expect(anonymous.status).toBe(401);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hmacSha256Hex, newId } from '@aop/core';
+import { newId, userContextHeaders } from '@aop/core';
 import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { request } from '@aop/testing';
@@ -92,7 +92,7 @@ describe('backend metrics', () => {
     expect((await call('usr_m', '/metrics/usr_m/summary', noKey)).status).toBe(401);
     const anonymous = await call('anonymous', '/metrics/anonymous/summary', {
       authorization: `Bearer ${KEY}`,
-      'x-user-signature': hmacSha256Hex(HMAC, 'anonymous::user'),
+      ...userContextHeaders({}, HMAC),
     });
     expect(anonymous.body).toEqual({ error: 'User context required' });
     const admin = await call('usr_boss', '/metrics/usr_m/summary', as('usr_boss', 'boss@example.com'));

@@ -31,7 +31,7 @@ function fleetUser(request: FastifyRequest, config: BackendConfig): string {
   if (raw === undefined || raw === '') throw new HttpError(401, 'Unauthorized');
   if (typeof raw !== 'string' || !USER_ID.test(raw)) throw new HttpError(400, 'Invalid userId');
   if (request.headers['x-user-id'] !== undefined || request.headers['x-user-signature'] !== undefined) {
-    const context = readUserContext(request.headers, config.userContextSecret);
+    const context = readUserContext(request.headers, config.userContextSecret, request.server.clock());
     if (context.userId !== raw) throw new HttpError(403, 'Forbidden');
   }
   return raw;

@@ -30,6 +30,7 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'x-user-id',
   'x-user-email',
   'x-user-role',
+  'x-user-ts',
   'x-user-signature',
 ]);
 const DROPPED_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'trailer', 'upgrade', 'set-cookie']);
@@ -50,7 +51,7 @@ export async function runtimeProxyRoutes(app: App, { config, host }: { config: B
   /** Authenticates the caller and finds the agent's gateway; throws HttpError with the spec's answers. */
   async function resolveTarget(headers: IncomingHttpHeaders, agentId: string): Promise<ProxyTarget> {
     checkInternalKey(headers, config.internalApiKey);
-    const ctx = readUserContext(headers, config.userContextSecret);
+    const ctx = readUserContext(headers, config.userContextSecret, app.clock());
     if (ctx.userId === 'anonymous') throw new HttpError(401, 'User context required');
     // Administrators reach any agent (operators debugging a gateway); everyone else only their own, under RLS.
     const deployment = isAdminContext(ctx, config.adminEmails)

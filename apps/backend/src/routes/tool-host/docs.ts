@@ -50,7 +50,7 @@ export async function runtimeTopics(runtime: OpenClawRuntime): Promise<RuntimeTo
 }
 
 const AUTH =
-  'Authorization: Bearer <INTERNAL_API_KEY> and the signed user context (x-user-id, x-user-email, x-user-role, x-user-signature)';
+  'Authorization: Bearer <INTERNAL_API_KEY> and the signed user context (x-user-id, x-user-email, x-user-role, x-user-ts, x-user-signature)';
 
 /** Every endpoint of the tool host, with its parameters and answer. */
 export const TOOL_HOST_ENDPOINTS = [

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { decryptSecret, hmacSha256Hex, parseEncryptionKey } from '@aop/core';
+import { decryptSecret, hmacSha256Hex, parseEncryptionKey, userContextHeaders } from '@aop/core';
 import { type TestChain, request, startTestChain } from '@aop/testing';
 import type { Address, Hex } from 'viem';
 import { verifyMessage } from 'viem';
@@ -17,15 +17,8 @@ const HMAC = 'hmac-secret-for-underground-tests';
 const ENCRYPTION_KEY = randomBytes(32).toString('hex');
 
 /** Headers the web service sends for a user (spec §5); `email: null` leaves `x-user-email` out (and unsigned). */
-function as(userId: string | null, email: string | null = `${userId}@example.com`) {
-  const headers: Record<string, string> = {
-    authorization: `Bearer ${KEY}`,
-    'x-user-role': 'user',
-    'x-user-signature': hmacSha256Hex(HMAC, `${userId ?? 'anonymous'}:${email ?? ''}:user`),
-  };
-  if (userId !== null) headers['x-user-id'] = userId;
-  if (email !== null) headers['x-user-email'] = email;
-  return headers;
+function as(userId: string | null, email: string | null = `${userId}@example.com`): Record<string, string> {
+  return { authorization: `Bearer ${KEY}`, ...userContextHeaders({ userId: userId ?? undefined, email: email ?? undefined }, HMAC) };
 }
 
 /** An address nothing listens on. */
