@@ -165,11 +165,7 @@ function ProfileForm({
       ) : null}
       <InlineError message={save.error} />
       <div className="row">
-        <button
-          type="submit"
-          className="button primary"
-          disabled={save.pending || (!nameChanged && !emailChanged) || (emailChanged && !currentPassword)}
-        >
+        <button type="submit" className="button primary" disabled={save.pending || (!nameChanged && !emailChanged)}>
           Save profile
         </button>
       </div>
