@@ -59,7 +59,8 @@ const cookie = login.headers
   ?.split(';')[0];
 if (!cookie) throw new Error(`login failed: ${login.status}`);
 await fetch(`${web}/api/config`, json({ config: { logging: { level: 'info' } } }, { cookie }));
-for (let i = 0; i < 50; i++) await fetch(`${web}/api/bridge/send`, json({ sender: 'atlas-main', content: `message ${i}` }, { 'x-bridge-secret': BRIDGE }));
+for (let i = 0; i < 50; i++)
+  await fetch(`${web}/api/bridge/send`, json({ sender: 'atlas-main', content: `message ${i}` }, { 'x-bridge-secret': BRIDGE }));
 
 function run(name, url, headers = {}) {
   return new Promise((resolve, reject) => {

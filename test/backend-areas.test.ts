@@ -377,6 +377,24 @@ describe('backend user areas through the web', () => {
     expect(paths).not.toContain('/api/underground/bus/send');
   });
 
+  it('refuses a relayed body nested 10,000 levels deep or holding U+0000 with 400 at the web (§7), not a 500', async () => {
+    const deep = `{"name":"Crew","agentIds":${'['.repeat(10_000)}${']'.repeat(10_000)}}`;
+    for (const path of ['/api/swarms', '/api/underground/events', '/api/tool-host/validate-config', '/api/register-home']) {
+      const res = await request(`${web.url}${path}`, {
+        method: 'POST',
+        body: deep,
+        headers: { ...from(), cookie: owner.cookie, 'content-type': 'application/json' },
+      });
+      expect({ path, status: res.status, body: res.body }).toEqual({
+        path,
+        status: 400,
+        body: { error: 'Request body nested too deeply' },
+      });
+    }
+    const nul = await call('/api/swarms', { cookie: owner.cookie, json: { name: 'a\u0000b', agentIds: [agentId] } });
+    expect({ status: nul.status, body: nul.body }).toEqual({ status: 400, body: { error: 'Invalid characters in request' } });
+  });
+
   it('falls back past a proxy error page to the stream; ends relayed streams when the web shuts down', async () => {
     // A second web instance whose primary backend URL answers a proxy's HTML error page; the fallback is the backend.
     const errorPage = createHttpServer((_req, res) => {

@@ -442,13 +442,13 @@ describe('live streaming: /api/radio/live, /api/radio/streams, /api/webhooks/str
       expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { received: true } });
     });
 
-    it('with no secret configured every request is rejected: 500 Webhook signing secret not configured', async () => {
+    it('with no secret configured every request is rejected: 503 Webhook signing secret not configured', async () => {
       const { STREAM_SIGNING_SECRET: _secret, ...env } = baseEnv;
       const variant = await startVariant(env);
       const signed = await deliver(sample(), { url: variant.url });
       const unsigned = await request(`${variant.url}${WEBHOOK}`, { json: sample() });
       for (const res of [signed, unsigned]) {
-        expect({ status: res.status, body: res.body }).toEqual({ status: 500, body: { error: 'Webhook signing secret not configured' } });
+        expect({ status: res.status, body: res.body }).toEqual({ status: 503, body: { error: 'Webhook signing secret not configured' } });
       }
     });
 
@@ -472,6 +472,14 @@ describe('live streaming: /api/radio/live, /api/radio/streams, /api/webhooks/str
           headers: { 'content-type': 'application/json', 'streaming-signature': signStreamingWebhook(SECRET, body) },
         });
         expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: { error } });
+      }
+    });
+
+    it('400 Invalid request body for a signed event holding U+0000 or nested deeper than 64 levels', async () => {
+      const nul = await deliver(streamEvent('idle', 'no-such-stream', new Date(), `${eventId()}\u0000`));
+      const deep = await deliver({ ...sample(), data: JSON.parse(`${'['.repeat(64)}${']'.repeat(64)}`) });
+      for (const res of [nul, deep]) {
+        expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: { error: 'Invalid request body' } });
       }
     });
 

@@ -186,6 +186,25 @@ describe('provider webhooks', () => {
       expect(empty.status).toBe(401);
     });
 
+    it('answers 400 Invalid payload for a signed event holding U+0000 or nested deeper than 64 levels, and stores neither', async () => {
+      const nulId = deliveryId();
+      const nul = await deliver('/api/webhooks/email', emailEvent('email.received', { to: ['n@example.com'], text: 'a\u0000b' }), {
+        id: nulId,
+      });
+      const deepId = deliveryId();
+      const deep = await deliver(
+        '/api/webhooks/hosting-status',
+        { type: 'deploy_ended', data: JSON.parse(`${'['.repeat(65)}${']'.repeat(65)}`) },
+        {
+          id: deepId,
+        },
+      );
+      for (const res of [nul, deep])
+        expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: { error: 'Invalid payload' } });
+      const stored = await web.database.db.kysely.selectFrom('email_events').select('id').where('id', '=', nulId).execute();
+      expect(stored).toEqual([]);
+    });
+
     it('refuses every delivery when no secret is configured', async () => {
       const bare = await startWeb({});
       try {

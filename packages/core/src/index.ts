@@ -2,6 +2,7 @@ export * from './config.js';
 export * from './counters/index.js';
 export * from './crypto.js';
 export * from './errors.js';
+export * from './http/json-text.js';
 export * from './http/rate-limit.js';
 export * from './http/server.js';
 export * from './http/shared-http.js';

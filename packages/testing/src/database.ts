@@ -10,7 +10,7 @@ import pg from 'pg';
  * migrations' versions, names and text), so each test database starts in about half a second
  * instead of running initdb and every migration again.
  */
-async function pgliteTemplate(): Promise<Blob> {
+export async function pgliteTemplate(): Promise<Blob> {
   const key = createHash('sha256')
     .update(
       loadMigrations()

@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { BaseConfig } from '../config.js';
 import { newId } from '../ids.js';
 import { loggerOptions } from '../logger.js';
@@ -39,6 +39,14 @@ export function createServer({ config, logger }: ServerOptions): App {
     connectionTimeout: 130_000,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
+    // A path with broken percent-encoding (`/api/x/%E0%A4%A`) fails before any route or error handler runs: answer it
+    // in the shared `{ error }` shape rather than Fastify's own body.
+    frameworkErrors: (error, _request, reply: FastifyReply) => {
+      void reply
+        .code(400)
+        .type('application/json; charset=utf-8')
+        .send(JSON.stringify({ error: error.code === 'FST_ERR_BAD_URL' ? 'Invalid URL' : 'Bad request' }));
+    },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: true, allErrors: false } },
   });

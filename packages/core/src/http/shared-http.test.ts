@@ -18,6 +18,7 @@ async function start(trustProxy: boolean | string[]): Promise<RunningService> {
     async (req) => ({ got: req.body }),
   );
   app.post('/api/echo', async (req) => ({ body: req.body ?? null }));
+  app.get('/api/items/:id', async (req) => ({ params: req.params, query: req.query }));
   app.get('/api/ip', async (req) => ({ ip: req.ip }));
   app.get(
     '/api/typed-401',
@@ -95,6 +96,77 @@ describe('shared HTTP rules', () => {
       headers: { 'content-type': 'application/json' },
     });
     expect(res.status).toBe(400);
+  });
+
+  describe('characters Postgres refuses (U+0000; half a surrogate pair in jsonb): 400 { error: "Invalid characters in request" }, §7 error shape', () => {
+    const refused = { status: 400, body: { error: 'Invalid characters in request' } };
+    const echo = (body: string) => request(`${svc.url}/api/echo`, { body, headers: { 'content-type': 'application/json' } });
+
+    it.each([
+      ['a path parameter', '/api/items/%00'],
+      ['the middle of a path parameter', '/api/items/a%00b'],
+      ['a query value', '/api/items/1?q=a%00'],
+      ['a query key', '/api/items/1?%00=1'],
+      ['an unknown path', '/api/nope/%00'],
+    ])('in %s', async (_where, path) => {
+      const res = await request(`${svc.url}${path}`);
+      expect({ status: res.status, body: res.body }).toEqual(refused);
+    });
+
+    it.each([
+      ['a string value', '{"name": "a\\u0000b"}'],
+      ['an object key', '{"a\\u0000": 1}'],
+      ['a string deep in arrays and objects', '{"a": [1, {"b": ["ok", "\\u0000"]}]}'],
+      ['a string after an escaped backslash', '{"a": "\\\\\\u0000"}'],
+      ['a lone high surrogate (jsonb refuses it)', '{"a": "x\\ud800y"}'],
+      ['a lone low surrogate', '{"a": "\\udc00"}'],
+      ['a high surrogate at the end of a string', '{"a": "\\uD83D"}'],
+    ])('in %s of a JSON body', async (_where, body) => {
+      const res = await echo(body);
+      expect({ status: res.status, body: res.body }).toEqual(refused);
+    });
+
+    it('accepts the text \\u0000 after an escaped backslash, surrogate pairs, and ids and queries without NUL', async () => {
+      const literal = await echo('{"a": "\\\\u0000"}');
+      expect({ status: literal.status, body: literal.body }).toEqual({ status: 200, body: { body: { a: '\\u0000' } } });
+      const pair = await echo('{"a": "\\ud83d\\udca5 \\u00e9"}');
+      expect({ status: pair.status, body: pair.body }).toEqual({ status: 200, body: { body: { a: '💥 é' } } });
+      const plain = await request(`${svc.url}/api/items/a%20b?q=%0a`);
+      expect({ status: plain.status, body: plain.body }).toEqual({ status: 200, body: { params: { id: 'a b' }, query: { q: '\n' } } });
+    });
+
+    it('malformed JSON that also holds a NUL keeps the route’s body message', async () => {
+      const res = await request(`${svc.url}/api/config`, { body: '{"config": "\\u0000', headers: { 'content-type': 'application/json' } });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: { error: 'Invalid request body' } });
+    });
+  });
+
+  describe('JSON nesting: at most 64 levels, else 400 { error: "Request body nested too deeply" }, §7 error shape', () => {
+    const nested = (levels: number, open = '[', close = ']') => open.repeat(levels) + close.repeat(levels);
+    const echo = (body: string) => request(`${svc.url}/api/echo`, { body, headers: { 'content-type': 'application/json' } });
+
+    it.each([
+      ['65 arrays', nested(65)],
+      ['65 objects', `${'{"a":'.repeat(65)}1${'}'.repeat(65)}`],
+      ['3,000 arrays', nested(3_000)],
+      ['3,000 open arrays, never closed', '['.repeat(3_000)],
+    ])('refuses %s', async (_name, body) => {
+      const res = await echo(body);
+      expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: { error: 'Request body nested too deeply' } });
+    });
+
+    it('accepts 64 levels, and brackets inside strings do not count', async () => {
+      const deep = await echo(nested(64));
+      expect(deep.status).toBe(200);
+      const text = await echo(JSON.stringify({ s: `${'['.repeat(100)}"\\{{{`, t: '{'.repeat(100) }));
+      expect(text.status).toBe(200);
+    });
+  });
+
+  it('400 { error: "Invalid URL" } for a path with broken percent-encoding, §7 error shape', async () => {
+    const res = await request(`${svc.url}/api/items/%E0%A4%A`);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'Invalid URL' });
   });
 
   it('404 { error: "Not found" } for unknown routes', async () => {

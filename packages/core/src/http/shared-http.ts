@@ -5,6 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import type { CounterStore } from '../counters/store.js';
 import { HttpError } from '../errors.js';
+import { INVALID_CHARACTERS, jsonHasInvalidCharacters, jsonNestsDeeperThan, NESTED_TOO_DEEPLY } from './json-text.js';
 import { createRateLimitHook, type RateLimitRule } from './rate-limit.js';
 
 declare module 'fastify' {
@@ -57,6 +58,7 @@ function errorBody(error: FastifyError & Partial<HttpError>, request: FastifyReq
 /**
  * The HTTP rules every service shares (spec §4 conventions, §7, §8): one error
  * shape, 1 MB bodies, JSON-only bodies unless a route opts in to another type,
+ * no characters Postgres refuses and at most 64 levels of JSON nesting,
  * `{ error: 'Not found' }` for unknown routes, security headers, request ids,
  * rate limiting, and an OpenAPI document built from the route schemas.
  */
@@ -64,13 +66,29 @@ async function sharedHttp(app: FastifyInstance, opts: SharedHttpOptions): Promis
   app.decorate('counters', opts.counters);
   app.decorate('rateLimit', (rule: RateLimitRule) => createRateLimitHook(opts.counters, rule));
 
+  // Postgres refuses U+0000 in text, so a NUL that reached a query would be a 500. `%00` is the only way a URL can
+  // carry one (Node refuses raw control bytes in the request line), and the raw URL covers the path, its parameters
+  // and the query string before anything decodes them. (Half a surrogate pair cannot come this way: percent-encoded,
+  // it is invalid UTF-8, refused in a path and left undecoded in a query.) Routes that read their body raw (signed
+  // webhooks) only get this check here: their bytes must stay exactly as signed, and they apply `checkJsonText`.
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(request.url.includes('%00') ? new HttpError(400, INVALID_CHARACTERS) : undefined);
+  });
+
   // JSON only: a text/plain body must not reach a JSON route as a string.
   app.removeContentTypeParser('text/plain');
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     // An empty body with a JSON content type means "no body", as clients often send it.
     if (body === '' || body === undefined) return done(null, undefined);
-    parseJson(request, body as string, done);
+    const text = body as string;
+    // Before parsing: the prototype scan, validation and relaying (JSON.stringify) all recurse.
+    if (jsonNestsDeeperThan(text)) return done(new HttpError(400, NESTED_TOO_DEEPLY), undefined);
+    parseJson(request, text, (err, value) => {
+      // Only valid JSON is judged for its characters, so malformed JSON keeps the route's own message.
+      if (!err && jsonHasInvalidCharacters(text)) return done(new HttpError(400, INVALID_CHARACTERS), undefined);
+      done(err, value);
+    });
   });
 
   await app.register(helmet, {

@@ -224,6 +224,20 @@ describe('backend agents and deployments', () => {
     expect(start.body).toEqual({ error: 'Agent is not deployed' });
   });
 
+  it('U+0000 (which Postgres refuses) in a name, an id or the query: 400 Invalid characters in request, nothing created (§7)', async () => {
+    const refused = { status: 400, body: { error: 'Invalid characters in request' } };
+    for (const [method, path, json] of [
+      ['POST', '/agents', { name: 'a\u0000b' }],
+      ['POST', '/agents', { name: 'ok', config: { 'key\u0000': 1 } }],
+      ['PUT', '/agents/agt_%00', { plan: 'collective' }],
+      ['DELETE', '/agents/agt_x?force=%00', undefined],
+    ] as const) {
+      const res = await call('usr_nul', method, path, json);
+      expect({ status: res.status, body: res.body }).toEqual(refused);
+    }
+    expect((await call('usr_nul', 'GET', '/agents')).body).toEqual([]);
+  });
+
   it('DELETE is best effort: deleted even for an unknown agent; a deployed one is really removed', async () => {
     expect((await call('usr_a', 'DELETE', '/agents/agt_unknown')).body).toEqual({ id: 'agt_unknown', deleted: true });
     const res = await call('usr_a', 'DELETE', '/agents/agt_alpha');

@@ -170,11 +170,11 @@ describe('workspace browse', () => {
       const write = await env.call('usr_owner', 'POST', '/browse/write', { agentId: 'agt_ws', path, content: 'pwned' });
       expect([path, write.status, write.body]).toEqual([path, 400, { error }]);
     }
-    // Percent-encoded dots and a NUL byte, as a client would send them raw.
+    // Percent-encoded dots and a NUL byte, as a client would send them raw (a NUL is refused before any route sees it).
     for (const [raw, error] of [
       ['%2e%2e/secret.txt', 'Path traversal is not allowed'],
       ['%2E%2E%2Fsecret.txt', 'Path traversal is not allowed'],
-      ['AGENTS.md%00.txt', 'Invalid path'],
+      ['AGENTS.md%00.txt', 'Invalid characters in request'],
     ]) {
       const res = await get('usr_owner', `/browse/read?agentId=agt_ws&path=${raw}`);
       expect([raw, res.status, res.body]).toEqual([raw, 400, { error }]);

@@ -81,6 +81,18 @@ describe('configuration', () => {
   });
 
   it.each([
+    ['U+0000', '{"a": "\\u0000"}', 'Invalid characters in request'],
+    ['half a surrogate pair', '{"a": "\\ud800"}', 'Invalid characters in request'],
+    ['65 levels deep', `${'{"a":'.repeat(65)}1${'}'.repeat(65)}`, 'Request body nested too deeply'],
+    ['10,000 levels deep', `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`, 'Request body nested too deeply'],
+  ])('a config sent as a JSON string holding %s: 400 as the same JSON body would be (§7), nothing saved', async (_n, text, message) => {
+    const { cookie } = await web.signIn();
+    const res = await post(cookie, { config: text });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: { error: message } });
+    expect((await get(cookie)).body.backups).toEqual([]);
+  });
+
+  it.each([
     ['missing', {}, 'Invalid config object'],
     ['an array', { config: [1] }, 'Invalid config object'],
     ['a number', { config: 5 }, 'Invalid config object'],

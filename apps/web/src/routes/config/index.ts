@@ -1,4 +1,4 @@
-import { type App, HttpError, newId } from '@aop/core';
+import { type App, HttpError, checkJsonText, newId } from '@aop/core';
 import type { Tx } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../plugins/auth.js';
@@ -48,6 +48,8 @@ async function replaceConfig(trx: Tx, userId: string, next: Record<string, unkno
 function parseConfigField(value: unknown): Record<string, unknown> {
   let config = value;
   if (typeof config === 'string') {
+    // JSON inside a string gets past the body parser's rules: the config is stored as jsonb and stringified again.
+    checkJsonText(config);
     try {
       config = JSON.parse(config);
     } catch {

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, HttpError, checkJsonText } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { type Address, isAddress } from 'viem';
 import type { WebConfig } from '../../config.js';
@@ -198,15 +198,17 @@ export async function streamingRoutes(app: App, { config, deletionIntervalMs = M
             401: ErrorSchema,
             403: ErrorSchema,
             500: ErrorSchema,
+            503: ErrorSchema,
           },
         },
       },
       async (request) => {
         const secret = config.streaming.webhookSecret;
         if (!secret) {
-          // Nothing can be verified, so nothing is accepted; the provider keeps retrying until a secret is set.
+          // Nothing can be verified, so nothing is accepted; the provider keeps retrying until a secret is set. A missing
+          // setting is the service being unavailable, not a failure of this request: 503, like the other webhooks.
           request.log.error('streaming webhook refused: STREAM_SIGNING_SECRET (or STREAM_WEBHOOK_SECRET) is not set');
-          throw new HttpError(500, 'Webhook signing secret not configured');
+          throw new HttpError(503, 'Webhook signing secret not configured');
         }
         const header = request.headers['streaming-signature'];
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
@@ -217,9 +219,13 @@ export async function streamingRoutes(app: App, { config, deletionIntervalMs = M
         if (check === 'stale') throw new HttpError(403, 'Signature timestamp outside the 5-minute tolerance');
         if (check === 'mismatch') throw new HttpError(403, 'Invalid signature');
 
+        const text = body.toString('utf8');
+        // The shared JSON parser never saw these bytes: its rules apply here, once they are known to be the provider's
+        // (U+0000 in an event id would fail the insert, and the provider would retry it forever).
+        checkJsonText(text, 'Invalid request body');
         let parsed: unknown;
         try {
-          parsed = JSON.parse(body.toString('utf8'));
+          parsed = JSON.parse(text);
         } catch {
           throw new HttpError(400, 'Invalid request body');
         }

@@ -1,4 +1,4 @@
-import { type App, HttpError, safeEqual } from '@aop/core';
+import { type App, HttpError, checkJsonText, safeEqual } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
@@ -27,9 +27,13 @@ function signedJson(request: FastifyRequest, secret: string | undefined, now: nu
     throw new HttpError(400, 'Invalid payload');
   }
   const delivery = verifyWebhook(secret, request.headers, raw, now);
+  const text = raw.toString('utf8');
+  // The shared JSON parser never saw these bytes: its rules apply here, once they are known to be the provider's. The
+  // payload is stored as jsonb, which refuses U+0000 and half surrogate pairs (a 500 the provider would retry forever).
+  checkJsonText(text, 'Invalid payload');
   let payload: unknown;
   try {
-    payload = JSON.parse(raw.toString('utf8'));
+    payload = JSON.parse(text);
   } catch {
     throw new HttpError(400, 'Invalid payload');
   }

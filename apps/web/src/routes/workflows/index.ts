@@ -1,4 +1,4 @@
-import { type App, HttpError, newId } from '@aop/core';
+import { type App, HttpError, checkJsonText, newId } from '@aop/core';
 import type { Tx } from '@aop/db';
 import { type Static, Type } from '@sinclair/typebox';
 import { requireUser } from '../../plugins/auth.js';
@@ -46,6 +46,8 @@ function jsonObjectText(value: unknown, fallback: string, field: string): string
   if (value === undefined || value === null) return fallback;
   let parsed = value;
   if (typeof value === 'string') {
+    // JSON inside a string gets past the body parser's rules, and it is stringified again below.
+    checkJsonText(value);
     try {
       parsed = JSON.parse(value);
     } catch {

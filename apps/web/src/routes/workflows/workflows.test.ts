@@ -117,6 +117,31 @@ describe('workflows', () => {
     expect((await call(cookie, 'DELETE', `/${wf.id}`)).status).toBe(404);
   });
 
+  it('U+0000 (which Postgres refuses) in an id or a JSON string: 400 Invalid characters in request, nothing created (§7)', async () => {
+    const { cookie } = await web.signIn();
+    const refused = { status: 400, body: { error: 'Invalid characters in request' } };
+    for (const [method, path, json] of [
+      ['DELETE', '/%00', undefined],
+      ['PUT', '/wf_%00', { name: 'x' }],
+      ['GET', '/wf_x%00', undefined],
+      ['POST', '', { name: 'a\u0000b' }],
+      ['POST', '', { name: 'ok', nodes: [{ type: 'trigger', config: { 'label\u0000': 'x' } }] }],
+      // A node config sent as a JSON string is parsed by the route, past the body parser: the same rules apply.
+      ['POST', '', { name: 'ok', nodes: [{ type: 'trigger', config: '{"label": "\\u0000"}' }] }],
+    ] as const) {
+      const res = await call(cookie, method, path, json);
+      expect({ status: res.status, body: res.body }).toEqual(refused);
+    }
+    expect((await call(cookie, 'GET')).body.workflows).toEqual([]);
+  });
+
+  it('a node config sent as a JSON string nested 10,000 levels deep: 400 Request body nested too deeply (§7)', async () => {
+    const { cookie } = await web.signIn();
+    const config = `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`;
+    const res = await create(cookie, { name: 'deep', nodes: [{ type: 'trigger', config }] });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: { error: 'Request body nested too deeply' } });
+  });
+
   it('another user’s workflow is 404 to read, change or delete, and never listed', async () => {
     const a = await web.signIn();
     const b = await web.signIn();
