@@ -7,7 +7,7 @@ import { FAKE_LLM_REPLY, type FakeLlm, startFakeLlm } from '@aop/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../apps/backend/src/backend.test-support.js';
-import { startWeb, type TestWeb } from '../apps/web/src/web.test-support.js';
+import { mailedToken, startWeb, type TestWeb } from '../apps/web/src/web.test-support.js';
 import { buildDashboard, launchChromium, screenshot, watchPage } from './dashboard-browser.test-support.js';
 
 // Issue #11: a new user does everything in the browser, against the real services on PGlite and a REAL OpenClaw
@@ -42,8 +42,8 @@ beforeAll(async () => {
   llm = await startFakeLlm();
   host = new LocalAgentHost({ dataDir: join(work, 'agents'), encryptionKey: randomBytes(32), readyTimeoutMs: READY_MS });
   backend = await startBackend({ ...SHARED, OPENAI_BASE_URL: llm.url }, { host });
-  // The new user is an administrator (ADMIN_EMAILS), as the README's provisioning walk-through starts: a paid plan
-  // would need the card provider.
+  // The new user is an administrator (a verified ADMIN_EMAILS address), as the README's provisioning walk-through
+  // starts: a paid plan would need the card provider.
   web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, DASHBOARD_DIR: dashboardDir, ADMIN_EMAILS: EMAIL });
   browser = await launchChromium();
   context = await browser.newContext({ baseURL: web.url, viewport: { width: 1280, height: 860 } });
@@ -90,6 +90,15 @@ describe.skipIf(skip)('the dashboard in a real browser', () => {
     // The session is an httpOnly cookie: nothing secret is readable by scripts or kept in storage.
     expect(await page.evaluate('document.cookie')).not.toContain('service-session');
     expect(await page.evaluate('[localStorage.length, sessionStorage.length]')).toEqual([0, 0]);
+
+    // ADMIN_EMAILS counts once the address is verified: Ada opens the link mailed at registration.
+    await page.goto(`/verify-email?token=${await mailedToken(web, EMAIL, 'email-verification', '/verify-email')}`);
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Email address verified: ${EMAIL}.` })
+      .waitFor();
+    await page.goto('/dashboard');
+    await page.getByRole('navigation', { name: 'Primary' }).getByRole('link', { name: 'Bridge' }).waitFor();
   });
 
   it(
