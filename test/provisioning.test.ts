@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PLAN_NAMES, agentLimitFor, isPaidPlan } from '@aop/core';
 import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { request, startFakeHostingApi } from '@aop/testing';
@@ -166,6 +167,42 @@ describe('provisioning an agent from the web API', () => {
     expect(badProvider.status).toBe(400);
   });
 
+  it('every tier: an unpaid plan is 402, a paid one meets its catalogue agent limit (429) and no sooner', async () => {
+    const agents = (userId: string, start: number, end: number) =>
+      web.database.db.kysely
+        .insertInto('agents')
+        .values(
+          Array.from({ length: end - start }, (_, i) => ({
+            id: `agt_lim_${userId}_${start + i}`,
+            user_id: userId,
+            name: 'A',
+            status: 'running',
+          })),
+        )
+        .execute();
+    const biggestLimit = Math.max(...PLAN_NAMES.map(agentLimitFor).filter(Number.isFinite));
+    for (const plan of [...PLAN_NAMES, 'mystery']) {
+      const { cookie, userId } = await customer(plan);
+      if (!isPaidPlan(plan)) {
+        const refused = await provision(cookie, {});
+        expect(refused.status, plan).toBe(402);
+        expect(refused.body).toEqual({ error: 'A paid plan (solo or higher) is required to provision agents' });
+        continue;
+      }
+      const limit = agentLimitFor(plan);
+      // Below the limit the checks go on to the channel token (400); at it, 429. A plan without a limit (network)
+      // is still admitted with as many agents as the biggest limited plan allows.
+      const below = Number.isFinite(limit) ? limit - 1 : biggestLimit;
+      if (below > 0) await agents(userId, 0, below);
+      expect((await provision(cookie, {})).status, `${plan} with ${below} agents`).toBe(400);
+      if (!Number.isFinite(limit)) continue;
+      await agents(userId, below, limit);
+      const full = await provision(cookie, {});
+      expect(full.status, plan).toBe(429);
+      expect(full.body).toEqual({ error: `Agent limit reached for the ${plan} plan (${limit})` });
+    }
+  });
+
   it('a customer cannot give an agent a bigger tier than their plan (the tier sets its resources)', async () => {
     const solo = await customer('solo');
     for (const tier of ['network', 'collective', 'enterprise', 'made-up']) {
@@ -178,6 +215,10 @@ describe('provisioning an agent from the web API', () => {
     expect(smaller.status).toBe(200);
     const row = await web.database.db.kysely.selectFrom('agents').select('plan').where('id', '=', smaller.body.agentId).executeTakeFirst();
     expect(row?.plan).toBe('collective');
+    // The legacy ladder has `scale` between `pro` and `enterprise`.
+    const scale = await customer('scale');
+    expect((await provision(scale.cookie, { autoProvision: true, tier: 'enterprise' })).status).toBe(403);
+    expect((await provision(scale.cookie, { autoProvision: true, tier: 'pro' })).status).toBe(200);
   });
 
   it('429 at the plan limit; admins skip subscription and limit; business agents need no channel token', async () => {

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import react from '@vitejs/plugin-react';
 import { defineConfig, type Plugin } from 'vite';
@@ -32,6 +33,11 @@ function precompress(): Plugin {
 // `npm run dev -w apps/dashboard` serves the UI with hot reload and sends /api to the web service (npm start).
 export default defineConfig({
   plugins: [react(), precompress()],
+  resolve: {
+    // The plan catalogue is the one shared module the UI bundles (plan names). It is read from its source, which imports
+    // nothing: the bundle can never take in @aop/core's Node-only index, nor a stale dist build of the catalogue.
+    alias: { '@aop/core/plans': fileURLToPath(new URL('../../packages/core/src/plans.ts', import.meta.url)) },
+  },
   build: {
     outDir: process.env.DASHBOARD_OUT_DIR ?? 'dist',
     emptyOutDir: true,

@@ -15,6 +15,7 @@ const usdSmall = new Intl.NumberFormat(undefined, {
   minimumFractionDigits: 2,
   maximumFractionDigits: 4,
 });
+const gbp = new Intl.NumberFormat(undefined, { style: 'currency', currency: 'GBP', minimumFractionDigits: 2, maximumFractionDigits: 2 });
 const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 });
 const percentFormat = new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: 1 });
@@ -24,6 +25,11 @@ const timeOnly = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
 /** US dollars: cents for amounts of a dollar or more, up to four decimals below that. */
 export function formatMoney(usd: number): string {
   return Math.abs(usd) >= 1 || usd === 0 ? usdWhole.format(usd) : usdSmall.format(usd);
+}
+
+/** Pounds sterling, to the penny: plans are billed in GBP. */
+export function formatPounds(pounds: number): string {
+  return gbp.format(pounds);
 }
 
 export function formatInteger(value: number): string {

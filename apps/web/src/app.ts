@@ -126,7 +126,7 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   await app.register(instanceRoutes);
   await app.register(riscRoutes, { config });
   await app.register(tradingRoutes, { config });
-  await app.register(dashboardRoutes);
+  await app.register(dashboardRoutes, { config });
   await app.register(gatewayDataRoutes, { config });
   await app.register(pluginGatewayRoutes, { config });
   await app.register(demoRoutes, { config });

@@ -12,9 +12,9 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PLAN_NAMES, isPlanName } from '@aop/core';
 import { createDatabase, migrate, pgliteDirFor, writeAudit } from '@aop/db';
 import { loadWebConfig } from './config.js';
-import { PLAN_AGENT_LIMITS } from './services/plans.js';
 import { hasAdminRights } from './services/sessions.js';
 
 const STATUSES = new Set(['none', 'active', 'past_due', 'canceled']);
@@ -47,8 +47,7 @@ const valid =
   (area === 'plan' && ((verb === 'set' && email && plan) || (verb === 'show' && email))) ||
   (area === 'admin' && (((verb === 'grant' || verb === 'revoke') && email) || verb === 'list'));
 if (!valid) fail(USAGE);
-if (area === 'plan' && verb === 'set' && !(plan! in PLAN_AGENT_LIMITS))
-  fail(`Unknown plan ${plan}; plans: ${Object.keys(PLAN_AGENT_LIMITS).join(', ')}`);
+if (area === 'plan' && verb === 'set' && !isPlanName(plan!)) fail(`Unknown plan ${plan}; plans: ${PLAN_NAMES.join(', ')}`);
 const subscription = status ?? (plan === 'free' ? 'none' : 'active');
 if (area === 'plan' && !STATUSES.has(subscription)) fail(`Unknown subscription status ${subscription}`);
 

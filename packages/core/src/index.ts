@@ -8,4 +8,5 @@ export * from './http/server.js';
 export * from './http/shared-http.js';
 export * from './ids.js';
 export * from './logger.js';
+export * from './plans.js';
 export * from './user-context.js';

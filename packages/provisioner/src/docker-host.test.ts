@@ -4,6 +4,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/pr
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PLAN_NAMES, PLANS } from '@aop/core';
 import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DockerEngineEmulator, type EngineOptions, startDockerEngine } from './docker-engine.test-support.js';
@@ -11,9 +12,8 @@ import {
   DockerAgentHost,
   type DockerHostOptions,
   DockerUnavailableError,
-  DOCKER_PLAN_RESOURCES,
   dockerContainerName,
-  dockerPlanResources,
+  dockerLimits,
   dockerStateVolumeName,
 } from './docker-host.js';
 import { demuxLogs, dockerStats, splitLogTimestamp } from './docker-wire.js';
@@ -234,16 +234,13 @@ describe('DockerAgentHost (emulated Docker Engine)', () => {
     }
   });
 
-  it('sizes containers from the plan table; a plan not in it gets the smallest size', async () => {
-    expect(dockerPlanResources('solo')).toEqual({ memoryBytes: 2 * GIB, cpus: 1 });
-    expect(dockerPlanResources('collective')).toEqual({ memoryBytes: 4 * GIB, cpus: 2 });
-    expect(dockerPlanResources('label')).toEqual({ memoryBytes: 8 * GIB, cpus: 4 });
-    expect(dockerPlanResources('network')).toEqual({ memoryBytes: 16 * GIB, cpus: 4 });
-    const legacy = { underground: [2, 1], starter: [2, 1], pro: [4, 2], scale: [8, 4], enterprise: [16, 4], white_glove: [32, 8] };
-    for (const [plan, [gib, cpus]] of Object.entries(legacy))
-      expect(DOCKER_PLAN_RESOURCES[plan]).toEqual({ memoryBytes: (gib as number) * GIB, cpus });
-    expect(dockerPlanResources('mystery')).toEqual(dockerPlanResources('solo'));
-    expect(dockerPlanResources('toString')).toEqual(dockerPlanResources('solo'));
+  it('sizes containers from the plan catalogue, every tier; a plan not in it gets the smallest size', async () => {
+    for (const plan of PLAN_NAMES) {
+      const { memoryGib, cpus } = PLANS[plan].resources;
+      expect(dockerLimits(plan), plan).toEqual({ Memory: memoryGib * GIB, MemorySwap: memoryGib * GIB, NanoCpus: cpus * 1e9 });
+    }
+    expect(dockerLimits('mystery')).toEqual(dockerLimits('solo'));
+    expect(dockerLimits('toString')).toEqual(dockerLimits('solo'));
 
     const { engine, host } = await setup({ memTotal: 128 * GIB });
     await host.create(spec({ plan: 'white_glove' }));

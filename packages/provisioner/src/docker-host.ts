@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { DeviceIdentity } from '@aop/gateway-client';
-import { HttpError } from '@aop/core';
+import { HttpError, planResources } from '@aop/core';
 import Docker from 'dockerode';
 import { BUS_SKILL_NAME, busSkillFiles } from './bus-skill.js';
 import { DEFAULT_RESERVE_BYTES, capacityMessage } from './capacity.js';
@@ -42,35 +42,13 @@ const PORT_KEY = `${GATEWAY_PORT}/tcp`;
 const GIB = 1024 ** 3;
 const SECOND_NS = 1_000_000_000;
 
-export interface DockerPlanResources {
-  memoryBytes: number;
-  cpus: number;
-}
-
 /**
- * Container limits per plan: solo/collective/label/network from the plan table (not-shown facts, "Plan resources"),
- * the legacy aliases from spec §8 ("Container resources").
+ * A plan's container limits: its resources in the plan catalogue (a plan missing there gets the smallest size, never
+ * an unlimited container). MemorySwap equal to Memory: no swap, so the limit is the memory the agent really gets.
  */
-export const DOCKER_PLAN_RESOURCES: Readonly<Record<string, DockerPlanResources>> = {
-  solo: { memoryBytes: 2 * GIB, cpus: 1 },
-  collective: { memoryBytes: 4 * GIB, cpus: 2 },
-  label: { memoryBytes: 8 * GIB, cpus: 4 },
-  network: { memoryBytes: 16 * GIB, cpus: 4 },
-  underground: { memoryBytes: 2 * GIB, cpus: 1 },
-  starter: { memoryBytes: 2 * GIB, cpus: 1 },
-  pro: { memoryBytes: 4 * GIB, cpus: 2 },
-  scale: { memoryBytes: 8 * GIB, cpus: 4 },
-  enterprise: { memoryBytes: 16 * GIB, cpus: 4 },
-  white_glove: { memoryBytes: 32 * GIB, cpus: 8 },
-};
-
-/** A plan missing from the table (retired, misspelt) gets the smallest size, never an unlimited container. */
-export function dockerPlanResources(
-  plan: string,
-  table: Readonly<Record<string, DockerPlanResources>> = DOCKER_PLAN_RESOURCES,
-): DockerPlanResources {
-  if (Object.hasOwn(table, plan)) return table[plan] as DockerPlanResources;
-  return table.solo ?? (DOCKER_PLAN_RESOURCES.solo as DockerPlanResources);
+export function dockerLimits(plan: string): { Memory: number; MemorySwap: number; NanoCpus: number } {
+  const { memoryGib, cpus } = planResources(plan);
+  return { Memory: memoryGib * GIB, MemorySwap: memoryGib * GIB, NanoCpus: Math.round(cpus * SECOND_NS) };
 }
 
 /**
@@ -142,8 +120,6 @@ export interface DockerHostOptions {
   memoryOvercommit?: number;
   /** Hard cap on running agents, on top of the memory-derived one. */
   maxAgents?: number;
-  /** Container limits per plan (default `DOCKER_PLAN_RESOURCES`). */
-  plans?: Readonly<Record<string, DockerPlanResources>>;
   /** Processes/threads per container (default 4096): a fork bomb stays inside its agent. */
   pidsLimit?: number;
   /** Stop the agent containers on `shutdown()` (default false: they outlive the backend, see `shutdown`). */
@@ -283,7 +259,6 @@ export class DockerAgentHost implements AgentHost {
   private readonly owner: { uid: number; gid: number };
   private readonly stateDir: string;
   private readonly publishAddress: string;
-  private readonly plans: Readonly<Record<string, DockerPlanResources>>;
   private readonly options: Required<
     Pick<
       DockerHostOptions,
@@ -328,7 +303,6 @@ export class DockerAgentHost implements AgentHost {
       throw new Error(`stateDir must be an absolute path below /, got ${this.stateDir}`);
     }
     this.publishAddress = config.publishAddress ?? '127.0.0.1';
-    this.plans = config.plans ?? DOCKER_PLAN_RESOURCES;
     this.options = {
       readyTimeoutMs: config.readyTimeoutMs ?? 120_000,
       readyPollMs: config.readyPollMs ?? 500,
@@ -602,7 +576,7 @@ export class DockerAgentHost implements AgentHost {
       }
       if (changes.config) await this.writeConfig(agent); // OpenClaw hot-reloads its config file
       if (planChanged) {
-        const limits = this.limits(record.plan);
+        const limits = dockerLimits(record.plan);
         await this.engine('update container limits', () =>
           this.docker
             .getContainer(dockerContainerName(agentId))
@@ -1180,7 +1154,7 @@ export class DockerAgentHost implements AgentHost {
         StartInterval: 2 * SECOND_NS,
       },
       HostConfig: {
-        ...this.limits(record.plan),
+        ...dockerLimits(record.plan),
         PidsLimit: this.options.pidsLimit,
         RestartPolicy: { Name: 'unless-stopped', MaximumRetryCount: 0 },
         PortBindings: { [PORT_KEY]: [{ HostIp: this.publishAddress, HostPort: '' }] },
@@ -1194,12 +1168,6 @@ export class DockerAgentHost implements AgentHost {
     };
   }
 
-  private limits(plan: string): { Memory: number; MemorySwap: number; NanoCpus: number } {
-    const resources = dockerPlanResources(plan, this.plans);
-    // MemorySwap equal to Memory: no swap, so the limit is the memory the agent really gets.
-    return { Memory: resources.memoryBytes, MemorySwap: resources.memoryBytes, NanoCpus: Math.round(resources.cpus * SECOND_NS) };
-  }
-
   /** What the container was created with; sealed secrets change exactly when `configure` changes a token. */
   private configHash(record: DockerAgentRecord): string {
     const material = {
@@ -1210,7 +1178,7 @@ export class DockerAgentHost implements AgentHost {
       stateDir: this.stateDir,
       network: this.config.network ?? 'bridge',
       publishAddress: this.publishAddress,
-      limits: this.limits(record.plan),
+      limits: dockerLimits(record.plan),
       pidsLimit: this.options.pidsLimit,
       readyTimeoutMs: this.options.readyTimeoutMs,
       stopTimeoutMs: this.options.stopTimeoutMs,
@@ -1568,7 +1536,7 @@ export class DockerAgentHost implements AgentHost {
   /** Checks for room, then keeps the agent's memory promised until `fn` is done (so parallel starts cannot overbook). */
   private async withCapacity<T>(agentId: string, plan: string, fn: () => Promise<T>): Promise<T> {
     await this.assertCapacity(agentId, plan);
-    this.reserving.set(agentId, dockerPlanResources(plan, this.plans).memoryBytes);
+    this.reserving.set(agentId, dockerLimits(plan).Memory);
     try {
       return await fn();
     } finally {
@@ -1582,7 +1550,7 @@ export class DockerAgentHost implements AgentHost {
    * usage, are counted: a limit is what an agent may take, and an idle gateway grows to ~1.5 GB after a few turns.
    */
   private async assertCapacity(exclude: string, plan: string): Promise<void> {
-    const need = dockerPlanResources(plan, this.plans).memoryBytes;
+    const need = dockerLimits(plan).Memory;
     const [info, containers] = await Promise.all([
       this.engine('read engine info', () => this.docker.info() as Promise<{ MemTotal?: number }>),
       this.engine('list containers', () =>
@@ -1604,7 +1572,7 @@ export class DockerAgentHost implements AgentHost {
       counted.add(id);
       active += 1;
       const detail = await this.orNull(() => this.engine('inspect container', () => this.docker.getContainer(container.Id).inspect()));
-      committed += detail?.HostConfig.Memory || dockerPlanResources(container.Labels?.[DOCKER_LABELS.plan] ?? '', this.plans).memoryBytes;
+      committed += detail?.HostConfig.Memory || dockerLimits(container.Labels?.[DOCKER_LABELS.plan] ?? '').Memory;
     }
     for (const [id, bytes] of this.reserving) {
       if (id === exclude || counted.has(id)) continue;

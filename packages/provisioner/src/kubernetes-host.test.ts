@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PLAN_NAMES, PLANS } from '@aop/core';
 import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
 import { startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -144,27 +145,20 @@ describe('KubernetesAgentHost', () => {
     await expect(host.create({ ...s })).rejects.toBeInstanceOf(AgentExistsError);
   });
 
-  it('sizes gateways per plan: limits from spec §8, memory requested in full, a quarter of the CPU', async () => {
+  it('sizes gateways per plan: limits from the plan catalogue, memory requested in full, a quarter of the CPU', async () => {
     const { host } = await setup();
-    const sizes = Object.fromEntries(
-      ['solo', 'collective', 'label', 'network', 'underground', 'starter', 'pro', 'scale', 'enterprise', 'white_glove', 'free'].map(
-        (plan) => [plan, host.resourcesFor(plan).limits],
-      ),
-    );
-    expect(sizes).toEqual({
-      solo: { memory: '2Gi', cpu: '1' },
-      collective: { memory: '4Gi', cpu: '2' },
-      label: { memory: '8Gi', cpu: '4' },
-      network: { memory: '16Gi', cpu: '4' },
-      underground: { memory: '2Gi', cpu: '1' },
-      starter: { memory: '2Gi', cpu: '1' },
-      pro: { memory: '4Gi', cpu: '2' },
-      scale: { memory: '8Gi', cpu: '4' },
-      enterprise: { memory: '16Gi', cpu: '4' },
-      white_glove: { memory: '32Gi', cpu: '8' },
-      free: { memory: '2Gi', cpu: '1' },
-    });
+    for (const plan of PLAN_NAMES) {
+      const { memoryGib, cpus } = PLANS[plan].resources;
+      expect(host.resourcesFor(plan), plan).toEqual({
+        limits: { memory: `${memoryGib}Gi`, cpu: String(cpus) },
+        requests: { memory: `${memoryGib}Gi`, cpu: `${cpus * 250}m` },
+      });
+    }
+    expect(host.resourcesFor('mystery')).toEqual(host.resourcesFor('solo'));
+    expect(host.resourcesFor('toString')).toEqual(host.resourcesFor('solo'));
     expect(host.resourcesFor('solo').requests).toEqual({ cpu: '250m', memory: '2Gi' });
+    const { host: half } = await setup({}, { memoryRequestRatio: 0.5, cpuRequestRatio: 1 });
+    expect(half.resourcesFor('collective').requests).toEqual({ cpu: '2000m', memory: '2048Mi' });
     expect(parseKubeQuantity('250000000n')).toBeCloseTo(0.25);
     expect(parseKubeQuantity('1048576Ki')).toBe(2 ** 30);
     expect(parseKubeQuantity('1.5G')).toBe(1.5e9);

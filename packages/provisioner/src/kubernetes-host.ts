@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { Readable, Writable } from 'node:stream';
-import { HttpError } from '@aop/core';
+import { HttpError, planResources } from '@aop/core';
 import type { DeviceIdentity } from '@aop/gateway-client';
 import {
   ApiException,
@@ -83,27 +83,6 @@ import { GATEWAY_DOWN, probeGateway } from './gateway-probe.js';
 const GATEWAY_PORT = 18789;
 export const DEFAULT_KUBE_NAMESPACE = 'aop-agents';
 export const DEFAULT_KUBE_IMAGE_REPOSITORY = 'ghcr.io/openclaw/openclaw';
-
-/** Memory/CPU limits per plan (spec §8; legacy names are aliases with their own sizes). */
-export interface KubePlanResources {
-  memory: string;
-  cpu: string;
-}
-
-export const KUBE_PLAN_RESOURCES: Readonly<Record<string, KubePlanResources>> = {
-  solo: { memory: '2Gi', cpu: '1' },
-  collective: { memory: '4Gi', cpu: '2' },
-  label: { memory: '8Gi', cpu: '4' },
-  network: { memory: '16Gi', cpu: '4' },
-  underground: { memory: '2Gi', cpu: '1' },
-  starter: { memory: '2Gi', cpu: '1' },
-  pro: { memory: '4Gi', cpu: '2' },
-  scale: { memory: '8Gi', cpu: '4' },
-  enterprise: { memory: '16Gi', cpu: '4' },
-  white_glove: { memory: '32Gi', cpu: '8' },
-};
-/** Plans without an entry (e.g. `free`) get the smallest size. */
-const FALLBACK_PLAN = 'solo';
 
 const GATEWAY_CONTAINER = 'gateway';
 const PREPARE_CONTAINER = 'prepare';
@@ -289,8 +268,6 @@ export interface KubernetesHostOptions {
   storageClass?: string;
   /** Size of a state volume (default `5Gi`). */
   storageSize?: string;
-  /** Limits per plan (default `KUBE_PLAN_RESOURCES`); requests are derived with the ratios below. */
-  plans?: Record<string, KubePlanResources>;
   /** CPU request as a share of the limit (default 0.25: gateways idle most of the time, CPU is compressible). */
   cpuRequestRatio?: number;
   /** Memory request as a share of the limit (default 1: memory is not compressible; an overcommitted node OOM-kills). */
@@ -382,7 +359,6 @@ export class KubernetesAgentHost implements AgentHost {
       | 'keepBackups'
     >
   >;
-  private readonly plans: Record<string, KubePlanResources>;
   private readonly locks = new Map<string, Promise<unknown>>();
   private closed = false;
   private readonly kc: KubeConfig;
@@ -410,12 +386,6 @@ export class KubernetesAgentHost implements AgentHost {
       requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
       keepBackups: options.keepBackups ?? 3,
     };
-    this.plans = { ...KUBE_PLAN_RESOURCES, ...options.plans };
-    // A typo in an operator's plan table fails at start, not at the first create.
-    for (const limits of Object.values(this.plans)) {
-      parseKubeQuantity(limits.cpu);
-      parseKubeQuantity(limits.memory);
-    }
     // Every request gets a timeout: a black-holed API server must not hang a backend request forever.
     const timeoutMs = this.settings.requestTimeoutMs;
     const configuration = createConfiguration({
@@ -452,17 +422,21 @@ export class KubernetesAgentHost implements AgentHost {
     return this.options.serviceUrl?.(agentId) ?? `http://${kubeAgentName(agentId)}.${this.namespace}.svc:${GATEWAY_PORT}`;
   }
 
-  /** Memory/CPU requests and limits of a plan's gateway container. */
+  /**
+   * Memory/CPU requests and limits of a plan's gateway container: the limits are the plan's resources in the plan
+   * catalogue (a plan missing there gets the smallest size), the requests derive from them with the ratios.
+   */
   resourcesFor(plan: string): V1ResourceRequirements {
-    const limits = (Object.hasOwn(this.plans, plan) ? this.plans[plan] : this.plans[FALLBACK_PLAN]) ?? KUBE_PLAN_RESOURCES.solo!;
-    const cpu = parseKubeQuantity(limits.cpu) * this.settings.cpuRequestRatio;
-    const memory = parseKubeQuantity(limits.memory) * this.settings.memoryRequestRatio;
+    const { memoryGib, cpus } = planResources(plan);
+    const limits = { memory: `${memoryGib}Gi`, cpu: String(cpus) };
+    const cpu = cpus * this.settings.cpuRequestRatio;
+    const memory = memoryGib * 2 ** 30 * this.settings.memoryRequestRatio;
     return {
       requests: {
         cpu: `${Math.max(1, Math.round(cpu * 1000))}m`,
         memory: this.settings.memoryRequestRatio === 1 ? limits.memory : `${Math.max(1, Math.round(memory / 2 ** 20))}Mi`,
       },
-      limits: { cpu: limits.cpu, memory: limits.memory },
+      limits,
     };
   }
 

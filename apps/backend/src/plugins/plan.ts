@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { HttpError, isPaidPlan } from '@aop/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
@@ -8,22 +8,6 @@ declare module 'fastify' {
   }
 }
 
-/**
- * Plans that pay (spec §7: minimum `solo`): the four current plans and the legacy names of §8.
- * `free` and anything unknown do not.
- */
-export const PAID_PLANS: ReadonlySet<string> = new Set([
-  'solo',
-  'collective',
-  'label',
-  'network',
-  'starter',
-  'pro',
-  'scale',
-  'enterprise',
-  'white_glove',
-]);
-
 export const PAID_PLAN_REQUIRED = 'Paid plan required (minimum solo): send x-user-plan';
 export const SUBSCRIPTION_REQUIRED = 'Active subscription required: send x-billing-subscription-id';
 
@@ -31,14 +15,15 @@ const SUBSCRIPTION_ID = /^[\w.:-]{1,200}$/;
 
 /**
  * Spec §5 plan middleware for `/api/ai/chat`, separate from the user context: `x-user-plan` must name
- * a paid plan and `x-billing-subscription-id` a subscription, else 402. The headers are trusted as the
- * web layer's word, like the user context: only holders of the internal key reach this hook.
+ * a paid plan of the plan catalogue (in any case) and `x-billing-subscription-id` a subscription, else
+ * 402. The headers are trusted as the web layer's word, like the user context: only holders of the
+ * internal key reach this hook.
  */
 export function requirePaidPlan() {
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     const plan = request.headers['x-user-plan'];
     const subscriptionId = request.headers['x-billing-subscription-id'];
-    if (typeof plan !== 'string' || !PAID_PLANS.has(plan.trim().toLowerCase())) throw new HttpError(402, PAID_PLAN_REQUIRED);
+    if (typeof plan !== 'string' || !isPaidPlan(plan.trim().toLowerCase())) throw new HttpError(402, PAID_PLAN_REQUIRED);
     if (typeof subscriptionId !== 'string' || !SUBSCRIPTION_ID.test(subscriptionId.trim())) throw new HttpError(402, SUBSCRIPTION_REQUIRED);
     request.billing = { plan: plan.trim().toLowerCase(), subscriptionId: subscriptionId.trim() };
   };

@@ -12,9 +12,10 @@ import {
   type FleetTrace,
   fallbackFleetGraph,
 } from '@aop/core/mission-control';
+import { planResources, toolsProfileFor } from '@aop/core';
 import { type Database, sql } from '@aop/db';
 import { GatewayError } from '@aop/gateway-client';
-import { type AgentHealth, type AgentHost, type AgentState, type AgentStats, dockerPlanResources } from '@aop/provisioner';
+import type { AgentHealth, AgentHost, AgentState, AgentStats } from '@aop/provisioner';
 import type { FastifyBaseLogger } from 'fastify';
 import type { BackendConfig } from '../config.js';
 import { openAgentControl } from './agent-control.js';
@@ -47,8 +48,7 @@ export const GATEWAY_TIMEOUT_MS = 5_000;
 export const RING_RADIUS = 200;
 /** Tool profiles for multi-step work (spec §2.2 `tools.profile`); their agents are specialists. */
 const SPECIALIST_PROFILES = new Set(['coding', 'full']);
-/** Plans provisioned with the messaging tool profile (spec §2.2); an agent without a profile follows its plan. */
-const MESSAGING_PLANS = new Set(['free', 'solo', 'starter', 'underground']);
+const GIB = 1024 ** 3;
 /** Bookings listed at most (newest first); a fleet view, not an archive. */
 export const BOOKINGS_MAX = 100;
 /** Usage-ledger kinds the platform runs on its own AI provider keys: backend AI calls and plugin-gateway calls. */
@@ -120,9 +120,9 @@ export function nodeStatus(p: AgentProbe, lastActivityMs: number | null, now: nu
 /** Specialist: the coding (or full) tool profile, or a plan provisioned with it; worker: the messaging profile. */
 export function agentRole(agent: Pick<AgentRow, 'plan' | 'config'>): Exclude<FleetRole, 'orchestrator'> {
   const tools = agent.config.tools as { profile?: unknown } | undefined;
-  const profile = typeof tools?.profile === 'string' ? tools.profile : undefined;
-  if (profile !== undefined) return SPECIALIST_PROFILES.has(profile) ? 'specialist' : 'worker';
-  return MESSAGING_PLANS.has(agent.plan) ? 'worker' : 'specialist';
+  // An agent without a profile has the one its plan provisions with (spec §2.2).
+  const profile = typeof tools?.profile === 'string' ? tools.profile : toolsProfileFor(agent.plan);
+  return SPECIALIST_PROFILES.has(profile) ? 'specialist' : 'worker';
 }
 
 /** The orchestrator at the centre, the others evenly on a ring around it, the first one straight above. */
@@ -256,7 +256,7 @@ export async function fleetGraph(deps: MissionControlDeps, userId: string, now =
       status,
       ...(i === 0 ? FLEET_CENTER : ringPosition(i - 1, others)),
       load: shown ? percent(p.stats?.cpuPercent ?? 0) : 0,
-      memory: shown ? percent(((p.stats?.memoryBytes ?? 0) / dockerPlanResources(agent.plan).memoryBytes) * 100) : 0,
+      memory: shown ? percent(((p.stats?.memoryBytes ?? 0) / (planResources(agent.plan).memoryGib * GIB)) * 100) : 0,
     };
     const score = fitness.get(agent.id);
     if (score !== undefined) node.fitness = score;

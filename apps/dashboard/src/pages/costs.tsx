@@ -1,7 +1,7 @@
 import { useId, useState } from 'react';
 import { PageHeader } from '../components/layout.js';
 import { Empty, Loaded, Loading } from '../components/states.js';
-import { formatInteger, formatMoney, formatPercent } from '../format.js';
+import { formatInteger, formatMoney, formatPercent, formatPounds } from '../format.js';
 import { useApi } from '../use-api.js';
 import { DailyChart } from './costs/daily-chart.js';
 
@@ -22,6 +22,7 @@ interface CostReport {
   modelBreakdown: { model: string; percent: number; cost: number }[];
   isMockData: boolean;
   plan: string;
+  /** Pounds: what the plan is billed at. */
   planMonthlyCost: number;
   agentCount: number;
   activeAgents: number;
@@ -79,7 +80,7 @@ export default function CostsPage() {
                   </div>
                 </div>
                 <p className="muted">
-                  Plan <strong>{r.plan}</strong>, {formatMoney(r.planMonthlyCost)} a month · {r.activeAgents} of {r.agentCount} agent
+                  Plan <strong>{r.plan}</strong>, {formatPounds(r.planMonthlyCost)} a month · {r.activeAgents} of {r.agentCount} agent
                   {r.agentCount === 1 ? '' : 's'} running.
                 </p>
               </section>

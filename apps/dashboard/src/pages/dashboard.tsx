@@ -46,7 +46,7 @@ export default function DashboardPage() {
             <div className="grid">
               <div className="card stat">
                 <div className="value">
-                  {s.agents.total} / {Number.isFinite(s.agents.limit) ? s.agents.limit : '∞'}
+                  {s.agents.total} / {s.agents.limit}
                 </div>
                 <div className="label">agents on your plan</div>
                 <div className="meter" aria-hidden="true">

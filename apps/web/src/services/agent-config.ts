@@ -1,9 +1,6 @@
+import { toolsProfileFor } from '@aop/core';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-
-/** Plans below `collective` get the messaging tool profile; the rest coding (spec §2.2). */
-const MESSAGING_PLANS = new Set(['free', 'solo', 'starter', 'underground']);
-export const toolsProfileFor = (plan: string) => (MESSAGING_PLANS.has(plan) ? 'messaging' : 'coding');
 
 export const DEFAULT_MODEL = 'openrouter/anthropic/claude-sonnet-4.5';
 export const DEFAULT_WORKSPACE = '/home/node/.openclaw/workspace';

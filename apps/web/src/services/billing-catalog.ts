@@ -1,14 +1,9 @@
-import { ConfigError } from '@aop/core';
+import { CARD_PLANS, type CardPlan, ConfigError, isCardPlan, PLANS, planTier } from '@aop/core';
 
 /**
- * What card payments sell (spec §4.18 Billing): the four paid plans by the month, credit packs and storage, all in
- * GBP. Read from the environment at start; no Stripe SDK here, so the config module can use it.
+ * What card payments sell (spec §4.18 Billing): the card plans of the plan catalogue by the month, credit packs and
+ * storage, all in GBP. Read from the environment at start; no Stripe SDK here, so the config module can use it.
  */
-
-/** Spec §4.18: `GET /api/payments/card/checkout` takes `plan` = `solo`, `collective`, `label` or `network`. */
-export const BILLING_PLANS = ['solo', 'collective', 'label', 'network'] as const;
-export type BillingPlan = (typeof BILLING_PLANS)[number];
-export const isBillingPlan = (value: unknown): value is BillingPlan => (BILLING_PLANS as readonly unknown[]).includes(value);
 
 export const BILLING_CURRENCY = 'gbp';
 
@@ -24,13 +19,14 @@ export interface CreditPack {
 }
 
 export interface BillingCatalog {
-  plans: Record<BillingPlan, PlanPrice>;
+  plans: Record<CardPlan, PlanPrice>;
   /** Ordered by price. */
   creditPacks: CreditPack[];
   storageUpgrade: { gb: number; amountPence: number };
 }
 
-export const DEFAULT_PLAN_PRICES_GBP = 'solo:29,collective:79,label:199,network:799';
+/** The catalogue's list prices, in `PLAN_PRICES_GBP`'s own format: the environment overrides them as a whole. */
+export const DEFAULT_PLAN_PRICES_GBP = CARD_PLANS.map((plan) => `${plan}:${PLANS[plan].priceGbp}`).join(',');
 export const DEFAULT_CREDIT_PACKS_GBP = '5:500,10:1000,25:2500';
 
 const POUNDS = /^(\d{1,6})(?:\.(\d{1,2}))?$/;
@@ -62,10 +58,10 @@ function entries(name: string, value: string): [string, string][] {
 }
 
 /** PLAN_PRICES_GBP: `solo:29,collective:79,label:199,network:price_1Q…`; every paid plan must be priced. */
-export function parsePlanPrices(value: string): Record<BillingPlan, PlanPrice> {
-  const prices: Partial<Record<BillingPlan, PlanPrice>> = {};
+export function parsePlanPrices(value: string): Record<CardPlan, PlanPrice> {
+  const prices: Partial<Record<CardPlan, PlanPrice>> = {};
   for (const [plan, price] of entries('PLAN_PRICES_GBP', value)) {
-    if (!isBillingPlan(plan)) throw invalid('PLAN_PRICES_GBP', `unknown plan ${plan}; plans: ${BILLING_PLANS.join(', ')}`);
+    if (!isCardPlan(plan)) throw invalid('PLAN_PRICES_GBP', `unknown plan ${plan}; plans: ${CARD_PLANS.join(', ')}`);
     if (prices[plan]) throw invalid('PLAN_PRICES_GBP', `plan ${plan} is listed twice`);
     if (PRICE_ID.test(price)) prices[plan] = { priceId: price };
     else {
@@ -75,9 +71,20 @@ export function parsePlanPrices(value: string): Record<BillingPlan, PlanPrice> {
       prices[plan] = { amountPence };
     }
   }
-  const missing = BILLING_PLANS.filter((p) => !prices[p]);
+  const missing = CARD_PLANS.filter((p) => !prices[p]);
   if (missing.length) throw invalid('PLAN_PRICES_GBP', `no price for ${missing.join(', ')}`);
-  return prices as Record<BillingPlan, PlanPrice>;
+  return prices as Record<CardPlan, PlanPrice>;
+}
+
+/**
+ * What `plan` costs a month in pounds, as the cost dashboard shows it: the configured card price, else (a plan not
+ * sold by card, or one priced by a Stripe price id, whose amount only Stripe knows) the catalogue's list price; 0
+ * for a plan with none.
+ */
+export function monthlyPriceGbp(plans: BillingCatalog['plans'], plan: string): number {
+  const price = isCardPlan(plan) ? plans[plan] : undefined;
+  if (price && 'amountPence' in price) return price.amountPence / 100;
+  return planTier(plan).priceGbp ?? 0;
 }
 
 /** CREDIT_PACKS_GBP: `price:credits` entries, e.g. `5:500,10:1000`; prices are distinct. */

@@ -1,19 +1,10 @@
-import { HttpError } from '@aop/core';
+import { type CardPlan, CARD_PLANS, HttpError, isCardPlan, isPaidPlan, planTitle } from '@aop/core';
 import { type DB, type Database, type Tx, sql, writeAudit } from '@aop/db';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import Stripe from 'stripe';
 import type { WebConfig } from '../config.js';
-import {
-  BILLING_CURRENCY,
-  BILLING_PLANS,
-  type BillingCatalog,
-  type BillingPlan,
-  type CreditPack,
-  isBillingPlan,
-  penceToPounds,
-} from './billing-catalog.js';
-import { isPaidPlan } from './plans.js';
+import { BILLING_CURRENCY, type BillingCatalog, type CreditPack, penceToPounds } from './billing-catalog.js';
 import { periodRange, roundMoney } from './usage.js';
 
 /**
@@ -69,7 +60,7 @@ export function providerFailure(log: FastifyBaseLogger, err: unknown, what: stri
   return new HttpError(502, PROVIDER_FAILED);
 }
 
-export type Order = { kind: 'plan'; plan: BillingPlan } | { kind: 'credits'; pack: CreditPack } | { kind: 'storage'; quantity: number };
+export type Order = { kind: 'plan'; plan: CardPlan } | { kind: 'credits'; pack: CreditPack } | { kind: 'storage'; quantity: number };
 
 export interface BillingDeps {
   db: Database;
@@ -93,7 +84,7 @@ const readAccount = (trx: Tx, userId: string) =>
     .where('id', '=', userId)
     .executeTakeFirstOrThrow() as Promise<Account>;
 
-const planTitle = (plan: string) => plan.charAt(0).toUpperCase() + plan.slice(1);
+const capitalise = (word: string) => word.charAt(0).toUpperCase() + word.slice(1);
 
 /** Synthetic wallet emails (`<address>@wallet.<product>`) receive no mail, so Stripe is not given them. */
 const mailable = (email: string, productName: string) => !email.toLowerCase().endsWith(`@wallet.${productName.toLowerCase()}`);
@@ -130,7 +121,7 @@ function lineItem(catalog: BillingCatalog, order: Order, productName: string): S
         currency: BILLING_CURRENCY,
         unit_amount: price.amountPence,
         recurring: { interval: 'month' },
-        product_data: { name: `${planTitle(productName)} ${planTitle(order.plan)} plan` },
+        product_data: { name: `${capitalise(productName)} ${planTitle(order.plan)} plan` },
       },
     };
   }
@@ -336,7 +327,7 @@ function subscriptionChange(
         .updateTable('users')
         .set({
           subscription_status: status,
-          ...(status === 'canceled' ? { plan: 'free' } : isBillingPlan(plan) ? { plan } : {}),
+          ...(status === 'canceled' ? { plan: 'free' } : isCardPlan(plan) ? { plan } : {}),
           updated_at: new Date(),
         })
         .where('stripe_subscription_id', '=', subscriptionId)
@@ -546,7 +537,7 @@ export async function usageThisPeriod(trx: Tx, userId: string, now: number): Pro
 export function priceList(catalog: BillingCatalog) {
   return {
     currency: BILLING_CURRENCY,
-    plans: BILLING_PLANS.map((plan) => {
+    plans: CARD_PLANS.map((plan) => {
       const price = catalog.plans[plan];
       return 'priceId' in price ? { plan, priceId: price.priceId } : { plan, amount: penceToPounds(price.amountPence), interval: 'month' };
     }),

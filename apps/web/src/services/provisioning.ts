@@ -1,36 +1,9 @@
-import { HttpError, newId } from '@aop/core';
+import { DEFAULT_AGENT_TIER, HttpError, agentLimitFor, isPaidPlan, newId, tierWithin } from '@aop/core';
 import type { Database } from '@aop/db';
 import type { WebConfig } from '../config.js';
 import { type BackendClient, BackendUnavailableError } from './backend-client.js';
 import { type DeploymentWatcher, deployDirect, sealGatewayToken } from './hosting.js';
 import { type AuthUser, backendCaller } from './sessions.js';
-
-/** Spec §8: backend provisioning plans (network is unlimited); legacy tiers of the web proxy. */
-const PROVISIONING_LIMITS: Record<string, number> = {
-  solo: 1,
-  collective: 3,
-  label: 10,
-  network: Number.POSITIVE_INFINITY,
-  starter: 1,
-  pro: 3,
-  enterprise: 100,
-};
-
-/**
- * The plan ladders, smallest first (the current names and the web proxy's older ones). A customer may give an agent
- * their own plan's tier or a smaller one on the same ladder, never a bigger one: the tier sets the agent's resources.
- */
-const TIER_LADDERS = [
-  ['solo', 'collective', 'label', 'network'],
-  ['starter', 'pro', 'enterprise'],
-];
-
-function tierWithin(tier: string, plan: string): boolean {
-  if (tier === plan) return true;
-  const ladder = TIER_LADDERS.find((l) => l.includes(plan)) ?? [];
-  const rank = ladder.indexOf(tier);
-  return rank !== -1 && rank <= ladder.indexOf(plan);
-}
 
 /** Providers a user may pick; others exist only as fallbacks and are refused (spec §4.15). */
 const AI_PROVIDERS = new Set(['openrouter', 'gemini', 'google', 'groq', 'anthropic', 'openai']);
@@ -55,11 +28,12 @@ async function admit(db: Database, config: WebConfig, user: AuthUser, body: Prov
   const account = await db.withUser(user.id, (trx) =>
     trx.selectFrom('users').select(['plan', 'subscription_status']).where('id', '=', user.id).executeTakeFirstOrThrow(),
   );
-  const plan = text(body.tier) ?? (account.plan === 'free' ? 'label' : account.plan);
+  // An agent gets the tier asked for, else its account's own; an account on no paid plan (an administrator's) the default.
+  const plan = text(body.tier) ?? (isPaidPlan(account.plan) ? account.plan : DEFAULT_AGENT_TIER);
   if (!user.isAdmin) {
-    if (account.plan === 'free') throw new HttpError(402, 'A paid plan (solo or higher) is required to provision agents');
+    if (!isPaidPlan(account.plan)) throw new HttpError(402, 'A paid plan (solo or higher) is required to provision agents');
     if (account.subscription_status !== 'active') throw new HttpError(403, 'Active subscription required');
-    const limit = PROVISIONING_LIMITS[account.plan] ?? 1;
+    const limit = agentLimitFor(account.plan);
     const count = await db.withUser(user.id, (trx) =>
       trx
         .selectFrom('agents')

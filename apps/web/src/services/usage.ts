@@ -1,26 +1,7 @@
-import { newId } from '@aop/core';
+import { PLANS, newId, shownAgentLimitFor } from '@aop/core';
 import { type DB, type Tx, sql } from '@aop/db';
 import type { Kysely } from 'kysely';
-import { agentLimitFor } from './plans.js';
-
-/**
- * What a plan costs per month in USD, shown on the cost dashboard next to the
- * usage. Plans with the same agent limit (spec §8) cost the same; an unknown
- * plan shows 0.
- */
-export const PLAN_MONTHLY_COST_USD: Record<string, number> = {
-  free: 0,
-  solo: 29,
-  starter: 29,
-  pro: 79,
-  collective: 79,
-  scale: 199,
-  label: 199,
-  enterprise: 799,
-  network: 799,
-};
-
-export const planMonthlyCostFor = (plan: string) => PLAN_MONTHLY_COST_USD[plan] ?? 0;
+import { type BillingCatalog, monthlyPriceGbp } from './billing-catalog.js';
 
 /** One billable call: an LLM completion, a plugin call, an agent run. */
 export interface UsageEvent {
@@ -130,7 +111,13 @@ interface Bucket {
  * one query grouped by agent and model (summary, agents, models), one grouped
  * by UTC day, one for the plan and the agent counts.
  */
-export async function costReport(trx: Tx, userId: string, period: CostPeriod, now: number): Promise<CostReport> {
+export async function costReport(
+  trx: Tx,
+  userId: string,
+  period: CostPeriod,
+  now: number,
+  prices: BillingCatalog['plans'],
+): Promise<CostReport> {
   const { since, until, days } = periodRange(period, now);
 
   const account = await sql<{ plan: string | null; agent_count: number; active_agents: number }>`
@@ -239,7 +226,7 @@ export async function costReport(trx: Tx, userId: string, period: CostPeriod, no
       .map(([model, cost]) => ({ model, percent: totalCost > 0 ? roundPercent((cost / totalCost) * 100) : 0, cost: roundMoney(cost) })),
     isMockData: false,
     plan,
-    planMonthlyCost: planMonthlyCostFor(plan),
+    planMonthlyCost: monthlyPriceGbp(prices, plan),
     agentCount: account.rows[0]?.agent_count ?? 0,
     activeAgents: account.rows[0]?.active_agents ?? 0,
   };
@@ -251,9 +238,9 @@ export interface DashboardStats {
   tasks: { total: number };
 }
 
-/** What `GET /api/dashboard/stats` answers when anything fails (spec §4.14). */
+/** What `GET /api/dashboard/stats` answers when anything fails (spec §4.14): zeros, and the free plan's limit. */
 export const EMPTY_STATS: DashboardStats = Object.freeze({
-  agents: { active: 0, total: 0, limit: 1, newToday: 0 },
+  agents: { active: 0, total: 0, limit: PLANS.free.agentLimit, newToday: 0 },
   skills: { installed: 0 },
   tasks: { total: 0 },
 });
@@ -272,7 +259,7 @@ export async function dashboardStats(trx: Tx, userId: string, now: number): Prom
   const row = result.rows[0];
   if (!row) return null;
   return {
-    agents: { active: row.active, total: row.total, limit: agentLimitFor(row.plan), newToday: row.new_today },
+    agents: { active: row.active, total: row.total, limit: shownAgentLimitFor(row.plan), newToday: row.new_today },
     skills: { installed: row.skills },
     tasks: { total: row.tasks },
   };

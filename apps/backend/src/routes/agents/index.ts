@@ -1,5 +1,5 @@
 import { totalmem } from 'node:os';
-import { type App, HttpError, newId, parseEncryptionKey } from '@aop/core';
+import { type App, DEFAULT_AGENT_TIER, HttpError, newId, parseEncryptionKey } from '@aop/core';
 import { isUniqueViolation } from '@aop/db';
 import { type AgentHost, type ChannelTokens, type LlmSpec, PINNED_OPENCLAW_VERSION, UpdateFailedError } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
@@ -95,7 +95,7 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
       const discordToken = typeof deploy.discordToken === 'string' ? deploy.discordToken : undefined;
       if (!telegramToken && !discordToken && !autoProvision) throw new HttpError(400, 'telegramToken is required');
       const aiProvider = normalizeAiProvider(deploy.aiProvider);
-      const plan = typeof deploy.plan === 'string' && deploy.plan ? deploy.plan : 'label';
+      const plan = typeof deploy.plan === 'string' && deploy.plan ? deploy.plan : DEFAULT_AGENT_TIER;
       const agentConfig =
         typeof deploy.agentConfig === 'object' && deploy.agentConfig !== null ? (deploy.agentConfig as Record<string, unknown>) : {};
       const apiKey = typeof deploy.apiKey === 'string' && deploy.apiKey ? deploy.apiKey : undefined;
@@ -235,7 +235,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
             name,
             subdomain: subdomainFor(name, id),
             status: 'pending',
-            plan: request.body?.plan ?? 'label',
+            plan: request.body?.plan ?? DEFAULT_AGENT_TIER,
             config: JSON.stringify(agentConfig),
           })
           .returningAll()

@@ -1,4 +1,4 @@
-import { userContextHeaders } from '@aop/core';
+import { PLAN_NAMES, isPaidPlan, userContextHeaders } from '@aop/core';
 import { LLM_PRICES } from '@aop/core/llm-prices';
 import { type FakeLlm, type TestResponse, lastUserText, request, startFakeLlm, unreachableUrl } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -270,6 +270,14 @@ describe('backend AI endpoints', () => {
       expect(res.status).toBe(402);
       expect(res.body).toEqual({ error });
       expect(openrouter.chatRequests().length).toBe(before);
+    });
+
+    it('the plan middleware admits exactly the plan catalogue’s paid tiers, in any case', async () => {
+      for (const plan of [...PLAN_NAMES, 'mystery']) {
+        const res = await chat('usr_tiers', hello, { 'x-user-plan': plan.toUpperCase(), 'x-billing-subscription-id': 'sub_tiers' });
+        if (isPaidPlan(plan)) expect(res.status, plan).toBe(200);
+        else expect([res.status, res.body], plan).toEqual([402, { error: PAID_PLAN_REQUIRED }]);
+      }
     });
 
     it('proxies to the default provider and model with the platform key', async () => {

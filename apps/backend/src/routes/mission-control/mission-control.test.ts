@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { newId } from '@aop/core';
+import { PLAN_NAMES, newId, toolsProfileFor } from '@aop/core';
 import { connectGateway } from '@aop/gateway-client';
 import { type FakeGatewayWs, startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { type AgentState, HostingAgentHost, LocalAgentHost } from '@aop/provisioner';
@@ -10,7 +10,7 @@ import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { type FakeHostingApi, request, startFakeHostingApi } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend, signedCaller } from '../../backend.test-support.js';
-import { IDLE_AFTER_MS, nodeStatus, sessionTrace } from '../../services/mission-control.js';
+import { IDLE_AFTER_MS, agentRole, nodeStatus, sessionTrace } from '../../services/mission-control.js';
 
 const KEY = 'internal-key-for-mission-control';
 const HMAC = 'hmac-secret-for-mission-control';
@@ -531,6 +531,14 @@ describe('fleet node status and session traces', () => {
       expect(nodeStatus({ state: { ...running(justReady), status }, health: null, stats: null }, null, now)).toBe('offline');
     }
     expect(nodeStatus({ state: null, health: null, stats: null }, now, now)).toBe('offline');
+  });
+
+  it('an agent without a tool profile takes its plan’s from the plan catalogue: coding → specialist, else worker', () => {
+    for (const plan of [...PLAN_NAMES, 'mystery']) {
+      expect(agentRole({ plan, config: {} }), plan).toBe(toolsProfileFor(plan) === 'coding' ? 'specialist' : 'worker');
+    }
+    expect(agentRole({ plan: 'solo', config: { tools: { profile: 'full' } } })).toBe('specialist');
+    expect(agentRole({ plan: 'network', config: { tools: { profile: 'minimal' } } })).toBe('worker');
   });
 
   it('a session row as a trace', () => {

@@ -1,3 +1,4 @@
+import { planTitle } from '@aop/core/plans';
 import { Loaded } from '../../components/states.js';
 import { useApi } from '../../use-api.js';
 
@@ -19,7 +20,7 @@ const TONE: Record<Checkout['status'], string> = { complete: 'badge-ok', open: '
 const LABEL: Record<Checkout['status'], string> = { complete: 'paid', open: 'not paid yet', expired: 'expired' };
 
 function what(c: Checkout): string {
-  if (c.kind === 'plan') return `${c.plan ? c.plan.charAt(0).toUpperCase() + c.plan.slice(1) : 'A'} plan`;
+  if (c.kind === 'plan') return `${c.plan ? planTitle(c.plan) : 'A'} plan`;
   if (c.kind === 'credits') return `${c.credits.toLocaleString()} credits`;
   return `${c.storageGb} GB extra storage`;
 }

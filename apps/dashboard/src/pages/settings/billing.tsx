@@ -1,3 +1,4 @@
+import { planTitle } from '@aop/core/plans';
 import { type FormEvent, type ReactNode, useEffect, useState } from 'react';
 import { Link } from 'wouter';
 import { api, errorMessage } from '../../api.js';
@@ -51,15 +52,14 @@ interface VerifyResult {
   account: { plan: string; subscriptionStatus: string; credits: number; extraStorageGb: number };
 }
 
-const titleCase = (word: string) => word.charAt(0).toUpperCase() + word.slice(1);
 const pounds = (amount: string) => `£${amount}`;
 const usd = new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 4 });
 const count = new Intl.NumberFormat();
 
 const planLabel = (p: PlanPrice) =>
   p.amount
-    ? `${titleCase(p.plan)} — ${pounds(p.amount)} a ${p.interval ?? 'month'}`
-    : `${titleCase(p.plan)} — monthly, price set by the operator`;
+    ? `${planTitle(p.plan)} — ${pounds(p.amount)} a ${p.interval ?? 'month'}`
+    : `${planTitle(p.plan)} — monthly, price set by the operator`;
 
 /** Checkout answers `{ url, sessionId }`: the hosted payment page, where the browser goes next. */
 interface CheckoutAnswer {
@@ -131,7 +131,7 @@ function CheckoutReturn({ onApplied }: { onApplied: () => void }) {
   } else {
     const what =
       result.kind === 'plan'
-        ? `Your plan is now ${titleCase(result.account.plan)}.`
+        ? `Your plan is now ${planTitle(result.account.plan)}.`
         : result.kind === 'credits'
           ? `You now have ${count.format(result.account.credits)} credits.`
           : `Your extra storage is now ${result.account.extraStorageGb} GB.`;
@@ -161,7 +161,7 @@ function BillingDetails({ billing: b, reload }: { billing: Billing; reload: () =
         <dl className="settings-facts">
           <div>
             <dt>Plan</dt>
-            <dd>{titleCase(b.plan)}</dd>
+            <dd>{planTitle(b.plan)}</dd>
           </div>
           <div>
             <dt>Subscription</dt>

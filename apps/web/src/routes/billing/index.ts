@@ -1,4 +1,4 @@
-import { type App, HttpError, sha256Hex } from '@aop/core';
+import { type App, CARD_PLANS, type CardPlan, HttpError, isCardPlan, sha256Hex } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type Stripe from 'stripe';
@@ -20,7 +20,7 @@ import {
   usageThisPeriod,
   verifyCheckout,
 } from '../../services/billing.js';
-import { BILLING_PLANS, type BillingPlan, findCreditPack, isBillingPlan, penceToPounds } from '../../services/billing-catalog.js';
+import { findCreditPack, penceToPounds } from '../../services/billing-catalog.js';
 
 const MINUTE = 60_000;
 
@@ -37,7 +37,7 @@ const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
 export const BILLING_ACTIONS = ['create-checkout', 'enable-byok', 'disable-byok', 'get-usage', 'buy-credits'] as const;
 type BillingAction = (typeof BILLING_ACTIONS)[number];
 export const INVALID_BILLING_ACTION = `Invalid action. Must be: ${BILLING_ACTIONS.join(', ')}`;
-export const INVALID_PLAN = `Invalid plan. Must be: ${BILLING_PLANS.join(', ')}`;
+export const INVALID_PLAN = `Invalid plan. Must be: ${CARD_PLANS.join(', ')}`;
 export const WEBHOOK_UNCONFIGURED = 'Payment webhook is not configured';
 
 const CheckoutAnswer = Type.Object({ url: Type.String(), sessionId: Type.String() });
@@ -47,9 +47,9 @@ const authenticate = async (request: FastifyRequest) => {
   await requireSessionUser(request);
 };
 
-function parsePlan(value: unknown): BillingPlan {
+function parsePlan(value: unknown): CardPlan {
   if (value === undefined || value === null || value === '') throw new HttpError(400, 'plan is required');
-  if (!isBillingPlan(value)) throw new HttpError(400, INVALID_PLAN);
+  if (!isCardPlan(value)) throw new HttpError(400, INVALID_PLAN);
   return value;
 }
 
@@ -136,7 +136,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
         description: `Actions: ${BILLING_ACTIONS.join(', ')}. \`create-checkout\` takes \`plan\`; \`buy-credits\` takes \`price\` (GBP).`,
         body: Type.Object({
           action: Type.Optional(Type.Unknown({ description: BILLING_ACTIONS.join(' | ') })),
-          plan: Type.Optional(Type.Unknown({ description: BILLING_PLANS.join(' | ') })),
+          plan: Type.Optional(Type.Unknown({ description: CARD_PLANS.join(' | ') })),
           price: Type.Optional(Type.Unknown({ description: 'a credit pack price in GBP, e.g. "10"' })),
         }),
       },
@@ -191,7 +191,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
       schema: {
         tags: ['billing'],
         description: 'A monthly plan in GBP: 303 to the hosted checkout page, or `{ url, sessionId }` with `Accept: application/json`.',
-        querystring: Type.Object({ plan: Type.Optional(Type.String({ description: BILLING_PLANS.join(' | ') })) }),
+        querystring: Type.Object({ plan: Type.Optional(Type.String({ description: CARD_PLANS.join(' | ') })) }),
         response: { 200: CheckoutAnswer },
       },
     },

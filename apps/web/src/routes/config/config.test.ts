@@ -1,3 +1,4 @@
+import { PLAN_NAMES, toolsProfileFor } from '@aop/core';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultAgentConfig } from '../../services/agent-config.js';
@@ -50,10 +51,12 @@ describe('configuration', () => {
     expect(c.agents.defaults.model.primary.split('/')).toHaveLength(3);
   });
 
-  it('tools.profile is coding for collective and higher plans', async () => {
+  it('tools.profile is the plan catalogue’s, for every tier', async () => {
     const { cookie, userId } = await web.signIn();
-    await web.database.db.kysely.updateTable('users').set({ plan: 'collective' }).where('id', '=', userId).execute();
-    expect((await get(cookie)).body.config.tools.profile).toBe('coding');
+    for (const plan of [...PLAN_NAMES, 'mystery']) {
+      await web.database.db.kysely.updateTable('users').set({ plan }).where('id', '=', userId).execute();
+      expect((await get(cookie)).body.config.tools.profile, plan).toBe(toolsProfileFor(plan));
+    }
   });
 
   it('POST saves, backs the previous config up first, and GET returns it; unknown keys are kept', async () => {

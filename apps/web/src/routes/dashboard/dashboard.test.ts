@@ -1,4 +1,4 @@
-import { newId } from '@aop/core';
+import { PLAN_NAMES, newId, planTier, shownAgentLimitFor } from '@aop/core';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../services/api-keys.js';
@@ -286,17 +286,52 @@ describe('dashboards', () => {
       });
     });
 
-    it('the limit follows the plan (spec §8)', async () => {
+    it('the limit is spec §8’s dashboard table (network 100, though provisioning has none)', async () => {
       const user = await web.signIn();
       for (const [plan, limit] of [
-        ['scale', 10],
-        ['network', 100],
-        ['collective', 3],
+        ['free', 1],
         ['solo', 1],
+        ['starter', 1],
+        ['pro', 3],
+        ['collective', 3],
+        ['scale', 10],
+        ['label', 10],
+        ['enterprise', 100],
+        ['network', 100],
         ['mystery', 1],
       ] as const) {
         await web.database.db.kysely.updateTable('users').set({ plan }).where('id', '=', user.userId).execute();
-        expect((await stats(user.cookie)).body.agents.limit).toBe(limit);
+        expect((await stats(user.cookie)).body.agents.limit, plan).toBe(limit);
+      }
+    });
+
+    it('the agent limit and the monthly price are the plan catalogue’s, for every tier', async () => {
+      const user = await web.signIn();
+      for (const plan of [...PLAN_NAMES, 'mystery']) {
+        await web.database.db.kysely.updateTable('users').set({ plan }).where('id', '=', user.userId).execute();
+        const { priceGbp } = planTier(plan);
+        expect((await stats(user.cookie)).body.agents.limit, plan).toBe(shownAgentLimitFor(plan));
+        expect((await cost(user.cookie)).body.planMonthlyCost, plan).toBe(priceGbp ?? 0);
+      }
+    });
+
+    it('the monthly price of a card plan is the configured one (PLAN_PRICES_GBP); a Stripe price id leaves the list price', async () => {
+      const priced = await startWeb({ PLAN_PRICES_GBP: 'solo:35,collective:79.50,label:199,network:price_1Abc' }, { clock: () => NOW });
+      try {
+        const user = await priced.signIn();
+        for (const [plan, monthly] of [
+          ['solo', 35],
+          ['collective', 79.5],
+          ['network', 799],
+          ['pro', 79],
+          ['free', 0],
+        ] as const) {
+          await priced.database.db.kysely.updateTable('users').set({ plan }).where('id', '=', user.userId).execute();
+          const res = await request(`${priced.url}/api/dashboard/cost`, { headers: { cookie: user.cookie } });
+          expect(res.body.planMonthlyCost, plan).toBe(monthly);
+        }
+      } finally {
+        await priced.close();
       }
     });
   });

@@ -1,5 +1,6 @@
 import { type App, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
+import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../plugins/auth.js';
 import { EMPTY_STATS, costReport, dashboardStats, isCostPeriod } from '../../services/usage.js';
 
@@ -22,7 +23,7 @@ const CostSchema = Type.Object({
   modelBreakdown: Type.Array(Type.Object({ model: Type.String(), percent: Type.Number(), cost: Money })),
   isMockData: Type.Boolean(),
   plan: Type.String(),
-  planMonthlyCost: Type.Number({ description: 'USD per month' }),
+  planMonthlyCost: Type.Number({ description: 'GBP per month: the plan’s card price (PLAN_PRICES_GBP), else its list price' }),
   agentCount: Type.Integer(),
   activeAgents: Type.Integer(),
 });
@@ -34,7 +35,7 @@ const StatsSchema = Type.Object({
 });
 
 /** Spec §4.14 dashboards, computed from the usage ledger and the user's own rows. */
-export async function dashboardRoutes(app: App): Promise<void> {
+export async function dashboardRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   app.get(
     '/api/dashboard/cost',
     {
@@ -49,7 +50,7 @@ export async function dashboardRoutes(app: App): Promise<void> {
       const period = request.query.period || '7d';
       if (!isCostPeriod(period)) throw new HttpError(400, 'Invalid period');
       try {
-        return await app.db.withUser(user.id, (trx) => costReport(trx, user.id, period, app.clock()));
+        return await app.db.withUser(user.id, (trx) => costReport(trx, user.id, period, app.clock(), config.billing.plans));
       } catch (err) {
         request.log.error({ err }, 'cost dashboard failed');
         throw new HttpError(500, 'Failed to fetch cost data');

@@ -1,10 +1,9 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, HttpError, isPaidPlan, planFeatures } from '@aop/core';
 import { writeAudit } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser, requireUser } from '../../plugins/auth.js';
 import { KEY_NAME_MAX, createApiKey, deleteApiKey, findKeyOwner, getApiKey, listApiKeys } from '../../services/api-keys.js';
-import { isPaidPlan, planFeatures } from '../../services/plans.js';
 
 const KeyViewSchema = Type.Object({
   id: Type.String(),

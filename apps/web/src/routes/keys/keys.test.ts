@@ -1,3 +1,4 @@
+import { PLAN_NAMES, isPaidPlan, planFeatures } from '@aop/core';
 import { request, type TestResponse } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWeb, type TestWeb } from '../../web.test-support.js';
@@ -235,6 +236,19 @@ describe('API keys', () => {
         features: expect.any(Array),
       });
       expect(res.body.features).toContain('api');
+    });
+
+    it('subscription status and features are the plan catalogue’s, for every tier', async () => {
+      const user = await newUser();
+      const { key } = await createdKey(user.as);
+      for (const plan of [...PLAN_NAMES, 'mystery']) {
+        await web.database.db.kysely.updateTable('users').set({ plan }).where('id', '=', user.userId).execute();
+        expect((await validate({ apiKey: key })).body, plan).toMatchObject({
+          plan,
+          subscriptionStatus: isPaidPlan(plan) ? 'active' : 'none',
+          features: planFeatures(plan),
+        });
+      }
     });
 
     it('401 { valid: false, error: Invalid API key } for keys that are not sk_ or unknown', async () => {
