@@ -1,7 +1,7 @@
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../apps/web/src/services/api-keys.js';
-import { type TestWeb, freshIp, register, startWeb } from '../apps/web/src/web.test-support.js';
+import { type TestWeb, freshIp, login, mailedToken, register, startWeb, verifyEmail } from '../apps/web/src/web.test-support.js';
 
 // Spec §4.18 Coordination: POST /api/invite (session), POST /api/invites/verify (no auth, limited per client),
 // GET/POST /api/admin/invites (administrators). Mail goes to the outbox table (no SMTP configured), where the test
@@ -130,13 +130,16 @@ describe('invites', () => {
     expect((await verify({ code: carolCode }, freshIp())).status).toBe(200);
   });
 
-  it('an invite is accepted when its address signs up', async () => {
+  it('an invite is accepted when its address signs up and is verified, not by a mere registration of it', async () => {
     const res = await register(
       web.url,
       { email: 'carol@example.com', password: 'correct horse battery' },
       { 'x-forwarded-for': freshIp() },
     );
     expect(res.status).toBe(200);
+    // Anyone may type Carol's address: the invite waits for its mailbox.
+    expect((await verify({ code: carolCode })).body).toMatchObject({ valid: true });
+    await verifyEmail(web, 'carol@example.com');
     expect((await verify({ code: carolCode })).body).toMatchObject({ valid: false, reason: 'accepted' });
     const list = await adminList('?status=accepted');
     expect(list.body.invites).toHaveLength(1);
@@ -199,5 +202,26 @@ describe('invites', () => {
     expect((await invite(alice.cookie, { email: 'jay@example.com' })).status).toBe(201);
     const list = await adminList('?status=expired');
     expect(list.body.invites.map((i: { email: string }) => i.email)).toContain('ivy@example.com');
+  });
+
+  it('an account that moves to an invited address accepts the invite once the change is verified', async () => {
+    const invited = await adminPost({ email: 'kim@example.com' });
+    expect(invited.status).toBe(201);
+    const ip = { 'x-forwarded-for': freshIp() };
+    const dave = await register(web.url, { email: 'dave@example.com', password: 'correct horse battery' }, ip);
+    await verifyEmail(web, 'dave@example.com');
+    const { cookie } = await login(web.url, 'dave@example.com', 'correct horse battery', ip);
+    const change = await request(`${web.url}/api/settings`, {
+      json: { email: 'kim@example.com', currentPassword: 'correct horse battery' },
+      headers: { cookie: cookie! },
+    });
+    expect(change.body.pendingEmail).toBe('kim@example.com');
+    expect((await verify({ code: invited.body.code })).body.valid).toBe(true);
+
+    const token = await mailedToken(web, 'kim@example.com', 'email-verification', '/verify-email');
+    expect((await request(`${web.url}/api/auth/verify-email`, { json: { token } })).status).toBe(200);
+    expect((await verify({ code: invited.body.code })).body).toMatchObject({ valid: false, reason: 'accepted' });
+    const accepted = (await adminList('?status=accepted')).body.invites.find((i: { email: string }) => i.email === 'kim@example.com');
+    expect(accepted.acceptedUserId).toBe(dave.body.id);
   });
 });
