@@ -30,6 +30,14 @@ export interface VerificationDeps {
   now: number;
 }
 
+/** The link settings from the web config: where links point and how long they work. */
+export const verificationDeps = (
+  db: Kysely<DB>,
+  mailer: Mailer,
+  config: { publicUrl: string; emailVerificationTtlMs: number },
+  now: number,
+): VerificationDeps => ({ db, mailer, publicUrl: config.publicUrl, ttlMs: config.emailVerificationTtlMs, now });
+
 /** Stores a new single-use token for `link.email` and mails its link there. */
 export async function sendVerificationLink(deps: VerificationDeps, link: VerificationLink): Promise<void> {
   const token = randomHex(32);

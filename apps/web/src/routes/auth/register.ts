@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { checkNotReserved, registerUser } from '../../services/accounts.js';
 import { checkNotBot } from '../../services/bot-check.js';
-import { sendVerificationLink } from '../../services/email-verification.js';
+import { sendVerificationLink, verificationDeps } from '../../services/email-verification.js';
 import type { Mailer } from '../../services/mailer.js';
 import { accountLimits } from './rate-limits.js';
 
@@ -43,7 +43,7 @@ export async function registerRoute(app: App, { config, mailer }: { config: WebC
         config.referralCredits,
       );
       try {
-        const deps = { db: app.db.kysely, mailer, publicUrl: config.publicUrl, ttlMs: config.emailVerificationTtlMs, now: app.clock() };
+        const deps = verificationDeps(app.db.kysely, mailer, config, app.clock());
         await sendVerificationLink(deps, { userId: user.id, email: user.email, purpose: 'register' });
       } catch (err) {
         // The account exists either way; the link can be sent again from Settings.

@@ -2,7 +2,7 @@ import { type App, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser } from '../../plugins/auth.js';
-import { confirmEmail, pendingEmailOf, sendVerificationLink } from '../../services/email-verification.js';
+import { confirmEmail, pendingEmailOf, sendVerificationLink, verificationDeps } from '../../services/email-verification.js';
 import type { Mailer } from '../../services/mailer.js';
 import { accountLimits } from './rate-limits.js';
 
@@ -50,7 +50,7 @@ export async function verifyEmailRoutes(app: App, { config, mailer }: { config: 
       const pending = await pendingEmailOf(app.db.kysely, user, now);
       if (!pending && user.emailVerified) throw new HttpError(400, 'Email address already verified');
       const email = pending ?? user.email.toLowerCase();
-      const deps = { db: app.db.kysely, mailer, publicUrl: config.publicUrl, ttlMs: config.emailVerificationTtlMs, now };
+      const deps = verificationDeps(app.db.kysely, mailer, config, now);
       await sendVerificationLink(deps, { userId: user.id, email, purpose: pending ? 'change' : 'register' });
       return { message: 'Verification link sent', email };
     },

@@ -5,7 +5,13 @@ import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser, requireUser } from '../../plugins/auth.js';
 import { checkNotReserved, checkPasswordLength, isEmail, normalizeEmail } from '../../services/accounts.js';
-import { cancelEmailLinks, pendingEmailOf, sendChangeNotice, sendVerificationLink } from '../../services/email-verification.js';
+import {
+  cancelEmailLinks,
+  pendingEmailOf,
+  sendChangeNotice,
+  sendVerificationLink,
+  verificationDeps,
+} from '../../services/email-verification.js';
 import type { Mailer } from '../../services/mailer.js';
 import { hashPassword, verifyPassword } from '../../services/passwords.js';
 
@@ -130,10 +136,11 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
             .executeTakeFirst();
           if (taken) throw new HttpError(409, 'Email already in use');
           const now = app.clock();
-          await sendVerificationLink(
-            { db: app.db.kysely, mailer, publicUrl: config.publicUrl, ttlMs: config.emailVerificationTtlMs, now },
-            { userId: user.id, email: newEmail, purpose: 'change' },
-          );
+          await sendVerificationLink(verificationDeps(app.db.kysely, mailer, config, now), {
+            userId: user.id,
+            email: newEmail,
+            purpose: 'change',
+          });
           await sendChangeNotice(mailer, user, newEmail);
         }
         return app.db.withUser(user.id, async (trx) => {
