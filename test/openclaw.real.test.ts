@@ -60,7 +60,8 @@ beforeAll(async () => {
   // `lan`: the gateway also listens on this machine's other addresses, where device pairing applies.
   host = new LocalAgentHost({ dataDir: join(work, 'data'), encryptionKey: randomBytes(32), readyTimeoutMs: READY_MS, bind: 'lan' });
   backend = await startBackend({ ...SHARED, OPENAI_BASE_URL: llm.url }, { host });
-  web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
+  // A first turn on a real gateway can pass the spec's 30 s on a loaded 2-core CI machine; the tests bound it instead.
+  web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, GATEWAY_CHAT_TIMEOUT_MS: '100000' });
   owner = await web.signIn({ isAdmin: true });
   // The platform's secrets are in this process's environment (set after the services started, so their test
   // database and counters are unaffected); none may reach the gateway, which is spawned from here on.

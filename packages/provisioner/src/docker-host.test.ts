@@ -101,7 +101,10 @@ afterAll(async () => {
 
 describe('DockerAgentHost (emulated Docker Engine)', () => {
   it('creates the container from the spec: labels, plan limits, loopback port, restart policy, state volume, config written before start', async () => {
-    const { engine, host, options } = await setup();
+    // The gateway takes 3 s to become ready, so `create` is seen answering before readiness even on a loaded machine.
+    const { engine, host, options } = await setup({
+      images: { [`${REPO}:1.0.0`]: { readyDelayMs: 3_000 } },
+    });
     const s = spec({
       plan: 'collective',
       channelTokens: { telegram: 'tg-secret-token' },
