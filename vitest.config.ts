@@ -1,15 +1,38 @@
 import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
 
+const ALL = ['apps/*/src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'];
+
+/**
+ * The slow tier: files that drive a browser, a real OpenClaw gateway, child processes (the CLI, the local host's
+ * gateways, git) or a whole multi-service provisioning path. Everything else is the fast tier (`npm run test:fast`):
+ * unit tests and in-process API tests on an embedded database, under 3 minutes on this 2-core machine.
+ */
+const SLOW = [
+  'test/e2e/**/*.test.ts',
+  'apps/web/src/cli.test.ts',
+  'apps/backend/src/routes/browse/browse.test.ts',
+  'apps/backend/src/routes/logs/logs.test.ts',
+  'packages/provisioner/src/local-host.test.ts',
+  'packages/provisioner/src/docker-host.test.ts',
+  'packages/provisioner/src/kubernetes-host.test.ts',
+  'packages/provisioner/src/openclaw-config.test.ts',
+  'test/integration/provisioning.test.ts',
+  'test/integration/remote-control.test.ts',
+];
+
+// AOP_SKIP_BROWSER=1 leaves out the browser tests (test/e2e/*.e2e.test.ts), e.g. on a machine without Chromium.
+const skipped = process.env.AOP_SKIP_BROWSER === '1' ? ['test/e2e/*.e2e.test.ts'] : [];
+
 export default defineConfig({
   // Workspace packages resolve to their TypeScript sources in tests (package.json "development" condition).
   resolve: { conditions: ['development'] },
   ssr: { resolve: { conditions: ['development'] } },
   test: {
-    include: ['apps/*/src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'],
-    // AOP_SKIP_BROWSER=1 leaves out the browser tests (test/*.e2e.test.ts): CI's second pass, on the Postgres server,
-    // where they would drive the same pages again; the API tests cover what the pages do on that database.
-    exclude: [...configDefaults.exclude, ...(process.env.AOP_SKIP_BROWSER === '1' ? ['test/*.e2e.test.ts'] : [])],
+    projects: [
+      { extends: true, test: { name: 'fast', include: ALL, exclude: [...configDefaults.exclude, ...SLOW] } },
+      { extends: true, test: { name: 'slow', include: SLOW, exclude: [...configDefaults.exclude, ...skipped] } },
+    ],
     pool: 'forks',
     // Vitest's default is one worker fewer than the cores: on a 2-core machine, one file at a time. Most files wait on
     // sockets, child processes and timers rather than the CPU, so one worker per core roughly halves the suite's time.

@@ -115,7 +115,7 @@ export function App() {
           </Private>
         </Route>
         <Route path="/billing">
-          {/* Where the payment provider sends people back (apps/web/src/services/billing.ts): the billing settings tab. */}
+          {/* Where the payment provider sends people back (apps/web/src/modules/billing/billing.service.ts): the billing settings tab. */}
           <Redirect to={`/settings${window.location.search}#billing`} replace />
         </Route>
         <Route path="/bridge">

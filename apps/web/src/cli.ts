@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { PLAN_NAMES, isPlanName } from '@aop/core';
 import { createDatabase, migrate, pgliteDirFor, writeAudit } from '@aop/db';
 import { loadWebConfig } from './config.js';
-import { hasAdminRights } from './services/sessions.js';
+import { hasAdminRights } from './platform/sessions.js';
 
 const STATUSES = new Set(['none', 'active', 'past_due', 'canceled']);
 const USAGE = [

@@ -7,8 +7,8 @@ import {
   parseCreditPacks,
   parsePlanPrices,
   parseStoragePrice,
-} from './services/billing-catalog.js';
-import { DEFAULT_DEMO_MODELS, type DemoModel, parseDemoModels } from './services/demo-chat.js';
+} from './modules/billing/billing-catalog.js';
+import { DEFAULT_DEMO_MODELS, type DemoModel, parseDemoModels } from './modules/demo/demo-chat.service.js';
 
 /** A USD amount as a decimal string (`0.05`): kept exact, never a float. */
 const usdPrice = (def: string) => Type.String({ pattern: '^\\d{1,4}(\\.\\d{1,6})?$', default: def });

@@ -11,7 +11,7 @@ import {
 } from '@aop/testing';
 import { type WebDeps, buildApp } from './app.js';
 import { type WebConfig, loadWebConfig } from './config.js';
-import { SESSION_COOKIE, createSession } from './services/sessions.js';
+import { SESSION_COOKIE, createSession } from './platform/sessions.js';
 
 export interface TestWeb extends RunningService {
   config: WebConfig;

@@ -10,7 +10,7 @@ import { LocalAgentHost, type LocalHostOptions } from './local-host.js';
 import { isAlive, processTree } from './proc.js';
 
 // Host behaviour (supervision, capacity, update roll-back, memory reset, secrets) against a fake OpenClaw CLI that
-// starts in milliseconds. The real gateway is exercised in test/openclaw.real.test.ts.
+// starts in milliseconds. The real gateway is exercised in test/e2e/openclaw.real.test.ts.
 
 const PLATFORM_SECRETS = ['DATABASE_URL', 'INTERNAL_API_KEY', 'HMAC_SECRET', 'SESSION_SECRET', 'ENCRYPTION_KEY', 'REDIS_URL'];
 

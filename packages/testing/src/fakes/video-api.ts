@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { readBody as readJson } from '../fake-http.js';
 
 /**
- * A local render API with the contract documented in apps/web/src/services/video.ts:
+ * A local render API with the contract documented in apps/web/src/modules/video/video.service.ts:
  * `POST /v1/renders` `{ template, input, output }` (201 `{ id, status: 'queued' }`; 422 for an unknown template or
  * a missing input field), `GET /v1/renders/:id` (`queued` → `rendering` → `succeeded` over `pollsUntilDone` polls,
  * then `output.url`), `GET /v1/renders/:id/output` (the MP4 bytes; needs the bearer key like every call),

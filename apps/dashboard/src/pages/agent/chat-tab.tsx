@@ -17,7 +17,7 @@ interface Usage {
   total_tokens: number;
 }
 
-/** `GET /api/chat` message (apps/web/src/services/agent-chat.ts `HistoryMessage`). */
+/** `GET /api/chat` message (apps/web/src/modules/chat/agent-chat.service.ts `HistoryMessage`). */
 interface ChatMessage {
   id: string;
   role: 'user' | 'assistant';

@@ -1,6 +1,6 @@
 /**
  * The known keys of the agent configuration (interface spec §2.2) as form fields, with the same checks the API makes
- * (`apps/web/src/services/agent-config.ts`), so a mistake shows next to its field before anything is sent. Keys not
+ * (`apps/web/src/modules/agent-config/agent-config.service.ts`), so a mistake shows next to its field before anything is sent. Keys not
  * listed here stay untouched and are edited in the JSON view.
  */
 

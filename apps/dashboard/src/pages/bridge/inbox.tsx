@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import { Loaded } from '../../components/states.js';
 import { type BridgeMessage, useBridge } from './use-bridge.js';
 
-/** The route answers at most this many messages (apps/web/src/routes/bridge: MAX_LIMIT). */
+/** The route answers at most this many messages (apps/web/src/modules/bridge: MAX_LIMIT). */
 const LIMIT = 100;
 const HOUR = 60 * 60 * 1000;
 const PERIODS = [

@@ -5,7 +5,7 @@ import { InlineError } from '../../components/states.js';
 import { useAction } from '../../use-api.js';
 import { bridgeHeaders } from './use-bridge.js';
 
-/** The priorities the route accepts (apps/web/src/routes/bridge: PRIORITIES); health does not list them. */
+/** The priorities the route accepts (apps/web/src/modules/bridge: PRIORITIES); health does not list them. */
 const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
 /** The route's limit (CONTENT_MAX). */
 const CONTENT_MAX = 100_000;
@@ -22,7 +22,7 @@ export function SendMessage({
   secret: string | undefined;
   onSent: () => void;
 }) {
-  // The operator's own identity is the last sender the route lists (apps/web/src/routes/bridge: senders).
+  // The operator's own identity is the last sender the route lists (apps/web/src/modules/bridge: senders).
   const [sender, setSender] = useState(senders[senders.length - 1] ?? '');
   const [channel, setChannel] = useState(channels[0] ?? 'general');
   const [priority, setPriority] = useState<string>('normal');

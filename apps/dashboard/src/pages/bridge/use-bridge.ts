@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { ApiError, api, errorMessage, type RequestOptions } from '../../api.js';
 
-/** `GET /api/bridge/health` (apps/web/src/routes/bridge). */
+/** `GET /api/bridge/health` (apps/web/src/modules/bridge). */
 export interface BridgeHealth {
   status: string;
   total_messages: number;

@@ -2,7 +2,7 @@ import { planTitle } from '@aop/core/plans';
 import { Loaded } from '../../components/states.js';
 import { useApi } from '../../use-api.js';
 
-/** `GET /api/wallet/top-up` (apps/web/src/services/billing.ts: listCheckouts). */
+/** `GET /api/wallet/top-up` (apps/web/src/modules/billing/billing.service.ts: listCheckouts). */
 interface Checkout {
   sessionId: string;
   kind: 'plan' | 'credits' | 'storage';

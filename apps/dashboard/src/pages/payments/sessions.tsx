@@ -5,7 +5,7 @@ import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { type Resource, useAction, useApi } from '../../use-api.js';
 
-/** `GET /api/wallet` (apps/web/src/services/wallets.ts). */
+/** `GET /api/wallet` (apps/web/src/modules/wallets/wallets.service.ts). */
 export interface Wallet {
   address: string;
   kind: string;
@@ -19,7 +19,7 @@ export interface ProviderInfo {
   paymentChain: { chainId: number; token: string; decimals: number } | null;
 }
 
-/** `GET /api/wallet/sessions?address=` (apps/web/src/routes/wallet-sessions). USD amounts are decimal strings. */
+/** `GET /api/wallet/sessions?address=` (apps/web/src/modules/payments). USD amounts are decimal strings. */
 interface PaymentSession {
   id: string;
   userAddress: string;
@@ -32,7 +32,7 @@ interface PaymentSession {
   lastSettledAt: number;
 }
 
-/** The route's deposit range (apps/web/src/services/payments/payment-sessions.ts). */
+/** The route's deposit range (apps/web/src/modules/payments/payment-sessions.service.ts). */
 const MIN_DEPOSIT = 1;
 const MAX_DEPOSIT = 100;
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;

@@ -20,7 +20,7 @@ interface CreatedKey {
   createdAt: string;
 }
 
-/** The route's limit (apps/web/src/services/api-keys.ts: KEY_NAME_MAX). */
+/** The route's limit (apps/web/src/modules/api-keys/api-keys.service.ts: KEY_NAME_MAX). */
 const KEY_NAME_MAX = 64;
 
 const when = (iso: string) => new Date(iso).toLocaleString();

@@ -6,7 +6,7 @@ import { Announce } from '../../components/announce.js';
 import { ErrorState, InlineError, Loaded, Loading } from '../../components/states.js';
 import { useAction, useApi } from '../../use-api.js';
 
-/** `GET /api/billing` (apps/web/src/services/billing.ts: billingOverview). */
+/** `GET /api/billing` (apps/web/src/modules/billing/billing.service.ts: billingOverview). */
 interface Usage {
   period: string;
   since: string;

@@ -4,7 +4,7 @@ import { Announce } from '../../components/announce.js';
 import { InlineError } from '../../components/states.js';
 import { useAction } from '../../use-api.js';
 
-/** The server's rule (apps/web/src/services/passwords.ts); checked here too so a typo is caught before sending. */
+/** The server's rule (apps/web/src/modules/accounts/passwords.ts); checked here too so a typo is caught before sending. */
 const MIN_PASSWORD = 8;
 
 export function PasswordSection() {

@@ -5,7 +5,7 @@ import { Announce } from '../../components/announce.js';
 import { useSession } from '../../session.js';
 import { useAction, useApi } from '../../use-api.js';
 
-/** `GET /api/settings` (apps/web/src/routes/settings). */
+/** `GET /api/settings` (apps/web/src/modules/accounts). */
 export interface AccountSettings {
   id: string;
   email: string;
@@ -20,7 +20,7 @@ export interface AccountSettings {
   runtime: { managed: boolean; instanceId: string | null; url: string | null };
 }
 
-/** The route's limit (apps/web/src/routes/settings: NAME_MAX). */
+/** The route's limit (apps/web/src/modules/accounts: NAME_MAX). */
 const NAME_MAX = 100;
 
 export function ProfileSection() {

@@ -5,7 +5,7 @@ import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { useAction, useApi } from '../../use-api.js';
 
-/** The route's limit (apps/web/src/services/trading.ts: TRADING_KEY_MAX). */
+/** The route's limit (apps/web/src/modules/trading/trading.service.ts: TRADING_KEY_MAX). */
 const TRADING_KEY_MAX = 512;
 
 /**

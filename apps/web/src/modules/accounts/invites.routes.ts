@@ -1,0 +1,187 @@
+import { type App, HttpError } from '@aop/core';
+import { writeAudit } from '@aop/db';
+import { Type } from '@sinclair/typebox';
+import type { WebConfig } from '../../config.js';
+import { requireSessionUser, type requireUser } from '../../platform/http/auth.js';
+import { checkNotReserved, findUserByEmail, isEmail, normalizeEmail } from './accounts.service.js';
+import {
+  type InviteStatus,
+  type NewInvite,
+  createInvite,
+  inviteMail,
+  listAllInvites,
+  revokeInvite,
+  verifyInvite,
+} from './invites.service.js';
+import type { Mailer } from '../../platform/clients/mailer.js';
+import type { AuthUser } from '../../platform/sessions.js';
+import { intQuery } from '../agent-data/gateway-data.routes.js';
+
+const tags = ['invites'];
+const STATUSES: readonly InviteStatus[] = ['pending', 'accepted', 'expired', 'revoked'];
+const ADMIN_ACTIONS = ['create', 'revoke'] as const;
+
+const InviteSchema = Type.Object({
+  id: Type.String(),
+  email: Type.String(),
+  status: Type.String({ description: '`pending`, `accepted`, `expired` or `revoked`' }),
+  createdAt: Type.String(),
+  expiresAt: Type.String(),
+  acceptedAt: Type.Union([Type.String(), Type.Null()]),
+  revokedAt: Type.Union([Type.String(), Type.Null()]),
+});
+const CreatedSchema = Type.Object({
+  invite: InviteSchema,
+  code: Type.String({ description: 'shown once; also mailed to the address' }),
+  emailSent: Type.Boolean({ description: 'false when the mail could not be sent or the address is suppressed' }),
+});
+
+/**
+ * Spec §4.18 Coordination: `POST /api/invite` (session), `POST /api/invites/verify` (no auth, limited per client),
+ * `GET`/`POST /api/admin/invites` (administrators: list; create without the pending cap; revoke).
+ */
+export async function inviteRoutes(app: App, { config, mailer }: { config: WebConfig; mailer: Mailer }): Promise<void> {
+  /** Checks the address, creates the invite and mails the code; the mail failing does not undo the invite. */
+  async function invite(inviter: AuthUser, rawEmail: unknown, ip: string, maxOutstanding: number | undefined) {
+    if (rawEmail === undefined || rawEmail === null || rawEmail === '') throw new HttpError(400, 'Email is required');
+    if (typeof rawEmail !== 'string' || !isEmail(rawEmail.trim())) throw new HttpError(400, 'Invalid email format');
+    const email = normalizeEmail(rawEmail);
+    checkNotReserved(email, config.productName);
+    // The same answer `POST /api/register` gives for this address: it tells nothing new.
+    if (await findUserByEmail(app.db.kysely, email)) throw new HttpError(409, 'User already exists');
+    const now = app.clock();
+    const created: NewInvite = await app.db.withUser(inviter.id, async (trx) => {
+      const result = await createInvite(trx, { userId: inviter.id, email, ttlMs: config.invites.ttlMs, now, maxOutstanding });
+      await writeAudit(trx, { userId: inviter.id, action: 'invite.create', target: result.invite.id, ip });
+      return result;
+    });
+    const mail = inviteMail({
+      productName: config.productName,
+      publicUrl: config.publicUrl,
+      inviter: inviter.name || inviter.email,
+      code: created.code,
+      expiresAt: created.invite.expiresAt,
+    });
+    let emailSent = false;
+    try {
+      emailSent = (await mailer.send({ kind: 'invite', userId: inviter.id, to: email, ...mail })) === 'sent';
+    } catch (err) {
+      app.log.error({ err, invite: created.invite.id }, 'invite mail failed');
+    }
+    return { ...created, emailSent };
+  }
+
+  app.post(
+    '/api/invite',
+    {
+      config: { invalidBodyMessage: 'Email is required' },
+      schema: {
+        tags,
+        description: `Invites an email address (signed-in session; at most ${config.invites.maxOutstanding} pending invites per user).`,
+        body: Type.Object({ email: Type.Optional(Type.Unknown()) }),
+        response: { 201: CreatedSchema },
+      },
+    },
+    async (request, reply) => {
+      // Invites send mail in the platform's name: a signed-in person, never a leaked API key.
+      const user = await requireSessionUser(request);
+      // The invite mail names its sender: an address nobody proved would let anyone write in someone else's name.
+      if (!user.emailVerified) throw new HttpError(403, 'Verify your email address before sending invites');
+      const created = await invite(user, request.body?.email, request.ip, user.isAdmin ? undefined : config.invites.maxOutstanding);
+      return reply.code(201).send(created);
+    },
+  );
+
+  app.post(
+    '/api/invites/verify',
+    {
+      onRequest: app.rateLimit({
+        name: 'invite-verify',
+        max: config.invites.verifyPerMinute,
+        windowMs: 60_000,
+        message: 'Too many requests',
+      }),
+      config: { invalidBodyMessage: 'code is required' },
+      schema: {
+        tags,
+        description: 'Whether an invite code can be used (no authentication; limited per client address).',
+        body: Type.Object({ code: Type.Optional(Type.Unknown()) }),
+        response: {
+          200: Type.Object({
+            valid: Type.Boolean(),
+            email: Type.Optional(Type.String()),
+            expiresAt: Type.Union([Type.String(), Type.Null()]),
+            reason: Type.Optional(Type.String({ description: '`unknown`, `expired`, `revoked` or `accepted` when not valid' })),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const code = request.body?.code;
+      if (typeof code !== 'string' || code.trim() === '') throw new HttpError(400, 'code is required');
+      return verifyInvite(app.db.kysely, code.trim(), app.clock());
+    },
+  );
+
+  app.get(
+    '/api/admin/invites',
+    {
+      schema: {
+        tags,
+        description: 'Every invite, newest first, with its sender (administrators). `status` filters; `limit` (50, ≤ 200), `offset`.',
+        querystring: Type.Object({
+          status: Type.Optional(Type.String()),
+          limit: Type.Optional(Type.String()),
+          offset: Type.Optional(Type.String()),
+        }),
+      },
+    },
+    async (request) => {
+      await requireAdminUser(request);
+      const { status } = request.query;
+      if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) {
+        throw new HttpError(400, `status must be one of: ${STATUSES.join(', ')}`);
+      }
+      const limit = intQuery(request.query.limit, 'limit', 50, 1, 200);
+      const offset = intQuery(request.query.offset, 'offset', 0, 0, 1_000_000);
+      const page = await listAllInvites(app.db.kysely, app.clock(), { status: status as InviteStatus | undefined, limit, offset });
+      return { ...page, limit, offset };
+    },
+  );
+
+  app.post(
+    '/api/admin/invites',
+    {
+      schema: {
+        tags,
+        description:
+          'Administrators: `{ action: "create", email }` (the default action; no pending cap) answers 201 like `POST /api/invite`; `{ action: "revoke", id }` revokes a pending invite.',
+        body: Type.Object({
+          action: Type.Optional(Type.Unknown()),
+          email: Type.Optional(Type.Unknown()),
+          id: Type.Optional(Type.Unknown()),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const admin = await requireAdminUser(request);
+      const body = request.body ?? {};
+      const action = body.action ?? 'create';
+      if (typeof action !== 'string' || !(ADMIN_ACTIONS as readonly string[]).includes(action)) {
+        throw new HttpError(400, `Invalid action. Must be: ${ADMIN_ACTIONS.join(' or ')}`);
+      }
+      if (action === 'create') return reply.code(201).send(await invite(admin, body.email, request.ip, undefined));
+      if (typeof body.id !== 'string' || body.id === '' || body.id.length > 100) throw new HttpError(400, 'id is required');
+      const revoked = await revokeInvite(app.db.kysely, body.id, admin.id, app.clock());
+      await writeAudit(app.db.kysely, { userId: admin.id, action: 'invite.revoke', target: revoked.id, ip: request.ip });
+      return { success: true, invite: revoked };
+    },
+  );
+}
+
+/** Administrators only: 401 without a signed-in session, 403 for others (an API key is not enough here). */
+async function requireAdminUser(request: Parameters<typeof requireUser>[0]): Promise<AuthUser> {
+  const user = await requireSessionUser(request);
+  if (!user.isAdmin) throw new HttpError(403, 'Forbidden');
+  return user;
+}

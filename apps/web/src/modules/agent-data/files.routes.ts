@@ -1,0 +1,138 @@
+import { type App, HttpError, newId } from '@aop/core';
+import { sql } from '@aop/db';
+import { Type } from '@sinclair/typebox';
+import { requireUser } from '../../platform/http/auth.js';
+
+export const FILE_PATH_MAX = 512;
+/** UTF-8 bytes of one file; the whole request body is at most 1 MiB anyway (spec §8). */
+export const FILE_CONTENT_MAX_BYTES = 1_000_000;
+const AGENT_ID_MAX = 200;
+
+/**
+ * A workspace path: relative, `/`-separated, at most 512 characters, without
+ * empty, `.` or `..` segments, backslashes or control characters.
+ */
+export function isValidFilePath(path: unknown): path is string {
+  if (typeof path !== 'string' || path.length === 0 || path.length > FILE_PATH_MAX) return false;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
+  if (path.startsWith('/') || path.includes('\\') || /[\u0000-\u001f\u007f]/.test(path)) return false;
+  return path.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..');
+}
+
+const FileInfoSchema = Type.Object({ path: Type.String(), size: Type.Integer({ description: 'UTF-8 bytes' }), updatedAt: Type.String() });
+
+function requiredAgentId(agentId: unknown): string {
+  if (typeof agentId !== 'string' || agentId.trim() === '') throw new HttpError(400, 'agentId is required');
+  if (agentId.length > AGENT_ID_MAX) throw new HttpError(400, 'Invalid agentId');
+  return agentId;
+}
+
+function checkedPath(path: unknown): string {
+  if (!isValidFilePath(path)) throw new HttpError(400, 'Invalid path');
+  return path;
+}
+
+/** Spec §4.18 agent interaction files: a small workspace per agent of the user. */
+export async function filesRoutes(app: App): Promise<void> {
+  const Query = Type.Object({
+    agentId: Type.Optional(Type.String({ description: 'required' })),
+    path: Type.Optional(Type.String({ description: 'one file; omitted: the list' })),
+  });
+
+  app.get(
+    '/api/files',
+    { schema: { tags: ['files'], description: '`{ files: [{ path, size, updatedAt }] }`, or `{ file }` with `path`', querystring: Query } },
+    async (request) => {
+      const user = await requireUser(request);
+      const agentId = requiredAgentId(request.query.agentId);
+      if (request.query.path === undefined) {
+        const rows = await app.db.withUser(user.id, (trx) =>
+          trx
+            .selectFrom('agent_files')
+            .select(['path', 'size', 'updated_at'])
+            .where('user_id', '=', user.id)
+            .where('agent_id', '=', agentId)
+            .orderBy(sql`path collate "C"`)
+            .execute(),
+        );
+        return { files: rows.map((r) => ({ path: r.path, size: r.size, updatedAt: r.updated_at.toISOString() })) };
+      }
+      const path = checkedPath(request.query.path);
+      const row = await app.db.withUser(user.id, (trx) =>
+        trx
+          .selectFrom('agent_files')
+          .select(['path', 'content', 'size', 'updated_at'])
+          .where('user_id', '=', user.id)
+          .where('agent_id', '=', agentId)
+          .where('path', '=', path)
+          .executeTakeFirst(),
+      );
+      if (!row) throw new HttpError(404, 'File not found');
+      return { file: { path: row.path, content: row.content, size: row.size, updatedAt: row.updated_at.toISOString() } };
+    },
+  );
+
+  app.post(
+    '/api/files',
+    {
+      config: { invalidBodyMessage: 'agentId is required' },
+      schema: {
+        tags: ['files'],
+        description: 'Creates (201) or replaces (200) a file.',
+        body: Type.Object({
+          agentId: Type.Optional(Type.Unknown()),
+          path: Type.Optional(Type.Unknown()),
+          content: Type.Optional(Type.Unknown()),
+        }),
+        response: { 200: Type.Object({ file: FileInfoSchema }), 201: Type.Object({ file: FileInfoSchema }) },
+      },
+    },
+    async (request, reply) => {
+      const user = await requireUser(request);
+      const body = request.body ?? {};
+      const agentId = requiredAgentId(body.agentId);
+      const path = checkedPath(body.path);
+      const { content } = body;
+      if (typeof content !== 'string') throw new HttpError(400, 'content is required');
+      const size = Buffer.byteLength(content, 'utf8');
+      if (size > FILE_CONTENT_MAX_BYTES) throw new HttpError(400, `content must be at most ${FILE_CONTENT_MAX_BYTES} bytes`);
+      const saved = await app.db.withUser(user.id, async (trx) => {
+        const agent = await trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst();
+        if (!agent) throw new HttpError(404, 'Agent not found');
+        return (
+          trx
+            .insertInto('agent_files')
+            .values({ id: newId('file'), user_id: user.id, agent_id: agentId, path, content, size })
+            .onConflict((oc) => oc.columns(['user_id', 'agent_id', 'path']).doUpdateSet({ content, size, updated_at: sql<Date>`now()` }))
+            // `xmax = 0` only for a row this statement inserted.
+            .returning(['path', 'size', 'updated_at', sql<boolean>`(xmax = 0)`.as('created')])
+            .executeTakeFirstOrThrow()
+        );
+      });
+      return reply
+        .code(saved.created ? 201 : 200)
+        .send({ file: { path: saved.path, size: saved.size, updatedAt: saved.updated_at.toISOString() } });
+    },
+  );
+
+  app.delete(
+    '/api/files',
+    { schema: { tags: ['files'], querystring: Query, response: { 200: Type.Object({ success: Type.Literal(true) }) } } },
+    async (request) => {
+      const user = await requireUser(request);
+      const agentId = requiredAgentId(request.query.agentId);
+      if (request.query.path === undefined || request.query.path === '') throw new HttpError(400, 'path is required');
+      const path = checkedPath(request.query.path);
+      const result = await app.db.withUser(user.id, (trx) =>
+        trx
+          .deleteFrom('agent_files')
+          .where('user_id', '=', user.id)
+          .where('agent_id', '=', agentId)
+          .where('path', '=', path)
+          .executeTakeFirst(),
+      );
+      if (Number(result.numDeletedRows) === 0) throw new HttpError(404, 'File not found');
+      return { success: true as const };
+    },
+  );
+}

@@ -1,0 +1,140 @@
+import { type App, HttpError, newId } from '@aop/core';
+import { type Tx, sql } from '@aop/db';
+import { Type } from '@sinclair/typebox';
+import { requireUser } from '../../platform/http/auth.js';
+import { MEMORY_COLUMNS as COLUMNS, memoryView as view } from './memory.service.js';
+
+export const MEMORY_CONTENT_MAX = 10_000;
+export const MEMORY_TAGS_MAX = 50;
+export const MEMORY_TAG_LENGTH_MAX = 100;
+const LIMIT_DEFAULT = 50;
+const LIMIT_MAX = 200;
+const AGENT_ID_MAX = 200;
+
+const MemorySchema = Type.Object({
+  id: Type.String(),
+  agentId: Type.Union([Type.String(), Type.Null()]),
+  content: Type.String(),
+  tags: Type.Array(Type.String()),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+});
+
+/** `all` or nothing means every agent of the user. */
+const agentFilter = (agentId: string | undefined) => (agentId === undefined || agentId === '' || agentId === 'all' ? undefined : agentId);
+
+/** `%`, `_` and `\` match themselves in a `like` pattern. */
+const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/** A write naming an agent must name one of the caller's agents. */
+async function requireOwnAgent(trx: Tx, agentId: string): Promise<void> {
+  const agent = await trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst();
+  if (!agent) throw new HttpError(404, 'Agent not found');
+}
+
+function checkedTags(tags: unknown): string[] {
+  if (tags === undefined || tags === null) return [];
+  const message = `tags must be an array of at most ${MEMORY_TAGS_MAX} strings of at most ${MEMORY_TAG_LENGTH_MAX} characters`;
+  if (!Array.isArray(tags) || tags.length > MEMORY_TAGS_MAX) throw new HttpError(400, message);
+  const out: string[] = [];
+  for (const tag of tags) {
+    if (typeof tag !== 'string' || tag.trim().length > MEMORY_TAG_LENGTH_MAX) throw new HttpError(400, message);
+    const trimmed = tag.trim();
+    if (trimmed && !out.includes(trimmed)) out.push(trimmed);
+  }
+  return out;
+}
+
+function checkedLimit(limit: string | undefined): number {
+  if (limit === undefined || limit === '') return LIMIT_DEFAULT;
+  if (!/^\d+$/.test(limit) || Number(limit) < 1) throw new HttpError(400, 'limit must be a positive integer');
+  return Math.min(Number(limit), LIMIT_MAX);
+}
+
+/** Spec §4.18 memory: notes the user's agents keep, per agent or for all of them. */
+export async function memoryRoutes(app: App): Promise<void> {
+  app.get(
+    '/api/memory',
+    {
+      schema: {
+        tags: ['memory'],
+        querystring: Type.Object({
+          agentId: Type.Optional(Type.String({ maxLength: AGENT_ID_MAX, description: 'omitted or `all`: every agent' })),
+          q: Type.Optional(Type.String({ maxLength: 1000, description: 'case-insensitive substring of the content' })),
+          limit: Type.Optional(Type.String({ description: `default ${LIMIT_DEFAULT}, at most ${LIMIT_MAX}` })),
+        }),
+        response: { 200: Type.Object({ memories: Type.Array(MemorySchema), total: Type.Integer() }) },
+      },
+    },
+    async (request) => {
+      const user = await requireUser(request);
+      const agentId = agentFilter(request.query.agentId);
+      const q = request.query.q?.trim();
+      const limit = checkedLimit(request.query.limit);
+      return app.db.withUser(user.id, async (trx) => {
+        let query = trx.selectFrom('memories').where('user_id', '=', user.id);
+        if (agentId !== undefined) query = query.where('agent_id', '=', agentId);
+        if (q) query = query.where(sql<boolean>`content ilike ${`%${likeLiteral(q)}%`} escape '\\'`);
+        const rows = await query.select(COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+        const count = await query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+        return { memories: rows.map(view), total: Number(count.total) };
+      });
+    },
+  );
+
+  app.post(
+    '/api/memory',
+    {
+      config: { invalidBodyMessage: 'content is required' },
+      schema: {
+        tags: ['memory'],
+        body: Type.Object({
+          agentId: Type.Optional(Type.Unknown()),
+          content: Type.Optional(Type.Unknown()),
+          tags: Type.Optional(Type.Unknown()),
+        }),
+        response: { 201: Type.Object({ memory: MemorySchema }) },
+      },
+    },
+    async (request, reply) => {
+      const user = await requireUser(request);
+      const body = request.body ?? {};
+      const { content } = body;
+      if (typeof content !== 'string' || content.trim() === '') throw new HttpError(400, 'content is required');
+      if (content.length > MEMORY_CONTENT_MAX) throw new HttpError(400, `content must be at most ${MEMORY_CONTENT_MAX} characters`);
+      const agentId = body.agentId === undefined || body.agentId === null || body.agentId === 'all' ? null : body.agentId;
+      if (agentId !== null && (typeof agentId !== 'string' || agentId === '' || agentId.length > AGENT_ID_MAX)) {
+        throw new HttpError(400, 'agentId must be a string');
+      }
+      const tags = checkedTags(body.tags);
+      const memory = await app.db.withUser(user.id, async (trx) => {
+        if (agentId !== null) await requireOwnAgent(trx, agentId);
+        return trx
+          .insertInto('memories')
+          .values({ id: newId('memory'), user_id: user.id, agent_id: agentId, content, tags: JSON.stringify(tags) })
+          .returning(COLUMNS)
+          .executeTakeFirstOrThrow();
+      });
+      return reply.code(201).send({ memory: view(memory) });
+    },
+  );
+
+  app.delete(
+    '/api/memory',
+    {
+      schema: {
+        tags: ['memory'],
+        querystring: Type.Object({ id: Type.Optional(Type.String({ maxLength: 200 })) }),
+        response: { 200: Type.Object({ success: Type.Literal(true) }) },
+      },
+    },
+    async (request) => {
+      const user = await requireUser(request);
+      const id = request.query.id?.trim();
+      if (!id) throw new HttpError(400, 'id is required');
+      const result = await app.db.withUser(user.id, (trx) => trx.deleteFrom('memories').where('id', '=', id).executeTakeFirst());
+      if (Number(result.numDeletedRows) === 0) throw new HttpError(404, 'Memory not found');
+      return { success: true as const };
+    },
+  );
+}

@@ -1,0 +1,73 @@
+import { type App, HttpError } from '@aop/core';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { requireUser } from '../../platform/http/auth.js';
+import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
+import { backendCaller } from '../../platform/sessions.js';
+
+const Params = Type.Object({ id: Type.String({ maxLength: 64 }) });
+
+/**
+ * Per-agent calls the web passes to the backend for the signed-in owner (spec
+ * §4.15): configuration, and verification — where the web itself sets
+ * `verified: true` and computes `verifierAddress` and `metadata`.
+ */
+export async function agentProxyRoutes(app: App): Promise<void> {
+  async function forward(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    method: 'GET' | 'PUT' | 'POST' | 'DELETE',
+    suffix: string,
+    body?: unknown,
+  ) {
+    const user = await requireUser(request);
+    const { id } = request.params as { id: string };
+    const owned = await app.db.withUser(user.id, (trx) => trx.selectFrom('agents').select('id').where('id', '=', id).executeTakeFirst());
+    if (!owned) throw new HttpError(404, 'Agent not found');
+    try {
+      const answer = await app.backend.request(`/api/agents/${encodeURIComponent(id)}${suffix}`, {
+        method,
+        caller: backendCaller(user),
+        ...(body === undefined ? {} : { body }),
+      });
+      return reply.code(answer.status).send(answer.body);
+    } catch (err) {
+      if (err instanceof BackendUnavailableError) throw new HttpError(502, 'Backend unreachable');
+      throw err;
+    }
+  }
+
+  app.get('/api/agents/:id/config', { schema: { tags: ['agents'], params: Params } }, (request, reply) =>
+    forward(request, reply, 'GET', '/config'),
+  );
+
+  app.put(
+    '/api/agents/:id/config',
+    {
+      config: { invalidBodyMessage: 'Invalid config object' },
+      schema: { tags: ['agents'], params: Params, body: Type.Object({ config: Type.Optional(Type.Unknown()) }) },
+    },
+    (request, reply) => forward(request, reply, 'PUT', '/config', { config: request.body?.config }),
+  );
+
+  app.post(
+    '/api/agents/:id/verify',
+    { schema: { tags: ['agents'], params: Params, body: Type.Object({ type: Type.Optional(Type.Unknown()) }) } },
+    async (request, reply) => {
+      const user = await requireUser(request);
+      const wallet = await app.db.withUser(user.id, (trx) =>
+        trx.selectFrom('users').select('wallet_address').where('id', '=', user.id).executeTakeFirstOrThrow(),
+      );
+      return forward(request, reply, 'POST', '/verify', {
+        type: request.body?.type,
+        verified: true,
+        verifierAddress: wallet.wallet_address,
+        metadata: { verifiedBy: user.id, source: 'web', requestId: request.id },
+      });
+    },
+  );
+
+  app.delete('/api/agents/:id/verify', { schema: { tags: ['agents'], params: Params } }, (request, reply) =>
+    forward(request, reply, 'DELETE', '/verify'),
+  );
+}

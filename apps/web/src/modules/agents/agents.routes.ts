@@ -1,0 +1,185 @@
+import { type App, HttpError } from '@aop/core';
+import { Type } from '@sinclair/typebox';
+import type { WebConfig } from '../../config.js';
+import { requireUser } from '../../platform/http/auth.js';
+import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
+import { DeploymentWatcher, openGatewayToken } from './hosting.service.js';
+import { provisionAgent, settleDirectDeployment } from './provisioning.service.js';
+import { backendCaller } from '../../platform/sessions.js';
+
+const MINUTE = 60_000;
+
+const wsUrl = (url: string | null) => (url ? url.replace(/^http/, 'ws') : null);
+
+/** Spec §4.15 (web): provisioning, the agent list and records, clone, runtime details. */
+export async function agentRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  const provisionLimit = app.rateLimit({ name: 'provision', max: 5, windowMs: MINUTE, message: 'Too many requests' });
+  const agentsLimit = app.rateLimit({ name: 'agents', max: 100, windowMs: MINUTE, message: 'Too many requests' });
+
+  // Direct deployments (no backend answered) are followed until the provider's deployment settles (spec §3.2).
+  const watcher = config.hosting
+    ? new DeploymentWatcher(config.hosting, (err, deploymentId) => app.log.error({ err, deploymentId }, 'direct deployment watch failed'))
+    : undefined;
+  if (watcher) {
+    // After a restart: pick up the deployments that were still being followed (a system lookup across users).
+    app.addHook('onReady', async () => {
+      const pending = await app.db.kysely
+        .selectFrom('agents')
+        .select(['id', 'user_id', 'hosting_deployment_id'])
+        .where('status', '=', 'deploying')
+        .where('hosting_deployment_id', 'is not', null)
+        .execute();
+      for (const row of pending) {
+        watcher.watch(row.hosting_deployment_id!, ({ status }) => settleDirectDeployment(app.db, row.user_id, row.id, status));
+      }
+    });
+    app.addHook('onClose', () => watcher.close());
+  }
+
+  for (const url of ['/api/provision', '/api/agents/provision']) {
+    app.post(
+      url,
+      { onRequest: provisionLimit, schema: { tags: ['agents'], body: Type.Optional(Type.Record(Type.String(), Type.Unknown())) } },
+      async (request) => {
+        const user = await requireUser(request);
+        return provisionAgent(app.db, app.backend, config, user, request.body ?? {}, watcher);
+      },
+    );
+  }
+
+  app.get('/api/agents/provision', { onRequest: agentsLimit, schema: { tags: ['agents'] } }, async (request) => {
+    const user = await requireUser(request);
+    const agents = await app.db.withUser(user.id, (trx) =>
+      trx
+        .selectFrom('agents')
+        .select(['id', 'name', 'status', 'subdomain', 'url', 'plan', 'created_at'])
+        .orderBy('created_at', 'desc')
+        .execute(),
+    );
+    return {
+      agents: agents.map((a) => ({
+        id: a.id,
+        name: a.name,
+        status: a.status,
+        subdomain: a.subdomain,
+        url: a.url,
+        plan: a.plan,
+        createdAt: a.created_at.toISOString(),
+      })),
+    };
+  });
+
+  app.get('/api/agents', { onRequest: agentsLimit, schema: { tags: ['agents'] } }, async (request) => {
+    const user = await requireUser(request);
+    const rows = await app.db.withUser(user.id, (trx) => trx.selectFrom('agents').selectAll().orderBy('created_at', 'desc').execute());
+    return {
+      agents: rows.map((a) => ({
+        id: a.id,
+        name: a.name,
+        model: a.model,
+        status: a.status,
+        url: a.url,
+        websocketUrl: wsUrl(a.url),
+        createdAt: a.created_at.toISOString(),
+        updatedAt: a.updated_at.toISOString(),
+      })),
+      count: rows.length,
+      status: 'ok',
+    };
+  });
+
+  // Spec §4.15: agent cloning answers 501 whatever the body.
+  app.post('/api/agents/clone', { schema: { tags: ['agents'] } }, async (_request, reply) =>
+    reply.code(501).send({ error: 'Not Implemented' }),
+  );
+  app.get('/api/agents/clone', { schema: { tags: ['agents'] } }, async () => ({ status: 'ok', service: 'agent-clone', available: false }));
+
+  app.get(
+    '/api/agents/:id',
+    { onRequest: agentsLimit, schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
+    async (request) => {
+      const user = await requireUser(request);
+      const agent = await app.db.withUser(user.id, (trx) =>
+        trx.selectFrom('agents').selectAll().where('id', '=', request.params.id).executeTakeFirst(),
+      );
+      if (!agent) throw new HttpError(404, 'Agent not found');
+      return {
+        status: 'ok',
+        agent: {
+          id: agent.id,
+          name: agent.name,
+          model: agent.model,
+          status: agent.status,
+          subdomain: agent.subdomain,
+          url: agent.url,
+          websocketUrl: wsUrl(agent.url),
+          plan: agent.plan,
+          createdAt: agent.created_at.toISOString(),
+          updatedAt: agent.updated_at.toISOString(),
+        },
+      };
+    },
+  );
+
+  // Spec §4.15: live figures from the backend; only when the backend is down, the named mock with `status: 'mock'`.
+  app.get(
+    '/api/agents/:id/stats',
+    { onRequest: agentsLimit, schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
+    async (request, reply) => {
+      const user = await requireUser(request);
+      const agent = await app.db.withUser(user.id, (trx) =>
+        trx.selectFrom('agents').select('id').where('id', '=', request.params.id).executeTakeFirst(),
+      );
+      if (!agent) throw new HttpError(404, 'Agent not found');
+      try {
+        const answer = await app.backend.request(`/api/agents/${encodeURIComponent(agent.id)}/stats`, {
+          caller: backendCaller(user),
+          timeoutMs: 10_000,
+        });
+        return reply.code(answer.status).send(answer.body);
+      } catch (err) {
+        if (!(err instanceof BackendUnavailableError)) throw err;
+        return {
+          stats: {
+            agentId: agent.id,
+            messagesProcessed: 0,
+            messagesPerHour: 0,
+            averageResponseTime: 0,
+            uptime: 0,
+            successRate: 0,
+            errorRate: 0,
+            timestamp: new Date(app.clock()).toISOString(),
+          },
+          status: 'mock',
+        };
+      }
+    },
+  );
+
+  app.get('/api/user/runtime', { schema: { tags: ['agents'] } }, async (request) => {
+    const user = await requireUser(request);
+    const row = await app.db.withUser(user.id, (trx) =>
+      trx.selectFrom('users').select(['runtime_url', 'runtime_instance_id']).where('id', '=', user.id).executeTakeFirstOrThrow(),
+    );
+    let token: string | null = null;
+    const instanceId = row.runtime_instance_id;
+    if (instanceId) {
+      try {
+        const answer = await app.backend.request<{ token?: string }>(`/api/agents/${encodeURIComponent(instanceId)}/token`, {
+          caller: backendCaller(user),
+        });
+        token = answer.status === 200 ? (answer.body.token ?? null) : null;
+      } catch (err) {
+        if (!(err instanceof BackendUnavailableError)) throw err;
+      }
+      // A direct deployment's token lives only here (sealed on the agent row): no backend knows that agent.
+      if (token === null) {
+        const agent = await app.db.withUser(user.id, (trx) =>
+          trx.selectFrom('agents').select('gateway_token_sealed').where('id', '=', instanceId).executeTakeFirst(),
+        );
+        if (agent?.gateway_token_sealed) token = openGatewayToken(config.encryptionKey, instanceId, agent.gateway_token_sealed);
+      }
+    }
+    return { url: row.runtime_url, instanceId: row.runtime_instance_id, token };
+  });
+}

@@ -1,0 +1,91 @@
+import { type App, HttpError } from '@aop/core';
+import { Type } from '@sinclair/typebox';
+import { requireUser } from '../../platform/http/auth.js';
+
+const POLL_MS = 1_000;
+const HEARTBEAT_MS = 15_000;
+const MAX_STREAM_MS = 10 * 60_000;
+
+interface Snapshot {
+  status: string;
+  url: string | null;
+  live: boolean;
+  ready: boolean;
+}
+
+/** What the gateway itself says: `/healthz` live, `/readyz` ready (5-second timeout each). */
+async function probe(url: string | null): Promise<{ live: boolean; ready: boolean }> {
+  if (!url) return { live: false, ready: false };
+  const get = async (path: string) => {
+    try {
+      const res = await fetch(new URL(path, url), { signal: AbortSignal.timeout(5_000) });
+      const body = (await res.json().catch(() => ({}))) as { ok?: boolean; ready?: boolean };
+      return res.ok ? body : {};
+    } catch {
+      return {};
+    }
+  };
+  const [health, ready] = await Promise.all([get('/healthz'), get('/readyz')]);
+  return { live: health.ok === true, ready: ready.ready === true };
+}
+
+/**
+ * `GET /api/agents/:id/events`: server-sent events a person can follow while an
+ * agent is provisioned and starts. Each change of the record's status or of the
+ * gateway's liveness/readiness is one `status` event; the stream ends with `done`
+ * once the gateway is ready or the agent is in `error`, or after ten minutes.
+ */
+export async function agentEventRoutes(app: App): Promise<void> {
+  app.get(
+    '/api/agents/:id/events',
+    { schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
+    async (request, reply) => {
+      const user = await requireUser(request);
+      const read = () =>
+        app.db.withUser(user.id, (trx) =>
+          trx.selectFrom('agents').select(['status', 'url']).where('id', '=', request.params.id).executeTakeFirst(),
+        );
+      if (!(await read())) throw new HttpError(404, 'Agent not found');
+
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-request-id': request.id,
+      });
+      const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+
+      let closed = false;
+      request.raw.on('close', () => {
+        closed = true;
+      });
+      const started = Date.now();
+      let last = '';
+      let beat = Date.now();
+      while (!closed && Date.now() - started < MAX_STREAM_MS) {
+        const row = await read();
+        if (!row) {
+          send('done', { status: 'deleted' });
+          break;
+        }
+        const snapshot: Snapshot = { status: row.status, url: row.url, ...(await probe(row.url)) };
+        const key = JSON.stringify(snapshot);
+        if (key !== last) {
+          last = key;
+          send('status', { agentId: request.params.id, ...snapshot, at: new Date(app.clock()).toISOString() });
+        } else if (Date.now() - beat > HEARTBEAT_MS) {
+          res.write(': keep-alive\n\n');
+          beat = Date.now();
+        }
+        if (snapshot.ready || snapshot.status === 'error') {
+          send('done', { status: snapshot.status, ready: snapshot.ready });
+          break;
+        }
+        await new Promise((r) => setTimeout(r, POLL_MS));
+      }
+      res.end();
+    },
+  );
+}

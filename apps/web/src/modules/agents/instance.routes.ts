@@ -1,0 +1,92 @@
+import { type App, HttpError } from '@aop/core';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { requireUser } from '../../platform/http/auth.js';
+import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
+import { backendCaller } from '../../platform/sessions.js';
+
+const ACTIONS = ['start', 'stop', 'restart', 'update', 'repair', 'reset-memory'] as const;
+const FAILED = { success: false, status: 'error' } as const;
+
+/** Spec §4.15: `POST /api/instance/:userId/{action}` and instance details, for the signed-in user's own agent. */
+export async function instanceRoutes(app: App): Promise<void> {
+  app.addHook('onRequest', app.rateLimit({ name: 'instance', max: 30, windowMs: 60_000, message: 'Too many requests' }));
+  const params = Type.Object({ userId: Type.String({ maxLength: 100 }) });
+
+  /** The caller's agent; only its owner may act on `/api/instance/:userId`. */
+  async function ownInstance(request: FastifyRequest, reply: FastifyReply, userId: string) {
+    const user = await requireUser(request);
+    if (user.id !== userId) {
+      await reply.code(403).send({ ...FAILED, error: 'Forbidden' });
+      return null;
+    }
+    const row = await app.db.withUser(user.id, (trx) =>
+      trx.selectFrom('users').select('runtime_instance_id').where('id', '=', user.id).executeTakeFirstOrThrow(),
+    );
+    if (!row.runtime_instance_id) throw new HttpError(404, 'No agent found');
+    return { user, agentId: row.runtime_instance_id };
+  }
+
+  for (const action of ACTIONS) {
+    app.post(`/api/instance/:userId/${action}`, { schema: { tags: ['agents'], params } }, async (request, reply) => {
+      const own = await ownInstance(request, reply, request.params.userId);
+      if (!own) return reply;
+      try {
+        const answer = await app.backend.request<Record<string, unknown>>(`/api/agents/${encodeURIComponent(own.agentId)}/${action}`, {
+          method: 'POST',
+          caller: backendCaller(own.user),
+          body: action === 'update' ? (request.body ?? {}) : {},
+          timeoutMs: action === 'update' ? 180_000 : 60_000,
+        });
+        if (answer.status >= 400) return reply.code(answer.status).send({ ...FAILED, ...answer.body });
+        if (action === 'start' || action === 'restart') {
+          await app.db.withUser(own.user.id, (trx) =>
+            trx.updateTable('agents').set({ status: 'running', updated_at: new Date() }).where('id', '=', own.agentId).execute(),
+          );
+        } else if (action === 'stop') {
+          await app.db.withUser(own.user.id, (trx) =>
+            trx.updateTable('agents').set({ status: 'stopped', updated_at: new Date() }).where('id', '=', own.agentId).execute(),
+          );
+        }
+        return answer.body;
+      } catch (err) {
+        if (err instanceof BackendUnavailableError) return reply.code(502).send({ ...FAILED, error: 'Backend unreachable' });
+        throw err;
+      }
+    });
+  }
+
+  app.get('/api/instance/:userId', { schema: { tags: ['agents'], params } }, async (request, reply) => {
+    const own = await ownInstance(request, reply, request.params.userId);
+    if (!own) return reply;
+    try {
+      const answer = await app.backend.request(`/api/agents/${encodeURIComponent(own.agentId)}`, {
+        caller: backendCaller(own.user),
+      });
+      if (answer.status >= 400) return reply.code(answer.status).send({ ...FAILED, ...(answer.body as object) });
+      return { status: 'ok', instance: answer.body };
+    } catch (err) {
+      if (err instanceof BackendUnavailableError) return reply.code(502).send({ ...FAILED, error: 'Backend unreachable' });
+      throw err;
+    }
+  });
+
+  // The gateway's own health check; spec §4.15 fixes cpu and memory as 'N/A' here; degraded when unreachable.
+  app.get('/api/instance/:userId/stats', { schema: { tags: ['agents'], params } }, async (request, reply) => {
+    const own = await ownInstance(request, reply, request.params.userId);
+    if (!own) return reply;
+    const agent = await app.db.withUser(own.user.id, (trx) =>
+      trx.selectFrom('agents').select('url').where('id', '=', own.agentId).executeTakeFirst(),
+    );
+    let health: Record<string, unknown> = { ok: false, error: 'no gateway URL' };
+    if (agent?.url) {
+      try {
+        const res = await fetch(new URL('/healthz', agent.url), { signal: AbortSignal.timeout(5_000) });
+        health = res.ok ? ((await res.json()) as Record<string, unknown>) : { ok: false, error: `HTTP ${res.status}` };
+      } catch (err) {
+        health = { ok: false, error: err instanceof Error ? err.message : String(err) };
+      }
+    }
+    return { status: health.ok === true ? 'ok' : 'degraded', agentId: own.agentId, health, cpu: 'N/A', memory: 'N/A' };
+  });
+}

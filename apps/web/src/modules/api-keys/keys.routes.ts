@@ -1,0 +1,130 @@
+import { type App, HttpError, isPaidPlan, planFeatures } from '@aop/core';
+import { writeAudit } from '@aop/db';
+import { Type } from '@sinclair/typebox';
+import type { WebConfig } from '../../config.js';
+import { requireSessionUser, requireUser } from '../../platform/http/auth.js';
+import { KEY_NAME_MAX, createApiKey, deleteApiKey, findKeyOwner, getApiKey, listApiKeys } from './api-keys.service.js';
+
+const KeyViewSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  keyPreview: Type.String(),
+  createdAt: Type.String(),
+  lastUsed: Type.Union([Type.String(), Type.Null()]),
+});
+const IdParamsSchema = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+/** Spec §5 user API keys; shapes from the reference (research/not-shown-facts.md). */
+export async function keysRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  app.get(
+    '/api/keys',
+    { schema: { tags: ['keys'], response: { 200: Type.Object({ keys: Type.Array(KeyViewSchema) }) } } },
+    async (request) => {
+      const user = await requireUser(request);
+      return { keys: await app.db.withUser(user.id, listApiKeys) };
+    },
+  );
+
+  app.post(
+    '/api/keys',
+    {
+      config: { invalidBodyMessage: 'Name is required' },
+      schema: {
+        tags: ['keys'],
+        body: Type.Object({ name: Type.Optional(Type.String()) }),
+        response: {
+          201: Type.Object({
+            id: Type.String(),
+            name: Type.String(),
+            key: Type.String({ description: 'shown once' }),
+            createdAt: Type.String(),
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      // A leaked key must not be able to mint more keys: creation needs a signed-in person.
+      const user = await requireSessionUser(request);
+      const name = request.body?.name?.trim();
+      if (!name) throw new HttpError(400, 'Name is required');
+      if (name.length > KEY_NAME_MAX) throw new HttpError(400, `Name must be at most ${KEY_NAME_MAX} characters`);
+      const created = await app.db.withUser(user.id, async (trx) => {
+        const key = await createApiKey(trx, user.id, name);
+        await writeAudit(trx, { userId: user.id, action: 'api_key.create', target: key.id, ip: request.ip });
+        return key;
+      });
+      return reply.code(201).send(created);
+    },
+  );
+
+  app.get(
+    '/api/keys/:id',
+    { schema: { tags: ['keys'], params: IdParamsSchema, response: { 200: Type.Object({ key: KeyViewSchema }) } } },
+    async (request) => {
+      const user = await requireUser(request);
+      const key = await app.db.withUser(user.id, (trx) => getApiKey(trx, request.params.id));
+      if (!key) throw new HttpError(404, 'API key not found');
+      return { key };
+    },
+  );
+
+  app.delete(
+    '/api/keys/:id',
+    {
+      schema: {
+        tags: ['keys'],
+        params: IdParamsSchema,
+        response: { 200: Type.Object({ success: Type.Literal(true), id: Type.String() }) },
+      },
+    },
+    async (request) => {
+      // A leaked key must not lock its owner out of their other keys: revoking takes a signed-in session, except
+      // that a key may always revoke itself.
+      const user = await requireUser(request);
+      if (user.via !== 'session' && user.keyId !== request.params.id) await requireSessionUser(request);
+      const deleted = await app.db.withUser(user.id, async (trx) => {
+        const done = await deleteApiKey(trx, request.params.id);
+        if (done) await writeAudit(trx, { userId: user.id, action: 'api_key.revoke', target: request.params.id, ip: request.ip });
+        return done;
+      });
+      if (!deleted) throw new HttpError(404, 'API key not found');
+      return { success: true as const, id: request.params.id };
+    },
+  );
+
+  app.post(
+    '/api/keys/validate',
+    {
+      config: { invalidBodyMessage: 'apiKey required' },
+      schema: {
+        tags: ['keys'],
+        body: Type.Object({ apiKey: Type.Optional(Type.String()) }),
+        response: {
+          200: Type.Object({
+            valid: Type.Literal(true),
+            userId: Type.String(),
+            email: Type.String(),
+            plan: Type.String(),
+            subscriptionStatus: Type.String(),
+            features: Type.Array(Type.String()),
+          }),
+          401: Type.Object({ valid: Type.Literal(false), error: Type.String() }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const apiKey = request.body?.apiKey;
+      if (!apiKey) throw new HttpError(400, 'apiKey required');
+      const owner = apiKey.startsWith('sk_') ? await findKeyOwner(app.db.kysely, apiKey, config.adminEmails, app.clock()) : null;
+      if (!owner) return reply.code(401).send({ valid: false as const, error: 'Invalid API key' });
+      return {
+        valid: true as const,
+        userId: owner.user.id,
+        email: owner.user.email,
+        plan: owner.plan,
+        subscriptionStatus: isPaidPlan(owner.plan) ? 'active' : 'none',
+        features: planFeatures(owner.plan),
+      };
+    },
+  );
+}

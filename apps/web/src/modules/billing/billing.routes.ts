@@ -1,0 +1,312 @@
+import { type App, CARD_PLANS, type CardPlan, HttpError, isCardPlan, sha256Hex } from '@aop/core';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type Stripe from 'stripe';
+import type { WebConfig } from '../../config.js';
+import { requireSessionUser } from '../../platform/http/auth.js';
+import { SESSION_COOKIE } from '../../platform/sessions.js';
+import {
+  CARD_PAYMENTS_UNCONFIGURED,
+  type BillingDeps,
+  type Order,
+  WEBHOOK_TOLERANCE_SECONDS,
+  billingOverview,
+  createCheckout,
+  createStripeClient,
+  handleEvent,
+  listCheckouts,
+  providerFailure,
+  setByok,
+  usageThisPeriod,
+  verifyCheckout,
+} from './billing.service.js';
+import { findCreditPack, penceToPounds } from './billing-catalog.js';
+
+const MINUTE = 60_000;
+
+/** Limits count per signed-in session (by the hash of its cookie), so people behind one address do not share them. */
+export const perSession = (request: FastifyRequest) => {
+  const token = request.cookies[SESSION_COOKIE];
+  return token ? `session:${sha256Hex(token)}` : request.ip;
+};
+
+/** At most this many storage blocks in one purchase. */
+const STORAGE_QUANTITY_MAX = 10;
+const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
+
+export const BILLING_ACTIONS = ['create-checkout', 'enable-byok', 'disable-byok', 'get-usage', 'buy-credits'] as const;
+type BillingAction = (typeof BILLING_ACTIONS)[number];
+export const INVALID_BILLING_ACTION = `Invalid action. Must be: ${BILLING_ACTIONS.join(', ')}`;
+export const INVALID_PLAN = `Invalid plan. Must be: ${CARD_PLANS.join(', ')}`;
+export const WEBHOOK_UNCONFIGURED = 'Payment webhook is not configured';
+
+const CheckoutAnswer = Type.Object({ url: Type.String(), sessionId: Type.String() });
+
+/** Money and billing data need a signed-in person: a leaked API key must not buy or read them. 401 before any body check. */
+const authenticate = async (request: FastifyRequest) => {
+  await requireSessionUser(request);
+};
+
+function parsePlan(value: unknown): CardPlan {
+  if (value === undefined || value === null || value === '') throw new HttpError(400, 'plan is required');
+  if (!isCardPlan(value)) throw new HttpError(400, INVALID_PLAN);
+  return value;
+}
+
+function parseQuantity(value: unknown): number {
+  if (value === undefined || value === null) return 1;
+  const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > STORAGE_QUANTITY_MAX) {
+    throw new HttpError(400, `quantity must be an integer from 1 to ${STORAGE_QUANTITY_MAX}`);
+  }
+  return n;
+}
+
+/** A browser following a link is redirected to the hosted page; a client asking for JSON gets `{ url, sessionId }`. */
+const wantsJson = (request: FastifyRequest) => {
+  const accept = request.headers.accept ?? '';
+  return accept.includes('application/json') && !accept.includes('text/html');
+};
+
+/** The `t=` of a `Stripe-Signature` header in seconds, or undefined. */
+const signatureTimestamp = (header: string) => {
+  const match = /(?:^|,)\s*t=(\d{1,12})(?:,|$)/.exec(header);
+  return match ? Number(match[1]) : undefined;
+};
+
+/**
+ * Spec §4.18 Billing and the payment-provider webhook of §6 (`POST /api/wallet/top-up`): plan subscriptions, credit
+ * packs and storage paid by card through Stripe Checkout, in GBP. Nothing here works without STRIPE_SECRET_KEY
+ * (503), except reading the account's billing state.
+ */
+export async function billingRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  const stripe: Stripe | undefined = config.stripe ? createStripeClient(config.stripe) : undefined;
+  const checkoutLimit = app.rateLimit({
+    name: 'billing-checkout',
+    keyBy: perSession,
+    max: 20,
+    windowMs: MINUTE,
+    message: 'Too many requests',
+  });
+
+  const deps = (request: FastifyRequest): BillingDeps => {
+    if (!stripe) throw new HttpError(503, CARD_PAYMENTS_UNCONFIGURED);
+    return { db: app.db, stripe, config, log: request.log };
+  };
+
+  async function checkout(request: FastifyRequest, reply: FastifyReply, order: Order, redirect: boolean) {
+    const user = await requireSessionUser(request);
+    const answer = await createCheckout(deps(request), user.id, order);
+    if (redirect && !wantsJson(request)) return reply.redirect(answer.url, 303);
+    return answer;
+  }
+
+  function creditOrder(price: unknown): Order {
+    if (price === undefined || price === null || price === '') throw new HttpError(400, 'price is required');
+    const pack = typeof price === 'string' || typeof price === 'number' ? findCreditPack(config.billing, String(price)) : undefined;
+    if (!pack) {
+      const prices = config.billing.creditPacks.map((p) => penceToPounds(p.amountPence)).join(', ');
+      throw new HttpError(400, `Invalid price. Must be one of: ${prices}`);
+    }
+    return { kind: 'credits', pack };
+  }
+
+  app.get(
+    '/api/billing',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['billing'],
+        description: 'Plan, subscription status, customer, bring-your-own-key flag, credits, this month’s usage and the GBP price list.',
+      },
+    },
+    async (request) => {
+      const user = await requireSessionUser(request);
+      return billingOverview(app.db, config.billing, user.id, app.clock(), Boolean(stripe));
+    },
+  );
+
+  app.post(
+    '/api/billing',
+    {
+      onRequest: authenticate,
+      config: { invalidBodyMessage: 'Invalid request body' },
+      schema: {
+        tags: ['billing'],
+        description: `Actions: ${BILLING_ACTIONS.join(', ')}. \`create-checkout\` takes \`plan\`; \`buy-credits\` takes \`price\` (GBP).`,
+        body: Type.Object({
+          action: Type.Optional(Type.Unknown({ description: BILLING_ACTIONS.join(' | ') })),
+          plan: Type.Optional(Type.Unknown({ description: CARD_PLANS.join(' | ') })),
+          price: Type.Optional(Type.Unknown({ description: 'a credit pack price in GBP, e.g. "10"' })),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const user = await requireSessionUser(request);
+      const { action, plan, price } = request.body ?? {};
+      if (typeof action !== 'string' || !(BILLING_ACTIONS as readonly string[]).includes(action)) {
+        throw new HttpError(400, INVALID_BILLING_ACTION);
+      }
+      switch (action as BillingAction) {
+        case 'create-checkout': {
+          await checkoutLimit(request, reply);
+          return checkout(request, reply, { kind: 'plan', plan: parsePlan(plan) }, false);
+        }
+        case 'buy-credits': {
+          await checkoutLimit(request, reply);
+          return checkout(request, reply, creditOrder(price), false);
+        }
+        case 'enable-byok':
+        case 'disable-byok':
+          return { success: true, byok: await setByok(app.db, user.id, action === 'enable-byok', request.ip) };
+        case 'get-usage':
+          return { usage: await app.db.withUser(user.id, (trx) => usageThisPeriod(trx, user.id, app.clock())) };
+      }
+    },
+  );
+
+  app.get(
+    '/api/checkout/verify',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['billing'],
+        description: 'Reads the caller’s Checkout Session from the provider and applies it when paid (once).',
+        querystring: Type.Object({ session_id: Type.Optional(Type.String()) }),
+      },
+    },
+    async (request) => {
+      const user = await requireSessionUser(request);
+      const sessionId = request.query.session_id;
+      if (!sessionId) throw new HttpError(400, 'session_id is required');
+      if (!SESSION_ID.test(sessionId)) throw new HttpError(400, 'Invalid session_id');
+      return verifyCheckout(deps(request), user.id, sessionId);
+    },
+  );
+
+  app.get(
+    '/api/payments/card/checkout',
+    {
+      onRequest: [authenticate, checkoutLimit],
+      schema: {
+        tags: ['billing'],
+        description: 'A monthly plan in GBP: 303 to the hosted checkout page, or `{ url, sessionId }` with `Accept: application/json`.',
+        querystring: Type.Object({ plan: Type.Optional(Type.String({ description: CARD_PLANS.join(' | ') })) }),
+        response: { 200: CheckoutAnswer },
+      },
+    },
+    async (request, reply) => checkout(request, reply, { kind: 'plan', plan: parsePlan(request.query.plan) }, true),
+  );
+
+  app.get(
+    '/api/payments/card/credits',
+    {
+      onRequest: [authenticate, checkoutLimit],
+      schema: {
+        tags: ['billing'],
+        description: 'A credit pack by its GBP price: 303 to the hosted checkout page, or JSON as for `/api/payments/card/checkout`.',
+        querystring: Type.Object({ price: Type.Optional(Type.String()) }),
+        response: { 200: CheckoutAnswer },
+      },
+    },
+    async (request, reply) => checkout(request, reply, creditOrder(request.query.price), true),
+  );
+
+  app.post(
+    '/api/payments/card/storage-upgrade',
+    {
+      onRequest: [authenticate, checkoutLimit],
+      config: { invalidBodyMessage: 'Invalid request body' },
+      schema: {
+        tags: ['billing'],
+        description: `Extra storage on top of an active paid plan, ${config.billing.storageUpgrade.gb} GB per unit, paid once (1 to ${STORAGE_QUANTITY_MAX} units).`,
+        response: { 200: CheckoutAnswer },
+      },
+    },
+    async (request, reply) => {
+      // The body is optional (no body: one unit), so it is checked here rather than by a schema that would demand one.
+      const body = request.body;
+      if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body)))
+        throw new HttpError(400, 'Invalid request body');
+      const quantity = parseQuantity((body as { quantity?: unknown } | undefined)?.quantity);
+      return checkout(request, reply, { kind: 'storage', quantity }, false);
+    },
+  );
+
+  app.get(
+    '/api/wallet/top-up',
+    {
+      onRequest: authenticate,
+      schema: {
+        tags: ['billing'],
+        description: 'The caller’s checkouts (newest 20), or one by `session_id`, as recorded here.',
+        querystring: Type.Object({ session_id: Type.Optional(Type.String()) }),
+      },
+    },
+    async (request) => {
+      const user = await requireSessionUser(request);
+      const sessionId = request.query.session_id;
+      if (sessionId !== undefined) {
+        if (!SESSION_ID.test(sessionId)) throw new HttpError(400, 'Invalid session_id');
+        const [found] = await listCheckouts(app.db, user.id, sessionId);
+        if (!found) throw new HttpError(404, 'Checkout session not found');
+        return { checkout: found };
+      }
+      return {
+        cardPayments: Boolean(stripe),
+        webhookConfigured: Boolean(stripe && config.stripe?.webhookSecret),
+        checkouts: await listCheckouts(app.db, user.id),
+      };
+    },
+  );
+
+  // The webhook reads its body raw: the signature covers the exact bytes the provider sent.
+  await app.register(async (scope) => {
+    scope.removeContentTypeParser('application/json');
+    scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+    scope.post(
+      '/api/wallet/top-up',
+      {
+        schema: {
+          tags: ['billing'],
+          description:
+            'Payment-provider webhook (Stripe): `Stripe-Signature` verified (5-minute tolerance); each event id is handled once; unknown types are acknowledged.',
+        },
+      },
+      async (request) => {
+        const secret = config.stripe?.webhookSecret;
+        if (!stripe || !secret) throw new HttpError(503, WEBHOOK_UNCONFIGURED);
+        const header = request.headers['stripe-signature'];
+        if (typeof header !== 'string' || header === '') throw new HttpError(400, 'Missing Stripe-Signature header');
+        const payload = request.body;
+        if (!Buffer.isBuffer(payload) || payload.length === 0) throw new HttpError(400, 'Invalid request body');
+
+        const now = app.clock();
+        // The SDK only refuses old signatures; one dated too far ahead is refused here.
+        const signedAt = signatureTimestamp(header);
+        if (signedAt !== undefined && signedAt * 1000 > now + WEBHOOK_TOLERANCE_SECONDS * 1000) {
+          throw new HttpError(400, 'Webhook timestamp outside the tolerance zone');
+        }
+        let event: Stripe.Event;
+        try {
+          event = stripe.webhooks.constructEvent(payload, header, secret, WEBHOOK_TOLERANCE_SECONDS, undefined, now);
+        } catch (err) {
+          const message = err instanceof Error ? err.message : '';
+          request.log.warn({ reason: message }, 'payment webhook refused');
+          if (/tolerance/i.test(message)) throw new HttpError(400, 'Webhook timestamp outside the tolerance zone');
+          throw new HttpError(400, 'Invalid signature');
+        }
+        let outcome: Awaited<ReturnType<typeof handleEvent>>;
+        try {
+          outcome = await handleEvent({ db: app.db, stripe, config, log: request.log }, event);
+        } catch (err) {
+          // Nothing was stored: the provider retries the event later.
+          throw providerFailure(request.log, err, `webhook ${event.type}`);
+        }
+        request.log.info({ event: event.id, type: event.type, outcome }, 'payment webhook');
+        return { received: true, outcome };
+      },
+    );
+  });
+}

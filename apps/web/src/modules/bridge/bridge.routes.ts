@@ -1,0 +1,183 @@
+import { type App, HttpError, newId, safeEqual } from '@aop/core';
+import { sql } from '@aop/db';
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import type { WebConfig } from '../../config.js';
+import { requireUser } from '../../platform/http/auth.js';
+
+export const BRIDGE_CHANNELS = ['general', 'tasks', 'alerts'] as const;
+const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 100;
+const DEFAULT_WINDOW_MS = 24 * 60 * 60 * 1000;
+const CONTENT_MAX = 100_000;
+const READER_MAX = 100;
+
+const MessageSchema = Type.Object({
+  id: Type.String(),
+  sender: Type.String(),
+  channel: Type.String(),
+  content: Type.String(),
+  priority: Type.String(),
+  created_at: Type.String(),
+});
+
+const clampLimit = (raw: unknown) => {
+  const n = Number(raw);
+  if (raw === undefined || raw === '' || !Number.isFinite(n) || n < 1) return DEFAULT_LIMIT;
+  return Math.min(Math.floor(n), MAX_LIMIT);
+};
+
+/**
+ * Spec §4.8: the bridge message bus, an operator tool. With BRIDGE_SECRET set, callers present it in
+ * `X-Bridge-Secret` (scripts and bots have no session). The spec lets the check be skipped without a secret, but not
+ * to open the bus to every account: then only administrators' sessions (or their API keys) may use it, and production
+ * refuses to start that way (config.ts). BRIDGE_ENABLED=false leaves the routes out.
+ */
+export async function bridgeRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  if (!config.bridge.enabled) return;
+  const senders = ['atlas-main', 'atlas-service', config.bridge.operatorIdentity];
+
+  // Hooks of this plugin apply to its routes only.
+  app.addHook('onRequest', async (request: FastifyRequest) => {
+    const secret = config.bridge.secret;
+    if (secret) {
+      const presented = request.headers['x-bridge-secret'];
+      if (typeof presented !== 'string' || !safeEqual(presented, secret)) throw new HttpError(401, 'unauthorized');
+      return;
+    }
+    const user = await requireUser(request, 'unauthorized');
+    if (!user.isAdmin) throw new HttpError(403, 'Forbidden');
+  });
+
+  app.post(
+    '/api/bridge/send',
+    {
+      config: { invalidBodyMessage: 'sender and content are required' },
+      schema: {
+        tags: ['bridge'],
+        body: Type.Object({
+          sender: Type.Optional(Type.Unknown()),
+          content: Type.Optional(Type.Unknown()),
+          channel: Type.Optional(Type.Unknown()),
+          priority: Type.Optional(Type.Unknown()),
+        }),
+        response: { 200: Type.Object({ ok: Type.Literal(true), message: Type.Omit(MessageSchema, ['content']) }) },
+      },
+    },
+    async (request) => {
+      const { sender, content, channel = 'general', priority = 'normal' } = request.body ?? {};
+      if (typeof sender !== 'string' || !sender || typeof content !== 'string' || !content)
+        throw new HttpError(400, 'sender and content are required');
+      if (!senders.includes(sender)) throw new HttpError(400, 'invalid sender');
+      if (typeof channel !== 'string' || !(BRIDGE_CHANNELS as readonly string[]).includes(channel))
+        throw new HttpError(400, 'invalid channel');
+      if (typeof priority !== 'string' || !(PRIORITIES as readonly string[]).includes(priority))
+        throw new HttpError(400, 'invalid priority');
+      if (content.length > CONTENT_MAX) throw new HttpError(400, `content must be at most ${CONTENT_MAX} characters`);
+      try {
+        const row = await app.db.kysely
+          .insertInto('bridge_messages')
+          .values({ id: newId('bridgeMessage'), sender, content, channel, priority, created_at: new Date(app.clock()) })
+          .returning(['id', 'sender', 'channel', 'priority', 'created_at'])
+          .executeTakeFirstOrThrow();
+        return { ok: true as const, message: { ...row, created_at: row.created_at.toISOString() } };
+      } catch (err) {
+        request.log.error({ err }, 'bridge send failed');
+        throw new HttpError(500, 'Failed to send message');
+      }
+    },
+  );
+
+  app.get(
+    '/api/bridge/inbox',
+    {
+      schema: {
+        tags: ['bridge'],
+        querystring: Type.Object({
+          channel: Type.Optional(Type.String()),
+          since: Type.Optional(Type.String()),
+          reader: Type.Optional(Type.String()),
+          limit: Type.Optional(Type.String()),
+        }),
+        response: {
+          200: Type.Object({ ok: Type.Literal(true), channel: Type.String(), count: Type.Integer(), messages: Type.Array(MessageSchema) }),
+        },
+      },
+    },
+    async (request) => {
+      const channel = request.query.channel || 'general';
+      const reader = (request.query.reader || 'unknown').slice(0, READER_MAX);
+      const limit = clampLimit(request.query.limit);
+      const since = request.query.since ? new Date(request.query.since) : new Date(app.clock() - DEFAULT_WINDOW_MS);
+      if (Number.isNaN(since.getTime())) throw new HttpError(400, 'invalid since');
+      try {
+        const messages = await app.db.kysely.transaction().execute(async (trx) => {
+          const unread = await trx
+            .selectFrom('bridge_messages as m')
+            .select(['m.id', 'm.sender', 'm.channel', 'm.content', 'm.priority', 'm.created_at'])
+            .where('m.channel', '=', channel)
+            .where('m.created_at', '>', since)
+            .where(({ not, exists, selectFrom }) =>
+              not(
+                exists(
+                  selectFrom('bridge_reads as r')
+                    .select(sql`1`.as('one'))
+                    .whereRef('r.message_id', '=', 'm.id')
+                    .where('r.reader', '=', reader),
+                ),
+              ),
+            )
+            .orderBy('m.created_at')
+            .orderBy('m.id')
+            .limit(limit)
+            .execute();
+          if (reader === 'unknown' || unread.length === 0) return unread;
+          // Marking is the claim: two readers of one name polling at once each get a message once.
+          const claimed = await trx
+            .insertInto('bridge_reads')
+            .values(unread.map((m) => ({ message_id: m.id, reader, read_at: new Date(app.clock()) })))
+            .onConflict((oc) => oc.doNothing())
+            .returning('message_id')
+            .execute();
+          const ids = new Set(claimed.map((c) => c.message_id));
+          return unread.filter((m) => ids.has(m.id));
+        });
+        return {
+          ok: true as const,
+          channel,
+          count: messages.length,
+          messages: messages.map((m) => ({ ...m, created_at: m.created_at.toISOString() })),
+        };
+      } catch (err) {
+        request.log.error({ err }, 'bridge inbox failed');
+        throw new HttpError(500, 'Failed to fetch messages');
+      }
+    },
+  );
+
+  app.get('/api/bridge/health', { schema: { tags: ['bridge'] } }, async (request, reply) => {
+    try {
+      const [{ total }] = (await sql<{ total: number }>`select count(*)::int as total from bridge_messages`.execute(app.db.kysely))
+        .rows as [{ total: number }];
+      const last = await app.db.kysely
+        .selectFrom('bridge_messages')
+        .select(['created_at', 'sender', 'channel'])
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      return {
+        status: 'ok',
+        total_messages: total,
+        last_message: last ? { created_at: last.created_at.toISOString(), sender: last.sender, channel: last.channel } : null,
+        channels: [...BRIDGE_CHANNELS],
+        senders,
+        timestamp: new Date(app.clock()).toISOString(),
+      };
+    } catch (err) {
+      request.log.error({ err }, 'bridge health failed');
+      return reply.code(500).send({ status: 'error', error: 'Database unreachable' });
+    }
+  });
+}

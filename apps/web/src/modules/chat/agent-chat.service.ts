@@ -1,0 +1,597 @@
+import { HttpError, newId } from '@aop/core';
+import { llmCostUsd } from '@aop/core/llm-prices';
+import type { Database, Tx } from '@aop/db';
+import { type ChatEventPayload, GatewayError, type GatewayConnection, chatSend, restChat } from '@aop/gateway-client';
+import { DEFAULT_MODEL } from '../agent-config/agent-config.service.js';
+import { cronJobView, listOwnJobs } from '../schedule/cron-jobs.service.js';
+import type { AuthUser } from '../../platform/sessions.js';
+import { recordUsage } from '../usage/usage.service.js';
+import {
+  type GatewayDeps,
+  type GatewayTarget,
+  GatewayUnavailableError,
+  agentGatewayTarget,
+  gatewayHttpError,
+  ownerTagFor,
+  resolveGateway,
+  scopedSessionKey,
+  withGateway,
+} from '../../platform/clients/user-gateway.js';
+
+/** A chat message is at most this long (the 1 MB body limit would allow far more than any agent turn should carry). */
+export const CHAT_MESSAGE_MAX_CHARS = 32_000;
+/** The session the spec defaults to (`sessionKey` omitted). */
+export const DEFAULT_SESSION_KEY = 'main';
+/**
+ * A user-chosen session key is a plain label: no `:`, so it can never name another owner's scoped key or one of
+ * OpenClaw's reserved namespaces (`subagent:`, `cron:`, `acp:`, `agent:`).
+ */
+export const SESSION_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+/** The usage ledger's kind for agent chat turns (REST and WebSocket alike). */
+export const CHAT_USAGE_KIND = 'chat';
+/** Spec §8: the status page lists up to 10 sessions and 10 jobs. */
+export const STATUS_LIST_MAX = 10;
+/** How many sessions a status read scans for its totals and the owner filter of a shared gateway. */
+const STATUS_SCAN = 500;
+
+export const HISTORY_DEFAULT_LIMIT = 50;
+export const HISTORY_MAX_LIMIT = 200;
+
+export type ChatDeps = GatewayDeps;
+
+export interface ChatLog {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** Token counts as OpenAI names them; the answers of both chat paths carry them. */
+export interface ChatUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// shared pieces
+
+/** The message, or the spec's 400. */
+export function checkMessage(message: unknown): string {
+  if (typeof message !== 'string' || message.trim() === '') throw new HttpError(400, 'Message required');
+  if (message.length > CHAT_MESSAGE_MAX_CHARS) throw new HttpError(400, `Message too long (max ${CHAT_MESSAGE_MAX_CHARS} characters)`);
+  return message;
+}
+
+/** The session key, `main` when omitted. */
+export function checkSessionKey(sessionKey: unknown): string {
+  if (sessionKey === undefined || sessionKey === null || sessionKey === '') return DEFAULT_SESSION_KEY;
+  if (typeof sessionKey !== 'string' || !SESSION_KEY_PATTERN.test(sessionKey)) {
+    throw new HttpError(400, 'Invalid sessionKey: letters, digits, dot, dash and underscore, at most 100 characters');
+  }
+  return sessionKey;
+}
+
+/**
+ * The model an agent runs on, for the usage ledger when the gateway does not say: the agent record's model, else the
+ * primary model of the user's saved configuration, else the provisioning default.
+ */
+async function configuredModel(trx: Tx, userId: string, agentId: string | null): Promise<string | null> {
+  if (!agentId) return null;
+  const agent = await trx.selectFrom('agents').select('model').where('id', '=', agentId).executeTakeFirst();
+  if (agent?.model) return agent.model;
+  const saved = await trx.selectFrom('agent_configs').select('config').where('user_id', '=', userId).executeTakeFirst();
+  const primary = (saved?.config as { agents?: { defaults?: { model?: { primary?: unknown } } } } | undefined)?.agents?.defaults?.model
+    ?.primary;
+  return typeof primary === 'string' && primary ? primary : DEFAULT_MODEL;
+}
+
+/**
+ * USD for a turn. OpenClaw names models `<provider>/<model>` (`openrouter/anthropic/claude-sonnet-4.5`); the price table
+ * names them as the serving provider does (`anthropic/claude-sonnet-4.5`), so the provider segment is tried off too.
+ * A model without a price costs 0 (the ledger still counts its tokens).
+ */
+export function chatCostUsd(model: string | null, promptTokens: number, completionTokens: number): number {
+  if (!model) return 0;
+  return (
+    llmCostUsd(model, promptTokens, completionTokens) ??
+    llmCostUsd(model.slice(model.indexOf('/') + 1), promptTokens, completionTokens) ??
+    0
+  );
+}
+
+const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.trunc(value) : 0);
+
+/**
+ * Usage and model of an assistant transcript message (what the `final` chat event projects): OpenClaw keeps
+ * `{ provider, model, usage: { input, output, … } }`; OpenAI-style names are read too.
+ */
+export function usageOfMessage(message: unknown): { model: string | null; usage: ChatUsage } | null {
+  if (!message || typeof message !== 'object') return null;
+  const m = message as { provider?: unknown; model?: unknown; usage?: Record<string, unknown> };
+  const u = m.usage && typeof m.usage === 'object' ? m.usage : undefined;
+  const model =
+    typeof m.model === 'string' && m.model ? (typeof m.provider === 'string' && m.provider ? `${m.provider}/${m.model}` : m.model) : null;
+  if (!u && !model) return null;
+  const prompt = count(u?.input ?? u?.prompt_tokens ?? u?.inputTokens);
+  const completion = count(u?.output ?? u?.completion_tokens ?? u?.outputTokens);
+  return { model, usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } };
+}
+
+/** Appends the turn to the usage ledger; a lost row is logged, never turned into an error for a turn the user got. */
+async function recordChatUsage(
+  deps: ChatDeps,
+  log: ChatLog,
+  user: AuthUser,
+  target: GatewayTarget,
+  model: string | null,
+  usage: ChatUsage,
+): Promise<void> {
+  try {
+    await deps.db.withUser(user.id, (trx) =>
+      recordUsage(trx, {
+        userId: user.id,
+        agentId: target.agentId,
+        agentName: target.agentName,
+        kind: CHAT_USAGE_KIND,
+        model,
+        promptTokens: usage.prompt_tokens,
+        completionTokens: usage.completion_tokens,
+        totalTokens: usage.total_tokens,
+        costUsd: chatCostUsd(model, usage.prompt_tokens, usage.completion_tokens),
+      }),
+    );
+  } catch (err) {
+    log.error({ err, agentId: target.agentId }, 'chat: usage not recorded');
+  }
+}
+
+/** A gateway failure in words that are safe to log (never the token). */
+const failureOf = (err: unknown) =>
+  err instanceof GatewayError ? { code: err.code, reason: err.message } : { reason: err instanceof Error ? err.message : String(err) };
+
+// ---------------------------------------------------------------------------------------------------------------------
+// POST /api/gateway/chat
+
+export interface GatewayChatAnswer {
+  success: true;
+  reply: string;
+  agentId: string;
+  agentName: string;
+}
+
+/**
+ * Spec §4.4 WebSocket chat: one socket per request to the user's gateway, challenge-response handshake with the
+ * backend's token, `chat.send`, the reply of the `final` event. Every gateway failure is 500 `Chat failed` (the
+ * cause is logged, never sent); the whole exchange is bounded by `gateway.chatTimeoutMs`.
+ */
+export async function gatewayChat(
+  deps: ChatDeps,
+  log: ChatLog,
+  user: AuthUser,
+  input: { message: string; sessionKey: string },
+): Promise<GatewayChatAnswer> {
+  const exists = await deps.db.withUser(user.id, (trx) =>
+    trx.selectFrom('users').select('id').where('id', '=', user.id).executeTakeFirst(),
+  );
+  if (!exists) throw new HttpError(404, 'User not found');
+
+  let target: GatewayTarget;
+  try {
+    target = await resolveGateway(deps, user);
+  } catch (err) {
+    if (!(err instanceof GatewayUnavailableError)) throw err;
+    if (err.reason === 'no-agent') throw new HttpError(404, 'No agent found');
+    // The spec's answer when the backend gives no token, whether it refused or could not be reached.
+    if (err.reason === 'backend-unreachable') log.warn({ reason: err.message }, 'gateway chat: backend unreachable for the token');
+    throw new HttpError(503, 'No gateway token available');
+  }
+
+  const timeoutMs = deps.config.gateway.chatTimeoutMs;
+  const sessionKey = scopedSessionKey(target, input.sessionKey);
+  let final: ChatEventPayload | undefined;
+  let reply: string;
+  try {
+    reply = await withGateway(target, timeoutMs, (conn) => {
+      // Registered before chatSend's own listener, so the final payload (model, usage) is kept by the time it resolves.
+      conn.on('chat', (payload) => {
+        const p = payload as ChatEventPayload;
+        if (p.state === 'final' && sameSession(p.sessionKey, sessionKey)) final = p;
+      });
+      return chatSend(conn, { sessionKey, message: input.message, timeoutMs });
+    });
+  } catch (err) {
+    log.warn({ ...failureOf(err), agentId: target.agentId, gateway: target.kind }, 'gateway chat failed');
+    throw new HttpError(500, 'Chat failed');
+  }
+
+  const agentId = target.agentId ?? gatewayAgentOf(final);
+  const reported = usageOfMessage(final?.message);
+  const model = reported?.model ?? (await deps.db.withUser(user.id, (trx) => configuredModel(trx, user.id, target.agentId)));
+  await recordChatUsage(deps, log, user, target, model, reported?.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+  return { success: true, reply, agentId, agentName: target.agentName ?? agentId };
+}
+
+/** The gateway's agent that ran the turn: `agentId` of the event, else the `<id>` of its `agent:<id>:…` key (OpenClaw
+ * leaves `agentId` out when the key names the agent), else OpenClaw's default agent `main`. */
+function gatewayAgentOf(final: ChatEventPayload | undefined): string {
+  if (typeof final?.agentId === 'string' && final.agentId) return final.agentId;
+  const fromKey = typeof final?.sessionKey === 'string' ? /^agent:([^:]+):/.exec(final.sessionKey)?.[1] : undefined;
+  return fromKey ?? 'main';
+}
+
+/** OpenClaw answers with the full key (`agent:main:<key>`); the request named the short or the full form. */
+function sameSession(eventKey: unknown, requested: string): boolean {
+  if (typeof eventKey !== 'string') return true;
+  const a = eventKey.toLowerCase();
+  const b = requested.toLowerCase();
+  return a === b || a.endsWith(`:${b}`);
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// POST /api/chat
+
+export interface RestChatInput {
+  message: string;
+  sessionKey: string;
+  agentId?: string | undefined;
+}
+
+export interface RestChatAnswer {
+  success: true;
+  reply: string;
+  agentId: string | null;
+  sessionKey: string;
+  messageId: string;
+  model: string | null;
+  usage: ChatUsage;
+}
+
+/** The OpenAI `user` of a conversation: stable per user and session key, carrying the owner tag on every gateway. */
+export const restChatUser = (userId: string, sessionKey: string) => `${ownerTagFor(userId)}:${sessionKey}`;
+
+/** The gateway of one named agent of the user (404 when it is not theirs, 409 when it has no address yet). */
+export async function namedAgentGateway(deps: ChatDeps, user: AuthUser, agentId: string): Promise<GatewayTarget> {
+  const agent = await deps.db.withUser(user.id, (trx) =>
+    trx.selectFrom('agents').select(['id', 'name', 'url']).where('id', '=', agentId).executeTakeFirst(),
+  );
+  if (!agent) throw new HttpError(404, 'Agent not found');
+  if (!agent.url) throw new HttpError(409, 'Agent is not deployed');
+  return agentGatewayTarget(deps, user, { id: agent.id, name: agent.name, url: agent.url });
+}
+
+/** 502 in fixed words per failure kind; the gateway's own message is logged only. */
+function restFailure(err: unknown): HttpError {
+  if (err instanceof GatewayError) {
+    if (err.code === 'TIMEOUT') return new HttpError(502, 'Agent gateway timed out');
+    if (err.code === 'CONNECT_FAILED') return new HttpError(502, 'Agent gateway unreachable');
+  }
+  return new HttpError(502, 'Agent gateway failed');
+}
+
+/**
+ * Spec §4.4 `POST /api/chat`: an OpenAI-style `POST /v1/chat/completions` to the user's agent (Bearer gateway token;
+ * `user` = a stable id per user and session key, so OpenClaw keeps one session per conversation), then the turn is
+ * stored (both messages, one transaction with its usage row) and answered.
+ */
+export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser, input: RestChatInput): Promise<RestChatAnswer> {
+  let target: GatewayTarget;
+  try {
+    target = input.agentId ? await namedAgentGateway(deps, user, input.agentId) : await resolveGateway(deps, user);
+  } catch (err) {
+    if (err instanceof GatewayUnavailableError) throw gatewayHttpError(err);
+    throw err;
+  }
+
+  const askedAt = new Date();
+  let result: Awaited<ReturnType<typeof restChat>>;
+  try {
+    result = await restChat({
+      baseUrl: target.baseUrl,
+      token: target.token,
+      user: restChatUser(user.id, input.sessionKey),
+      messages: [{ role: 'user', content: input.message }],
+      timeoutMs: deps.config.gateway.chatTimeoutMs,
+    });
+  } catch (err) {
+    log.warn({ ...failureOf(err), agentId: target.agentId, gateway: target.kind }, 'agent chat failed');
+    throw restFailure(err);
+  }
+
+  const usage: ChatUsage = {
+    prompt_tokens: count(result.usage?.prompt_tokens),
+    completion_tokens: count(result.usage?.completion_tokens),
+    total_tokens: 0,
+  };
+  usage.total_tokens = count(result.usage?.total_tokens) || usage.prompt_tokens + usage.completion_tokens;
+  const replyId = newId('message');
+  const model = await deps.db.withUser(user.id, async (trx) => {
+    const model = await configuredModel(trx, user.id, target.agentId);
+    const common = { user_id: user.id, agent_id: target.agentId, session_key: input.sessionKey };
+    await trx
+      .insertInto('chat_messages')
+      .values({ ...common, id: newId('message'), role: 'user', content: input.message, created_at: askedAt })
+      .execute();
+    await trx
+      .insertInto('chat_messages')
+      .values({
+        ...common,
+        id: replyId,
+        role: 'assistant',
+        content: result.text,
+        model,
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+      })
+      .execute();
+    await recordUsage(trx, {
+      userId: user.id,
+      agentId: target.agentId,
+      agentName: target.agentName,
+      kind: CHAT_USAGE_KIND,
+      model,
+      promptTokens: usage.prompt_tokens,
+      completionTokens: usage.completion_tokens,
+      totalTokens: usage.total_tokens,
+      costUsd: chatCostUsd(model, usage.prompt_tokens, usage.completion_tokens),
+    });
+    return model;
+  });
+  return { success: true, reply: result.text, agentId: target.agentId, sessionKey: input.sessionKey, messageId: replyId, model, usage };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// GET /api/chat
+
+export interface HistoryQuery {
+  agentId?: string | undefined;
+  sessionKey?: string | undefined;
+  limit: number;
+  /** A message id: only messages stored before it. */
+  before?: string | undefined;
+}
+
+export interface HistoryMessage {
+  id: string;
+  role: 'user' | 'assistant';
+  content: string;
+  agentId: string | null;
+  sessionKey: string;
+  model: string | null;
+  usage: ChatUsage | null;
+  createdAt: string;
+}
+
+/** The caller's stored chat, newest last; `nextBefore` pages further back while `hasMore`. */
+export async function chatHistory(
+  db: Database,
+  userId: string,
+  query: HistoryQuery,
+): Promise<{ messages: HistoryMessage[]; hasMore: boolean; nextBefore: string | null }> {
+  return db.withUser(userId, async (trx) => {
+    let q = trx
+      .selectFrom('chat_messages')
+      .select(['id', 'role', 'content', 'agent_id', 'session_key', 'model', 'prompt_tokens', 'completion_tokens', 'created_at'])
+      .where('user_id', '=', userId);
+    if (query.agentId) q = q.where('agent_id', '=', query.agentId);
+    if (query.sessionKey) q = q.where('session_key', '=', query.sessionKey);
+    if (query.before) {
+      const cursor = await trx.selectFrom('chat_messages').select('seq').where('id', '=', query.before).executeTakeFirst();
+      if (!cursor) throw new HttpError(400, 'Invalid before cursor');
+      q = q.where('seq', '<', cursor.seq);
+    }
+    const rows = await q
+      .orderBy('seq', 'desc')
+      .limit(query.limit + 1)
+      .execute();
+    const hasMore = rows.length > query.limit;
+    const page = rows.slice(0, query.limit).reverse();
+    return {
+      messages: page.map((r) => ({
+        id: r.id,
+        role: r.role,
+        content: r.content,
+        agentId: r.agent_id,
+        sessionKey: r.session_key,
+        model: r.model,
+        usage:
+          r.role === 'assistant'
+            ? {
+                prompt_tokens: r.prompt_tokens,
+                completion_tokens: r.completion_tokens,
+                total_tokens: r.prompt_tokens + r.completion_tokens,
+              }
+            : null,
+        createdAt: r.created_at.toISOString(),
+      })),
+      hasMore,
+      nextBefore: hasMore ? (page[0]?.id ?? null) : null,
+    };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// GET /api/gateway/status
+
+export interface StatusSession {
+  sessionKey: string;
+  status: string;
+  messageCount: number;
+  lastActivity: string | null;
+}
+
+export interface StatusJob {
+  id: string;
+  name: string;
+  enabled: boolean;
+  schedule: unknown;
+  lastRun: string | null;
+  nextRun: string | null;
+}
+
+export interface GatewayStatus {
+  health: 'healthy' | 'unreachable';
+  healthDetail: { ok: boolean; status: string } | { ok: false; error: string };
+  sessions: { total: number; active: number; list: StatusSession[] };
+  cron: { total: number; enabled: number; jobs: StatusJob[] };
+}
+
+const EMPTY_SESSIONS: GatewayStatus['sessions'] = { total: 0, active: 0, list: [] };
+const EMPTY_CRON: GatewayStatus['cron'] = { total: 0, enabled: 0, jobs: [] };
+
+const unreachable = (error: string, sessions = EMPTY_SESSIONS, cron = EMPTY_CRON): GatewayStatus => ({
+  health: 'unreachable',
+  healthDetail: { ok: false, error },
+  sessions,
+  cron,
+});
+
+const UNAVAILABLE_WORDS: Record<GatewayUnavailableError['reason'], string> = {
+  'no-agent': 'No agent found',
+  'no-token': 'No gateway token available',
+  'backend-unreachable': 'Backend unreachable',
+};
+
+/** What a failed WebSocket exchange says on the status page. */
+function socketFailure(err: unknown): string {
+  if (err instanceof GatewayError) {
+    if (err.code === 'UNAUTHORIZED' || err.code === 'NOT_PAIRED' || err.code === 'FORBIDDEN') return 'Gateway refused the connection';
+    if (err.code === 'TIMEOUT') return 'Gateway timed out';
+    if (err.code === 'CONNECT_FAILED' || err.code === 'CLOSED') return 'Gateway unreachable';
+  }
+  return 'Gateway request failed';
+}
+
+/** `GET /healthz` of the gateway (spec §4.10: `{ ok, status: 'live' }`). */
+async function probeHealth(baseUrl: string, timeoutMs: number): Promise<{ ok: true; status: string } | { ok: false; error: string }> {
+  let res: Response;
+  try {
+    res = await fetch(new URL('/healthz', baseUrl), { signal: AbortSignal.timeout(timeoutMs) });
+  } catch (err) {
+    return { ok: false, error: err instanceof Error && err.name === 'TimeoutError' ? 'Gateway timed out' : 'Gateway unreachable' };
+  }
+  const body = (await res.json().catch(() => null)) as { ok?: unknown; status?: unknown } | null;
+  if (!res.ok || body?.ok !== true) return { ok: false, error: `Gateway not healthy (HTTP ${res.status})` };
+  return { ok: true, status: typeof body.status === 'string' ? body.status : 'live' };
+}
+
+/**
+ * True when a session key carries `tag` as a whole token (`agent:main:aop-owner:<id>:main`, and the REST form
+ * `agent:main:openai-user:aop-owner:<id>:main`). Compared without case: gateways may fold session keys to lower case.
+ */
+export function carriesOwnerTag(text: unknown, tag: string): boolean {
+  if (typeof text !== 'string') return false;
+  const haystack = text.toLowerCase();
+  const needle = tag.toLowerCase();
+  for (let at = haystack.indexOf(needle); at >= 0; at = haystack.indexOf(needle, at + 1)) {
+    const before = at === 0 ? '' : haystack[at - 1];
+    const after = haystack[at + needle.length] ?? '';
+    if (!/[a-z0-9_-]/.test(before ?? '') && !/[a-z0-9_-]/.test(after)) return true;
+  }
+  return false;
+}
+
+const isoOf = (ms: unknown) => (typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? new Date(ms).toISOString() : null);
+
+interface SessionRow {
+  key?: unknown;
+  status?: unknown;
+  hasActiveRun?: unknown;
+  messageCount?: unknown;
+  lastActivityAt?: unknown;
+  lastInteractionAt?: unknown;
+  updatedAt?: unknown;
+}
+
+const lastActivityMs = (row: SessionRow) =>
+  Math.max(...[row.lastActivityAt, row.lastInteractionAt, row.updatedAt].map((v) => (typeof v === 'number' ? v : 0)));
+
+const isActive = (row: SessionRow) => row.hasActiveRun === true || row.status === 'running';
+
+/** The session key as the user knows it: the owner prefix of a shared gateway is not theirs to see. */
+function shownKey(key: string, target: GatewayTarget): string {
+  if (!target.ownerTag) return key;
+  const at = key.toLowerCase().indexOf(`${target.ownerTag.toLowerCase()}:`);
+  return at < 0 ? key : key.slice(0, at) + key.slice(at + target.ownerTag.length + 1);
+}
+
+async function readSessions(conn: GatewayConnection, target: GatewayTarget, timeoutMs: number): Promise<GatewayStatus['sessions']> {
+  const listed = await conn.request<{ sessions?: SessionRow[]; totalCount?: unknown; count?: unknown }>(
+    'sessions.list',
+    { limit: STATUS_SCAN, sortBy: 'activity' },
+    { timeoutMs },
+  );
+  let rows = (listed.sessions ?? []).filter((r): r is SessionRow & { key: string } => typeof r?.key === 'string');
+  if (target.ownerTag) {
+    const tag = target.ownerTag;
+    rows = rows.filter((r) => carriesOwnerTag(r.key, tag));
+  }
+  rows.sort((a, b) => lastActivityMs(b) - lastActivityMs(a));
+  const total = target.ownerTag ? rows.length : Math.max(count(listed.totalCount ?? listed.count), rows.length);
+  const shown = rows.slice(0, STATUS_LIST_MAX);
+  // OpenClaw's session rows carry no message count; the transcript's `totalMessages` gives it.
+  const counts = await Promise.all(
+    shown.map(async (r) => {
+      if (typeof r.messageCount === 'number') return count(r.messageCount);
+      const history = await conn
+        .request<{ totalMessages?: unknown; messages?: unknown[] }>('chat.history', { sessionKey: r.key, limit: 1 }, { timeoutMs })
+        .catch(() => null);
+      return history ? count(history.totalMessages ?? history.messages?.length) : 0;
+    }),
+  );
+  return {
+    total,
+    active: rows.filter(isActive).length,
+    list: shown.map((r, i) => ({
+      sessionKey: shownKey(r.key, target),
+      status: typeof r.status === 'string' ? r.status : isActive(r) ? 'running' : 'idle',
+      messageCount: counts[i] ?? 0,
+      lastActivity: isoOf(lastActivityMs(r)),
+    })),
+  };
+}
+
+/** The user's jobs (all pages; only theirs on a shared gateway, by owner tag, as `GET /api/cron` reads them). */
+async function readCron(conn: GatewayConnection, target: GatewayTarget): Promise<GatewayStatus['cron']> {
+  const jobs = (await listOwnJobs(conn, target)).map(cronJobView);
+  return {
+    total: jobs.length,
+    enabled: jobs.filter((j) => j.enabled).length,
+    jobs: jobs
+      .slice(0, STATUS_LIST_MAX)
+      .map(({ id, name, enabled, schedule, lastRun, nextRun }) => ({ id, name, enabled, schedule, lastRun, nextRun })),
+  };
+}
+
+/**
+ * Spec §4.4 `GET /api/gateway/status`: `/healthz` of the user's gateway and, over one WebSocket, its sessions and cron
+ * jobs (only the user's own on a shared gateway). `healthy` means the gateway is live and answered the platform;
+ * anything else is a 200 `unreachable` with the reason in `healthDetail.error`. `resolve` picks another gateway than
+ * the user's default one (`GET /api/agent?agentId=`).
+ */
+export async function gatewayStatus(
+  deps: ChatDeps,
+  log: ChatLog,
+  user: AuthUser,
+  resolve: () => Promise<GatewayTarget> = () => resolveGateway(deps, user),
+): Promise<GatewayStatus> {
+  let target: GatewayTarget;
+  try {
+    target = await resolve();
+  } catch (err) {
+    if (err instanceof GatewayUnavailableError) return unreachable(UNAVAILABLE_WORDS[err.reason]);
+    throw err;
+  }
+  const timeoutMs = deps.config.gateway.requestTimeoutMs;
+  const [health, lists] = await Promise.all([
+    probeHealth(target.baseUrl, timeoutMs),
+    withGateway(target, timeoutMs, async (conn) => {
+      const [sessions, cron] = await Promise.all([readSessions(conn, target, timeoutMs), readCron(conn, target)]);
+      return { sessions, cron };
+    }).catch((err: unknown) => {
+      log.warn({ ...failureOf(err), agentId: target.agentId, gateway: target.kind }, 'gateway status: WebSocket read failed');
+      return { error: socketFailure(err) };
+    }),
+  ]);
+  if (!health.ok) return 'error' in lists ? unreachable(health.error) : unreachable(health.error, lists.sessions, lists.cron);
+  if ('error' in lists) return unreachable(lists.error);
+  return { health: 'healthy', healthDetail: { ok: true, status: health.status }, sessions: lists.sessions, cron: lists.cron };
+}

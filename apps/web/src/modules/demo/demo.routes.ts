@@ -1,0 +1,71 @@
+import { type App, HttpError } from '@aop/core';
+import { Type } from '@sinclair/typebox';
+import type { WebConfig } from '../../config.js';
+import {
+  DEMO_ENTRY_MAX_CHARS,
+  DEMO_READY_MESSAGE,
+  DEMO_UNAVAILABLE,
+  UNSUPPORTED_DEMO_MODEL,
+  askDemo,
+  demoHistory,
+} from './demo-chat.service.js';
+
+const MINUTE = 60_000;
+
+const Model = Type.Object({ id: Type.String(), name: Type.String(), provider: Type.String() });
+const Usage = Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Integer() });
+
+/**
+ * Spec §4.6 demo chat: no account, the platform's LLM key, a fixed list of models, per-IP limit.
+ * Every field is read leniently by the schema and checked here, so each bad body gets the spec's
+ * `Message required` (or a model-specific message) rather than a schema error.
+ */
+export async function demoRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  const { models } = config.demo;
+  const limit = app.rateLimit({ name: 'demo-chat', max: config.demo.limitPerMinute, windowMs: MINUTE, message: 'Too many requests' });
+
+  app.get(
+    '/api/demo/chat',
+    {
+      schema: {
+        tags: ['demo'],
+        response: { 200: Type.Object({ models: Type.Array(Model), mode: Type.Literal('demo'), message: Type.String() }) },
+      },
+    },
+    async () => ({ models, mode: 'demo' as const, message: config.demo.llm ? DEMO_READY_MESSAGE : DEMO_UNAVAILABLE }),
+  );
+
+  app.post(
+    '/api/demo/chat',
+    {
+      onRequest: limit,
+      config: { invalidBodyMessage: 'Message required' },
+      schema: {
+        tags: ['demo'],
+        body: Type.Object({
+          message: Type.Optional(Type.Unknown()),
+          model: Type.Optional(Type.Unknown()),
+          // Accepted for clients of the reference; the demo has one mode.
+          mode: Type.Optional(Type.Unknown()),
+          conversation: Type.Optional(Type.Unknown()),
+        }),
+        response: {
+          200: Type.Object({ id: Type.String(), model: Type.String(), message: Type.String(), usage: Usage, done: Type.Literal(true) }),
+        },
+      },
+    },
+    async (request) => {
+      const { message, model, conversation } = request.body;
+      if (typeof message !== 'string' || message.trim() === '') throw new HttpError(400, 'Message required');
+      if (conversation !== undefined && conversation !== null && !Array.isArray(conversation)) {
+        throw new HttpError(400, 'conversation must be an array');
+      }
+      const chosen = model === undefined || model === null || model === '' ? models[0] : models.find((m) => m.id === model);
+      if (!chosen) throw new HttpError(400, UNSUPPORTED_DEMO_MODEL);
+      if (!config.demo.llm) throw new HttpError(503, DEMO_UNAVAILABLE);
+      // The visitor's own message obeys the same 4000-character cap as the history.
+      const messages = [...demoHistory(conversation ?? []), { role: 'user' as const, content: message.slice(0, DEMO_ENTRY_MAX_CHARS) }];
+      return askDemo(app.db, config, chosen, messages, request.log);
+    },
+  );
+}

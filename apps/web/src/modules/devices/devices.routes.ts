@@ -1,0 +1,174 @@
+import { type App, HttpError } from '@aop/core';
+import {
+  GatewayError,
+  devicePairApprove,
+  devicePairList,
+  devicePairReject,
+  devicePairRemove,
+  isUnknownPairingTarget,
+} from '@aop/gateway-client';
+import { type Static, Type } from '@sinclair/typebox';
+import type { WebConfig } from '../../config.js';
+import { requireUser } from '../../platform/http/auth.js';
+import {
+  DEVICE_ACTIONS,
+  DEVICE_MOVES,
+  type DeviceAction,
+  canMove,
+  claimMove,
+  findDevice,
+  listDevices,
+  mirrorPairingList,
+  undoMove,
+} from './devices.service.js';
+import type { AuthUser } from '../../platform/sessions.js';
+import {
+  type GatewayTarget,
+  GatewayUnavailableError,
+  findUserAgent,
+  gatewayHttpError,
+  resolveGateway,
+  withGateway,
+} from '../../platform/clients/user-gateway.js';
+
+const DeviceSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  ip: Type.String(),
+  firstSeen: Type.String({ format: 'date-time' }),
+  lastSeen: Type.String({ format: 'date-time' }),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('denied'), Type.Literal('revoked')]),
+});
+const ListsSchema = { pending: Type.Array(DeviceSchema), approved: Type.Array(DeviceSchema) };
+
+// Field checks are the handler's, so each failure gets the spec's own message.
+const PostBody = Type.Object({ deviceId: Type.Optional(Type.Unknown()), action: Type.Optional(Type.Unknown()) });
+type PostBody = Static<typeof PostBody>;
+
+const DEVICE_ID_MAX = 256;
+
+/**
+ * Whose devices: the gateway of the user's own agent. A user without one has none (the shared platform gateway's
+ * devices are the platform's, never shown to a user). `gateway` is null, with `unavailable` saying why, when the
+ * agent is known but its gateway cannot be reached now (no token, backend down).
+ */
+interface DeviceScope {
+  agentId: string | null;
+  gateway: GatewayTarget | null;
+  unavailable: HttpError | null;
+}
+
+async function deviceScope(app: App, config: WebConfig, user: AuthUser): Promise<DeviceScope> {
+  try {
+    const target = await resolveGateway({ db: app.db, backend: app.backend, config }, user);
+    if (target.kind !== 'agent' || !target.agentId) return { agentId: null, gateway: null, unavailable: null };
+    return { agentId: target.agentId, gateway: target, unavailable: null };
+  } catch (err) {
+    if (!(err instanceof GatewayUnavailableError)) throw err;
+    if (err.reason === 'no-agent') return { agentId: null, gateway: null, unavailable: null };
+    const agent = await findUserAgent(app.db, user.id);
+    return { agentId: agent?.id ?? null, gateway: null, unavailable: gatewayHttpError(err) };
+  }
+}
+
+/** Spec §4.12 / §3.1: the devices paired with the user's agent gateway, and the owner's approve / deny / revoke. */
+export async function deviceRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  const timeoutMs = config.gateway.requestTimeoutMs;
+
+  /**
+   * Reads the gateway's pairing state into the record. Returns null when it did, else the error to answer a move with
+   * (a listing then comes from the record alone: the last state the platform saw).
+   */
+  async function sync(scope: DeviceScope, user: AuthUser): Promise<HttpError | null> {
+    if (!scope.gateway || !scope.agentId) return scope.unavailable;
+    const listedAt = new Date(app.clock());
+    try {
+      const list = await withGateway(scope.gateway, timeoutMs, (conn) => devicePairList(conn, { timeoutMs }));
+      await mirrorPairingList(app.db, user.id, scope.agentId, list, listedAt, new Date(app.clock()));
+      return null;
+    } catch (err) {
+      if (!(err instanceof GatewayError)) throw err;
+      app.log.warn({ agentId: scope.agentId, code: err.code }, 'device list: agent gateway unavailable, answering from the record');
+      return new HttpError(502, `Agent gateway error: ${err.message}`);
+    }
+  }
+
+  app.get('/api/devices', { schema: { tags: ['devices'], response: { 200: Type.Object(ListsSchema) } } }, async (request) => {
+    const user = await requireUser(request);
+    const scope = await deviceScope(app, config, user);
+    if (!scope.agentId) return { pending: [], approved: [] };
+    await sync(scope, user);
+    return listDevices(app.db, user.id, scope.agentId);
+  });
+
+  app.post(
+    '/api/devices',
+    {
+      config: { invalidBodyMessage: 'Invalid request body' },
+      schema: {
+        tags: ['devices'],
+        body: PostBody,
+        response: { 200: Type.Object({ success: Type.Literal(true), ...ListsSchema }) },
+      },
+    },
+    async (request) => {
+      const user = await requireUser(request);
+      const { deviceId, action } = parseMove(request.body);
+      const scope = await deviceScope(app, config, user);
+      if (!scope.agentId) throw new HttpError(404, 'Device not found');
+      const agentId = scope.agentId;
+      // Fresh state first: a device may have asked (or been approved elsewhere) since the owner's last listing.
+      const unreachable = await sync(scope, user);
+      const record = await findDevice(app.db, user.id, agentId, deviceId);
+      if (!record) throw new HttpError(404, 'Device not found');
+      const move = DEVICE_MOVES[action];
+      if (!canMove(record, action)) throw new HttpError(400, move.refusal);
+      // The gateway is where a pairing takes effect: no move is recorded that it did not make.
+      if (unreachable || !scope.gateway) throw unreachable ?? new HttpError(502, 'Agent gateway error: unavailable');
+      const gateway = scope.gateway;
+
+      const claimed = await claimMove(app.db, user.id, agentId, deviceId, action, new Date(app.clock()));
+      // Another request moved the device between the check and the claim.
+      if (!claimed) throw new HttpError(400, move.refusal);
+
+      try {
+        await withGateway(gateway, timeoutMs, async (conn) => {
+          if (action === 'approve') await devicePairApprove(conn, claimed.requestId as string, { timeoutMs });
+          else if (action === 'deny') await devicePairReject(conn, claimed.requestId as string, { timeoutMs });
+          else await devicePairRemove(conn, deviceId, { timeoutMs });
+        });
+      } catch (err) {
+        if (!(err instanceof GatewayError)) {
+          await undoMove(app.db, user.id, agentId, deviceId, action, new Date(app.clock()));
+          throw err;
+        }
+        if (isUnknownPairingTarget(err)) {
+          // deny: the request is gone already (expired); revoke: the device is unpaired already. Both stand.
+          // approve: the request expired in between; nothing was paired, so the device is no longer pending.
+          if (action === 'approve') {
+            await undoMove(app.db, user.id, agentId, deviceId, action, new Date(app.clock()), { requestGone: true });
+            throw new HttpError(400, move.refusal);
+          }
+        } else {
+          await undoMove(app.db, user.id, agentId, deviceId, action, new Date(app.clock()));
+          throw new HttpError(502, `Agent gateway error: ${err.message}`);
+        }
+      }
+      request.log.info({ agentId, deviceId, action }, 'device pairing decision applied');
+      return { success: true as const, ...(await listDevices(app.db, user.id, agentId)) };
+    },
+  );
+}
+
+function parseMove(body: PostBody | undefined): { deviceId: string; action: DeviceAction } {
+  const { deviceId, action } = body ?? {};
+  const missing = (v: unknown) => v === undefined || v === null || v === '';
+  if (missing(deviceId) || missing(action)) throw new HttpError(400, 'Missing required fields: deviceId, action');
+  if (typeof deviceId !== 'string') throw new HttpError(400, 'Invalid request body');
+  if (typeof action !== 'string' || !DEVICE_ACTIONS.includes(action as DeviceAction)) {
+    throw new HttpError(400, 'Invalid action. Must be: approve, deny, or revoke');
+  }
+  // No device id is that long; it cannot be on record.
+  if (deviceId.length > DEVICE_ID_MAX) throw new HttpError(404, 'Device not found');
+  return { deviceId, action: action as DeviceAction };
+}

@@ -1,0 +1,102 @@
+import type { App } from '@aop/core';
+import { FleetBookingsSchema, FleetCostsSchema, FleetGraphSchema, FleetTracesSchema, fallbackFleetGraph } from '@aop/core/mission-control';
+import { type TSchema, Type } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import type { FastifyRequest } from 'fastify';
+import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
+import { type AuthUser, backendCaller } from '../../platform/sessions.js';
+
+/** The fleet graph can take a few host probes (5 s each at most, run in parallel) on the backend. */
+const BACKEND_TIMEOUT_MS = 15_000;
+
+/** Without the backend's totals the web answer is the spec's default shape: no figures rather than invented zeros. */
+const WebCostsSchema = Type.Object({
+  costs: FleetCostsSchema.properties.costs,
+  totalSpend: Type.Optional(FleetCostsSchema.properties.totalSpend),
+  managedAiCost: Type.Optional(FleetCostsSchema.properties.managedAiCost),
+  coordinationRevenue: Type.Optional(FleetCostsSchema.properties.coordinationRevenue),
+});
+
+interface Area {
+  path: string;
+  summary: string;
+  /** What the backend must answer for it to be relayed. */
+  backendSchema: TSchema;
+  responseSchema: TSchema;
+  /** The answer for a caller without a session (spec §4.17). */
+  unauthenticated: (now: Date) => unknown;
+  /** The answer when the backend cannot give one (down, or no usable answer). */
+  fallback: (now: Date) => unknown;
+}
+
+/** Spec §4.17: the four views, with their unauthenticated defaults and their fallbacks when the backend is down. */
+const AREAS: Area[] = [
+  {
+    path: 'graph',
+    summary: "The signed-in user's agents as a graph",
+    backendSchema: FleetGraphSchema,
+    responseSchema: FleetGraphSchema,
+    unauthenticated: (now) => fallbackFleetGraph('unauthenticated', now),
+    fallback: (now) => fallbackFleetGraph('fallback', now),
+  },
+  {
+    path: 'traces',
+    summary: "Up to 20 sessions of the signed-in user's agents, newest first",
+    backendSchema: FleetTracesSchema,
+    responseSchema: FleetTracesSchema,
+    unauthenticated: () => [],
+    fallback: () => [],
+  },
+  {
+    path: 'costs',
+    summary: "Spend from the signed-in user's usage ledger",
+    backendSchema: FleetCostsSchema,
+    responseSchema: WebCostsSchema,
+    unauthenticated: () => ({ costs: [] }),
+    fallback: () => ({ costs: [] }),
+  },
+  {
+    path: 'bookings',
+    summary: 'Bookings (currently empty)',
+    backendSchema: FleetBookingsSchema,
+    responseSchema: FleetBookingsSchema,
+    unauthenticated: () => ({ bookings: [] }),
+    fallback: () => ({ bookings: [] }),
+  },
+];
+
+/**
+ * Spec §4.17 mission control (web): the session's user's fleet views, relayed from the backend (internal key, signed
+ * user context and the `userId` query). A caller without a session gets 200 with the spec's defaults; when the backend
+ * is unreachable or gives no usable answer, the same shapes with the graph's `source: 'fallback'`.
+ */
+export async function missionControlRoutes(app: App): Promise<void> {
+  async function relay(area: Area, request: FastifyRequest, user: AuthUser): Promise<unknown> {
+    const now = new Date(app.clock());
+    try {
+      const answer = await app.backend.request(`/api/mission-control/fleet/${area.path}`, {
+        caller: backendCaller(user),
+        query: { userId: user.id },
+        timeoutMs: BACKEND_TIMEOUT_MS,
+      });
+      if (answer.status === 200 && Value.Check(area.backendSchema, answer.body)) return answer.body;
+      request.log.warn({ status: answer.status, area: area.path }, 'mission control: backend gave no usable answer');
+    } catch (err) {
+      if (!(err instanceof BackendUnavailableError)) throw err;
+      request.log.warn({ reason: err.message, area: area.path }, 'mission control: backend unreachable');
+    }
+    return area.fallback(now);
+  }
+
+  for (const area of AREAS) {
+    app.get(
+      `/api/mission-control/fleet/${area.path}`,
+      { schema: { tags: ['mission-control'], summary: area.summary, response: { 200: area.responseSchema } } },
+      async (request) => {
+        const user = await request.currentUser();
+        if (!user) return area.unauthenticated(new Date(app.clock()));
+        return relay(area, request, user);
+      },
+    );
+  }
+}

@@ -1,0 +1,259 @@
+import { HttpError } from '@aop/core';
+import { type CronJob, type CronJobInput, type GatewayConnection, GatewayError, cronList } from '@aop/gateway-client';
+import { type GatewayTarget, GatewayUnavailableError, scopedSessionKey } from '../../platform/clients/user-gateway.js';
+
+/**
+ * Cron jobs in the spec's words (§2.4) and in OpenClaw's (`cron.add` params, `cron.list` jobs), and the rules that keep
+ * users apart on a shared gateway.
+ *
+ * On a shared gateway every job a user creates carries their owner tag as a token of its `description` (users never set
+ * the description, so they cannot forge it), and every read keeps only jobs with that token. The gateway's own `main`
+ * session is common to everyone there, so a `systemEvent` job runs instead as an `agentTurn` in the user's own session
+ * (`session:<owner>:main`) and is marked so that it reads back as the `systemEvent` it was created as.
+ */
+
+export type CronSchedule = { kind: 'every'; everyMs: number } | { kind: 'cron'; expr: string; tz?: string };
+
+/** A schedule or payload as the gateway has it: a `kind` and that kind's fields. */
+export interface OpenKind {
+  kind: string;
+  [k: string]: unknown;
+}
+export type CronPayload = OpenKind;
+
+/** Spec §2.4. */
+export interface CronJobView {
+  id: string;
+  name: string;
+  enabled: boolean;
+  schedule: CronSchedule | OpenKind;
+  payload: CronPayload;
+  lastRun: string | null;
+  nextRun: string | null;
+}
+
+/** A validated `POST /api/cron` body. */
+export interface NewCronJob {
+  name: string;
+  schedule: CronSchedule;
+  payload: CronPayload;
+  enabled: boolean;
+}
+
+export const CRON_REQUIRED = 'name, schedule, and payload required';
+export const JOB_NOT_FOUND = 'Job not found';
+export const NAME_MAX = 200;
+const EXPR_MAX = 200;
+const TEXT_MAX = 10_000;
+
+/** `description` token of the platform's heartbeat job (see `heartbeat.ts`). */
+export const HEARTBEAT_MARK = 'aop-heartbeat';
+/** `description` token of a `systemEvent` job stored as an `agentTurn` on a shared gateway. */
+const SYSTEM_EVENT_MARK = 'aop-payload:systemEvent';
+
+/** cron.list pages: OpenClaw's maximum page, and a bound on pages so a misbehaving gateway cannot keep us looping. */
+const PAGE_SIZE = 200;
+const MAX_PAGES = 50;
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const nonEmpty = (value: unknown, max: number): value is string => typeof value === 'string' && value.trim() !== '' && value.length <= max;
+
+/** Spec §2.4 schedules: `every` with a positive integer `everyMs`, or `cron` with a non-empty `expr` (and optional `tz`). */
+export function checkedSchedule(value: Record<string, unknown>): CronSchedule {
+  if (value.kind === 'every') {
+    const everyMs = value.everyMs;
+    if (typeof everyMs !== 'number' || !Number.isSafeInteger(everyMs) || everyMs <= 0) {
+      throw new HttpError(400, 'Invalid schedule: everyMs must be a positive integer (milliseconds)');
+    }
+    return { kind: 'every', everyMs };
+  }
+  if (value.kind === 'cron') {
+    if (!nonEmpty(value.expr, EXPR_MAX)) throw new HttpError(400, 'Invalid schedule: expr must be a non-empty cron expression');
+    if (value.tz !== undefined && !nonEmpty(value.tz, 100)) throw new HttpError(400, 'Invalid schedule: tz must be a time zone name');
+    return { kind: 'cron', expr: value.expr.trim(), ...(value.tz !== undefined ? { tz: (value.tz as string).trim() } : {}) };
+  }
+  throw new HttpError(400, "Invalid schedule: kind must be 'every' or 'cron'");
+}
+
+/**
+ * Payloads users may schedule: `systemEvent` (text into the agent's session) and `agentTurn` (a prompt run in a fresh
+ * session). OpenClaw's `command` and `script` payloads run programs on the gateway's host, which is not a tenant sandbox
+ * (and is everyone's on a shared gateway), so they are refused.
+ */
+export function checkedPayload(value: Record<string, unknown>): CronPayload {
+  if (value.kind === 'systemEvent') {
+    if (!nonEmpty(value.text, TEXT_MAX))
+      throw new HttpError(400, `Invalid payload: systemEvent needs a text of 1 to ${TEXT_MAX} characters`);
+    return { kind: 'systemEvent', text: value.text };
+  }
+  if (value.kind === 'agentTurn') {
+    if (!nonEmpty(value.message, TEXT_MAX)) {
+      throw new HttpError(400, `Invalid payload: agentTurn needs a message of 1 to ${TEXT_MAX} characters`);
+    }
+    const payload: CronPayload = { kind: 'agentTurn', message: value.message };
+    for (const key of ['model', 'thinking'] as const) {
+      if (value[key] === undefined) continue;
+      if (!nonEmpty(value[key], 200)) throw new HttpError(400, `Invalid payload: ${key} must be a string`);
+      payload[key] = value[key];
+    }
+    if (value.timeoutSeconds !== undefined) {
+      const t = value.timeoutSeconds;
+      if (typeof t !== 'number' || !Number.isFinite(t) || t < 0)
+        throw new HttpError(400, 'Invalid payload: timeoutSeconds must be a number >= 0');
+      payload.timeoutSeconds = t;
+    }
+    return payload;
+  }
+  throw new HttpError(400, "Invalid payload: kind must be 'systemEvent' or 'agentTurn'");
+}
+
+/**
+ * Reads a `POST /api/cron` body. A missing or mistyped `name`, `schedule` or `payload` is the spec's 400
+ * `name, schedule, and payload required`; objects of the right type with bad contents get a message saying what is wrong.
+ */
+export function parseNewCronJob(body: unknown): NewCronJob {
+  if (!isObject(body)) throw new HttpError(400, CRON_REQUIRED);
+  const { name, schedule, payload, enabled } = body;
+  if (typeof name !== 'string' || name.trim() === '' || !isObject(schedule) || !isObject(payload)) {
+    throw new HttpError(400, CRON_REQUIRED);
+  }
+  if (name.length > NAME_MAX) throw new HttpError(400, `name must be at most ${NAME_MAX} characters`);
+  if (enabled !== undefined && typeof enabled !== 'boolean') throw new HttpError(400, 'enabled must be a boolean');
+  return { name: name.trim(), schedule: checkedSchedule(schedule), payload: checkedPayload(payload), enabled: enabled ?? true };
+}
+
+const tokens = (job: Pick<CronJob, 'description'>) => (typeof job.description === 'string' ? job.description.split(/\s+/) : []);
+
+/** Whether `job` carries the `description` token `mark`. */
+export const hasMark = (job: Pick<CronJob, 'description'>, mark: string) => tokens(job).includes(mark);
+
+/** Whether the caller may see and change `job` on `target`: anything on their own gateway, only their tagged jobs on a shared one. */
+export const ownsJob = (target: GatewayTarget, job: Pick<CronJob, 'description'>) => !target.ownerTag || hasMark(job, target.ownerTag);
+
+/**
+ * `cron.add` params for `job` on `target` (research: `systemEvent` needs `sessionTarget: 'main'`, `agentTurn` an
+ * isolated or `session:` target). Runs are not delivered to a channel (`delivery: none`): OpenClaw's default for
+ * isolated runs is an announcement, which fails without a configured channel. `marks` are extra `description` tokens.
+ */
+export function cronAddParams(target: GatewayTarget, job: NewCronJob, marks: string[] = []): CronJobInput {
+  const description = [...(target.ownerTag ? [target.ownerTag] : []), ...marks];
+  let payload: CronPayload;
+  let sessionTarget: string;
+  if (job.payload.kind === 'systemEvent' && target.ownerTag) {
+    payload = { kind: 'agentTurn', message: job.payload.text };
+    sessionTarget = `session:${scopedSessionKey(target, 'main')}`;
+    description.push(SYSTEM_EVENT_MARK);
+  } else if (job.payload.kind === 'systemEvent') {
+    payload = job.payload;
+    sessionTarget = 'main';
+  } else {
+    payload = job.payload;
+    sessionTarget = 'isolated';
+  }
+  return {
+    name: job.name,
+    ...(description.length > 0 ? { description: description.join(' ') } : {}),
+    schedule: job.schedule,
+    sessionTarget,
+    wakeMode: 'now',
+    payload,
+    ...(payload.kind === 'agentTurn' ? { delivery: { mode: 'none' } } : {}),
+    enabled: job.enabled,
+  };
+}
+
+const iso = (ms: unknown) => (typeof ms === 'number' && Number.isFinite(ms) ? new Date(ms).toISOString() : null);
+
+/** A gateway job in the spec's shape (§2.4); schedule and payload kinds the spec does not name pass through unchanged. */
+export function cronJobView(job: CronJob): CronJobView {
+  const state = isObject(job.state) ? job.state : {};
+  const raw: OpenKind = isObject(job.schedule) && typeof job.schedule.kind === 'string' ? job.schedule : { kind: 'unknown' };
+  let schedule: CronJobView['schedule'] = raw;
+  if (raw.kind === 'every') schedule = { kind: 'every', everyMs: raw.everyMs as number };
+  else if (raw.kind === 'cron')
+    schedule = { kind: 'cron', expr: raw.expr as string, ...(typeof raw.tz === 'string' ? { tz: raw.tz } : {}) };
+  const rawPayload: CronPayload = isObject(job.payload) && typeof job.payload.kind === 'string' ? job.payload : { kind: 'unknown' };
+  let payload = rawPayload;
+  if (rawPayload.kind === 'systemEvent') payload = { kind: 'systemEvent', text: rawPayload.text };
+  else if (rawPayload.kind === 'agentTurn' && hasMark(job, SYSTEM_EVENT_MARK)) payload = { kind: 'systemEvent', text: rawPayload.message };
+  return {
+    id: job.id,
+    name: typeof job.name === 'string' ? job.name : '',
+    enabled: job.enabled !== false,
+    schedule,
+    payload,
+    lastRun: iso(job.lastRunAtMs ?? state.lastRunAtMs),
+    nextRun: iso(job.nextRunAtMs ?? state.nextRunAtMs),
+  };
+}
+
+/**
+ * Every job on `target` the caller owns, disabled ones included, across all `cron.list` pages. On a shared gateway the
+ * list is narrowed on the gateway by `query` (a substring match), then exactly by owner tag here.
+ */
+export async function listOwnJobs(conn: GatewayConnection, target: GatewayTarget, query?: string): Promise<CronJob[]> {
+  const search = query ?? target.ownerTag ?? undefined;
+  const jobs: CronJob[] = [];
+  let offset = 0;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const result = await cronList(conn, {
+      includeDisabled: true,
+      enabled: 'all',
+      limit: PAGE_SIZE,
+      offset,
+      ...(search ? { query: search } : {}),
+    });
+    jobs.push(...(Array.isArray(result.jobs) ? result.jobs : []));
+    const next = result.nextOffset;
+    if (result.hasMore !== true || typeof next !== 'number' || next <= offset) break;
+    offset = next;
+  }
+  return jobs.filter((job) => ownsJob(target, job));
+}
+
+/** The job `jobId` if the caller owns it on `target`, else null (`cron.get`). */
+export async function getOwnJob(conn: GatewayConnection, target: GatewayTarget, jobId: string): Promise<CronJob | null> {
+  try {
+    const job = await conn.request<CronJob>('cron.get', { id: jobId });
+    return ownsJob(target, job) ? job : null;
+  } catch (err) {
+    if (isJobNotFound(err)) return null;
+    throw err;
+  }
+}
+
+/** OpenClaw's answer to an unknown job id (`details.code: CRON_JOB_NOT_FOUND`). */
+export function isJobNotFound(err: unknown): boolean {
+  return err instanceof GatewayError && isObject(err.details) && err.details.code === 'CRON_JOB_NOT_FOUND';
+}
+
+/** Codes our client raises itself when the gateway cannot be reached or talked to (the rest are the gateway's answers). */
+const UNREACHABLE_WORDS: Record<string, string> = {
+  CONNECT_FAILED: 'connection failed',
+  CLOSED: 'connection closed',
+  TIMEOUT: 'timed out',
+  PROTOCOL_ERROR: 'unexpected answer',
+};
+const UNREACHABLE_CODES = new Set(Object.keys(UNREACHABLE_WORDS));
+
+/**
+ * What to tell the caller when a gateway call failed: there is no gateway, it cannot be reached, or it refused. Null for
+ * anything else (a bug, a database error), which must surface as a 500.
+ */
+export function gatewayFailureMessage(err: unknown): string | null {
+  if (err instanceof GatewayUnavailableError) return `No gateway available: ${err.message}`;
+  if (err instanceof GatewayError) {
+    // Connection details (addresses, ports of the platform's gateways) stay out of answers; the gateway's own
+    // refusal (e.g. an invalid cron expression) is what the user needs to fix the request.
+    return UNREACHABLE_CODES.has(err.code)
+      ? `Gateway unreachable: ${UNREACHABLE_WORDS[err.code]}`
+      : `Gateway rejected the request: ${err.message}`;
+  }
+  return null;
+}
+
+/** 502 with `gatewayFailureMessage`, or `err` itself when it is not a gateway failure. */
+export function gatewayFailure(err: unknown): unknown {
+  const message = gatewayFailureMessage(err);
+  return message === null ? err : new HttpError(502, message);
+}

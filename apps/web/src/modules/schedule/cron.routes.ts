@@ -1,0 +1,133 @@
+import { type App, HttpError } from '@aop/core';
+import { cronAdd, cronRemove } from '@aop/gateway-client';
+import { Type } from '@sinclair/typebox';
+import type { WebConfig } from '../../config.js';
+import { requireUser } from '../../platform/http/auth.js';
+import {
+  CRON_REQUIRED,
+  JOB_NOT_FOUND,
+  cronAddParams,
+  cronJobView,
+  gatewayFailure,
+  gatewayFailureMessage,
+  getOwnJob,
+  isJobNotFound,
+  listOwnJobs,
+  parseNewCronJob,
+} from './cron-jobs.service.js';
+import { resolveGateway, withGateway } from '../../platform/clients/user-gateway.js';
+
+const Open = (description: string) => Type.Object({ kind: Type.String() }, { additionalProperties: true, description });
+const NullableIso = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+
+const CronJobSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  enabled: Type.Boolean(),
+  schedule: Open('`{ kind: "every", everyMs }` or `{ kind: "cron", expr }`; other gateway kinds pass through'),
+  payload: Open('`{ kind: "systemEvent", text }`, `{ kind: "agentTurn", message }`; other gateway kinds pass through'),
+  lastRun: NullableIso,
+  nextRun: NullableIso,
+});
+
+const CronBody = Type.Object({
+  name: Type.Optional(Type.Unknown()),
+  schedule: Type.Optional(Type.Unknown()),
+  payload: Type.Optional(Type.Unknown()),
+  enabled: Type.Optional(Type.Unknown()),
+});
+
+/** Longest job id we pass on; OpenClaw's are UUIDs. */
+const JOB_ID_MAX = 200;
+
+/**
+ * Spec §4.3: the caller's cron jobs on their gateway (their agent's, else the shared one where they see only their own
+ * jobs; see `services/cron-jobs.ts`). Each request opens one gateway connection.
+ */
+export async function cronRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  const deps = { db: app.db, backend: app.backend, config };
+  const timeoutMs = config.gateway.requestTimeoutMs;
+
+  app.get(
+    '/api/cron',
+    {
+      schema: {
+        tags: ['cron'],
+        response: {
+          200: Type.Object({
+            jobs: Type.Array(CronJobSchema),
+            total: Type.Optional(Type.Integer()),
+            error: Type.Optional(Type.String()),
+            source: Type.Union([Type.Literal('gateway'), Type.Literal('gateway-error')]),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const user = await requireUser(request);
+      try {
+        const target = await resolveGateway(deps, user);
+        const jobs = await withGateway(target, timeoutMs, (conn) => listOwnJobs(conn, target));
+        return { jobs: jobs.map(cronJobView), total: jobs.length, source: 'gateway' as const };
+      } catch (err) {
+        // Spec: an unreachable gateway is a 200 with no jobs and the reason.
+        const error = gatewayFailureMessage(err);
+        if (error === null) throw err;
+        request.log.info({ error }, 'cron list: gateway unavailable');
+        return { jobs: [], error, source: 'gateway-error' as const };
+      }
+    },
+  );
+
+  app.post(
+    '/api/cron',
+    {
+      config: { invalidBodyMessage: CRON_REQUIRED },
+      schema: {
+        tags: ['cron'],
+        body: CronBody,
+        response: { 200: Type.Object({ success: Type.Literal(true), source: Type.Literal('gateway'), job: CronJobSchema }) },
+      },
+    },
+    async (request) => {
+      const user = await requireUser(request);
+      const job = parseNewCronJob(request.body);
+      try {
+        const target = await resolveGateway(deps, user);
+        const added = await withGateway(target, timeoutMs, (conn) => cronAdd(conn, cronAddParams(target, job)));
+        return { success: true as const, source: 'gateway' as const, job: cronJobView(added) };
+      } catch (err) {
+        throw gatewayFailure(err);
+      }
+    },
+  );
+
+  app.delete(
+    '/api/cron',
+    {
+      schema: {
+        tags: ['cron'],
+        querystring: Type.Object({ jobId: Type.Optional(Type.String()) }),
+        response: { 200: Type.Object({ success: Type.Literal(true), source: Type.Literal('gateway') }) },
+      },
+    },
+    async (request) => {
+      const user = await requireUser(request);
+      const jobId = request.query.jobId?.trim();
+      if (!jobId) throw new HttpError(400, 'jobId required');
+      if (jobId.length > JOB_ID_MAX) throw new HttpError(404, JOB_NOT_FOUND);
+      try {
+        const target = await resolveGateway(deps, user);
+        await withGateway(target, timeoutMs, async (conn) => {
+          // On a shared gateway another user's job is "not found", exactly like a job that does not exist.
+          if (target.ownerTag && !(await getOwnJob(conn, target, jobId))) throw new HttpError(404, JOB_NOT_FOUND);
+          await cronRemove(conn, jobId);
+        });
+        return { success: true as const, source: 'gateway' as const };
+      } catch (err) {
+        if (isJobNotFound(err)) throw new HttpError(404, JOB_NOT_FOUND);
+        throw gatewayFailure(err);
+      }
+    },
+  );
+}

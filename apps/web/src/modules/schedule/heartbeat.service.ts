@@ -1,0 +1,102 @@
+import { type CronJob, type GatewayConnection, cronAdd, cronRemove } from '@aop/gateway-client';
+import { HEARTBEAT_MARK, cronAddParams, cronJobView, hasMark, listOwnJobs } from './cron-jobs.service.js';
+import type { GatewayTarget } from '../../platform/clients/user-gateway.js';
+
+/**
+ * The heartbeat the platform manages (spec §4.10): one ordinary cron job per user on their gateway, found by the
+ * `aop-heartbeat` token in its `description` (plus the owner tag on a shared gateway).
+ *
+ * It is not OpenClaw's own `heartbeat-main`: that job is system-owned (`cron.update`/`cron.remove` answer "system-owned
+ * monitor jobs cannot be edited/removed by cron clients") and is re-derived from `agents.defaults.heartbeat.every` of the
+ * agent's configuration whenever the gateway loads it, so it is governed through `/api/config`, not here.
+ */
+
+/** The frequencies `PUT /api/heartbeat` accepts, in milliseconds. */
+export const FREQUENCIES: Readonly<Record<string, number>> = {
+  '30m': 30 * 60_000,
+  '1h': 3_600_000,
+  '2h': 2 * 3_600_000,
+  '3h': 3 * 3_600_000,
+  '6h': 6 * 3_600_000,
+  '12h': 12 * 3_600_000,
+};
+export const DEFAULT_FREQUENCY = '30m';
+export const FREQUENCY_MESSAGE = `frequency must be one of ${Object.keys(FREQUENCIES).join(', ')}`;
+
+export const HEARTBEAT_JOB_NAME = 'platform-heartbeat';
+/** What the agent is told on each beat (OpenClaw's heartbeat convention: `HEARTBEAT.md`, `HEARTBEAT_OK`). */
+export const HEARTBEAT_TEXT =
+  'Heartbeat: read HEARTBEAT.md if it exists and follow it strictly. Do not repeat old tasks from earlier chats. If nothing needs attention, reply HEARTBEAT_OK.';
+
+/** A millisecond schedule as the spec writes frequencies: whole hours `1h`, else whole minutes `30m`, else seconds. */
+export function frequencyOf(schedule: CronJob['schedule'] | undefined): string {
+  if (schedule?.kind === 'cron' && typeof schedule.expr === 'string') return schedule.expr;
+  const ms = schedule?.kind === 'every' ? Number(schedule.everyMs) : Number.NaN;
+  if (!Number.isFinite(ms) || ms <= 0) return 'unknown';
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}
+
+/**
+ * Whether `target` is where `agentId`'s heartbeat lives. The user's own gateway serves only its agent; without an
+ * agent of their own the user's heartbeat is on the shared gateway whatever agent record they name.
+ */
+export function servesAgent(target: GatewayTarget, agentId: string | undefined): boolean {
+  return agentId === undefined || target.kind === 'shared' || target.agentId === agentId;
+}
+
+export async function findHeartbeatJob(conn: GatewayConnection, target: GatewayTarget): Promise<CronJob | null> {
+  // On a shared gateway narrow by owner (the exact owner check follows); on one's own gateway by the mark.
+  const jobs = await listOwnJobs(conn, target, target.ownerTag ?? HEARTBEAT_MARK);
+  return jobs.find((job) => hasMark(job, HEARTBEAT_MARK)) ?? null;
+}
+
+export interface GatewayHeartbeat {
+  enabled: boolean;
+  frequency: string;
+  nextRun: string | null;
+  lastRun: string | null;
+}
+
+export function heartbeatView(job: CronJob): GatewayHeartbeat {
+  const view = cronJobView(job);
+  return { enabled: view.enabled, frequency: frequencyOf(job.schedule), nextRun: view.nextRun, lastRun: view.lastRun };
+}
+
+/**
+ * Creates the heartbeat job or changes the existing one (`cron.update` with `enabled` and, when a frequency is given,
+ * the schedule). Without a frequency an existing job keeps its schedule and a new one beats every 30 minutes.
+ */
+export async function upsertHeartbeatJob(
+  conn: GatewayConnection,
+  target: GatewayTarget,
+  settings: { enabled: boolean; frequency: string | undefined },
+): Promise<GatewayHeartbeat> {
+  const existing = await findHeartbeatJob(conn, target);
+  const everyMs = settings.frequency === undefined ? undefined : FREQUENCIES[settings.frequency];
+  if (existing) {
+    const patch = { enabled: settings.enabled, ...(everyMs !== undefined ? { schedule: { kind: 'every', everyMs } } : {}) };
+    return heartbeatView(await conn.request<CronJob>('cron.update', { id: existing.id, patch }));
+  }
+  const params = cronAddParams(
+    target,
+    {
+      name: HEARTBEAT_JOB_NAME,
+      schedule: { kind: 'every', everyMs: everyMs ?? (FREQUENCIES[DEFAULT_FREQUENCY] as number) },
+      payload: { kind: 'systemEvent', text: HEARTBEAT_TEXT },
+      enabled: settings.enabled,
+    },
+    [HEARTBEAT_MARK],
+  );
+  return heartbeatView(await cronAdd(conn, params));
+}
+
+/** Removes the heartbeat job if there is one; true when one was removed. */
+export async function removeHeartbeatJob(conn: GatewayConnection, target: GatewayTarget): Promise<boolean> {
+  const existing = await findHeartbeatJob(conn, target);
+  if (!existing) return false;
+  await cronRemove(conn, existing.id);
+  return true;
+}

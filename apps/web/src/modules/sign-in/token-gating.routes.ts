@@ -1,0 +1,81 @@
+import { type App, HttpError } from '@aop/core';
+import { Type } from '@sinclair/typebox';
+import type { FastifyBaseLogger } from 'fastify';
+import { type Address, isAddress } from 'viem';
+import type { WebConfig } from '../../config.js';
+import { type GateBalance, gateConfigured, gatingClient, readGateBalance, wholeTokens } from '../../platform/clients/chain.js';
+
+const MINUTE = 60_000;
+
+const GateResultSchema = Type.Object({
+  address: Type.String(),
+  allowed: Type.Boolean(),
+  balance: Type.String({ description: 'Whole tokens, as a decimal string' }),
+  required: Type.String({ description: 'The threshold in whole tokens (GATE_MIN_BALANCE)' }),
+  token: Type.String(),
+  chainId: Type.Integer(),
+});
+
+/**
+ * The gate balance of `address`: 503 when gating is not configured, 400 for a
+ * missing or malformed address, 502 when the gating network cannot answer.
+ */
+export async function checkGateBalance(
+  config: WebConfig,
+  address: string | undefined,
+  log: FastifyBaseLogger,
+): Promise<GateBalance & { address: Address; token: Address }> {
+  const gating = config.gating;
+  const client = gatingClient(gating);
+  if (!client || !gateConfigured(gating)) throw new HttpError(503, 'Token gating is not configured');
+  if (!address) throw new HttpError(400, 'Missing address');
+  if (!isAddress(address, { strict: false })) throw new HttpError(400, 'Invalid address');
+  const holder = address.toLowerCase() as Address;
+  try {
+    const result = await readGateBalance(client, { token: gating.tokenAddress, holder, minBalance: gating.minBalance });
+    return { ...result, address: holder, token: gating.tokenAddress };
+  } catch (err) {
+    log.error({ err }, 'gate balance check failed');
+    throw new HttpError(502, 'Gate check failed');
+  }
+}
+
+/** Spec §4.1 `GET|POST /api/auth/token-gating/verify`: does a wallet hold at least GATE_MIN_BALANCE gate tokens (§8: 1,250,000)? */
+export async function tokenGatingRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  const limit = app.rateLimit({ name: 'token-gating', max: 60, windowMs: MINUTE, message: 'Too many requests' });
+
+  async function verify(address: string | undefined, log: FastifyBaseLogger) {
+    const gate = await checkGateBalance(config, address, log);
+    return {
+      address: gate.address,
+      allowed: gate.allowed,
+      balance: wholeTokens(gate.balance, gate.decimals),
+      required: config.gating.minBalance,
+      token: gate.token,
+      chainId: config.gating.chainId,
+    };
+  }
+
+  app.post(
+    '/api/auth/token-gating/verify',
+    {
+      onRequest: limit,
+      config: { invalidBodyMessage: 'Missing address' },
+      schema: { tags: ['accounts'], body: Type.Object({ address: Type.Optional(Type.String()) }), response: { 200: GateResultSchema } },
+    },
+    async (request) => verify(request.body?.address, request.log),
+  );
+
+  app.get(
+    '/api/auth/token-gating/verify',
+    {
+      onRequest: limit,
+      schema: {
+        tags: ['accounts'],
+        querystring: Type.Object({ address: Type.Optional(Type.String()) }),
+        response: { 200: GateResultSchema },
+      },
+    },
+    async (request) => verify(request.query.address, request.log),
+  );
+}

@@ -1,0 +1,203 @@
+import { type App, HttpError, newId } from '@aop/core';
+import { type DB, writeAudit, isUniqueViolation } from '@aop/db';
+import { Type } from '@sinclair/typebox';
+import type { Kysely } from 'kysely';
+import { type Address, type Hex, hashMessage, isAddress, isAddressEqual } from 'viem';
+import { generateSiweNonce, parseSiweMessage } from 'viem/siwe';
+import type { WebConfig } from '../../config.js';
+import { sessionCookieOptions } from '../../platform/http/auth.js';
+import { newReferralCode } from '../accounts/accounts.service.js';
+import { detectWalletKind, gatingClient, verifyContractWalletSignature } from '../../platform/clients/chain.js';
+import { SESSION_COOKIE, createSession } from '../../platform/sessions.js';
+
+const MINUTE = 60_000;
+/** A SIWE message is a few hundred characters; the cap keeps the parser's regular expressions cheap. */
+const MAX_MESSAGE_LENGTH = 4_096;
+/** ERC-6492 wrappers carry the factory call, so smart-wallet signatures can be a few kilobytes. */
+const MAX_SIGNATURE_LENGTH = 32_768;
+const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;
+/** Clients' clocks run a little ahead: an `Issued At` up to this far in the future is accepted. */
+const ISSUED_AT_SKEW_MS = 60_000;
+
+/** Where `GET|POST /api/auth/nonce` keeps an issued nonce until one signed message uses it. */
+export const nonceKey = (nonce: string) => `siwe-nonce:${nonce}`;
+
+const WalletAuthBodySchema = Type.Object({
+  address: Type.Optional(Type.String()),
+  message: Type.Optional(Type.String()),
+  signature: Type.Optional(Type.String()),
+});
+const NonceSchema = Type.Object({ nonce: Type.String({ description: 'EIP-4361 nonce (96 alphanumerics), single use' }) });
+
+/** `Wallet:0xabcd...ef12`: the first 6 and last 4 characters of the lower-case address. */
+export const walletUserName = (address: string) => `Wallet:${address.slice(0, 6)}...${address.slice(-4)}`;
+/** The synthetic, verified email of a wallet account: `<address>@wallet.<product>`. */
+export const walletEmail = (address: string, productName: string) => `${address.toLowerCase()}@wallet.${productName}`;
+
+/**
+ * The user of a wallet: the one whose `wallet_address` it is, else the one with
+ * its synthetic email (linked now), else a new one. Two first sign-ins at once
+ * meet at the unique indexes; the loser reads the winner's row.
+ */
+async function findOrCreateWalletUser(
+  db: Kysely<DB>,
+  { address, productName, ip, now }: { address: string; productName: string; ip: string; now: Date },
+): Promise<{ id: string; name: string; disabled: boolean }> {
+  const email = walletEmail(address, productName);
+  const find = () =>
+    db
+      .selectFrom('users')
+      .select(['id', 'name', 'wallet_address', 'email_verified_at', 'disabled_at'])
+      .where((eb) => eb.or([eb('wallet_address', '=', address), eb(eb.fn('lower', ['email']), '=', email)]))
+      // The wallet's own row wins over an email match.
+      .orderBy((eb) => eb.case().when('wallet_address', '=', address).then(0).else(1).end())
+      .executeTakeFirst();
+
+  for (let attempt = 0; ; attempt++) {
+    const existing = await find();
+    if (existing) {
+      if (existing.wallet_address !== address || !existing.email_verified_at) {
+        await db
+          .updateTable('users')
+          .set({ wallet_address: existing.wallet_address ?? address, email_verified_at: existing.email_verified_at ?? now })
+          .where('id', '=', existing.id)
+          .execute();
+        if (!existing.wallet_address) await writeAudit(db, { userId: existing.id, action: 'wallet.link', target: address, ip });
+      }
+      return { id: existing.id, name: existing.name, disabled: Boolean(existing.disabled_at) };
+    }
+
+    const id = newId('user');
+    const name = walletUserName(address);
+    try {
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('users')
+          .values({ id, email, name, wallet_address: address, email_verified_at: now, referral_code: newReferralCode() })
+          .execute();
+        await writeAudit(trx, { userId: id, action: 'user.register', target: address, ip, metadata: { method: 'wallet' } });
+      });
+      return { id, name, disabled: false };
+    } catch (err) {
+      // Another sign-in of this wallet won (read its row), or a referral-code collision (try again once).
+      if (!isUniqueViolation(err) || attempt > 0) throw err;
+    }
+  }
+}
+
+/**
+ * Spec §4.1 wallet sign-in (SIWE, EIP-4361): `GET|POST /api/auth/nonce` and
+ * `POST /api/wallet-auth`. Only smart-contract wallets sign in: a deployed
+ * ERC-1271 wallet, or an undeployed one with an ERC-6492 signature. The message
+ * must name our domain, URI origin and gating chain, be within its validity
+ * window, and carry a nonce we issued and that was never used.
+ */
+export async function walletRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  const nonceLimit = app.rateLimit({ name: 'siwe-nonce', max: 120, windowMs: MINUTE, message: 'Too many requests' });
+  const authLimit = app.rateLimit({ name: 'wallet-auth', max: 60, windowMs: MINUTE, message: 'Too many requests' });
+  const expectedOrigin = new URL(config.publicUrl).origin;
+  const expectedScheme = new URL(config.publicUrl).protocol.slice(0, -1);
+
+  async function issueNonce() {
+    const nonce = generateSiweNonce();
+    await app.counters.putIfAbsent(nonceKey(nonce), '1', config.walletNonceTtlMs);
+    return { nonce };
+  }
+  const nonceRoute = { onRequest: nonceLimit, schema: { tags: ['accounts'], response: { 200: NonceSchema } } };
+  app.get('/api/auth/nonce', nonceRoute, issueNonce);
+  app.post('/api/auth/nonce', nonceRoute, issueNonce);
+
+  app.post(
+    '/api/wallet-auth',
+    {
+      onRequest: authLimit,
+      config: { invalidBodyMessage: 'Missing: address, message, signature' },
+      schema: {
+        tags: ['accounts'],
+        body: WalletAuthBodySchema,
+        response: { 200: Type.Object({ ok: Type.Literal(true), user: Type.Object({ id: Type.String(), name: Type.String() }) }) },
+      },
+    },
+    async (request, reply) => {
+      const client = gatingClient(config.gating);
+      if (!client) throw new HttpError(503, 'Wallet sign-in is not configured');
+      const { address, message, signature } = request.body ?? {};
+      if (!address || !message || !signature) throw new HttpError(400, 'Missing: address, message, signature');
+      if (!isAddress(address, { strict: false })) throw new HttpError(400, 'Invalid wallet address');
+      if (message.length > MAX_MESSAGE_LENGTH) throw new HttpError(400, 'Invalid SIWE message: too long');
+
+      const siwe = parseSiweMessage(message);
+      if (!siwe.nonce) throw new HttpError(400, 'Missing nonce in signed message');
+      if (!siwe.address || !isAddressEqual(siwe.address, address)) throw new HttpError(401, 'Signed wallet address mismatch');
+      const refuse = (reason: string) => new HttpError(401, `Invalid SIWE message: ${reason}`);
+      if (siwe.version !== '1') throw refuse('unsupported version');
+      if (siwe.domain !== config.siweDomain) throw refuse('wrong domain');
+      if (siwe.scheme && siwe.scheme !== expectedScheme) throw refuse('wrong scheme');
+      if (siwe.chainId !== config.gating.chainId) throw refuse('wrong chain id');
+      let uriOrigin: string | undefined;
+      try {
+        uriOrigin = siwe.uri ? new URL(siwe.uri).origin : undefined;
+      } catch {}
+      if (uriOrigin !== expectedOrigin) throw refuse('wrong URI');
+      const now = app.clock();
+      const times = [siwe.issuedAt, siwe.expirationTime, siwe.notBefore];
+      if (!siwe.issuedAt || times.some((t) => t && Number.isNaN(t.getTime()))) throw refuse('invalid timestamps');
+      if (siwe.issuedAt.getTime() > now + ISSUED_AT_SKEW_MS) throw refuse('issued in the future');
+      if (siwe.expirationTime && siwe.expirationTime.getTime() <= now) throw refuse('expired');
+      if (siwe.notBefore && siwe.notBefore.getTime() > now) throw refuse('not yet valid');
+      if (signature.length > MAX_SIGNATURE_LENGTH || !HEX.test(signature)) throw new HttpError(401, 'Invalid signature');
+
+      // Single use: the nonce is gone from here on, whatever happens next.
+      if ((await app.counters.take(nonceKey(siwe.nonce))) === null) throw new HttpError(401, 'Invalid or expired nonce');
+
+      try {
+        const wallet = siwe.address.toLowerCase() as Address;
+        const sig = signature as Hex;
+        // The wallet's code first: a node that cannot be reached is a failure here, not an "invalid signature".
+        const kind = await detectWalletKind(client, wallet, sig);
+        const valid = await client.verifySiweMessage({
+          message,
+          signature: sig,
+          address: wallet,
+          domain: config.siweDomain,
+          nonce: siwe.nonce,
+          time: new Date(now),
+        });
+        if (!valid) throw new HttpError(401, 'Invalid signature');
+        // viem also accepts plain ECDSA signatures: the wallet must be a contract (not an EIP-7702-delegated EOA),
+        // and its signature must hold through ERC-1271 / ERC-6492 alone.
+        if (kind !== 'contract' && kind !== 'counterfactual') throw new HttpError(401, 'Only smart-contract wallets are supported');
+        if (!(await verifyContractWalletSignature(client, { address: wallet, hash: hashMessage(message), signature: sig }))) {
+          throw new HttpError(401, 'Only smart-contract wallets are supported');
+        }
+
+        const user = await findOrCreateWalletUser(app.db.kysely, {
+          address: wallet,
+          productName: config.productName,
+          ip: request.ip,
+          now: new Date(now),
+        });
+        if (user.disabled) throw new HttpError(403, 'Account disabled');
+        const session = await createSession(
+          app.db.kysely,
+          user.id,
+          { ip: request.ip, userAgent: request.headers['user-agent'] },
+          app.clock(),
+        );
+        await writeAudit(app.db.kysely, {
+          userId: user.id,
+          action: 'session.create',
+          target: session.sessionId,
+          ip: request.ip,
+          metadata: { method: 'wallet', walletKind: kind, address: wallet },
+        });
+        reply.setCookie(SESSION_COOKIE, session.token, sessionCookieOptions(config, session.expiresAt));
+        return { ok: true as const, user: { id: user.id, name: user.name } };
+      } catch (err) {
+        if (err instanceof HttpError) throw err;
+        request.log.error({ err }, 'wallet sign-in failed');
+        throw new HttpError(500, 'Auth failed');
+      }
+    },
+  );
+}

@@ -1,0 +1,74 @@
+import { type App, HttpError } from '@aop/core';
+import { Type } from '@sinclair/typebox';
+import type { WebConfig } from '../../config.js';
+import { requireUser } from '../../platform/http/auth.js';
+import { EMPTY_STATS, costReport, dashboardStats, isCostPeriod } from './usage.service.js';
+
+const Money = Type.Number({ description: 'USD, rounded to 4 decimals' });
+
+const CostSchema = Type.Object({
+  period: Type.String(),
+  summary: Type.Object({ totalCost: Money, totalTokens: Type.Integer(), totalCalls: Type.Integer(), avgCostPerCall: Money }),
+  agents: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      tokens: Type.Integer(),
+      cost: Money,
+      calls: Type.Integer(),
+      avgCostPerCall: Money,
+      model: Type.String({ description: 'the model the agent called most' }),
+    }),
+  ),
+  daily: Type.Array(Type.Object({ date: Type.String({ description: 'UTC day, e.g. `Nov 22`' }), cost: Money, tokens: Type.Integer() })),
+  modelBreakdown: Type.Array(Type.Object({ model: Type.String(), percent: Type.Number(), cost: Money })),
+  isMockData: Type.Boolean(),
+  plan: Type.String(),
+  planMonthlyCost: Type.Number({ description: 'GBP per month: the plan’s card price (PLAN_PRICES_GBP), else its list price' }),
+  agentCount: Type.Integer(),
+  activeAgents: Type.Integer(),
+});
+
+const StatsSchema = Type.Object({
+  agents: Type.Object({ active: Type.Integer(), total: Type.Integer(), limit: Type.Integer(), newToday: Type.Integer() }),
+  skills: Type.Object({ installed: Type.Integer() }),
+  tasks: Type.Object({ total: Type.Integer() }),
+});
+
+/** Spec §4.14 dashboards, computed from the usage ledger and the user's own rows. */
+export async function dashboardRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  app.get(
+    '/api/dashboard/cost',
+    {
+      schema: {
+        tags: ['dashboard'],
+        querystring: Type.Object({ period: Type.Optional(Type.String({ description: '`7d` (default), `30d` or `mtd`' })) }),
+        response: { 200: CostSchema },
+      },
+    },
+    async (request) => {
+      const user = await requireUser(request);
+      const period = request.query.period || '7d';
+      if (!isCostPeriod(period)) throw new HttpError(400, 'Invalid period');
+      try {
+        return await app.db.withUser(user.id, (trx) => costReport(trx, user.id, period, app.clock(), config.billing.plans));
+      } catch (err) {
+        request.log.error({ err }, 'cost dashboard failed');
+        throw new HttpError(500, 'Failed to fetch cost data');
+      }
+    },
+  );
+
+  app.get('/api/dashboard/stats', { schema: { tags: ['dashboard'], response: { 200: StatsSchema } } }, async (request) => {
+    const user = await requireUser(request);
+    let stats: Awaited<ReturnType<typeof dashboardStats>>;
+    try {
+      stats = await app.db.withUser(user.id, (trx) => dashboardStats(trx, user.id, app.clock()));
+    } catch (err) {
+      // Spec §4.14: a failure answers zeroed figures, not an error status.
+      request.log.error({ err }, 'dashboard stats failed');
+      return EMPTY_STATS;
+    }
+    if (!stats) throw new HttpError(404, 'User not found');
+    return stats;
+  });
+}

@@ -1,0 +1,413 @@
+import { type CounterStore, HttpError } from '@aop/core';
+import { type Database, isUniqueViolation, writeAudit } from '@aop/db';
+import {
+  type Address,
+  type Hex,
+  type PublicClient,
+  createPublicClient,
+  erc20Abi,
+  formatUnits,
+  getAddress,
+  http,
+  isAddress,
+  isAddressEqual,
+  namehash,
+  parseAbi,
+  verifyMessage,
+  zeroAddress,
+} from 'viem';
+import { parseSiweMessage } from 'viem/siwe';
+import type { WebConfig } from '../../config.js';
+import { nonceKey } from '../sign-in/wallet-auth.routes.js';
+import { CHAIN_RPC_TIMEOUT_MS, detectWalletKind, gatingClient } from '../../platform/clients/chain.js';
+
+/**
+ * Wallets linked to an account (spec §4.18 Wallets): external wallets proven by a signed message, custodial wallets
+ * made by a configured provider, ERC-20 balances on the payment chain and reverse names. No wallet is ever invented:
+ * what is not configured answers 503.
+ */
+
+/** The statement a link message must carry, so a sign-in signature cannot be replayed to link a wallet. */
+export const WALLET_LINK_STATEMENT = 'Link this wallet to my account.';
+
+export const PROVIDER_UNCONFIGURED = 'Wallet provider is not configured';
+export const PAYMENT_CHAIN_UNCONFIGURED = 'Payment chain is not configured';
+
+const MAX_MESSAGE_LENGTH = 4_096;
+const MAX_SIGNATURE_LENGTH = 32_768;
+const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;
+const ISSUED_AT_SKEW_MS = 60_000;
+
+export interface WalletView {
+  address: string;
+  /** `external` (linked by signature), `custodial` (made by the provider) or `sign-in` (the account's SIWE wallet). */
+  kind: 'external' | 'custodial' | 'sign-in';
+  /** `eoa`, `contract` or `counterfactual` when known. */
+  signer: string | null;
+  createdAt: string | null;
+}
+
+/** The account's wallets: its sign-in wallet first, then linked ones, oldest first. */
+export async function listWallets(db: Database, userId: string): Promise<WalletView[]> {
+  return db.withUser(userId, async (trx) => {
+    const user = await trx.selectFrom('users').select('wallet_address').where('id', '=', userId).executeTakeFirstOrThrow();
+    const rows = await trx
+      .selectFrom('wallets')
+      .select(['address', 'kind', 'signer', 'created_at'])
+      .where('user_id', '=', userId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    const wallets: WalletView[] = rows.map((r) => ({
+      address: r.address,
+      kind: r.kind,
+      signer: r.signer,
+      createdAt: r.created_at.toISOString(),
+    }));
+    if (user.wallet_address && !wallets.some((w) => w.address === user.wallet_address)) {
+      wallets.unshift({ address: user.wallet_address, kind: 'sign-in', signer: null, createdAt: null });
+    }
+    return wallets;
+  });
+}
+
+/** The address the wallet endpoints act on: the sign-in wallet, else the oldest linked one. */
+export const primaryAddress = (wallets: WalletView[]): string | null => wallets[0]?.address ?? null;
+
+export interface LinkRequest {
+  address?: unknown;
+  message?: unknown;
+  signature?: unknown;
+}
+
+/**
+ * Links an external wallet: `message` is an EIP-4361 message with our domain, URI origin, the gating chain, the link
+ * statement and a nonce from `GET /api/auth/nonce` (single use), signed by `address` (EIP-191). EOAs are checked by
+ * recovery; with `GATING_RPC_URL` set, contract wallets (ERC-1271, ERC-6492) are accepted too. An address belongs to
+ * one account. Answers the wallet and whether it was linked just now.
+ */
+export async function linkWallet(
+  deps: { db: Database; counters: CounterStore; config: WebConfig },
+  userId: string,
+  body: LinkRequest,
+  now: number,
+  ip: string,
+): Promise<{ wallet: WalletView; created: boolean }> {
+  const { config } = deps;
+  const { address, message, signature } = body;
+  if (typeof address !== 'string' || typeof message !== 'string' || typeof signature !== 'string' || !address || !message || !signature) {
+    throw new HttpError(400, 'Missing: address, message, signature');
+  }
+  if (!isAddress(address, { strict: false })) throw new HttpError(400, 'Invalid wallet address');
+  if (message.length > MAX_MESSAGE_LENGTH) throw new HttpError(400, 'Invalid SIWE message: too long');
+
+  const siwe = parseSiweMessage(message);
+  if (!siwe.nonce) throw new HttpError(400, 'Missing nonce in signed message');
+  if (!siwe.address || !isAddressEqual(siwe.address, address)) throw new HttpError(401, 'Signed wallet address mismatch');
+  const refuse = (reason: string) => new HttpError(401, `Invalid SIWE message: ${reason}`);
+  if (siwe.statement !== WALLET_LINK_STATEMENT) throw refuse(`the statement must be "${WALLET_LINK_STATEMENT}"`);
+  if (siwe.version !== '1') throw refuse('unsupported version');
+  if (siwe.domain !== config.siweDomain) throw refuse('wrong domain');
+  if (siwe.chainId !== config.gating.chainId) throw refuse('wrong chain id');
+  let uriOrigin: string | undefined;
+  try {
+    uriOrigin = siwe.uri ? new URL(siwe.uri).origin : undefined;
+  } catch {}
+  if (uriOrigin !== new URL(config.publicUrl).origin) throw refuse('wrong URI');
+  const times = [siwe.issuedAt, siwe.expirationTime, siwe.notBefore];
+  if (!siwe.issuedAt || times.some((t) => t && Number.isNaN(t.getTime()))) throw refuse('invalid timestamps');
+  if (siwe.issuedAt.getTime() > now + ISSUED_AT_SKEW_MS) throw refuse('issued in the future');
+  if (siwe.expirationTime && siwe.expirationTime.getTime() <= now) throw refuse('expired');
+  if (siwe.notBefore && siwe.notBefore.getTime() > now) throw refuse('not yet valid');
+  if (signature.length > MAX_SIGNATURE_LENGTH || !HEX.test(signature)) throw new HttpError(401, 'Invalid signature');
+
+  // Single use, whatever happens next.
+  if ((await deps.counters.take(nonceKey(siwe.nonce))) === null) throw new HttpError(401, 'Invalid or expired nonce');
+
+  const wallet = siwe.address.toLowerCase() as Address;
+  const sig = signature as Hex;
+  const client = gatingClient(config.gating);
+  let signer: string;
+  if (client) {
+    // The chain's answer covers EOAs (ecrecover), deployed contract wallets and counterfactual ones.
+    signer = await detectWalletKind(client, wallet, sig);
+    if (!(await client.verifyMessage({ address: wallet, message, signature: sig }))) throw new HttpError(401, 'Invalid signature');
+  } else {
+    // No chain to ask: only a plain ECDSA signature by the address's own key proves it.
+    let valid = false;
+    try {
+      valid = await verifyMessage({ address: wallet, message, signature: sig });
+    } catch {}
+    if (!valid) throw new HttpError(401, 'Invalid signature');
+    signer = 'eoa';
+  }
+
+  const owner = await deps.db.kysely.selectFrom('users').select('id').where('wallet_address', '=', wallet).executeTakeFirst();
+  if (owner && owner.id !== userId) throw new HttpError(409, 'Wallet already linked to another account');
+  try {
+    const created = await deps.db.withUser(userId, async (trx) => {
+      const existing = await trx.selectFrom('wallets').select(['created_at']).where('address', '=', wallet).executeTakeFirst();
+      if (existing) return { createdAt: existing.created_at, created: false };
+      const row = await trx
+        .insertInto('wallets')
+        .values({ user_id: userId, address: wallet, kind: 'external', signer })
+        .returning('created_at')
+        .executeTakeFirstOrThrow();
+      await writeAudit(trx, { userId, action: 'wallet.link', target: wallet, ip, metadata: { signer } });
+      return { createdAt: row.created_at, created: true };
+    });
+    return { wallet: { address: wallet, kind: 'external', signer, createdAt: created.createdAt.toISOString() }, created: created.created };
+  } catch (err) {
+    // Row-level security hides other accounts' wallets; the unique index still sees them.
+    if (isUniqueViolation(err, 'wallets_address_key')) throw new HttpError(409, 'Wallet already linked to another account');
+    throw err;
+  }
+}
+
+type ProviderConfig = NonNullable<WebConfig['walletProvider']>;
+
+/**
+ * One call to the custodial wallet provider: JSON over HTTPS with `Authorization: Bearer WALLET_PROVIDER_API_KEY`
+ * (docs/operations.md, "Wallet provider"). Anything but a 2xx JSON object is 502.
+ */
+export async function callWalletProvider(
+  provider: ProviderConfig,
+  path: string,
+  body: Record<string, unknown>,
+  log: { warn(obj: object, msg: string): void },
+): Promise<Record<string, unknown>> {
+  let res: Response;
+  try {
+    res = await fetch(`${provider.url}${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        ...(provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}),
+      },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(provider.timeoutMs),
+    });
+  } catch (err) {
+    log.warn({ path, reason: (err as Error).name }, 'wallet provider unreachable');
+    throw new HttpError(502, 'Wallet provider request failed');
+  }
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {}
+  if (!res.ok || typeof json !== 'object' || json === null || Array.isArray(json)) {
+    log.warn({ path, status: res.status }, 'wallet provider refused');
+    throw new HttpError(502, 'Wallet provider request failed');
+  }
+  return json as Record<string, unknown>;
+}
+
+const requireProvider = (config: WebConfig): ProviderConfig => {
+  if (!config.walletProvider) throw new HttpError(503, PROVIDER_UNCONFIGURED);
+  return config.walletProvider;
+};
+
+/** The account's custodial wallet, made by the provider the first time (`POST /api/wallet/create`, `create_wallet`). */
+export async function createCustodialWallet(
+  deps: { db: Database; config: WebConfig; log: { warn(obj: object, msg: string): void } },
+  userId: string,
+  ip: string,
+): Promise<{ wallet: WalletView; created: boolean }> {
+  const provider = requireProvider(deps.config);
+  const view = (r: { address: string; created_at: Date }): WalletView => ({
+    address: r.address,
+    kind: 'custodial',
+    signer: null,
+    createdAt: r.created_at.toISOString(),
+  });
+  const existing = await deps.db.withUser(userId, (trx) =>
+    trx
+      .selectFrom('wallets')
+      .select(['address', 'created_at'])
+      .where('user_id', '=', userId)
+      .where('kind', '=', 'custodial')
+      .executeTakeFirst(),
+  );
+  if (existing) return { wallet: view(existing), created: false };
+  // The provider keys wallets by our user id, so asking twice gives the same wallet.
+  const answer = await callWalletProvider(provider, '/wallets', { userId }, deps.log);
+  if (typeof answer.address !== 'string' || !isAddress(answer.address, { strict: false }) || isAddressEqual(answer.address, zeroAddress)) {
+    deps.log.warn({ path: '/wallets' }, 'wallet provider answered without an address');
+    throw new HttpError(502, 'Wallet provider request failed');
+  }
+  const address = answer.address.toLowerCase();
+  try {
+    const row = await deps.db.withUser(userId, async (trx) => {
+      const inserted = await trx
+        .insertInto('wallets')
+        .values({ user_id: userId, address, kind: 'custodial', signer: null })
+        .returning(['address', 'created_at'])
+        .executeTakeFirstOrThrow();
+      await writeAudit(trx, { userId, action: 'wallet.create', target: address, ip });
+      return inserted;
+    });
+    return { wallet: view(row), created: true };
+  } catch (err) {
+    if (isUniqueViolation(err, 'wallets_address_key')) throw new HttpError(409, 'Wallet already linked to another account');
+    throw err;
+  }
+}
+
+const AMOUNT = /^\d{1,12}(\.\d{1,18})?$/;
+
+/** `create_payment`: the provider sends `amount` tokens from the account's custodial wallet to `to`. */
+export async function createProviderPayment(
+  deps: { db: Database; config: WebConfig; log: { warn(obj: object, msg: string): void } },
+  userId: string,
+  body: { to?: unknown; amount?: unknown },
+  ip: string,
+) {
+  const provider = requireProvider(deps.config);
+  if (typeof body.to !== 'string' || !isAddress(body.to, { strict: false })) throw new HttpError(400, 'to must be a wallet address');
+  if (typeof body.amount !== 'string' || !AMOUNT.test(body.amount) || Number(body.amount) <= 0) {
+    throw new HttpError(400, 'amount must be a positive decimal string');
+  }
+  const wallets = await listWallets(deps.db, userId);
+  const from = wallets.find((w) => w.kind === 'custodial');
+  if (!from) throw new HttpError(404, 'No custodial wallet; create one first');
+  const answer = await callWalletProvider(
+    provider,
+    '/payments',
+    { userId, from: from.address, to: body.to.toLowerCase(), amount: body.amount, token: deps.config.payments?.tokenAddress ?? null },
+    deps.log,
+  );
+  await deps.db.withUser(userId, (trx) =>
+    writeAudit(trx, {
+      userId,
+      action: 'wallet.payment',
+      target: body.to as string,
+      ip,
+      metadata: { amount: body.amount, id: answer.id ?? null },
+    }),
+  );
+  return { payment: answer };
+}
+
+/** `onramp`: a provider page where the user buys tokens into their wallet. */
+export async function providerOnramp(
+  deps: { db: Database; config: WebConfig; log: { warn(obj: object, msg: string): void } },
+  userId: string,
+  body: { amount?: unknown },
+) {
+  const provider = requireProvider(deps.config);
+  if (body.amount !== undefined && (typeof body.amount !== 'string' || !AMOUNT.test(body.amount) || Number(body.amount) <= 0)) {
+    throw new HttpError(400, 'amount must be a positive decimal string');
+  }
+  const address = primaryAddress(await listWallets(deps.db, userId));
+  if (!address) throw new HttpError(404, 'No wallet linked');
+  const answer = await callWalletProvider(
+    provider,
+    '/onramp',
+    { userId, address, ...(body.amount ? { amount: body.amount } : {}) },
+    deps.log,
+  );
+  if (typeof answer.url !== 'string' || !/^https?:\/\//.test(answer.url)) {
+    deps.log.warn({ path: '/onramp' }, 'wallet provider answered without a URL');
+    throw new HttpError(502, 'Wallet provider request failed');
+  }
+  return { url: answer.url, address };
+}
+
+const clients = new Map<string, PublicClient>();
+/** A viem client per RPC URL, created once. */
+function rpcClient(rpcUrl: string): PublicClient {
+  let client = clients.get(rpcUrl);
+  if (!client) {
+    client = createPublicClient({ transport: http(rpcUrl, { timeout: CHAIN_RPC_TIMEOUT_MS, retryCount: 1, retryDelay: 100 }) });
+    clients.set(rpcUrl, client);
+  }
+  return client;
+}
+
+/** An address of the account's (lower-case), or the primary one when none is named. */
+async function ownAddress(db: Database, userId: string, requested: unknown): Promise<Address> {
+  const wallets = await listWallets(db, userId);
+  if (requested === undefined || requested === null || requested === '') {
+    const primary = primaryAddress(wallets);
+    if (!primary) throw new HttpError(404, 'No wallet linked');
+    return primary as Address;
+  }
+  if (typeof requested !== 'string' || !isAddress(requested, { strict: false })) throw new HttpError(400, 'Invalid wallet address');
+  const lower = requested.toLowerCase();
+  if (!wallets.some((w) => w.address === lower)) throw new HttpError(403, 'Wallet not linked to this account');
+  return lower as Address;
+}
+
+/** `get_balance`: the payment token's `balanceOf` for one of the account's wallets, on the payment chain. */
+export async function walletBalance(
+  deps: { db: Database; config: WebConfig; log: { warn(obj: object, msg: string): void } },
+  userId: string,
+  requested: unknown,
+) {
+  const payments = deps.config.payments;
+  if (!payments) throw new HttpError(503, PAYMENT_CHAIN_UNCONFIGURED);
+  const address = await ownAddress(deps.db, userId, requested);
+  let balance: bigint;
+  try {
+    balance = await rpcClient(payments.rpcUrl).readContract({
+      address: payments.tokenAddress,
+      abi: erc20Abi,
+      functionName: 'balanceOf',
+      args: [address],
+    });
+  } catch (err) {
+    deps.log.warn({ reason: (err as Error).name }, 'payment chain balance read failed');
+    throw new HttpError(502, 'Payment chain request failed');
+  }
+  const formatted = formatUnits(balance, payments.tokenDecimals);
+  return {
+    address,
+    chainId: payments.chainId,
+    token: getAddress(payments.tokenAddress),
+    decimals: payments.tokenDecimals,
+    balance: balance.toString(),
+    formatted,
+    // The payment token is a USD stablecoin (1 token = 1 USD): the spec's wallet balance field.
+    balance_usdc: Number(formatted),
+  };
+}
+
+const resolverAbi = parseAbi(['function name(bytes32 node) view returns (string)', 'function addr(bytes32 node) view returns (address)']);
+
+/**
+ * `GET /api/basename`: the reverse name of one of the account's wallets from an ENS-style resolver: `name(node)` of
+ * `<address>.<namespace>`, kept only when the name's forward record (`addr`) points back at the address.
+ */
+export async function reverseName(
+  deps: { db: Database; config: WebConfig; log: { warn(obj: object, msg: string): void } },
+  userId: string,
+  requested: unknown,
+): Promise<{ address: string | null; basename: string | null }> {
+  let address: Address;
+  try {
+    address = await ownAddress(deps.db, userId, requested);
+  } catch (err) {
+    if (err instanceof HttpError && err.statusCode === 404) return { address: null, basename: null };
+    throw err;
+  }
+  const basename = deps.config.basename;
+  if (!basename) return { address, basename: null };
+  const client = rpcClient(basename.rpcUrl);
+  try {
+    const node = namehash(`${address.slice(2)}.${basename.reverseNamespace}`);
+    const name = await client.readContract({ address: basename.resolver, abi: resolverAbi, functionName: 'name', args: [node] });
+    if (!name) return { address, basename: null };
+    const forward = await client.readContract({
+      address: basename.resolver,
+      abi: resolverAbi,
+      functionName: 'addr',
+      args: [namehash(name)],
+    });
+    return { address, basename: isAddressEqual(forward, address) ? name : null };
+  } catch (err) {
+    deps.log.warn({ reason: (err as Error).name }, 'reverse name lookup failed');
+    throw new HttpError(502, 'Name lookup failed');
+  }
+}

@@ -1,0 +1,78 @@
+import cookie from '@fastify/cookie';
+import { HttpError } from '@aop/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { WebConfig } from '../../config.js';
+import { findKeyOwner } from '../../modules/api-keys/api-keys.service.js';
+import { type AuthUser, SESSION_COOKIE, findSessionUser } from '../sessions.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The time every session and token decision is made at (tests move it). */
+    clock: () => number;
+  }
+  interface FastifyRequest {
+    /**
+     * The signed-in user from the `service-session` cookie or `Authorization:
+     * Bearer sk_…`, or null. Resolved once per request, only when a route asks.
+     */
+    currentUser(): Promise<AuthUser | null>;
+  }
+}
+
+/** Cookie options of `service-session` (spec §2.1): HttpOnly, SameSite=Lax, path `/`, 30 days. */
+export function sessionCookieOptions(config: Pick<WebConfig, 'cookieSecure'>, expires: Date) {
+  return { httpOnly: true, sameSite: 'lax' as const, path: '/', secure: config.cookieSecure, expires };
+}
+
+function bearerKey(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  return header?.startsWith('Bearer sk_') ? header.slice('Bearer '.length).trim() : undefined;
+}
+
+async function auth(app: FastifyInstance, { config, clock }: { config: WebConfig; clock: () => number }): Promise<void> {
+  await app.register(cookie, { secret: config.sessionSecret });
+  app.decorate('clock', clock);
+  const resolved = new WeakMap<FastifyRequest, Promise<AuthUser | null>>();
+
+  async function resolve(request: FastifyRequest): Promise<AuthUser | null> {
+    const key = bearerKey(request);
+    if (key) return (await findKeyOwner(app.db.kysely, key, config.adminEmails, clock()))?.user ?? null;
+    const token = request.cookies[SESSION_COOKIE];
+    return token ? findSessionUser(app.db.kysely, token, config.adminEmails, clock()) : null;
+  }
+
+  app.decorateRequest('currentUser', function currentUser(this: FastifyRequest) {
+    let pending = resolved.get(this);
+    if (!pending) {
+      pending = resolve(this);
+      resolved.set(this, pending);
+    }
+    return pending;
+  });
+}
+
+export const authPlugin = fp(auth, { name: 'auth', dependencies: ['shared-http'] });
+
+/** The signed-in user, or 401 with `message` (`Unauthorized` unless the spec names another). */
+export async function requireUser(request: FastifyRequest, message = 'Unauthorized'): Promise<AuthUser> {
+  const user = await request.currentUser();
+  if (!user) throw new HttpError(401, message);
+  return user;
+}
+
+/**
+ * A signed-in person, not an API key: for what a leaked key must never do
+ * (mint keys, change the sign-in email or the password), 403 otherwise.
+ */
+export async function requireSessionUser(request: FastifyRequest, message = 'Unauthorized'): Promise<AuthUser> {
+  const user = await requireUser(request, message);
+  if (user.via !== 'session') throw new HttpError(403, 'This action needs a signed-in session, not an API key');
+  return user;
+}
+
+/** preHandler: an admin is required (401 without a session, 403 `Forbidden` for others). */
+export async function requireAdmin(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+  const user = await requireUser(request);
+  if (!user.isAdmin) throw new HttpError(403, 'Forbidden');
+}
