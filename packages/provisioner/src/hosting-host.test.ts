@@ -62,6 +62,8 @@ function spec(overrides: Partial<AgentSpec> = {}): AgentSpec {
 
 const operations = (from = 0) => api.calls.slice(from).map((c) => c.operation);
 
+const addedSecrets: string[] = [];
+
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'aop-hosting-host-'));
   api = await startFakeHostingApi({ apiKey: API_KEY });
@@ -81,10 +83,17 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => gateway.listen(0, '127.0.0.1', r));
   gatewayUrl = `http://127.0.0.1:${(gateway.address() as { port: number }).port}`;
-  for (const name of PLATFORM_SECRETS) process.env[name] ??= `platform-${name.toLowerCase()}-value`;
+  // Restored afterwards: other files of the fast tier share this process (and would read DATABASE_URL from it).
+  for (const name of PLATFORM_SECRETS) {
+    if (process.env[name] === undefined) {
+      process.env[name] = `platform-${name.toLowerCase()}-value`;
+      addedSecrets.push(name);
+    }
+  }
 });
 
 afterAll(async () => {
+  for (const name of addedSecrets) delete process.env[name];
   await Promise.all(hosts.map((host) => host.shutdown()));
   await new Promise<void>((r) => gateway.close(() => r()));
   await api.close();

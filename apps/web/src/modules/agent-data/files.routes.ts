@@ -1,3 +1,4 @@
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { type App, HttpError, newId } from '@aop/core';
 import { sql } from '@aop/db';
 import { Type } from '@sinclair/typebox';
@@ -97,8 +98,7 @@ export async function filesRoutes(app: App): Promise<void> {
       const size = Buffer.byteLength(content, 'utf8');
       if (size > FILE_CONTENT_MAX_BYTES) throw new HttpError(400, `content must be at most ${FILE_CONTENT_MAX_BYTES} bytes`);
       const saved = await app.db.withUser(user.id, async (trx) => {
-        const agent = await trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst();
-        if (!agent) throw new HttpError(404, 'Agent not found');
+        await requireOwnAgent(trx, agentId);
         return (
           trx
             .insertInto('agent_files')

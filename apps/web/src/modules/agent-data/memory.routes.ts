@@ -1,5 +1,6 @@
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { type App, HttpError, newId } from '@aop/core';
-import { type Tx, sql } from '@aop/db';
+import { sql } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import { MEMORY_COLUMNS as COLUMNS, memoryView as view } from './memory.service.js';
@@ -25,12 +26,6 @@ const agentFilter = (agentId: string | undefined) => (agentId === undefined || a
 
 /** `%`, `_` and `\` match themselves in a `like` pattern. */
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
-
-/** A write naming an agent must name one of the caller's agents. */
-async function requireOwnAgent(trx: Tx, agentId: string): Promise<void> {
-  const agent = await trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst();
-  if (!agent) throw new HttpError(404, 'Agent not found');
-}
 
 function checkedTags(tags: unknown): string[] {
   if (tags === undefined || tags === null) return [];

@@ -1,3 +1,4 @@
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { randomUUID } from 'node:crypto';
 import { HttpError, decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
 import { type Database, sql } from '@aop/db';
@@ -16,7 +17,7 @@ import {
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { MEMORY_COLUMNS, type MemoryView, memoryView } from '../agent-data/memory.service.js';
 import { type AuthUser, backendCaller } from '../../platform/sessions.js';
-import { SKILL_COLUMNS, type SkillView, requireOwnAgent, skillView } from '../skills/skills.service.js';
+import { SKILL_COLUMNS, type SkillView, skillView } from '../skills/skills.service.js';
 import {
   type GatewayTarget,
   GatewayUnavailableError,

@@ -1,3 +1,4 @@
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { type App, HttpError } from '@aop/core';
 import type { GatewayConnection } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
@@ -122,8 +123,7 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
 
     if (!agentId) throw new HttpError(400, AGENT_ID_REQUIRED);
     const saved = await app.db.withUser(user.id, async (trx) => {
-      const agent = await trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst();
-      if (!agent) throw new HttpError(404, 'Agent not found');
+      await requireOwnAgent(trx, agentId);
       // Without a frequency, keep the stored one.
       return trx
         .insertInto('heartbeat_settings')

@@ -1,5 +1,5 @@
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { type App, HttpError, newId } from '@aop/core';
-import type { Tx } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 
@@ -229,11 +229,6 @@ function checkedAgentId(value: unknown): string | null | undefined {
   if (value === null || value === 'all') return null;
   if (typeof value !== 'string' || value === '' || value.length > AGENT_ID_MAX) throw new HttpError(400, 'agentId must be a string');
   return value;
-}
-
-async function requireOwnAgent(trx: Tx, agentId: string): Promise<void> {
-  const agent = await trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst();
-  if (!agent) throw new HttpError(404, 'Agent not found');
 }
 
 const TaskBody = Type.Object({

@@ -1,3 +1,4 @@
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { type App, HttpError, newId } from '@aop/core';
 import { isUniqueViolation } from '@aop/db';
 import { Type } from '@sinclair/typebox';
@@ -9,7 +10,6 @@ import {
   skillAgentScope as agentScope,
   checkedSkillConfig as checkedConfig,
   checkedSkillDescription as checkedDescription,
-  requireOwnAgent,
   skillView as view,
   updateSkill,
 } from './skills.service.js';

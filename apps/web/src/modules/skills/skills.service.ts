@@ -1,5 +1,5 @@
 import { HttpError } from '@aop/core';
-import type { Database, Tx } from '@aop/db';
+import type { Database } from '@aop/db';
 
 /** Rules of the `skills` table (spec §4.18), shared by `/api/skills` and `POST /api/agent` `update-skill`. */
 
@@ -63,12 +63,6 @@ export function checkedSkillDescription(description: unknown): string | null {
   if (description.length > SKILL_DESCRIPTION_MAX)
     throw new HttpError(400, `description must be at most ${SKILL_DESCRIPTION_MAX} characters`);
   return description.trim() || null;
-}
-
-/** A write naming an agent must name one of the caller's agents (row-level security hides the others). */
-export async function requireOwnAgent(trx: Tx, agentId: string): Promise<void> {
-  const agent = await trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst();
-  if (!agent) throw new HttpError(404, 'Agent not found');
 }
 
 export interface SkillChanges {

@@ -1,0 +1,11 @@
+import { HttpError } from '@aop/core';
+import type { Tx } from '@aop/db';
+
+/**
+ * 404 `Agent not found` unless `agentId` is one of the caller's agents: `trx` is a `withUser` transaction, so
+ * row-level security hides every other user's agents and a plain lookup is the ownership check.
+ */
+export async function requireOwnAgent(trx: Tx, agentId: string): Promise<void> {
+  const agent = await trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst();
+  if (!agent) throw new HttpError(404, 'Agent not found');
+}
