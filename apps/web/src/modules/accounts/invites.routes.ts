@@ -15,7 +15,7 @@ import {
 } from './invites.service.js';
 import type { Mailer } from '../../platform/clients/mailer.js';
 import type { AuthUser } from '../../platform/sessions.js';
-import { intQuery } from '../agent-data/gateway-data.routes.js';
+import { intQuery } from '../../platform/http/query.js';
 
 const tags = ['invites'];
 const STATUSES: readonly InviteStatus[] = ['pending', 'accepted', 'expired', 'revoked'];

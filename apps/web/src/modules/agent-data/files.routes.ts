@@ -1,8 +1,8 @@
-import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { type App, HttpError, newId } from '@aop/core';
 import { sql } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 
 export const FILE_PATH_MAX = 512;
 /** UTF-8 bytes of one file; the whole request body is at most 1 MiB anyway (spec §8). */

@@ -5,6 +5,7 @@ import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
+import { intQuery } from '../../platform/http/query.js';
 import { type CronJobView, cronJobView, gatewayFailureMessage, listOwnJobs } from '../schedule/cron-jobs.service.js';
 import { type ModelView, channelStatus, channelsFromConfig, gatewayModels, listSessions } from './gateway-data.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
@@ -24,16 +25,6 @@ const DAY_MS = 86_400_000;
 const BRIEF_JOBS = 10;
 /** Scheduled tasks listed in the brief (with their total). */
 const BRIEF_TASKS = 50;
-
-/**
- * An integer query value: absent or empty → `fallback`; not an integer → 400 `<name> must be an integer`; outside
- * `[min, max]` → clamped (as `limit` is on the other list endpoints).
- */
-export function intQuery(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
-  if (raw === undefined || raw.trim() === '') return fallback;
-  if (!/^\s*[-+]?\d{1,15}\s*$/.test(raw)) throw new HttpError(400, `${name} must be an integer`);
-  return Math.min(max, Math.max(min, Number(raw)));
-}
 
 // ---------------------------------------------------------------------------------------------------------------------
 // response shapes (also the OpenAPI description)

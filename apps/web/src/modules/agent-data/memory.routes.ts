@@ -1,8 +1,8 @@
-import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { type App, HttpError, newId } from '@aop/core';
 import { sql } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { MEMORY_COLUMNS as COLUMNS, memoryView as view } from './memory.service.js';
 
 export const MEMORY_CONTENT_MAX = 10_000;

@@ -1,4 +1,3 @@
-import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { randomUUID } from 'node:crypto';
 import { HttpError, decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
 import { type Database, sql } from '@aop/db';
@@ -16,6 +15,7 @@ import {
 } from './agent-chat.service.js';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { MEMORY_COLUMNS, type MemoryView, memoryView } from '../agent-data/memory.service.js';
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { type AuthUser, backendCaller } from '../../platform/sessions.js';
 import { SKILL_COLUMNS, type SkillView, skillView } from '../skills/skills.service.js';
 import {

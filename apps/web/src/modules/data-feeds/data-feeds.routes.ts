@@ -4,7 +4,7 @@ import { requireUser } from '../../platform/http/auth.js';
 import { platformStatus } from '../agents/hosting-events.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { usageMetrics } from '../usage/usage-metrics.service.js';
-import { intQuery } from '../agent-data/gateway-data.routes.js';
+import { intQuery } from '../../platform/http/query.js';
 
 /**
  * Spec §4.18 Other: data feeds at `GET /api/data-feeds?feed=…` for dashboards and agents, all from the platform's

@@ -1,10 +1,10 @@
-import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { type App, HttpError } from '@aop/core';
 import type { GatewayConnection } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { gatewayFailureMessage } from './cron-jobs.service.js';
 import {
   DEFAULT_FREQUENCY,

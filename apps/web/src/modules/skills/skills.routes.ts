@@ -1,4 +1,3 @@
-import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { type App, HttpError, newId } from '@aop/core';
 import { isUniqueViolation } from '@aop/db';
 import { Type } from '@sinclair/typebox';
@@ -13,6 +12,7 @@ import {
   skillView as view,
   updateSkill,
 } from './skills.service.js';
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 
 export { SKILL_CONFIG_MAX_BYTES, SKILL_DESCRIPTION_MAX, SKILL_NAME } from './skills.service.js';
 

@@ -14,7 +14,7 @@ import {
   storeHostingEvent,
 } from '../agents/hosting-events.service.js';
 import { verifyWebhook } from '../../platform/http/webhook-signature.js';
-import { intQuery } from '../agent-data/gateway-data.routes.js';
+import { intQuery } from '../../platform/http/query.js';
 
 const tags = ['webhooks'];
 
