@@ -1,4 +1,5 @@
-import { toolsProfileFor } from '@aop/core';
+import { newId, toolsProfileFor } from '@aop/core';
+import type { Database, Tx } from '@aop/db';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
@@ -100,3 +101,99 @@ export function configProblem(config: Record<string, unknown>): string | null {
 
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Spec §8: only the 10 newest backups are kept. */
+export const MAX_BACKUPS = 10;
+
+export interface BackupView {
+  id: string;
+  timestamp: string;
+}
+
+async function currentConfig(trx: Tx, userId: string): Promise<Record<string, unknown>> {
+  const saved = await trx.selectFrom('agent_configs').select('config').where('user_id', '=', userId).executeTakeFirst();
+  if (saved) return saved.config;
+  const { plan } = await trx.selectFrom('users').select('plan').where('id', '=', userId).executeTakeFirstOrThrow();
+  return defaultAgentConfig(plan);
+}
+
+async function listBackups(trx: Tx): Promise<BackupView[]> {
+  const rows = await trx.selectFrom('config_backups').select(['id', 'created_at']).orderBy('seq', 'desc').limit(MAX_BACKUPS).execute();
+  return rows.map((r) => ({ id: r.id, timestamp: r.created_at.toISOString() }));
+}
+
+/**
+ * Backs up the current configuration, writes `next`, and keeps the 10 newest
+ * backups. The user's row is locked first, so concurrent saves queue up and
+ * never lose a backup or keep an eleventh.
+ */
+async function replaceConfig(trx: Tx, userId: string, next: Record<string, unknown>, now: Date): Promise<string> {
+  await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
+  const backupId = newId('backup');
+  await trx
+    .insertInto('config_backups')
+    .values({ id: backupId, user_id: userId, config: JSON.stringify(await currentConfig(trx, userId)), created_at: now })
+    .execute();
+  await trx
+    .insertInto('agent_configs')
+    .values({ user_id: userId, config: JSON.stringify(next), updated_at: now })
+    .onConflict((oc) => oc.column('user_id').doUpdateSet({ config: JSON.stringify(next), updated_at: now }))
+    .execute();
+  const keep = trx.selectFrom('config_backups').select('id').orderBy('seq', 'desc').limit(MAX_BACKUPS);
+  await trx.deleteFrom('config_backups').where('id', 'not in', keep).execute();
+  return backupId;
+}
+
+/** The user's configuration (saved, or the provisioning template) and their newest backups. */
+export async function getConfig(db: Database, userId: string): Promise<{ config: Record<string, unknown>; backups: BackupView[] }> {
+  return db.withUser(userId, async (trx) => ({ config: await currentConfig(trx, userId), backups: await listBackups(trx) }));
+}
+
+/** Saves `config` (backing up the current one) and answers the new backup's id and the newest backups. */
+export async function saveConfig(
+  db: Database,
+  userId: string,
+  config: Record<string, unknown>,
+  now: () => Date,
+): Promise<{ backupId: string; backups: BackupView[] }> {
+  return db.withUser(userId, async (trx) => {
+    const backupId = await replaceConfig(trx, userId, config, now());
+    return { backupId, backups: await listBackups(trx) };
+  });
+}
+
+/** One of the user's backups with its contents, or null when they have none of that id. */
+export async function getBackup(
+  db: Database,
+  userId: string,
+  backupId: string,
+): Promise<{ id: string; timestamp: string; config: Record<string, unknown> } | null> {
+  return db.withUser(userId, async (trx) => {
+    // Another user's backup is "not found", like a missing id (row-level security says the same).
+    const row = await trx
+      .selectFrom('config_backups')
+      .select(['id', 'config', 'created_at'])
+      .where('id', '=', backupId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    return row ? { id: row.id, timestamp: row.created_at.toISOString(), config: row.config } : null;
+  });
+}
+
+/**
+ * Makes a backup the current configuration (backing up the current one first) and answers the restored configuration
+ * and the newest backups, or null when the backup does not exist (nothing is written then).
+ */
+export async function restoreBackup(
+  db: Database,
+  userId: string,
+  backupId: string,
+  now: () => Date,
+): Promise<{ config: Record<string, unknown>; backups: BackupView[] } | null> {
+  return db.withUser(userId, async (trx) => {
+    const backup = await trx.selectFrom('config_backups').select('config').where('id', '=', backupId).executeTakeFirst();
+    if (!backup) return null;
+    await replaceConfig(trx, userId, backup.config, now());
+    return { config: backup.config, backups: await listBackups(trx) };
+  });
+}

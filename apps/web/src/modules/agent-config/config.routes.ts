@@ -1,48 +1,10 @@
-import { type App, HttpError, checkJsonText, newId } from '@aop/core';
-import type { Tx } from '@aop/db';
+import { type App, HttpError, checkJsonText } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
-import { configProblem, defaultAgentConfig, isPlainObject } from './agent-config.service.js';
-
-/** Spec §8: only the 10 newest backups are kept. */
-export const MAX_BACKUPS = 10;
+import { configProblem, getBackup, getConfig, isPlainObject, restoreBackup, saveConfig } from './agent-config.service.js';
 
 const BackupSchema = Type.Object({ id: Type.String(), timestamp: Type.String() });
 const ConfigSchema = Type.Record(Type.String(), Type.Unknown());
-
-async function currentConfig(trx: Tx, userId: string): Promise<Record<string, unknown>> {
-  const saved = await trx.selectFrom('agent_configs').select('config').where('user_id', '=', userId).executeTakeFirst();
-  if (saved) return saved.config;
-  const { plan } = await trx.selectFrom('users').select('plan').where('id', '=', userId).executeTakeFirstOrThrow();
-  return defaultAgentConfig(plan);
-}
-
-async function listBackups(trx: Tx): Promise<{ id: string; timestamp: string }[]> {
-  const rows = await trx.selectFrom('config_backups').select(['id', 'created_at']).orderBy('seq', 'desc').limit(MAX_BACKUPS).execute();
-  return rows.map((r) => ({ id: r.id, timestamp: r.created_at.toISOString() }));
-}
-
-/**
- * Backs up the current configuration, writes `next`, and keeps the 10 newest
- * backups. The user's row is locked first, so concurrent saves queue up and
- * never lose a backup or keep an eleventh.
- */
-async function replaceConfig(trx: Tx, userId: string, next: Record<string, unknown>, now: Date): Promise<string> {
-  await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
-  const backupId = newId('backup');
-  await trx
-    .insertInto('config_backups')
-    .values({ id: backupId, user_id: userId, config: JSON.stringify(await currentConfig(trx, userId)), created_at: now })
-    .execute();
-  await trx
-    .insertInto('agent_configs')
-    .values({ user_id: userId, config: JSON.stringify(next), updated_at: now })
-    .onConflict((oc) => oc.column('user_id').doUpdateSet({ config: JSON.stringify(next), updated_at: now }))
-    .execute();
-  const keep = trx.selectFrom('config_backups').select('id').orderBy('seq', 'desc').limit(MAX_BACKUPS);
-  await trx.deleteFrom('config_backups').where('id', 'not in', keep).execute();
-  return backupId;
-}
 
 /** The `config` of a POST body: an object, or a string holding one. */
 function parseConfigField(value: unknown): Record<string, unknown> {
@@ -71,7 +33,7 @@ export async function configRoutes(app: App): Promise<void> {
     { schema: { tags: ['config'], response: { 200: Type.Object({ config: ConfigSchema, backups: Type.Array(BackupSchema) }) } } },
     async (request) => {
       const user = await requireUser(request);
-      return app.db.withUser(user.id, async (trx) => ({ config: await currentConfig(trx, user.id), backups: await listBackups(trx) }));
+      return getConfig(app.db, user.id);
     },
   );
 
@@ -95,10 +57,8 @@ export async function configRoutes(app: App): Promise<void> {
     async (request) => {
       const user = await requireUser(request);
       const config = parseConfigField(request.body?.config);
-      return app.db.withUser(user.id, async (trx) => {
-        const backupId = await replaceConfig(trx, user.id, config, new Date(app.clock()));
-        return { success: true as const, config, backupId, backups: await listBackups(trx) };
-      });
+      const { backupId, backups } = await saveConfig(app.db, user.id, config, () => new Date(app.clock()));
+      return { success: true as const, config, backupId, backups };
     },
   );
 
@@ -115,17 +75,9 @@ export async function configRoutes(app: App): Promise<void> {
     },
     async (request) => {
       const user = await requireUser(request);
-      return app.db.withUser(user.id, async (trx) => {
-        // Another user's backup is "not found", like a missing id (row-level security says the same).
-        const row = await trx
-          .selectFrom('config_backups')
-          .select(['id', 'config', 'created_at'])
-          .where('id', '=', request.params.backupId)
-          .where('user_id', '=', user.id)
-          .executeTakeFirst();
-        if (!row) throw new HttpError(404, 'Backup not found');
-        return { backup: { id: row.id, timestamp: row.created_at.toISOString(), config: row.config } };
-      });
+      const backup = await getBackup(app.db, user.id, request.params.backupId);
+      if (!backup) throw new HttpError(404, 'Backup not found');
+      return { backup };
     },
   );
 
@@ -150,12 +102,9 @@ export async function configRoutes(app: App): Promise<void> {
       const user = await requireUser(request);
       const backupId = request.body?.backupId;
       if (typeof backupId !== 'string' || backupId === '') throw new HttpError(400, 'Missing backupId');
-      return app.db.withUser(user.id, async (trx) => {
-        const backup = await trx.selectFrom('config_backups').select('config').where('id', '=', backupId).executeTakeFirst();
-        if (!backup) throw new HttpError(404, 'Backup not found');
-        await replaceConfig(trx, user.id, backup.config, new Date(app.clock()));
-        return { success: true as const, config: backup.config, restoredFrom: backupId, backups: await listBackups(trx) };
-      });
+      const restored = await restoreBackup(app.db, user.id, backupId, () => new Date(app.clock()));
+      if (!restored) throw new HttpError(404, 'Backup not found');
+      return { success: true as const, config: restored.config, restoredFrom: backupId, backups: restored.backups };
     },
   );
 }

@@ -1,8 +1,7 @@
-import { type App, HttpError, newId } from '@aop/core';
-import { sql } from '@aop/db';
+import { type App, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
-import { requireOwnAgent } from '../../platform/owned-agent.js';
+import { deleteFile, getFile, listFiles, saveFile } from './files.service.js';
 
 export const FILE_PATH_MAX = 512;
 /** UTF-8 bytes of one file; the whole request body is at most 1 MiB anyway (spec §8). */
@@ -47,29 +46,12 @@ export async function filesRoutes(app: App): Promise<void> {
       const user = await requireUser(request);
       const agentId = requiredAgentId(request.query.agentId);
       if (request.query.path === undefined) {
-        const rows = await app.db.withUser(user.id, (trx) =>
-          trx
-            .selectFrom('agent_files')
-            .select(['path', 'size', 'updated_at'])
-            .where('user_id', '=', user.id)
-            .where('agent_id', '=', agentId)
-            .orderBy(sql`path collate "C"`)
-            .execute(),
-        );
-        return { files: rows.map((r) => ({ path: r.path, size: r.size, updatedAt: r.updated_at.toISOString() })) };
+        return { files: await listFiles(app.db, user.id, agentId) };
       }
       const path = checkedPath(request.query.path);
-      const row = await app.db.withUser(user.id, (trx) =>
-        trx
-          .selectFrom('agent_files')
-          .select(['path', 'content', 'size', 'updated_at'])
-          .where('user_id', '=', user.id)
-          .where('agent_id', '=', agentId)
-          .where('path', '=', path)
-          .executeTakeFirst(),
-      );
-      if (!row) throw new HttpError(404, 'File not found');
-      return { file: { path: row.path, content: row.content, size: row.size, updatedAt: row.updated_at.toISOString() } };
+      const file = await getFile(app.db, user.id, agentId, path);
+      if (!file) throw new HttpError(404, 'File not found');
+      return { file };
     },
   );
 
@@ -97,21 +79,8 @@ export async function filesRoutes(app: App): Promise<void> {
       if (typeof content !== 'string') throw new HttpError(400, 'content is required');
       const size = Buffer.byteLength(content, 'utf8');
       if (size > FILE_CONTENT_MAX_BYTES) throw new HttpError(400, `content must be at most ${FILE_CONTENT_MAX_BYTES} bytes`);
-      const saved = await app.db.withUser(user.id, async (trx) => {
-        await requireOwnAgent(trx, agentId);
-        return (
-          trx
-            .insertInto('agent_files')
-            .values({ id: newId('file'), user_id: user.id, agent_id: agentId, path, content, size })
-            .onConflict((oc) => oc.columns(['user_id', 'agent_id', 'path']).doUpdateSet({ content, size, updated_at: sql<Date>`now()` }))
-            // `xmax = 0` only for a row this statement inserted.
-            .returning(['path', 'size', 'updated_at', sql<boolean>`(xmax = 0)`.as('created')])
-            .executeTakeFirstOrThrow()
-        );
-      });
-      return reply
-        .code(saved.created ? 201 : 200)
-        .send({ file: { path: saved.path, size: saved.size, updatedAt: saved.updated_at.toISOString() } });
+      const { file, created } = await saveFile(app.db, user.id, { agentId, path, content, size });
+      return reply.code(created ? 201 : 200).send({ file });
     },
   );
 
@@ -123,15 +92,7 @@ export async function filesRoutes(app: App): Promise<void> {
       const agentId = requiredAgentId(request.query.agentId);
       if (request.query.path === undefined || request.query.path === '') throw new HttpError(400, 'path is required');
       const path = checkedPath(request.query.path);
-      const result = await app.db.withUser(user.id, (trx) =>
-        trx
-          .deleteFrom('agent_files')
-          .where('user_id', '=', user.id)
-          .where('agent_id', '=', agentId)
-          .where('path', '=', path)
-          .executeTakeFirst(),
-      );
-      if (Number(result.numDeletedRows) === 0) throw new HttpError(404, 'File not found');
+      if (!(await deleteFile(app.db, user.id, agentId, path))) throw new HttpError(404, 'File not found');
       return { success: true as const };
     },
   );

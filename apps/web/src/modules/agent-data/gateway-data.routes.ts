@@ -1,5 +1,4 @@
 import { type App, HttpError } from '@aop/core';
-import { sql } from '@aop/db';
 import type { GatewayConnection } from '@aop/gateway-client';
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -7,9 +6,20 @@ import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { intQuery } from '../../platform/http/query.js';
 import { type CronJobView, cronJobView, gatewayFailureMessage, listOwnJobs } from '../schedule/cron-jobs.service.js';
-import { type ModelView, channelStatus, channelsFromConfig, gatewayModels, listSessions } from './gateway-data.service.js';
+import {
+  type ModelView,
+  briefUserData,
+  bridgeCountsByChannel,
+  channelStatus,
+  channelsFromConfig,
+  creditsData,
+  gatewayModels,
+  listSessions,
+  storedAgentConfig,
+  userUsageMetrics,
+} from './gateway-data.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
-import { usageMetrics, usageTotals, utcDayStart, utcMonthStart } from '../usage/usage-metrics.service.js';
+import { utcDayStart, utcMonthStart } from '../usage/usage-metrics.service.js';
 import {
   type GatewayDeps,
   type GatewayTarget,
@@ -18,13 +28,11 @@ import {
   resolveGateway,
   withGateway,
 } from '../../platform/clients/user-gateway.js';
-import { BRIDGE_CHANNELS } from '../bridge/bridge.routes.js';
+import { BRIDGE_CHANNELS } from '../bridge/bridge.service.js';
 
 const DAY_MS = 86_400_000;
 /** Spec §8 "status lists: up to 10 jobs": the brief lists as many cron jobs, with their total. */
 const BRIEF_JOBS = 10;
-/** Scheduled tasks listed in the brief (with their total). */
-const BRIEF_TASKS = 50;
 
 // ---------------------------------------------------------------------------------------------------------------------
 // response shapes (also the OpenAPI description)
@@ -204,10 +212,7 @@ export async function gatewayDataRoutes(app: App, { config }: { config: WebConfi
 
   app.get('/api/channels', { schema: { tags, response: { 200: Schemas.channels } } }, async (request) => {
     const user = await requireUser(request);
-    const [agent, stored] = await Promise.all([
-      findUserAgent(app.db, user.id),
-      app.db.withUser(user.id, (trx) => trx.selectFrom('agent_configs').select('config').where('user_id', '=', user.id).executeTakeFirst()),
-    ]);
+    const [agent, stored] = await Promise.all([findUserAgent(app.db, user.id), storedAgentConfig(app.db, user.id)]);
     const answer = { agentId: agent?.id ?? null, agentName: agent?.name ?? null };
     // Only the user's own agent has their channels: the shared gateway's are the platform's.
     if (agent) {
@@ -217,9 +222,9 @@ export async function gatewayDataRoutes(app: App, { config }: { config: WebConfi
         return channelStatus(conn);
       });
       if ('value' in live) return { ...answer, channels: live.value, source: 'gateway' as const };
-      return { ...answer, channels: channelsFromConfig(stored?.config ?? {}), source: 'config' as const, error: live.error };
+      return { ...answer, channels: channelsFromConfig(stored ?? {}), source: 'config' as const, error: live.error };
     }
-    return { ...answer, channels: channelsFromConfig(stored?.config ?? {}), source: 'config' as const };
+    return { ...answer, channels: channelsFromConfig(stored ?? {}), source: 'config' as const };
   });
 
   app.get('/api/sessions', { schema: { tags, querystring: LimitQuery, response: { 200: Schemas.sessions } } }, async (request) => {
@@ -249,7 +254,7 @@ export async function gatewayDataRoutes(app: App, { config }: { config: WebConfi
     const user = await requireUser(request);
     const days = intQuery(request.query.days, 'days', 7, 1, 90);
     try {
-      const metrics = await app.db.withUser(user.id, (trx) => usageMetrics(trx, user.id, days, app.clock()));
+      const metrics = await userUsageMetrics(app.db, user.id, days, app.clock());
       return { ...metrics, currency: 'USD' as const };
     } catch (err) {
       request.log.error({ err }, 'usage metrics failed');
@@ -264,28 +269,7 @@ export async function gatewayDataRoutes(app: App, { config }: { config: WebConfi
     const endOfToday = new Date(utcDayStart(now) + DAY_MS);
 
     const [own, bridge, cron] = await Promise.all([
-      app.db.withUser(user.id, async (trx) => {
-        const usage = await usageTotals(trx, user.id, since);
-        const agents = await trx
-          .selectFrom('agents')
-          .select(['id', 'name', 'status', 'model', 'updated_at'])
-          .where('user_id', '=', user.id)
-          .orderBy('created_at', 'desc')
-          .execute();
-        // Due by the end of today (UTC), overdue ones included.
-        const tasks = await trx
-          .selectFrom('scheduled_tasks')
-          .select(['id', 'name', 'agent_id', 'schedule', 'next_run_at', sql<number>`count(*) over ()::int`.as('total')])
-          .where('user_id', '=', user.id)
-          .where('enabled', '=', true)
-          .where('next_run_at', 'is not', null)
-          .where('next_run_at', '<', endOfToday)
-          .orderBy('next_run_at')
-          .orderBy('id')
-          .limit(BRIEF_TASKS)
-          .execute();
-        return { usage, agents, tasks };
-      }),
+      briefUserData(app.db, user.id, since, endOfToday),
       briefBridge(request, user, since),
       onGateway(user, (target) => async (conn) => (await listOwnJobs(conn, target)).map(cronJobView).sort(soonestFirst)),
     ]);
@@ -326,12 +310,7 @@ export async function gatewayDataRoutes(app: App, { config }: { config: WebConfi
   async function briefBridge(request: FastifyRequest, user: AuthUser, since: Date) {
     if (!user.isAdmin) return null;
     try {
-      const rows = await app.db.kysely
-        .selectFrom('bridge_messages')
-        .select(['channel', sql<number>`count(*)::int`.as('n')])
-        .where('created_at', '>=', since)
-        .groupBy('channel')
-        .execute();
+      const rows = await bridgeCountsByChannel(app.db, since);
       const byChannel: Record<string, number> = Object.fromEntries(BRIDGE_CHANNELS.map((c) => [c, 0]));
       for (const row of rows) byChannel[row.channel] = row.n;
       return { messages: rows.reduce((sum, row) => sum + row.n, 0), byChannel };
@@ -344,10 +323,7 @@ export async function gatewayDataRoutes(app: App, { config }: { config: WebConfi
   app.get('/api/credits', { schema: { tags, response: { 200: Schemas.credits } } }, async (request) => {
     const user = await requireUser(request);
     const since = new Date(utcMonthStart(app.clock()));
-    const found = await app.db.withUser(user.id, async (trx) => {
-      const account = await trx.selectFrom('users').select(['credits', 'referral_code']).where('id', '=', user.id).executeTakeFirst();
-      return account ? { account, usage: await usageTotals(trx, user.id, since) } : null;
-    });
+    const found = await creditsData(app.db, user.id, since);
     if (!found) throw new HttpError(404, 'User not found');
     return {
       // Billing balances arrive with payments (issue #9); until then every credit is a referral credit.

@@ -1,6 +1,8 @@
+import { type Database, sql } from '@aop/db';
 import type { GatewayConnection } from '@aop/gateway-client';
 import { carriesOwnerTag } from '../chat/agent-chat.service.js';
 import type { GatewayTarget } from '../../platform/clients/user-gateway.js';
+import { type UsageMetrics, type UsageTotals, usageMetrics, usageTotals } from '../usage/usage-metrics.service.js';
 
 /**
  * Reads of a user's gateway for the "chat and gateway data" endpoints (spec §4.18): sessions, channel status and
@@ -279,4 +281,74 @@ export async function gatewayModels(conn: GatewayConnection): Promise<ModelView[
         ]
       : [],
   );
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// the platform database's part
+
+/** Scheduled tasks listed in the brief (with their total). */
+const BRIEF_TASKS = 50;
+
+/** The user's saved agent configuration (spec §4.2), or undefined when they never saved one. */
+export async function storedAgentConfig(db: Database, userId: string): Promise<Record<string, unknown> | undefined> {
+  const stored = await db.withUser(userId, (trx) =>
+    trx.selectFrom('agent_configs').select('config').where('user_id', '=', userId).executeTakeFirst(),
+  );
+  return stored?.config;
+}
+
+/** The user's usage per day and per agent over the last `days` days up to `now`. */
+export async function userUsageMetrics(db: Database, userId: string, days: number, now: number): Promise<UsageMetrics> {
+  return db.withUser(userId, (trx) => usageMetrics(trx, userId, days, now));
+}
+
+/**
+ * The user's part of the daily brief, read in one transaction: usage since `since`, their agents (newest first) and
+ * their enabled scheduled tasks due before `dueBefore` (at most 50, soonest first; `total` counts them all).
+ */
+export async function briefUserData(db: Database, userId: string, since: Date, dueBefore: Date) {
+  return db.withUser(userId, async (trx) => {
+    const usage = await usageTotals(trx, userId, since);
+    const agents = await trx
+      .selectFrom('agents')
+      .select(['id', 'name', 'status', 'model', 'updated_at'])
+      .where('user_id', '=', userId)
+      .orderBy('created_at', 'desc')
+      .execute();
+    // Due by the end of today (UTC), overdue ones included.
+    const tasks = await trx
+      .selectFrom('scheduled_tasks')
+      .select(['id', 'name', 'agent_id', 'schedule', 'next_run_at', sql<number>`count(*) over ()::int`.as('total')])
+      .where('user_id', '=', userId)
+      .where('enabled', '=', true)
+      .where('next_run_at', 'is not', null)
+      .where('next_run_at', '<', dueBefore)
+      .orderBy('next_run_at')
+      .orderBy('id')
+      .limit(BRIEF_TASKS)
+      .execute();
+    return { usage, agents, tasks };
+  });
+}
+
+/** Bridge messages since `since` per channel that has any (the bus is the operators', so this reads as the owner). */
+export async function bridgeCountsByChannel(db: Database, since: Date): Promise<{ channel: string; n: number }[]> {
+  return db.kysely
+    .selectFrom('bridge_messages')
+    .select(['channel', sql<number>`count(*)::int`.as('n')])
+    .where('created_at', '>=', since)
+    .groupBy('channel')
+    .execute();
+}
+
+/** The user's credits and referral code with their usage since `since`, or null when the account is gone. */
+export async function creditsData(
+  db: Database,
+  userId: string,
+  since: Date,
+): Promise<{ account: { credits: number; referral_code: string | null }; usage: UsageTotals } | null> {
+  return db.withUser(userId, async (trx) => {
+    const account = await trx.selectFrom('users').select(['credits', 'referral_code']).where('id', '=', userId).executeTakeFirst();
+    return account ? { account, usage: await usageTotals(trx, userId, since) } : null;
+  });
 }

@@ -1,9 +1,7 @@
-import { type App, HttpError, newId } from '@aop/core';
-import { sql } from '@aop/db';
+import { type App, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
-import { requireOwnAgent } from '../../platform/owned-agent.js';
-import { MEMORY_COLUMNS as COLUMNS, memoryView as view } from './memory.service.js';
+import { addMemory, deleteMemory, searchMemories } from './memory.service.js';
 
 export const MEMORY_CONTENT_MAX = 10_000;
 export const MEMORY_TAGS_MAX = 50;
@@ -23,9 +21,6 @@ const MemorySchema = Type.Object({
 
 /** `all` or nothing means every agent of the user. */
 const agentFilter = (agentId: string | undefined) => (agentId === undefined || agentId === '' || agentId === 'all' ? undefined : agentId);
-
-/** `%`, `_` and `\` match themselves in a `like` pattern. */
-const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 function checkedTags(tags: unknown): string[] {
   if (tags === undefined || tags === null) return [];
@@ -66,14 +61,7 @@ export async function memoryRoutes(app: App): Promise<void> {
       const agentId = agentFilter(request.query.agentId);
       const q = request.query.q?.trim();
       const limit = checkedLimit(request.query.limit);
-      return app.db.withUser(user.id, async (trx) => {
-        let query = trx.selectFrom('memories').where('user_id', '=', user.id);
-        if (agentId !== undefined) query = query.where('agent_id', '=', agentId);
-        if (q) query = query.where(sql<boolean>`content ilike ${`%${likeLiteral(q)}%`} escape '\\'`);
-        const rows = await query.select(COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
-        const count = await query.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
-        return { memories: rows.map(view), total: Number(count.total) };
-      });
+      return searchMemories(app.db, user.id, { agentId, q, limit });
     },
   );
 
@@ -102,15 +90,8 @@ export async function memoryRoutes(app: App): Promise<void> {
         throw new HttpError(400, 'agentId must be a string');
       }
       const tags = checkedTags(body.tags);
-      const memory = await app.db.withUser(user.id, async (trx) => {
-        if (agentId !== null) await requireOwnAgent(trx, agentId);
-        return trx
-          .insertInto('memories')
-          .values({ id: newId('memory'), user_id: user.id, agent_id: agentId, content, tags: JSON.stringify(tags) })
-          .returning(COLUMNS)
-          .executeTakeFirstOrThrow();
-      });
-      return reply.code(201).send({ memory: view(memory) });
+      const memory = await addMemory(app.db, user.id, { agentId, content, tags });
+      return reply.code(201).send({ memory });
     },
   );
 
@@ -127,8 +108,7 @@ export async function memoryRoutes(app: App): Promise<void> {
       const user = await requireUser(request);
       const id = request.query.id?.trim();
       if (!id) throw new HttpError(400, 'id is required');
-      const result = await app.db.withUser(user.id, (trx) => trx.deleteFrom('memories').where('id', '=', id).executeTakeFirst());
-      if (Number(result.numDeletedRows) === 0) throw new HttpError(404, 'Memory not found');
+      if (!(await deleteMemory(app.db, user.id, id))) throw new HttpError(404, 'Memory not found');
       return { success: true as const };
     },
   );

@@ -1,11 +1,10 @@
-import { type App, HttpError, newId, safeEqual } from '@aop/core';
-import { sql } from '@aop/db';
+import { type App, HttpError, safeEqual } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
+import { BRIDGE_CHANNELS, bridgeStats, readBridgeInbox, sendBridgeMessage } from './bridge.service.js';
 
-export const BRIDGE_CHANNELS = ['general', 'tasks', 'alerts'] as const;
 const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 100;
@@ -76,11 +75,7 @@ export async function bridgeRoutes(app: App, { config }: { config: WebConfig }):
         throw new HttpError(400, 'invalid priority');
       if (content.length > CONTENT_MAX) throw new HttpError(400, `content must be at most ${CONTENT_MAX} characters`);
       try {
-        const row = await app.db.kysely
-          .insertInto('bridge_messages')
-          .values({ id: newId('bridgeMessage'), sender, content, channel, priority, created_at: new Date(app.clock()) })
-          .returning(['id', 'sender', 'channel', 'priority', 'created_at'])
-          .executeTakeFirstOrThrow();
+        const row = await sendBridgeMessage(app.db, { sender, content, channel, priority, createdAt: new Date(app.clock()) });
         return { ok: true as const, message: { ...row, created_at: row.created_at.toISOString() } };
       } catch (err) {
         request.log.error({ err }, 'bridge send failed');
@@ -112,37 +107,7 @@ export async function bridgeRoutes(app: App, { config }: { config: WebConfig }):
       const since = request.query.since ? new Date(request.query.since) : new Date(app.clock() - DEFAULT_WINDOW_MS);
       if (Number.isNaN(since.getTime())) throw new HttpError(400, 'invalid since');
       try {
-        const messages = await app.db.kysely.transaction().execute(async (trx) => {
-          const unread = await trx
-            .selectFrom('bridge_messages as m')
-            .select(['m.id', 'm.sender', 'm.channel', 'm.content', 'm.priority', 'm.created_at'])
-            .where('m.channel', '=', channel)
-            .where('m.created_at', '>', since)
-            .where(({ not, exists, selectFrom }) =>
-              not(
-                exists(
-                  selectFrom('bridge_reads as r')
-                    .select(sql`1`.as('one'))
-                    .whereRef('r.message_id', '=', 'm.id')
-                    .where('r.reader', '=', reader),
-                ),
-              ),
-            )
-            .orderBy('m.created_at')
-            .orderBy('m.id')
-            .limit(limit)
-            .execute();
-          if (reader === 'unknown' || unread.length === 0) return unread;
-          // Marking is the claim: two readers of one name polling at once each get a message once.
-          const claimed = await trx
-            .insertInto('bridge_reads')
-            .values(unread.map((m) => ({ message_id: m.id, reader, read_at: new Date(app.clock()) })))
-            .onConflict((oc) => oc.doNothing())
-            .returning('message_id')
-            .execute();
-          const ids = new Set(claimed.map((c) => c.message_id));
-          return unread.filter((m) => ids.has(m.id));
-        });
+        const messages = await readBridgeInbox(app.db, { channel, reader, since, limit }, () => app.clock());
         return {
           ok: true as const,
           channel,
@@ -158,15 +123,7 @@ export async function bridgeRoutes(app: App, { config }: { config: WebConfig }):
 
   app.get('/api/bridge/health', { schema: { tags: ['bridge'] } }, async (request, reply) => {
     try {
-      const [{ total }] = (await sql<{ total: number }>`select count(*)::int as total from bridge_messages`.execute(app.db.kysely))
-        .rows as [{ total: number }];
-      const last = await app.db.kysely
-        .selectFrom('bridge_messages')
-        .select(['created_at', 'sender', 'channel'])
-        .orderBy('created_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(1)
-        .executeTakeFirst();
+      const { total, last } = await bridgeStats(app.db);
       return {
         status: 'ok',
         total_messages: total,

@@ -7,7 +7,7 @@ import { generateSiweNonce, parseSiweMessage } from 'viem/siwe';
 import type { WebConfig } from '../../config.js';
 import { sessionCookieOptions } from '../../platform/http/auth.js';
 import { newReferralCode } from '../accounts/accounts.service.js';
-import { detectWalletKind, gatingClient, verifyContractWalletSignature } from '../../platform/clients/chain.js';
+import { detectWalletKind, gatingClient, nonceKey, verifyContractWalletSignature } from '../../platform/clients/chain.js';
 import { SESSION_COOKIE, createSession } from '../../platform/sessions.js';
 
 const MINUTE = 60_000;
@@ -20,8 +20,6 @@ const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;
 const ISSUED_AT_SKEW_MS = 60_000;
 
 /** Where `GET|POST /api/auth/nonce` keeps an issued nonce until one signed message uses it. */
-export const nonceKey = (nonce: string) => `siwe-nonce:${nonce}`;
-
 const WalletAuthBodySchema = Type.Object({
   address: Type.Optional(Type.String()),
   message: Type.Optional(Type.String()),

@@ -18,8 +18,7 @@ import {
 } from 'viem';
 import { parseSiweMessage } from 'viem/siwe';
 import type { WebConfig } from '../../config.js';
-import { nonceKey } from '../sign-in/wallet-auth.routes.js';
-import { CHAIN_RPC_TIMEOUT_MS, detectWalletKind, gatingClient } from '../../platform/clients/chain.js';
+import { CHAIN_RPC_TIMEOUT_MS, detectWalletKind, gatingClient, nonceKey } from '../../platform/clients/chain.js';
 
 /**
  * Wallets linked to an account (spec §4.18 Wallets): external wallets proven by a signed message, custodial wallets

@@ -1,10 +1,16 @@
-import { type App, HttpError, checkJsonText, newId } from '@aop/core';
-import type { Tx } from '@aop/db';
+import { type App, HttpError, checkJsonText } from '@aop/core';
 import { type Static, Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
-
-const NODE_TYPES = ['trigger', 'action', 'condition', 'output'] as const;
-type NodeType = (typeof NODE_TYPES)[number];
+import {
+  NODE_TYPES,
+  type NodeRow,
+  type NodeType,
+  createWorkflow,
+  deleteWorkflow,
+  getWorkflow,
+  listWorkflows,
+  updateWorkflow,
+} from './workflows.service.js';
 
 const WorkflowBodySchema = Type.Object({
   name: Type.Optional(Type.Unknown()),
@@ -30,16 +36,9 @@ const WorkflowSchema = Type.Object({
   updatedAt: Type.String(),
   nodes: Type.Array(NodeSchema),
 });
-type Workflow = Static<typeof WorkflowSchema>;
 
 const NAME_MAX = 200;
 const MAX_NODES = 500;
-
-interface NodeRow {
-  type: NodeType;
-  config: string;
-  position: string;
-}
 
 /** Objects are stored as the JSON strings the spec returns; strings that hold JSON objects are accepted as they are. */
 function jsonObjectText(value: unknown, fallback: string, field: string): string {
@@ -87,54 +86,6 @@ function checkedDescription(value: unknown): string | null {
   return value;
 }
 
-async function insertNodes(trx: Tx, userId: string, workflowId: string, nodes: NodeRow[], now: Date): Promise<void> {
-  if (nodes.length === 0) return;
-  await trx
-    .insertInto('workflow_nodes')
-    .values(nodes.map((n, seq) => ({ id: newId('workflowNode'), workflow_id: workflowId, user_id: userId, ...n, seq, created_at: now })))
-    .execute();
-}
-
-/** Workflows with their nodes: two queries however many workflows there are. */
-async function loadWorkflows(trx: Tx, ids?: string[]): Promise<Workflow[]> {
-  let query = trx.selectFrom('workflows').selectAll().orderBy('updated_at', 'desc').orderBy('id');
-  if (ids) query = query.where('id', 'in', ids);
-  const workflows = await query.execute();
-  if (workflows.length === 0) return [];
-  const nodes = await trx
-    .selectFrom('workflow_nodes')
-    .select(['id', 'workflow_id', 'type', 'config', 'position', 'created_at'])
-    .where(
-      'workflow_id',
-      'in',
-      workflows.map((w) => w.id),
-    )
-    .orderBy('workflow_id')
-    .orderBy('seq')
-    .execute();
-  const byWorkflow = new Map<string, Workflow['nodes']>();
-  for (const n of nodes) {
-    const list = byWorkflow.get(n.workflow_id) ?? [];
-    list.push({ id: n.id, type: n.type, config: n.config, position: n.position, createdAt: n.created_at.toISOString() });
-    byWorkflow.set(n.workflow_id, list);
-  }
-  return workflows.map((w) => ({
-    id: w.id,
-    name: w.name,
-    description: w.description,
-    enabled: w.enabled,
-    createdAt: w.created_at.toISOString(),
-    updatedAt: w.updated_at.toISOString(),
-    nodes: byWorkflow.get(w.id) ?? [],
-  }));
-}
-
-async function loadOne(trx: Tx, id: string): Promise<Workflow> {
-  const [workflow] = await loadWorkflows(trx, [id]);
-  if (!workflow) throw new HttpError(404, 'Workflow not found');
-  return workflow;
-}
-
 const Params = Type.Object({ workflowId: Type.String({ maxLength: 100 }) });
 
 /** Spec §4.9 / §2.7: workflows and their nodes, user-scoped. */
@@ -154,7 +105,7 @@ export async function workflowRoutes(app: App): Promise<void> {
       const user = await request.currentUser();
       // The spec's 401 for this list carries an empty list.
       if (!user) return reply.code(401).send({ error: 'Unauthorized', workflows: [] });
-      return { workflows: await app.db.withUser(user.id, (trx) => loadWorkflows(trx)) };
+      return { workflows: await listWorkflows(app.db, user.id) };
     },
   );
 
@@ -172,15 +123,7 @@ export async function workflowRoutes(app: App): Promise<void> {
       const nodes = body.nodes === undefined ? [] : parseNodes(body.nodes);
       const enabled = body.enabled === undefined ? true : body.enabled === true;
       const now = new Date(app.clock());
-      const workflow = await app.db.withUser(user.id, async (trx) => {
-        const id = newId('workflow');
-        await trx
-          .insertInto('workflows')
-          .values({ id, user_id: user.id, name, description, enabled, created_at: now, updated_at: now })
-          .execute();
-        await insertNodes(trx, user.id, id, nodes, now);
-        return loadOne(trx, id);
-      });
+      const workflow = await createWorkflow(app.db, user.id, { name, description, enabled, nodes }, now);
       return reply.code(201).send({ workflow });
     },
   );
@@ -190,7 +133,9 @@ export async function workflowRoutes(app: App): Promise<void> {
     { schema: { tags: ['workflows'], params: Params, response: { 200: Type.Object({ workflow: WorkflowSchema }) } } },
     async (request) => {
       const user = await requireUser(request);
-      return { workflow: await app.db.withUser(user.id, (trx) => loadOne(trx, request.params.workflowId)) };
+      const workflow = await getWorkflow(app.db, user.id, request.params.workflowId);
+      if (!workflow) throw new HttpError(404, 'Workflow not found');
+      return { workflow };
     },
   );
 
@@ -216,20 +161,8 @@ export async function workflowRoutes(app: App): Promise<void> {
       }
       const nodes = body.nodes === undefined ? undefined : parseNodes(body.nodes);
       const now = new Date(app.clock());
-      const workflow = await app.db.withUser(user.id, async (trx) => {
-        const updated = await trx
-          .updateTable('workflows')
-          .set({ ...changes, updated_at: now })
-          .where('id', '=', request.params.workflowId)
-          .executeTakeFirst();
-        if (Number(updated.numUpdatedRows) === 0) throw new HttpError(404, 'Workflow not found');
-        if (nodes) {
-          // Replacing the nodes is one step: the transaction never shows a workflow half-rebuilt.
-          await trx.deleteFrom('workflow_nodes').where('workflow_id', '=', request.params.workflowId).execute();
-          await insertNodes(trx, user.id, request.params.workflowId, nodes, now);
-        }
-        return loadOne(trx, request.params.workflowId);
-      });
+      const workflow = await updateWorkflow(app.db, user.id, request.params.workflowId, changes, nodes, now);
+      if (!workflow) throw new HttpError(404, 'Workflow not found');
       return { workflow };
     },
   );
@@ -239,10 +172,7 @@ export async function workflowRoutes(app: App): Promise<void> {
     { schema: { tags: ['workflows'], params: Params, response: { 200: Type.Object({ deleted: Type.Literal(true) }) } } },
     async (request) => {
       const user = await requireUser(request);
-      const deleted = await app.db.withUser(user.id, (trx) =>
-        trx.deleteFrom('workflows').where('id', '=', request.params.workflowId).executeTakeFirst(),
-      );
-      if (Number(deleted.numDeletedRows) === 0) throw new HttpError(404, 'Workflow not found');
+      if (!(await deleteWorkflow(app.db, user.id, request.params.workflowId))) throw new HttpError(404, 'Workflow not found');
       return { deleted: true as const };
     },
   );

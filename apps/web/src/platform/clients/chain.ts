@@ -128,3 +128,6 @@ export async function readGateBalance(
 
 /** A base-unit amount as a decimal string of whole tokens: 1250000000000000000000000n with 18 decimals → '1250000'. */
 export const wholeTokens = (amount: bigint, decimals: number): string => formatUnits(amount, decimals);
+
+/** The counter key of a sign-in nonce: issued by `/api/auth/nonce`, taken once by wallet sign-in or wallet linking. */
+export const nonceKey = (nonce: string) => `siwe-nonce:${nonce}`;
