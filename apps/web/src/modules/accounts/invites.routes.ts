@@ -1,18 +1,9 @@
 import { type App, HttpError } from '@aop/core';
-import { writeAudit } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser, type requireUser } from '../../platform/http/auth.js';
-import { checkNotReserved, findUserByEmail, isEmail, normalizeEmail } from './accounts.service.js';
-import {
-  type InviteStatus,
-  type NewInvite,
-  createInvite,
-  inviteMail,
-  listAllInvites,
-  revokeInvite,
-  verifyInvite,
-} from './invites.service.js';
+import { checkNotReserved, isEmail, normalizeEmail } from './accounts.service.js';
+import { type InviteStatus, inviteEmail, inviteMail, listAllInvites, revokeInvite, verifyInvite } from './invites.service.js';
 import type { Mailer } from '../../platform/clients/mailer.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { intQuery } from '../../platform/http/query.js';
@@ -47,13 +38,13 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
     if (typeof rawEmail !== 'string' || !isEmail(rawEmail.trim())) throw new HttpError(400, 'Invalid email format');
     const email = normalizeEmail(rawEmail);
     checkNotReserved(email, config.productName);
-    // The same answer `POST /api/register` gives for this address: it tells nothing new.
-    if (await findUserByEmail(app.db.kysely, email)) throw new HttpError(409, 'User already exists');
-    const now = app.clock();
-    const created: NewInvite = await app.db.withUser(inviter.id, async (trx) => {
-      const result = await createInvite(trx, { userId: inviter.id, email, ttlMs: config.invites.ttlMs, now, maxOutstanding });
-      await writeAudit(trx, { userId: inviter.id, action: 'invite.create', target: result.invite.id, ip });
-      return result;
+    const created = await inviteEmail(app.db, {
+      userId: inviter.id,
+      email,
+      ttlMs: config.invites.ttlMs,
+      maxOutstanding,
+      ip,
+      clock: app.clock,
     });
     const mail = inviteMail({
       productName: config.productName,
@@ -172,8 +163,7 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
       }
       if (action === 'create') return reply.code(201).send(await invite(admin, body.email, request.ip, undefined));
       if (typeof body.id !== 'string' || body.id === '' || body.id.length > 100) throw new HttpError(400, 'id is required');
-      const revoked = await revokeInvite(app.db.kysely, body.id, admin.id, app.clock());
-      await writeAudit(app.db.kysely, { userId: admin.id, action: 'invite.revoke', target: revoked.id, ip: request.ip });
+      const revoked = await revokeInvite(app.db.kysely, body.id, admin.id, app.clock(), request.ip);
       return { success: true, invite: revoked };
     },
   );

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { HttpError, newId, sha256Hex } from '@aop/core';
-import type { DB, Tx } from '@aop/db';
+import { type DB, type Database, type Tx, writeAudit } from '@aop/db';
 import type { Kysely, Selectable } from 'kysely';
 import type { InvitesTable } from '@aop/db';
+import { findUserByEmail } from './accounts.service.js';
 
 /**
  * Invites (spec §4.18 Coordination): a signed-in user invites an email address; the code is shown once to the
@@ -94,6 +95,25 @@ export async function createInvite(
   return { invite: inviteView(row, args.now), code };
 }
 
+/**
+ * `POST /api/invite` and the administrators' create: 409 when an account has the address (already normalised),
+ * else the invite is created and audited as the inviter (see `createInvite`).
+ */
+export async function inviteEmail(
+  db: Database,
+  args: { userId: string; email: string; ttlMs: number; maxOutstanding: number | undefined; ip: string; clock: () => number },
+): Promise<NewInvite> {
+  const { userId, email, maxOutstanding } = args;
+  // The same answer `POST /api/register` gives for this address: it tells nothing new.
+  if (await findUserByEmail(db.kysely, email)) throw new HttpError(409, 'User already exists');
+  const now = args.clock();
+  return db.withUser(userId, async (trx) => {
+    const result = await createInvite(trx, { userId, email, ttlMs: args.ttlMs, now, maxOutstanding });
+    await writeAudit(trx, { userId, action: 'invite.create', target: result.invite.id, ip: args.ip });
+    return result;
+  });
+}
+
 export interface AdminInviteView extends InviteView {
   invitedBy: { id: string; email: string | null; name: string | null };
   acceptedUserId: string | null;
@@ -140,8 +160,11 @@ export async function listAllInvites(
   };
 }
 
-/** Revokes a pending invite; 404 unknown, 409 when it is no longer pending (accepted, expired or revoked already). */
-export async function revokeInvite(db: Kysely<DB>, id: string, by: string, now: number): Promise<InviteView> {
+/**
+ * Revokes a pending invite and audits it (`ip`: the administrator's); 404 unknown, 409 when it is no longer pending
+ * (accepted, expired or revoked already).
+ */
+export async function revokeInvite(db: Kysely<DB>, id: string, by: string, now: number, ip: string): Promise<InviteView> {
   const row = await db.selectFrom('invites').selectAll().where('id', '=', id).executeTakeFirst();
   if (!row) throw new HttpError(404, 'Invite not found');
   const status = inviteStatus(row, now);
@@ -156,6 +179,7 @@ export async function revokeInvite(db: Kysely<DB>, id: string, by: string, now: 
     .executeTakeFirst();
   // Accepted or revoked between the read and the update.
   if (!updated) throw new HttpError(409, 'Invite is no longer pending');
+  await writeAudit(db, { userId: by, action: 'invite.revoke', target: updated.id, ip });
   return inviteView(updated, now);
 }
 

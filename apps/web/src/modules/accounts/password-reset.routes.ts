@@ -1,13 +1,10 @@
-import { type App, HttpError, randomHex, sha256Hex } from '@aop/core';
-import { writeAudit } from '@aop/db';
+import { type App, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
-import { checkPasswordLength, findUserByEmail, isEmail } from './accounts.service.js';
+import { checkPasswordLength, isEmail } from './accounts.service.js';
 import { checkNotBot } from '../../platform/http/bot-check.js';
-import { cancelEmailLinks, markCurrentEmailVerified } from './email-verification.service.js';
 import type { Mailer } from '../../platform/clients/mailer.js';
-import { hashPassword } from './passwords.js';
-import { deleteUserSessions } from '../../platform/sessions.js';
+import { resetPassword, sendResetLink } from './password-reset.service.js';
 import { accountLimits } from '../sign-in/rate-limits.js';
 
 const FORGOT_ANSWER = { message: 'If an account exists, a reset link has been sent' } as const;
@@ -16,33 +13,6 @@ const TOKEN_FORMAT = /^[0-9a-f]{64}$/;
 /** Spec §4.1 forgot / reset password. */
 export async function passwordResetRoutes(app: App, { config, mailer }: { config: WebConfig; mailer: Mailer }): Promise<void> {
   const limits = accountLimits(config);
-
-  /** Creates a single-use token and mails the link; runs after the answer is sent. */
-  async function sendResetLink(email: string, ip: string): Promise<void> {
-    const user = await findUserByEmail(app.db.kysely, email);
-    if (!user) return;
-    const token = randomHex(32);
-    await app.db.kysely
-      .insertInto('password_reset_tokens')
-      .values({ token_hash: sha256Hex(token), user_id: user.id, expires_at: new Date(app.clock() + config.passwordResetTtlMs) })
-      .execute();
-    await writeAudit(app.db.kysely, { userId: user.id, action: 'password.reset_requested', ip });
-    const minutes = Math.round(config.passwordResetTtlMs / 60_000);
-    await mailer.send({
-      kind: 'password-reset',
-      userId: user.id,
-      to: user.email,
-      subject: 'Reset your password',
-      text: [
-        `Someone (hopefully you) asked to reset the password of ${user.email}.`,
-        '',
-        `Choose a new password here (the link works once, for ${minutes} minutes):`,
-        `${config.publicUrl}/reset-password?token=${token}`,
-        '',
-        'If you did not ask for this, ignore this message: your password stays as it is.',
-      ].join('\n'),
-    });
-  }
 
   app.post(
     '/api/auth/forgot-password',
@@ -67,7 +37,9 @@ export async function passwordResetRoutes(app: App, { config, mailer }: { config
       if (!isEmail(email)) throw new HttpError(400, 'Invalid email format');
       // The answer goes out before any look-up, so its timing says nothing about the account.
       setImmediate(() => {
-        sendResetLink(email, request.ip).catch((err) => request.log.error({ err }, 'password reset mail failed'));
+        sendResetLink(app.db.kysely, mailer, config, { email, ip: request.ip, clock: app.clock }).catch((err) =>
+          request.log.error({ err }, 'password reset mail failed'),
+        );
       });
       return FORGOT_ANSWER;
     },
@@ -89,35 +61,9 @@ export async function passwordResetRoutes(app: App, { config, mailer }: { config
       if (!token || !password) throw new HttpError(400, 'Token and password are required');
       checkPasswordLength(password);
       if (!TOKEN_FORMAT.test(token)) throw new HttpError(400, 'Invalid or expired token');
-      const passwordHash = await hashPassword(password);
-      const now = new Date(app.clock());
-      await app.db.kysely.transaction().execute(async (trx) => {
-        // Marking the token used is the check: of two concurrent resets only one updates the row.
-        const claimed = await trx
-          .updateTable('password_reset_tokens')
-          .set({ used_at: now })
-          .where('token_hash', '=', sha256Hex(token))
-          .where('used_at', 'is', null)
-          .where('expires_at', '>', now)
-          .returning('user_id')
-          .executeTakeFirst();
-        if (!claimed) throw new HttpError(400, 'Invalid or expired token');
-        await trx.updateTable('users').set({ password_hash: passwordHash, updated_at: now }).where('id', '=', claimed.user_id).execute();
-        // The link went to the account's address, so following it proves that address.
-        await markCurrentEmailVerified(trx, claimed.user_id, now);
-        // A reset is what people do when they fear someone else is signed in: end every session, and every email
-        // change such a person may have started (its link went to their mailbox).
-        await deleteUserSessions(trx, claimed.user_id);
-        await cancelEmailLinks(trx, claimed.user_id, now);
-        // Other outstanding links for this account stop working too.
-        await trx
-          .updateTable('password_reset_tokens')
-          .set({ used_at: now })
-          .where('user_id', '=', claimed.user_id)
-          .where('used_at', 'is', null)
-          .execute();
-        await writeAudit(trx, { userId: claimed.user_id, action: 'password.reset', ip: request.ip });
-      });
+      if (!(await resetPassword(app.db.kysely, { token, password, ip: request.ip, clock: app.clock }))) {
+        throw new HttpError(400, 'Invalid or expired token');
+      }
       return { message: 'Password reset successfully' };
     },
   );

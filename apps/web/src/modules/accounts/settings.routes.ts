@@ -1,19 +1,12 @@
 import { type App, HttpError } from '@aop/core';
-import { type Tx, writeAudit, isUniqueViolation } from '@aop/db';
+import { isUniqueViolation } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser, requireUser } from '../../platform/http/auth.js';
 import { checkNotReserved, checkPasswordLength, isEmail, normalizeEmail } from './accounts.service.js';
-import {
-  cancelEmailLinks,
-  pendingEmailOf,
-  sendChangeNotice,
-  sendVerificationLink,
-  verificationDeps,
-} from './email-verification.service.js';
 import type { Mailer } from '../../platform/clients/mailer.js';
-import { hashPassword, verifyPassword } from './passwords.js';
+import { changePassword, getSettings, patchSettings, requestEmailChange, updateSettings } from './settings.service.js';
 
 const SettingsSchema = Type.Object({
   id: Type.String(),
@@ -34,27 +27,6 @@ const SettingsSchema = Type.Object({
   }),
 });
 
-async function readSettings(trx: Tx, userId: string, now: number) {
-  const row = await trx
-    .selectFrom('users')
-    .select(['id', 'email', 'email_verified_at', 'name', 'plan', 'credits', 'notifications', 'runtime_instance_id', 'runtime_url'])
-    .where('id', '=', userId)
-    .executeTakeFirst();
-  if (!row) throw new HttpError(404, 'User not found');
-  return {
-    id: row.id,
-    email: row.email,
-    emailVerified: row.email_verified_at !== null,
-    pendingEmail: await pendingEmailOf(trx, row, now),
-    name: row.name,
-    plan: row.plan,
-    credits: row.credits,
-    twoFactorEnabled: false,
-    notifications: row.notifications,
-    runtime: { managed: true, instanceId: row.runtime_instance_id, url: row.runtime_url },
-  };
-}
-
 /** Runs `fn`, turning anything but an HttpError into a 500 with the spec's message. */
 async function orFail<T>(request: FastifyRequest, message: string, fn: () => Promise<T>): Promise<T> {
   try {
@@ -65,19 +37,6 @@ async function orFail<T>(request: FastifyRequest, message: string, fn: () => Pro
     request.log.error({ err }, message);
     throw new HttpError(500, message);
   }
-}
-
-/**
- * The account's current password, for what a stolen session must not do alone (change the password or the sign-in
- * address): 400 when missing, 401 when wrong, 400 for an account that never had one (identity provider, wallet).
- */
-async function checkCurrentPassword(trx: Tx, userId: string, currentPassword: string | undefined, missing: string): Promise<void> {
-  if (!currentPassword) throw new HttpError(400, missing);
-  const row = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst();
-  if (!row) throw new HttpError(404, 'User not found');
-  // Such an account sets a password through the emailed reset link, which proves it owns the address.
-  if (!row.password_hash) throw new HttpError(400, 'This account has no password yet. Use "Forgot password" to set one by email.');
-  if (!(await verifyPassword(row.password_hash, currentPassword))) throw new HttpError(401, 'Current password is incorrect');
 }
 
 const NAME_MAX = 100;
@@ -96,7 +55,7 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
 
   app.get('/api/settings', { schema }, async (request) => {
     const user = await requireUser(request);
-    return orFail(request, 'Failed to fetch settings', () => app.db.withUser(user.id, (trx) => readSettings(trx, user.id, app.clock())));
+    return orFail(request, 'Failed to fetch settings', () => getSettings(app.db, user.id, app.clock));
   });
 
   app.post(
@@ -127,37 +86,15 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
       }
       return orFail(request, 'Failed to update settings', async () => {
         if (newEmail) {
-          await app.db.withUser(user.id, (trx) => checkCurrentPassword(trx, user.id, body.currentPassword, 'Current password required'));
-          // The other account is invisible under row-level security, so this look-up is a system one.
-          const taken = await app.db.kysely
-            .selectFrom('users')
-            .select('id')
-            .where((eb) => eb(eb.fn('lower', ['email']), '=', newEmail))
-            .executeTakeFirst();
-          if (taken) throw new HttpError(409, 'Email already in use');
-          const now = app.clock();
-          await sendVerificationLink(verificationDeps(app.db.kysely, mailer, config, now), {
-            userId: user.id,
-            email: newEmail,
-            purpose: 'change',
-          });
-          await sendChangeNotice(mailer, user, newEmail);
+          await requestEmailChange(app.db, mailer, config, { user, newEmail, currentPassword: body.currentPassword, clock: app.clock });
         }
-        return app.db.withUser(user.id, async (trx) => {
-          if (name !== undefined) {
-            await trx.updateTable('users').set({ name, updated_at: new Date() }).where('id', '=', user.id).execute();
-          }
-          if (name !== undefined || newEmail) {
-            await writeAudit(trx, {
-              userId: user.id,
-              action: 'settings.update',
-              ip: request.ip,
-              metadata: { fields: Object.keys(body).filter((field) => field !== 'currentPassword') },
-            });
-          }
-          if (newEmail)
-            await writeAudit(trx, { userId: user.id, action: 'email.change_requested', ip: request.ip, metadata: { to: newEmail } });
-          return readSettings(trx, user.id, app.clock());
+        return updateSettings(app.db, {
+          userId: user.id,
+          name,
+          newEmail,
+          fields: Object.keys(body).filter((field) => field !== 'currentPassword'),
+          ip: request.ip,
+          clock: app.clock,
         });
       });
     },
@@ -175,22 +112,7 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
       const user = await requireUser(request);
       const name = checkedName(request.body?.name);
       const notifications = request.body?.notifications;
-      return orFail(request, 'Failed to update settings', () =>
-        app.db.withUser(user.id, async (trx) => {
-          if (name !== undefined || notifications !== undefined) {
-            await trx
-              .updateTable('users')
-              .set({
-                ...(name !== undefined ? { name } : {}),
-                ...(notifications !== undefined ? { notifications: JSON.stringify(notifications) } : {}),
-                updated_at: new Date(),
-              })
-              .where('id', '=', user.id)
-              .execute();
-          }
-          return readSettings(trx, user.id, app.clock());
-        }),
-      );
+      return orFail(request, 'Failed to update settings', () => patchSettings(app.db, user.id, { name, notifications }, app.clock));
     },
   );
 
@@ -209,20 +131,13 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
       const { currentPassword, newPassword } = request.body ?? {};
       if (!currentPassword || !newPassword) throw new HttpError(400, 'Current and new password required');
       checkPasswordLength(newPassword);
-      await app.db.withUser(user.id, async (trx) => {
-        await checkCurrentPassword(trx, user.id, currentPassword, 'Current and new password required');
-        await trx
-          .updateTable('users')
-          .set({ password_hash: await hashPassword(newPassword), updated_at: new Date() })
-          .where('id', '=', user.id)
-          .execute();
-        // Other devices signed in with the old password are signed out; this one stays.
-        let others = trx.deleteFrom('sessions').where('user_id', '=', user.id);
-        if (user.sessionId) others = others.where('id', '!=', user.sessionId);
-        await others.execute();
-        // An email change started with the old password (perhaps by whoever knew it) stops with it.
-        await cancelEmailLinks(trx, user.id, new Date(app.clock()));
-        await writeAudit(trx, { userId: user.id, action: 'password.change', ip: request.ip });
+      await changePassword(app.db, {
+        userId: user.id,
+        sessionId: user.sessionId,
+        currentPassword,
+        newPassword,
+        ip: request.ip,
+        clock: app.clock,
       });
       return { success: true as const };
     },

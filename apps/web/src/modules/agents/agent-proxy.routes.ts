@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../platform/http/auth.js';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { backendCaller } from '../../platform/sessions.js';
+import { findWalletAddress, ownsAgent } from './agents.service.js';
 
 const Params = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
@@ -22,8 +23,7 @@ export async function agentProxyRoutes(app: App): Promise<void> {
   ) {
     const user = await requireUser(request);
     const { id } = request.params as { id: string };
-    const owned = await app.db.withUser(user.id, (trx) => trx.selectFrom('agents').select('id').where('id', '=', id).executeTakeFirst());
-    if (!owned) throw new HttpError(404, 'Agent not found');
+    if (!(await ownsAgent(app.db, user.id, id))) throw new HttpError(404, 'Agent not found');
     try {
       const answer = await app.backend.request(`/api/agents/${encodeURIComponent(id)}${suffix}`, {
         method,
@@ -55,13 +55,11 @@ export async function agentProxyRoutes(app: App): Promise<void> {
     { schema: { tags: ['agents'], params: Params, body: Type.Object({ type: Type.Optional(Type.Unknown()) }) } },
     async (request, reply) => {
       const user = await requireUser(request);
-      const wallet = await app.db.withUser(user.id, (trx) =>
-        trx.selectFrom('users').select('wallet_address').where('id', '=', user.id).executeTakeFirstOrThrow(),
-      );
+      const walletAddress = await findWalletAddress(app.db, user.id);
       return forward(request, reply, 'POST', '/verify', {
         type: request.body?.type,
         verified: true,
-        verifierAddress: wallet.wallet_address,
+        verifierAddress: walletAddress,
         metadata: { verifiedBy: user.id, source: 'web', requestId: request.id },
       });
     },

@@ -3,13 +3,20 @@ import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
-import { DeploymentWatcher, openGatewayToken } from './hosting.service.js';
+import { DeploymentWatcher } from './hosting.service.js';
+import {
+  findAgent,
+  findUserRuntime,
+  listAgents,
+  listProvisionedAgents,
+  openDirectGatewayToken,
+  ownsAgent,
+  pendingDirectDeployments,
+} from './agents.service.js';
 import { provisionAgent, settleDirectDeployment } from './provisioning.service.js';
 import { backendCaller } from '../../platform/sessions.js';
 
 const MINUTE = 60_000;
-
-const wsUrl = (url: string | null) => (url ? url.replace(/^http/, 'ws') : null);
 
 /** Spec §4.15 (web): provisioning, the agent list and records, clone, runtime details. */
 export async function agentRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
@@ -23,12 +30,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
   if (watcher) {
     // After a restart: pick up the deployments that were still being followed (a system lookup across users).
     app.addHook('onReady', async () => {
-      const pending = await app.db.kysely
-        .selectFrom('agents')
-        .select(['id', 'user_id', 'hosting_deployment_id'])
-        .where('status', '=', 'deploying')
-        .where('hosting_deployment_id', 'is not', null)
-        .execute();
+      const pending = await pendingDirectDeployments(app.db);
       for (const row of pending) {
         watcher.watch(row.hosting_deployment_id!, ({ status }) => settleDirectDeployment(app.db, row.user_id, row.id, status));
       }
@@ -49,43 +51,13 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
 
   app.get('/api/agents/provision', { onRequest: agentsLimit, schema: { tags: ['agents'] } }, async (request) => {
     const user = await requireUser(request);
-    const agents = await app.db.withUser(user.id, (trx) =>
-      trx
-        .selectFrom('agents')
-        .select(['id', 'name', 'status', 'subdomain', 'url', 'plan', 'created_at'])
-        .orderBy('created_at', 'desc')
-        .execute(),
-    );
-    return {
-      agents: agents.map((a) => ({
-        id: a.id,
-        name: a.name,
-        status: a.status,
-        subdomain: a.subdomain,
-        url: a.url,
-        plan: a.plan,
-        createdAt: a.created_at.toISOString(),
-      })),
-    };
+    return { agents: await listProvisionedAgents(app.db, user.id) };
   });
 
   app.get('/api/agents', { onRequest: agentsLimit, schema: { tags: ['agents'] } }, async (request) => {
     const user = await requireUser(request);
-    const rows = await app.db.withUser(user.id, (trx) => trx.selectFrom('agents').selectAll().orderBy('created_at', 'desc').execute());
-    return {
-      agents: rows.map((a) => ({
-        id: a.id,
-        name: a.name,
-        model: a.model,
-        status: a.status,
-        url: a.url,
-        websocketUrl: wsUrl(a.url),
-        createdAt: a.created_at.toISOString(),
-        updatedAt: a.updated_at.toISOString(),
-      })),
-      count: rows.length,
-      status: 'ok',
-    };
+    const agents = await listAgents(app.db, user.id);
+    return { agents, count: agents.length, status: 'ok' };
   });
 
   // Spec §4.15: agent cloning answers 501 whatever the body.
@@ -99,25 +71,9 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
     { onRequest: agentsLimit, schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
     async (request) => {
       const user = await requireUser(request);
-      const agent = await app.db.withUser(user.id, (trx) =>
-        trx.selectFrom('agents').selectAll().where('id', '=', request.params.id).executeTakeFirst(),
-      );
+      const agent = await findAgent(app.db, user.id, request.params.id);
       if (!agent) throw new HttpError(404, 'Agent not found');
-      return {
-        status: 'ok',
-        agent: {
-          id: agent.id,
-          name: agent.name,
-          model: agent.model,
-          status: agent.status,
-          subdomain: agent.subdomain,
-          url: agent.url,
-          websocketUrl: wsUrl(agent.url),
-          plan: agent.plan,
-          createdAt: agent.created_at.toISOString(),
-          updatedAt: agent.updated_at.toISOString(),
-        },
-      };
+      return { status: 'ok', agent };
     },
   );
 
@@ -127,12 +83,10 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
     { onRequest: agentsLimit, schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
     async (request, reply) => {
       const user = await requireUser(request);
-      const agent = await app.db.withUser(user.id, (trx) =>
-        trx.selectFrom('agents').select('id').where('id', '=', request.params.id).executeTakeFirst(),
-      );
-      if (!agent) throw new HttpError(404, 'Agent not found');
+      const agentId = request.params.id;
+      if (!(await ownsAgent(app.db, user.id, agentId))) throw new HttpError(404, 'Agent not found');
       try {
-        const answer = await app.backend.request(`/api/agents/${encodeURIComponent(agent.id)}/stats`, {
+        const answer = await app.backend.request(`/api/agents/${encodeURIComponent(agentId)}/stats`, {
           caller: backendCaller(user),
           timeoutMs: 10_000,
         });
@@ -141,7 +95,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
         if (!(err instanceof BackendUnavailableError)) throw err;
         return {
           stats: {
-            agentId: agent.id,
+            agentId,
             messagesProcessed: 0,
             messagesPerHour: 0,
             averageResponseTime: 0,
@@ -158,9 +112,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
 
   app.get('/api/user/runtime', { schema: { tags: ['agents'] } }, async (request) => {
     const user = await requireUser(request);
-    const row = await app.db.withUser(user.id, (trx) =>
-      trx.selectFrom('users').select(['runtime_url', 'runtime_instance_id']).where('id', '=', user.id).executeTakeFirstOrThrow(),
-    );
+    const row = await findUserRuntime(app.db, user.id);
     let token: string | null = null;
     const instanceId = row.runtime_instance_id;
     if (instanceId) {
@@ -173,12 +125,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
         if (!(err instanceof BackendUnavailableError)) throw err;
       }
       // A direct deployment's token lives only here (sealed on the agent row): no backend knows that agent.
-      if (token === null) {
-        const agent = await app.db.withUser(user.id, (trx) =>
-          trx.selectFrom('agents').select('gateway_token_sealed').where('id', '=', instanceId).executeTakeFirst(),
-        );
-        if (agent?.gateway_token_sealed) token = openGatewayToken(config.encryptionKey, instanceId, agent.gateway_token_sealed);
-      }
+      if (token === null) token = await openDirectGatewayToken(app.db, config.encryptionKey, user.id, instanceId);
     }
     return { url: row.runtime_url, instanceId: row.runtime_instance_id, token };
   });

@@ -1,6 +1,7 @@
 import { type App, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
+import { findAgentProgress } from './agents.service.js';
 
 const POLL_MS = 1_000;
 const HEARTBEAT_MS = 15_000;
@@ -41,10 +42,7 @@ export async function agentEventRoutes(app: App): Promise<void> {
     { schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
     async (request, reply) => {
       const user = await requireUser(request);
-      const read = () =>
-        app.db.withUser(user.id, (trx) =>
-          trx.selectFrom('agents').select(['status', 'url']).where('id', '=', request.params.id).executeTakeFirst(),
-        );
+      const read = () => findAgentProgress(app.db, user.id, request.params.id);
       if (!(await read())) throw new HttpError(404, 'Agent not found');
 
       reply.hijack();

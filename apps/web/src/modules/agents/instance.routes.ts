@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../platform/http/auth.js';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { backendCaller } from '../../platform/sessions.js';
+import { findAgentUrl, findRuntimeInstanceId, setAgentStatus } from './agents.service.js';
 
 const ACTIONS = ['start', 'stop', 'restart', 'update', 'repair', 'reset-memory'] as const;
 const FAILED = { success: false, status: 'error' } as const;
@@ -20,11 +21,9 @@ export async function instanceRoutes(app: App): Promise<void> {
       await reply.code(403).send({ ...FAILED, error: 'Forbidden' });
       return null;
     }
-    const row = await app.db.withUser(user.id, (trx) =>
-      trx.selectFrom('users').select('runtime_instance_id').where('id', '=', user.id).executeTakeFirstOrThrow(),
-    );
-    if (!row.runtime_instance_id) throw new HttpError(404, 'No agent found');
-    return { user, agentId: row.runtime_instance_id };
+    const agentId = await findRuntimeInstanceId(app.db, user.id);
+    if (!agentId) throw new HttpError(404, 'No agent found');
+    return { user, agentId };
   }
 
   for (const action of ACTIONS) {
@@ -40,13 +39,9 @@ export async function instanceRoutes(app: App): Promise<void> {
         });
         if (answer.status >= 400) return reply.code(answer.status).send({ ...FAILED, ...answer.body });
         if (action === 'start' || action === 'restart') {
-          await app.db.withUser(own.user.id, (trx) =>
-            trx.updateTable('agents').set({ status: 'running', updated_at: new Date() }).where('id', '=', own.agentId).execute(),
-          );
+          await setAgentStatus(app.db, own.user.id, own.agentId, 'running');
         } else if (action === 'stop') {
-          await app.db.withUser(own.user.id, (trx) =>
-            trx.updateTable('agents').set({ status: 'stopped', updated_at: new Date() }).where('id', '=', own.agentId).execute(),
-          );
+          await setAgentStatus(app.db, own.user.id, own.agentId, 'stopped');
         }
         return answer.body;
       } catch (err) {
@@ -75,13 +70,11 @@ export async function instanceRoutes(app: App): Promise<void> {
   app.get('/api/instance/:userId/stats', { schema: { tags: ['agents'], params } }, async (request, reply) => {
     const own = await ownInstance(request, reply, request.params.userId);
     if (!own) return reply;
-    const agent = await app.db.withUser(own.user.id, (trx) =>
-      trx.selectFrom('agents').select('url').where('id', '=', own.agentId).executeTakeFirst(),
-    );
+    const url = await findAgentUrl(app.db, own.user.id, own.agentId);
     let health: Record<string, unknown> = { ok: false, error: 'no gateway URL' };
-    if (agent?.url) {
+    if (url) {
       try {
-        const res = await fetch(new URL('/healthz', agent.url), { signal: AbortSignal.timeout(5_000) });
+        const res = await fetch(new URL('/healthz', url), { signal: AbortSignal.timeout(5_000) });
         health = res.ok ? ((await res.json()) as Record<string, unknown>) : { ok: false, error: `HTTP ${res.status}` };
       } catch (err) {
         health = { ok: false, error: err instanceof Error ? err.message : String(err) };

@@ -1,5 +1,5 @@
 import { HttpError, newId, sha256Hex } from '@aop/core';
-import type { DB, Tx } from '@aop/db';
+import { type DB, type Database, type Tx, writeAudit } from '@aop/db';
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { type AuthUser, identityOf } from '../../platform/sessions.js';
@@ -67,6 +67,24 @@ export async function createApiKey(
 export async function deleteApiKey(trx: Tx, id: string): Promise<boolean> {
   const result = await trx.deleteFrom('api_keys').where('id', '=', id).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
+}
+
+/** Creates the user's key and audits it, in one transaction as the user (row-level security). */
+export function createUserApiKey(db: Database, { userId, name, ip }: { userId: string; name: string; ip: string }) {
+  return db.withUser(userId, async (trx) => {
+    const key = await createApiKey(trx, userId, name);
+    await writeAudit(trx, { userId, action: 'api_key.create', target: key.id, ip });
+    return key;
+  });
+}
+
+/** Revokes one of the user's keys and audits it, in one transaction as the user; false when there is no such key. */
+export function revokeApiKey(db: Database, { userId, id, ip }: { userId: string; id: string; ip: string }): Promise<boolean> {
+  return db.withUser(userId, async (trx) => {
+    const done = await deleteApiKey(trx, id);
+    if (done) await writeAudit(trx, { userId, action: 'api_key.revoke', target: id, ip });
+    return done;
+  });
 }
 
 const KEY_FORMAT = /^sk_[A-Za-z0-9_-]{20,128}$/;

@@ -1,9 +1,8 @@
 import { type App, HttpError, isPaidPlan, planFeatures } from '@aop/core';
-import { writeAudit } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser, requireUser } from '../../platform/http/auth.js';
-import { KEY_NAME_MAX, createApiKey, deleteApiKey, findKeyOwner, getApiKey, listApiKeys } from './api-keys.service.js';
+import { KEY_NAME_MAX, createUserApiKey, findKeyOwner, getApiKey, listApiKeys, revokeApiKey } from './api-keys.service.js';
 
 const KeyViewSchema = Type.Object({
   id: Type.String(),
@@ -48,11 +47,7 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
       const name = request.body?.name?.trim();
       if (!name) throw new HttpError(400, 'Name is required');
       if (name.length > KEY_NAME_MAX) throw new HttpError(400, `Name must be at most ${KEY_NAME_MAX} characters`);
-      const created = await app.db.withUser(user.id, async (trx) => {
-        const key = await createApiKey(trx, user.id, name);
-        await writeAudit(trx, { userId: user.id, action: 'api_key.create', target: key.id, ip: request.ip });
-        return key;
-      });
+      const created = await createUserApiKey(app.db, { userId: user.id, name, ip: request.ip });
       return reply.code(201).send(created);
     },
   );
@@ -82,11 +77,7 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
       // that a key may always revoke itself.
       const user = await requireUser(request);
       if (user.via !== 'session' && user.keyId !== request.params.id) await requireSessionUser(request);
-      const deleted = await app.db.withUser(user.id, async (trx) => {
-        const done = await deleteApiKey(trx, request.params.id);
-        if (done) await writeAudit(trx, { userId: user.id, action: 'api_key.revoke', target: request.params.id, ip: request.ip });
-        return done;
-      });
+      const deleted = await revokeApiKey(app.db, { userId: user.id, id: request.params.id, ip: request.ip });
       if (!deleted) throw new HttpError(404, 'API key not found');
       return { success: true as const, id: request.params.id };
     },

@@ -5,6 +5,7 @@ import { requireUser } from '../../platform/http/auth.js';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { BackendGatewayConnection } from '../../platform/clients/backend-gateway.js';
 import { backendCaller } from '../../platform/sessions.js';
+import { findMessagesAgent } from './messages.service.js';
 
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 200;
@@ -33,9 +34,7 @@ export async function agentMessageRoutes(app: App): Promise<void> {
     },
     async (request) => {
       const user = await requireUser(request);
-      const agent = await app.db.withUser(user.id, (trx) =>
-        trx.selectFrom('agents').select(['id', 'url']).where('id', '=', request.params.id).executeTakeFirst(),
-      );
+      const agent = await findMessagesAgent(app.db, user.id, request.params.id);
       if (!agent) throw new HttpError(404, 'Agent not found');
       if (!agent.url) throw new HttpError(409, 'Agent is not deployed');
       const sessionKey = request.query.sessionKey || 'main';

@@ -5,6 +5,7 @@ import { platformStatus } from '../agents/hosting-events.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { usageMetrics } from '../usage/usage-metrics.service.js';
 import { intQuery } from '../../platform/http/query.js';
+import { agentsFeed } from './data-feeds.service.js';
 
 /**
  * Spec §4.18 Other: data feeds at `GET /api/data-feeds?feed=…` for dashboards and agents, all from the platform's
@@ -31,31 +32,7 @@ const FEEDS: Record<string, Feed> = {
   },
   agents: {
     description: 'Your agents with their provisioning status, newest first, and counts by status.',
-    read: async (app, user) => {
-      const rows = await app.db.withUser(user.id, (trx) =>
-        trx
-          .selectFrom('agents')
-          .select(['id', 'name', 'model', 'status', 'plan', 'url', 'created_at', 'updated_at'])
-          .orderBy('created_at', 'desc')
-          .execute(),
-      );
-      const byStatus: Record<string, number> = {};
-      for (const r of rows) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
-      return {
-        total: rows.length,
-        byStatus,
-        agents: rows.map((r) => ({
-          id: r.id,
-          name: r.name,
-          model: r.model,
-          status: r.status,
-          plan: r.plan,
-          url: r.url,
-          createdAt: r.created_at.toISOString(),
-          updatedAt: r.updated_at.toISOString(),
-        })),
-      };
-    },
+    read: (app, user) => agentsFeed(app.db, user.id),
   },
 };
 

@@ -1,6 +1,7 @@
 import { type App, HttpError } from '@aop/core';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
+import { emailEventStats, hostingEventStats, latestMigration, suppressedAddressCount } from './debug.service.js';
 
 const BACKEND_PROBE_TIMEOUT_MS = 3_000;
 
@@ -26,27 +27,11 @@ export async function debugRoutes(app: App, { config }: { config: WebConfig }): 
 
       const [reachable, migration, backend, suppressed, emailLatest, hostingLatest] = await Promise.all([
         app.db.ping().catch(() => false),
-        db
-          .selectFrom('schema_migrations')
-          .select(['version', 'name', 'applied_at'])
-          .orderBy('version', 'desc')
-          .limit(1)
-          .executeTakeFirst()
-          .catch(() => undefined),
+        latestMigration(db),
         probeBackend(app),
-        db
-          .selectFrom('email_suppressions')
-          .select((eb) => eb.fn.countAll<number>().as('n'))
-          .executeTakeFirst()
-          .then((r) => Number(r?.n ?? 0)),
-        db
-          .selectFrom('email_events')
-          .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.max('received_at').as('at')])
-          .executeTakeFirst(),
-        db
-          .selectFrom('hosting_events')
-          .select((eb) => [eb.fn.countAll<number>().as('n'), eb.fn.max('received_at').as('at')])
-          .executeTakeFirst(),
+        suppressedAddressCount(db),
+        emailEventStats(db),
+        hostingEventStats(db),
       ]);
       const iso = (value: unknown) => (value ? new Date(value as string | Date).toISOString() : null);
       const memory = process.memoryUsage();

@@ -111,6 +111,25 @@ export async function listSessions(db: Kysely<DB>, address: string): Promise<Ses
   return sessionViews(db, rows);
 }
 
+/** Whether the account owns the wallet: its SIWE wallet or one of its linked wallets. */
+export async function userOwnsWallet(db: Kysely<DB>, userId: string, address: string): Promise<boolean> {
+  const wallet = lower(address);
+  const owns = await db
+    .selectFrom('users')
+    .select('id')
+    .where('id', '=', userId)
+    .where((eb) =>
+      eb.or([
+        eb('wallet_address', '=', wallet),
+        eb.exists(
+          eb.selectFrom('wallets').select('wallets.id').whereRef('wallets.user_id', '=', 'users.id').where('wallets.address', '=', wallet),
+        ),
+      ]),
+    )
+    .executeTakeFirst();
+  return owns !== undefined;
+}
+
 export type DebitOutcome =
   | { ok: true; spent: string; remaining: string }
   | { ok: false; code: 'session_invalid' }

@@ -17,6 +17,7 @@ import {
   redeemVoucher,
   sessionView,
   settleDueSessions,
+  userOwnsWallet,
   verifyWalletProof,
 } from './payment-sessions.service.js';
 
@@ -103,24 +104,7 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
     }
     const user = await request.currentUser();
     if (!user) throw new HttpError(401, 'Wallet signature required');
-    const wallet = address.toLowerCase();
-    const owns = await app.db.kysely
-      .selectFrom('users')
-      .select('id')
-      .where('id', '=', user.id)
-      .where((eb) =>
-        eb.or([
-          eb('wallet_address', '=', wallet),
-          eb.exists(
-            eb
-              .selectFrom('wallets')
-              .select('wallets.id')
-              .whereRef('wallets.user_id', '=', 'users.id')
-              .where('wallets.address', '=', wallet),
-          ),
-        ]),
-      )
-      .executeTakeFirst();
+    const owns = await userOwnsWallet(app.db.kysely, user.id, address);
     if (!owns) throw new HttpError(403, 'This wallet does not belong to your account');
   }
 

@@ -4,15 +4,17 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
-import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { gatewayFailureMessage } from './cron-jobs.service.js';
 import {
   DEFAULT_FREQUENCY,
   FREQUENCIES,
   FREQUENCY_MESSAGE,
+  deleteHeartbeatSettings,
   findHeartbeatJob,
+  findHeartbeatSettings,
   heartbeatView,
   removeHeartbeatJob,
+  saveHeartbeatSettings,
   servesAgent,
   upsertHeartbeatJob,
 } from './heartbeat.service.js';
@@ -93,9 +95,7 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
       if (!agentId) {
         return { source: 'db' as const, enabled: false, message: 'No heartbeat job on the gateway; pass agentId to read saved settings' };
       }
-      const row = await app.db.withUser(user.id, (trx) =>
-        trx.selectFrom('heartbeat_settings').select(['enabled', 'frequency']).where('agent_id', '=', agentId).executeTakeFirst(),
-      );
+      const row = await findHeartbeatSettings(app.db, user.id, agentId);
       if (row) return { source: 'db' as const, enabled: row.enabled, frequency: row.frequency };
       return {
         source: 'db' as const,
@@ -122,18 +122,7 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
     if (written) return { success: true as const, source: 'gateway' as const, enabled: written.enabled, frequency: written.frequency };
 
     if (!agentId) throw new HttpError(400, AGENT_ID_REQUIRED);
-    const saved = await app.db.withUser(user.id, async (trx) => {
-      await requireOwnAgent(trx, agentId);
-      // Without a frequency, keep the stored one.
-      return trx
-        .insertInto('heartbeat_settings')
-        .values({ user_id: user.id, agent_id: agentId, enabled, frequency: frequency ?? DEFAULT_FREQUENCY })
-        .onConflict((oc) =>
-          oc.columns(['user_id', 'agent_id']).doUpdateSet({ enabled, ...(frequency ? { frequency } : {}), updated_at: new Date() }),
-        )
-        .returning(['enabled', 'frequency'])
-        .executeTakeFirstOrThrow();
-    });
+    const saved = await saveHeartbeatSettings(app.db, user.id, agentId, { enabled, frequency });
     return { success: true as const, source: 'db' as const, enabled: saved.enabled, frequency: saved.frequency };
   }
 
@@ -167,7 +156,7 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
       if (typeof raw !== 'string' || raw.trim() === '') throw new HttpError(400, AGENT_ID_REQUIRED);
       const agentId = optionalAgentId(raw) as string;
       // The stored settings, and the gateway job when the gateway holds this agent's heartbeat and answers.
-      await app.db.withUser(user.id, (trx) => trx.deleteFrom('heartbeat_settings').where('agent_id', '=', agentId).execute());
+      await deleteHeartbeatSettings(app.db, user.id, agentId);
       await onGateway(request, user, agentId, (conn, target) => removeHeartbeatJob(conn, target));
       return { success: true as const };
     },

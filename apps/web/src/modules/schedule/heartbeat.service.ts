@@ -1,4 +1,6 @@
+import type { Database } from '@aop/db';
 import { type CronJob, type GatewayConnection, cronAdd, cronRemove } from '@aop/gateway-client';
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { HEARTBEAT_MARK, cronAddParams, cronJobView, hasMark, listOwnJobs } from './cron-jobs.service.js';
 import type { GatewayTarget } from '../../platform/clients/user-gateway.js';
 
@@ -99,4 +101,45 @@ export async function removeHeartbeatJob(conn: GatewayConnection, target: Gatewa
   if (!existing) return false;
   await cronRemove(conn, existing.id);
   return true;
+}
+
+/** Heartbeat settings kept in the database, for when no gateway holds the agent's heartbeat. */
+export interface StoredHeartbeat {
+  enabled: boolean;
+  frequency: string;
+}
+
+/** The caller's saved settings for `agentId`, or null when none are saved. */
+export async function findHeartbeatSettings(db: Database, userId: string, agentId: string): Promise<StoredHeartbeat | null> {
+  const row = await db.withUser(userId, (trx) =>
+    trx.selectFrom('heartbeat_settings').select(['enabled', 'frequency']).where('agent_id', '=', agentId).executeTakeFirst(),
+  );
+  return row ?? null;
+}
+
+/** Saves the caller's settings for `agentId`; 404 `Agent not found` unless it is one of theirs. */
+export async function saveHeartbeatSettings(
+  db: Database,
+  userId: string,
+  agentId: string,
+  settings: { enabled: boolean; frequency: string | undefined },
+): Promise<StoredHeartbeat> {
+  const { enabled, frequency } = settings;
+  return db.withUser(userId, async (trx) => {
+    await requireOwnAgent(trx, agentId);
+    // Without a frequency, keep the stored one.
+    return trx
+      .insertInto('heartbeat_settings')
+      .values({ user_id: userId, agent_id: agentId, enabled, frequency: frequency ?? DEFAULT_FREQUENCY })
+      .onConflict((oc) =>
+        oc.columns(['user_id', 'agent_id']).doUpdateSet({ enabled, ...(frequency ? { frequency } : {}), updated_at: new Date() }),
+      )
+      .returning(['enabled', 'frequency'])
+      .executeTakeFirstOrThrow();
+  });
+}
+
+/** Forgets the caller's saved settings for `agentId`, if any. */
+export async function deleteHeartbeatSettings(db: Database, userId: string, agentId: string): Promise<void> {
+  await db.withUser(userId, (trx) => trx.deleteFrom('heartbeat_settings').where('agent_id', '=', agentId).execute());
 }

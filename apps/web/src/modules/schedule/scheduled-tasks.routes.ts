@@ -1,8 +1,14 @@
-import { type App, HttpError, newId } from '@aop/core';
+import { type App, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
-import { requireOwnAgent } from '../../platform/owned-agent.js';
-import { type Schedule, nextRunAt, parseSchedule } from './schedule-expression.js';
+import { parseSchedule } from './schedule-expression.js';
+import {
+  type CheckedSchedule,
+  createScheduledTask,
+  deleteScheduledTask,
+  listScheduledTasks,
+  updateScheduledTask,
+} from './scheduled-tasks.service.js';
 
 export const TASK_NAME_MAX = 200;
 export const TASK_PROMPT_MAX = 10_000;
@@ -21,52 +27,13 @@ const TaskSchema = Type.Object({
   updatedAt: Type.String(),
 });
 
-const COLUMNS = [
-  'id',
-  'agent_id',
-  'name',
-  'schedule',
-  'prompt',
-  'enabled',
-  'last_run_at',
-  'next_run_at',
-  'created_at',
-  'updated_at',
-] as const;
-
-interface TaskRow {
-  id: string;
-  agent_id: string | null;
-  name: string;
-  schedule: string;
-  prompt: string;
-  enabled: boolean;
-  last_run_at: Date | null;
-  next_run_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-const view = (row: TaskRow) => ({
-  id: row.id,
-  agentId: row.agent_id,
-  name: row.name,
-  schedule: row.schedule,
-  prompt: row.prompt,
-  enabled: row.enabled,
-  lastRun: row.last_run_at?.toISOString() ?? null,
-  nextRun: row.next_run_at?.toISOString() ?? null,
-  createdAt: row.created_at.toISOString(),
-  updatedAt: row.updated_at.toISOString(),
-});
-
 function checkedText(value: unknown, field: string, max: number): string {
   if (typeof value !== 'string' || value.trim() === '') throw new HttpError(400, `${field} is required`);
   if (value.length > max) throw new HttpError(400, `${field} must be at most ${max} characters`);
   return value.trim();
 }
 
-function checkedSchedule(value: unknown): { text: string; schedule: Schedule } {
+function checkedSchedule(value: unknown): CheckedSchedule {
   const schedule = typeof value === 'string' && value.length <= 200 ? parseSchedule(value) : null;
   if (!schedule) throw new HttpError(400, 'Invalid schedule');
   return { text: (value as string).trim().split(/\s+/).join(' '), schedule };
@@ -114,12 +81,7 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
     async (request) => {
       const user = await requireUser(request);
       const { agentId } = request.query;
-      const rows = await app.db.withUser(user.id, (trx) => {
-        let query = trx.selectFrom('scheduled_tasks').select(COLUMNS).where('user_id', '=', user.id);
-        if (agentId !== undefined && agentId !== '' && agentId !== 'all') query = query.where('agent_id', '=', agentId);
-        return query.orderBy('created_at').orderBy('id').execute();
-      });
-      return { tasks: rows.map(view) };
+      return { tasks: await listScheduledTasks(app.db, user.id, agentId) };
     },
   );
 
@@ -133,20 +95,12 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
       const user = await requireUser(request);
       const body = request.body ?? {};
       const name = checkedText(body.name, 'name', TASK_NAME_MAX);
-      const { text, schedule } = checkedSchedule(body.schedule);
+      const schedule = checkedSchedule(body.schedule);
       const prompt = checkedText(body.prompt, 'prompt', TASK_PROMPT_MAX);
       const agentId = checkedAgentId(body.agentId) ?? null;
       const enabled = checkedEnabled(body.enabled) ?? true;
-      const nextRun = enabled ? nextRunAt(schedule, new Date(app.clock())) : null;
-      const task = await app.db.withUser(user.id, async (trx) => {
-        if (agentId !== null) await requireOwnAgent(trx, agentId);
-        return trx
-          .insertInto('scheduled_tasks')
-          .values({ id: newId('task'), user_id: user.id, agent_id: agentId, name, schedule: text, prompt, enabled, next_run_at: nextRun })
-          .returning(COLUMNS)
-          .executeTakeFirstOrThrow();
-      });
-      return reply.code(201).send({ task: view(task) });
+      const task = await createScheduledTask(app.db, app.clock, user.id, { name, schedule, prompt, agentId, enabled });
+      return reply.code(201).send({ task });
     },
   );
 
@@ -166,38 +120,9 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
       const prompt = body.prompt === undefined ? undefined : checkedText(body.prompt, 'prompt', TASK_PROMPT_MAX);
       const agentId = checkedAgentId(body.agentId);
       const enabled = checkedEnabled(body.enabled);
-      const task = await app.db.withUser(user.id, async (trx) => {
-        const current = await trx
-          .selectFrom('scheduled_tasks')
-          .select(['enabled', 'schedule', 'next_run_at'])
-          .where('id', '=', id)
-          .forUpdate()
-          .executeTakeFirst();
-        if (!current) throw new HttpError(404, 'Task not found');
-        if (agentId) await requireOwnAgent(trx, agentId);
-        const willRun = enabled ?? current.enabled;
-        let nextRun = current.next_run_at;
-        // A new schedule or a switch on/off recounts the next run from now.
-        if (newSchedule !== undefined || enabled !== undefined) {
-          const schedule = newSchedule?.schedule ?? parseSchedule(current.schedule);
-          nextRun = willRun && schedule ? nextRunAt(schedule, new Date(app.clock())) : null;
-        }
-        return trx
-          .updateTable('scheduled_tasks')
-          .set({
-            ...(name !== undefined ? { name } : {}),
-            ...(newSchedule !== undefined ? { schedule: newSchedule.text } : {}),
-            ...(prompt !== undefined ? { prompt } : {}),
-            ...(agentId !== undefined ? { agent_id: agentId } : {}),
-            ...(enabled !== undefined ? { enabled } : {}),
-            next_run_at: nextRun,
-            updated_at: new Date(),
-          })
-          .where('id', '=', id)
-          .returning(COLUMNS)
-          .executeTakeFirstOrThrow();
-      });
-      return { task: view(task) };
+      const task = await updateScheduledTask(app.db, app.clock, user.id, id, { name, schedule: newSchedule, prompt, agentId, enabled });
+      if (!task) throw new HttpError(404, 'Task not found');
+      return { task };
     },
   );
 
@@ -214,8 +139,7 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
       const user = await requireUser(request);
       const id = request.query.id?.trim();
       if (!id) throw new HttpError(400, 'id is required');
-      const result = await app.db.withUser(user.id, (trx) => trx.deleteFrom('scheduled_tasks').where('id', '=', id).executeTakeFirst());
-      if (Number(result.numDeletedRows) === 0) throw new HttpError(404, 'Task not found');
+      if (!(await deleteScheduledTask(app.db, user.id, id))) throw new HttpError(404, 'Task not found');
       return { success: true as const };
     },
   );

@@ -1,13 +1,13 @@
 import { type App, HttpError, safeEqual } from '@aop/core';
-import { writeAudit } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { sessionCookieOptions } from '../../platform/http/auth.js';
 import { findUserByEmail } from '../accounts/accounts.service.js';
 import { CSRF_COOKIE, CSRF_TTL_MS, issueCsrfToken, verifyCsrfToken } from '../../platform/http/csrf.js';
 import { verifyPassword } from '../accounts/passwords.js';
-import { SESSION_COOKIE, createSession, deleteSession } from '../../platform/sessions.js';
+import { SESSION_COOKIE } from '../../platform/sessions.js';
 import { accountLimits } from './rate-limits.js';
+import { endSession, startSession } from './sign-in.service.js';
 
 const LoginBodySchema = Type.Object({ email: Type.Optional(Type.String()), password: Type.Optional(Type.String()) });
 const SessionUserSchema = Type.Object({ id: Type.String(), name: Type.String(), email: Type.String(), isAdmin: Type.Boolean() });
@@ -62,19 +62,11 @@ export async function sessionRoutes(app: App, { config }: { config: WebConfig })
         if (!(await verifyPassword(user?.password_hash, password)) || !user) throw new HttpError(401, 'Invalid credentials');
         // Account protection disabled it: only after the right password, so this says nothing to a guesser.
         if (user.disabled_at) throw new HttpError(403, 'Account disabled');
-        const session = await createSession(
+        const session = await startSession(
           app.db.kysely,
-          user.id,
-          { ip: request.ip, userAgent: request.headers['user-agent'] },
+          { userId: user.id, ip: request.ip, userAgent: request.headers['user-agent'], metadata: { method: 'password' } },
           app.clock(),
         );
-        await writeAudit(app.db.kysely, {
-          userId: user.id,
-          action: 'session.create',
-          target: session.sessionId,
-          ip: request.ip,
-          metadata: { method: 'password' },
-        });
         reply.setCookie(SESSION_COOKIE, session.token, sessionCookieOptions(config, session.expiresAt));
         reply.clearCookie(CSRF_COOKIE, { path: csrfCookie.path });
         return { ok: true as const, user: { id: user.id, name: user.name } };
@@ -102,9 +94,7 @@ export async function sessionRoutes(app: App, { config }: { config: WebConfig })
       const token = request.cookies[SESSION_COOKIE];
       if (token) {
         const user = await request.currentUser();
-        if ((await deleteSession(app.db.kysely, token)) && user) {
-          await writeAudit(app.db.kysely, { userId: user.id, action: 'session.delete', target: user.sessionId ?? null, ip: request.ip });
-        }
+        await endSession(app.db.kysely, token, { user, ip: request.ip });
       }
       reply.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure: config.cookieSecure });
       return { ok: true as const };

@@ -1,14 +1,13 @@
-import { type App, HttpError, newId } from '@aop/core';
-import { type DB, writeAudit, isUniqueViolation } from '@aop/db';
+import { type App, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
-import type { Kysely } from 'kysely';
 import { type Address, type Hex, hashMessage, isAddress, isAddressEqual } from 'viem';
 import { generateSiweNonce, parseSiweMessage } from 'viem/siwe';
 import type { WebConfig } from '../../config.js';
 import { sessionCookieOptions } from '../../platform/http/auth.js';
-import { newReferralCode } from '../accounts/accounts.service.js';
 import { detectWalletKind, gatingClient, nonceKey, verifyContractWalletSignature } from '../../platform/clients/chain.js';
-import { SESSION_COOKIE, createSession } from '../../platform/sessions.js';
+import { SESSION_COOKIE } from '../../platform/sessions.js';
+import { startSession } from './sign-in.service.js';
+import { findOrCreateWalletUser } from './wallet-auth.service.js';
 
 const MINUTE = 60_000;
 /** A SIWE message is a few hundred characters; the cap keeps the parser's regular expressions cheap. */
@@ -26,62 +25,6 @@ const WalletAuthBodySchema = Type.Object({
   signature: Type.Optional(Type.String()),
 });
 const NonceSchema = Type.Object({ nonce: Type.String({ description: 'EIP-4361 nonce (96 alphanumerics), single use' }) });
-
-/** `Wallet:0xabcd...ef12`: the first 6 and last 4 characters of the lower-case address. */
-export const walletUserName = (address: string) => `Wallet:${address.slice(0, 6)}...${address.slice(-4)}`;
-/** The synthetic, verified email of a wallet account: `<address>@wallet.<product>`. */
-export const walletEmail = (address: string, productName: string) => `${address.toLowerCase()}@wallet.${productName}`;
-
-/**
- * The user of a wallet: the one whose `wallet_address` it is, else the one with
- * its synthetic email (linked now), else a new one. Two first sign-ins at once
- * meet at the unique indexes; the loser reads the winner's row.
- */
-async function findOrCreateWalletUser(
-  db: Kysely<DB>,
-  { address, productName, ip, now }: { address: string; productName: string; ip: string; now: Date },
-): Promise<{ id: string; name: string; disabled: boolean }> {
-  const email = walletEmail(address, productName);
-  const find = () =>
-    db
-      .selectFrom('users')
-      .select(['id', 'name', 'wallet_address', 'email_verified_at', 'disabled_at'])
-      .where((eb) => eb.or([eb('wallet_address', '=', address), eb(eb.fn('lower', ['email']), '=', email)]))
-      // The wallet's own row wins over an email match.
-      .orderBy((eb) => eb.case().when('wallet_address', '=', address).then(0).else(1).end())
-      .executeTakeFirst();
-
-  for (let attempt = 0; ; attempt++) {
-    const existing = await find();
-    if (existing) {
-      if (existing.wallet_address !== address || !existing.email_verified_at) {
-        await db
-          .updateTable('users')
-          .set({ wallet_address: existing.wallet_address ?? address, email_verified_at: existing.email_verified_at ?? now })
-          .where('id', '=', existing.id)
-          .execute();
-        if (!existing.wallet_address) await writeAudit(db, { userId: existing.id, action: 'wallet.link', target: address, ip });
-      }
-      return { id: existing.id, name: existing.name, disabled: Boolean(existing.disabled_at) };
-    }
-
-    const id = newId('user');
-    const name = walletUserName(address);
-    try {
-      await db.transaction().execute(async (trx) => {
-        await trx
-          .insertInto('users')
-          .values({ id, email, name, wallet_address: address, email_verified_at: now, referral_code: newReferralCode() })
-          .execute();
-        await writeAudit(trx, { userId: id, action: 'user.register', target: address, ip, metadata: { method: 'wallet' } });
-      });
-      return { id, name, disabled: false };
-    } catch (err) {
-      // Another sign-in of this wallet won (read its row), or a referral-code collision (try again once).
-      if (!isUniqueViolation(err) || attempt > 0) throw err;
-    }
-  }
-}
 
 /**
  * Spec §4.1 wallet sign-in (SIWE, EIP-4361): `GET|POST /api/auth/nonce` and
@@ -176,19 +119,16 @@ export async function walletRoutes(app: App, { config }: { config: WebConfig }):
           now: new Date(now),
         });
         if (user.disabled) throw new HttpError(403, 'Account disabled');
-        const session = await createSession(
+        const session = await startSession(
           app.db.kysely,
-          user.id,
-          { ip: request.ip, userAgent: request.headers['user-agent'] },
+          {
+            userId: user.id,
+            ip: request.ip,
+            userAgent: request.headers['user-agent'],
+            metadata: { method: 'wallet', walletKind: kind, address: wallet },
+          },
           app.clock(),
         );
-        await writeAudit(app.db.kysely, {
-          userId: user.id,
-          action: 'session.create',
-          target: session.sessionId,
-          ip: request.ip,
-          metadata: { method: 'wallet', walletKind: kind, address: wallet },
-        });
         reply.setCookie(SESSION_COOKIE, session.token, sessionCookieOptions(config, session.expiresAt));
         return { ok: true as const, user: { id: user.id, name: user.name } };
       } catch (err) {

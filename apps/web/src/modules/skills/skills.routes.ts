@@ -1,18 +1,16 @@
-import { type App, HttpError, newId } from '@aop/core';
-import { isUniqueViolation } from '@aop/db';
+import { type App, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import {
   SKILL_AGENT_ID_MAX as AGENT_ID_MAX,
-  SKILL_COLUMNS as COLUMNS,
   SKILL_NAME,
   skillAgentScope as agentScope,
   checkedSkillConfig as checkedConfig,
   checkedSkillDescription as checkedDescription,
-  skillView as view,
+  installSkill,
+  listSkills,
   updateSkill,
 } from './skills.service.js';
-import { requireOwnAgent } from '../../platform/owned-agent.js';
 
 export { SKILL_CONFIG_MAX_BYTES, SKILL_DESCRIPTION_MAX, SKILL_NAME } from './skills.service.js';
 
@@ -45,12 +43,7 @@ export async function skillsRoutes(app: App): Promise<void> {
     async (request) => {
       const user = await requireUser(request);
       const { agentId } = request.query;
-      const rows = await app.db.withUser(user.id, (trx) => {
-        let query = trx.selectFrom('skills').select(COLUMNS).where('user_id', '=', user.id);
-        if (agentId !== undefined && agentId !== '' && agentId !== 'all') query = query.where('agent_id', '=', agentId);
-        return query.orderBy('installed_at').orderBy('name').orderBy('id').execute();
-      });
-      return { skills: rows.map(view) };
+      return { skills: await listSkills(app.db, user.id, agentId) };
     },
   );
 
@@ -79,29 +72,10 @@ export async function skillsRoutes(app: App): Promise<void> {
       const description = checkedDescription(body.description);
       const config = body.config === undefined || body.config === null ? {} : checkedConfig(body.config);
       if (body.enabled !== undefined && typeof body.enabled !== 'boolean') throw new HttpError(400, 'enabled must be a boolean');
-      try {
-        const skill = await app.db.withUser(user.id, async (trx) => {
-          if (agentId !== null) await requireOwnAgent(trx, agentId);
-          return trx
-            .insertInto('skills')
-            .values({
-              id: newId('skill'),
-              user_id: user.id,
-              agent_id: agentId,
-              name,
-              description,
-              config: JSON.stringify(config),
-              ...(typeof body.enabled === 'boolean' ? { enabled: body.enabled } : {}),
-            })
-            .returning(COLUMNS)
-            .executeTakeFirstOrThrow();
-        });
-        return reply.code(201).send({ skill: view(skill) });
-      } catch (err) {
-        // The unique index (user, scope, name) decides, so two concurrent installs cannot both succeed.
-        if (isUniqueViolation(err)) throw new HttpError(409, 'Skill already installed');
-        throw err;
-      }
+      const enabled = body.enabled as boolean | undefined;
+      const skill = await installSkill(app.db, user.id, { name, agentId, description, config, enabled });
+      if (!skill) throw new HttpError(409, 'Skill already installed');
+      return reply.code(201).send({ skill });
     },
   );
 

@@ -1,5 +1,6 @@
-import { HttpError } from '@aop/core';
-import type { Database } from '@aop/db';
+import { HttpError, newId } from '@aop/core';
+import { type Database, isUniqueViolation } from '@aop/db';
+import { requireOwnAgent } from '../../platform/owned-agent.js';
 
 /** Rules of the `skills` table (spec §4.18), shared by `/api/skills` and `POST /api/agent` `update-skill`. */
 
@@ -63,6 +64,57 @@ export function checkedSkillDescription(description: unknown): string | null {
   if (description.length > SKILL_DESCRIPTION_MAX)
     throw new HttpError(400, `description must be at most ${SKILL_DESCRIPTION_MAX} characters`);
   return description.trim() || null;
+}
+
+/** The caller's skills, oldest first; `agentId` omitted, '' or `all` lists every scope. */
+export async function listSkills(db: Database, userId: string, agentId: string | undefined): Promise<SkillView[]> {
+  const rows = await db.withUser(userId, (trx) => {
+    let query = trx.selectFrom('skills').select(SKILL_COLUMNS).where('user_id', '=', userId);
+    if (agentId !== undefined && agentId !== '' && agentId !== 'all') query = query.where('agent_id', '=', agentId);
+    return query.orderBy('installed_at').orderBy('name').orderBy('id').execute();
+  });
+  return rows.map(skillView);
+}
+
+/**
+ * Installs a skill in the scope `agentId` (null: all of the user's agents); null when that scope already has a skill
+ * of this name. 404 `Agent not found` when `agentId` is not the caller's.
+ */
+export async function installSkill(
+  db: Database,
+  userId: string,
+  skill: {
+    name: string;
+    agentId: string | null;
+    description: string | null;
+    config: Record<string, unknown>;
+    enabled: boolean | undefined;
+  },
+): Promise<SkillView | null> {
+  const { name, agentId, description, config, enabled } = skill;
+  try {
+    const row = await db.withUser(userId, async (trx) => {
+      if (agentId !== null) await requireOwnAgent(trx, agentId);
+      return trx
+        .insertInto('skills')
+        .values({
+          id: newId('skill'),
+          user_id: userId,
+          agent_id: agentId,
+          name,
+          description,
+          config: JSON.stringify(config),
+          ...(typeof enabled === 'boolean' ? { enabled } : {}),
+        })
+        .returning(SKILL_COLUMNS)
+        .executeTakeFirstOrThrow();
+    });
+    return skillView(row);
+  } catch (err) {
+    // The unique index (user, scope, name) decides, so two concurrent installs cannot both succeed.
+    if (isUniqueViolation(err)) return null;
+    throw err;
+  }
 }
 
 export interface SkillChanges {

@@ -1,0 +1,134 @@
+import type { Database } from '@aop/db';
+import { openGatewayToken } from './hosting.service.js';
+
+/** The caller's agents, their records and runtime (spec §4.15), as the agent routes answer them. */
+
+const wsUrl = (url: string | null) => (url ? url.replace(/^http/, 'ws') : null);
+
+/** A direct deployment still being followed: a system lookup across users, for picking them up after a restart. */
+export async function pendingDirectDeployments(
+  db: Database,
+): Promise<{ id: string; user_id: string; hosting_deployment_id: string | null }[]> {
+  return db.kysely
+    .selectFrom('agents')
+    .select(['id', 'user_id', 'hosting_deployment_id'])
+    .where('status', '=', 'deploying')
+    .where('hosting_deployment_id', 'is not', null)
+    .execute();
+}
+
+/** `GET /api/agents/provision`: the caller's agents, newest first. */
+export async function listProvisionedAgents(db: Database, userId: string) {
+  const agents = await db.withUser(userId, (trx) =>
+    trx
+      .selectFrom('agents')
+      .select(['id', 'name', 'status', 'subdomain', 'url', 'plan', 'created_at'])
+      .orderBy('created_at', 'desc')
+      .execute(),
+  );
+  return agents.map((a) => ({
+    id: a.id,
+    name: a.name,
+    status: a.status,
+    subdomain: a.subdomain,
+    url: a.url,
+    plan: a.plan,
+    createdAt: a.created_at.toISOString(),
+  }));
+}
+
+/** `GET /api/agents`: the caller's agents, newest first. */
+export async function listAgents(db: Database, userId: string) {
+  const rows = await db.withUser(userId, (trx) => trx.selectFrom('agents').selectAll().orderBy('created_at', 'desc').execute());
+  return rows.map((a) => ({
+    id: a.id,
+    name: a.name,
+    model: a.model,
+    status: a.status,
+    url: a.url,
+    websocketUrl: wsUrl(a.url),
+    createdAt: a.created_at.toISOString(),
+    updatedAt: a.updated_at.toISOString(),
+  }));
+}
+
+/** `GET /api/agents/:id`: one of the caller's agents, or null when they have none with this id. */
+export async function findAgent(db: Database, userId: string, agentId: string) {
+  const agent = await db.withUser(userId, (trx) => trx.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst());
+  if (!agent) return null;
+  return {
+    id: agent.id,
+    name: agent.name,
+    model: agent.model,
+    status: agent.status,
+    subdomain: agent.subdomain,
+    url: agent.url,
+    websocketUrl: wsUrl(agent.url),
+    plan: agent.plan,
+    createdAt: agent.created_at.toISOString(),
+    updatedAt: agent.updated_at.toISOString(),
+  };
+}
+
+/** Whether `agentId` is one of the caller's agents (row-level security hides the others). */
+export async function ownsAgent(db: Database, userId: string, agentId: string): Promise<boolean> {
+  const agent = await db.withUser(userId, (trx) => trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst());
+  return agent !== undefined;
+}
+
+/** The caller's runtime: its URL and the agent that serves it. */
+export async function findUserRuntime(
+  db: Database,
+  userId: string,
+): Promise<{ runtime_url: string | null; runtime_instance_id: string | null }> {
+  return db.withUser(userId, (trx) =>
+    trx.selectFrom('users').select(['runtime_url', 'runtime_instance_id']).where('id', '=', userId).executeTakeFirstOrThrow(),
+  );
+}
+
+/** A direct deployment's token lives only here (sealed on the agent row): no backend knows that agent. Null when none is sealed. */
+export async function openDirectGatewayToken(db: Database, encryptionKey: string, userId: string, agentId: string): Promise<string | null> {
+  const agent = await db.withUser(userId, (trx) =>
+    trx.selectFrom('agents').select('gateway_token_sealed').where('id', '=', agentId).executeTakeFirst(),
+  );
+  return agent?.gateway_token_sealed ? openGatewayToken(encryptionKey, agentId, agent.gateway_token_sealed) : null;
+}
+
+/** The caller's own agent (`users.runtime_instance_id`), or null when they have none. */
+export async function findRuntimeInstanceId(db: Database, userId: string): Promise<string | null> {
+  const row = await db.withUser(userId, (trx) =>
+    trx.selectFrom('users').select('runtime_instance_id').where('id', '=', userId).executeTakeFirstOrThrow(),
+  );
+  return row.runtime_instance_id;
+}
+
+/** Records what a start/restart or stop on the backend did to the caller's agent. */
+export async function setAgentStatus(db: Database, userId: string, agentId: string, status: 'running' | 'stopped'): Promise<void> {
+  await db.withUser(userId, (trx) => trx.updateTable('agents').set({ status, updated_at: new Date() }).where('id', '=', agentId).execute());
+}
+
+/** The gateway URL of one of the caller's agents; null when it has none or is not theirs. */
+export async function findAgentUrl(db: Database, userId: string, agentId: string): Promise<string | null> {
+  const agent = await db.withUser(userId, (trx) => trx.selectFrom('agents').select('url').where('id', '=', agentId).executeTakeFirst());
+  return agent?.url ?? null;
+}
+
+/** The wallet address of the caller, if they have one. */
+export async function findWalletAddress(db: Database, userId: string): Promise<string | null> {
+  const row = await db.withUser(userId, (trx) =>
+    trx.selectFrom('users').select('wallet_address').where('id', '=', userId).executeTakeFirstOrThrow(),
+  );
+  return row.wallet_address;
+}
+
+/** The status and URL of one of the caller's agents, or null when they have none with this id (or it was deleted). */
+export async function findAgentProgress(
+  db: Database,
+  userId: string,
+  agentId: string,
+): Promise<{ status: string; url: string | null } | null> {
+  const row = await db.withUser(userId, (trx) =>
+    trx.selectFrom('agents').select(['status', 'url']).where('id', '=', agentId).executeTakeFirst(),
+  );
+  return row ?? null;
+}
