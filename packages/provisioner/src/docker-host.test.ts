@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PLAN_NAMES, PLANS } from '@aop/core';
 import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DockerEngineEmulator, type EngineOptions, startDockerEngine } from './docker-engine.test-support.js';
 import {
   DockerAgentHost,
@@ -779,7 +779,10 @@ describe('DockerAgentHost platform device pairing', () => {
     expect(engine.gateway(dockerContainerName(s.agentId))?.pairing.paired.size).toBe(0);
     // Our call joined the attempt started after the start (one at a time per agent), which logged the failure.
     expect(engine.execs()).toEqual([expect.objectContaining({ ExitCode: 127 })]);
-    expect((await host.logs(s.agentId)).join('\n')).toContain('[host] platform device not paired yet: openclaw-missing devices approve');
+    // The background attempt logs in its own rejection handler, which may run just after ours.
+    await vi.waitFor(async () =>
+      expect((await host.logs(s.agentId)).join('\n')).toContain('[host] platform device not paired yet: openclaw-missing devices approve'),
+    );
 
     await host.stop(s.agentId);
     await expect(host.controlCredentials(s.agentId)).rejects.toThrow(`Agent ${s.agentId} is not running: its gateway cannot be paired`);
