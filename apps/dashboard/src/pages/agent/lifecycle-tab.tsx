@@ -7,7 +7,7 @@ import { StatusBadge } from '../../components/status-badge.js';
 import { useSession } from '../../session.js';
 import { useApi } from '../../use-api.js';
 
-/** `GET /api/instance/:userId/stats`: the gateway's own health check (`cpu`/`memory` are the spec's fixed placeholders). */
+/** `GET /api/instance/:userId/stats`: the gateway's own health check (`cpu`/`memory` are the spec's named `N/A` fallback until the host reports readings, issue #19). */
 interface InstanceStats {
   status: 'ok' | 'degraded';
   agentId: string;
