@@ -10,7 +10,7 @@ import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
-import { INVALID_ACTION_MESSAGE, openCredential } from '../../apps/web/src/modules/chat/agent-interaction.service.js';
+import { openCredential } from '../../apps/web/src/modules/chat/agent-interaction.service.js';
 import { ownerTagFor } from '../../apps/web/src/platform/clients/user-gateway.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 
@@ -151,7 +151,7 @@ describe('GET, POST /api/agent', () => {
     });
 
     it('400 for a missing, unknown or non-string action; 400 Invalid request body for a body that is not a JSON object', async () => {
-      expect(INVALID_ACTION_MESSAGE).toBe('Invalid action. Must be: chat, create-session, update-skill, set-credential');
+      const INVALID_ACTION_MESSAGE = 'Invalid action. Must be: chat, create-session, update-skill, set-credential';
       for (const json of [
         {},
         { action: 'delete-everything' },

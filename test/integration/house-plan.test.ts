@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -18,7 +18,41 @@ const SQL = /\.(selectFrom|insertInto|updateTable|deleteFrom|replaceInto)\(|\bsq
 /** Services still handed a request or reply (sign-in's OAuth flow sets cookies itself); this list only shrinks. */
 const SERVICES_WITH_HTTP_PENDING = ['sign-in/oauth-accounts.service.ts'];
 /** Imports of another module's routes still to move into that module's service; this list only shrinks. */
-const ROUTE_IMPORTS_PENDING = ['wallets/wallets.routes.ts', 'billing/billing.test.ts'];
+const ROUTE_IMPORTS_PENDING = ['wallets/wallets.routes.ts'];
+
+const ROOT = join(import.meta.dirname, '../..');
+/** Every non-test source file of the services and packages, relative to the repository root. */
+const sourceFiles = (dir: string): string[] =>
+  readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.ts') && !/\.test(-support)?\.ts$|\.d\.ts$/.test(name))
+    .map((name) => `${dir}/${name}`);
+/**
+ * The only places that build an answer from a status and message themselves: the shared HTTP layer (a route's own
+ * invalid-body message, a rate limit rule's message), x402's `{ success: false }` reshaping of every answer, and two
+ * relays of another program's status and message (the summarizer's page fetch, the workspace program).
+ */
+const HTTP_ERROR_EDGES = [
+  'packages/core/src/errors.ts',
+  'packages/core/src/http/json-text.ts',
+  'packages/core/src/http/rate-limit.ts',
+  'apps/web/src/modules/payments/x402.routes.ts',
+  'apps/web/src/modules/plugin-gateway/plugin-gateway.routes.ts',
+  'apps/summarizer/src/routes/summarizer.ts',
+  'packages/provisioner/src/shared/workspace.ts',
+];
+
+describe('one error catalogue', () => {
+  it('services and routes throw catalogue codes (DomainError); only the listed edges build raw HTTP errors', () => {
+    const files = ['apps/web/src', 'apps/backend/src', 'apps/summarizer/src', 'packages'].flatMap((dir) =>
+      dir === 'packages'
+        ? readdirSync(join(ROOT, dir)).flatMap((pkg) => sourceFiles(`packages/${pkg}/src`))
+        : sourceFiles(dir),
+    );
+    expect(files.length).toBeGreaterThan(200);
+    const raw = files.filter((file) => /\bHttpError\b/.test(readFileSync(join(ROOT, file), 'utf8')));
+    expect(raw.sort()).toEqual([...HTTP_ERROR_EDGES].sort());
+  });
+});
 
 describe('the web house plan', () => {
   it('every module folder has its index.ts and is registered in modules/index.ts', () => {

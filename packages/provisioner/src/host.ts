@@ -1,5 +1,5 @@
 import type { DeviceIdentity } from '@aop/gateway-client';
-import type { AgentWorkspace } from './workspace.js';
+import type { AgentWorkspace } from './shared/workspace.js';
 
 /**
  * Where agents run. Every provider (local processes, Docker, Kubernetes, a hosting API) implements

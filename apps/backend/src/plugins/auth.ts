@@ -1,4 +1,4 @@
-import { ANONYMOUS_USER_ID, DEFAULT_USER_ROLE, HttpError, safeEqual, signUserContext } from '@aop/core';
+import { ANONYMOUS_USER_ID, DEFAULT_USER_ROLE, DomainError, safeEqual, signUserContext } from '@aop/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
@@ -28,12 +28,12 @@ type Headers = FastifyRequest['headers'];
  * 500 `Server misconfigured` when the key is unset.
  */
 export function checkInternalKey(headers: Headers, internalApiKey: string | undefined): void {
-  if (!internalApiKey) throw new HttpError(500, 'Server misconfigured');
+  if (!internalApiKey) throw new DomainError('SERVER_MISCONFIGURED');
   const header = headers.authorization;
-  if (!header?.startsWith('Bearer ')) throw new HttpError(401, 'Unauthorized');
+  if (!header?.startsWith('Bearer ')) throw new DomainError('UNAUTHORIZED');
   const presented = header.slice('Bearer '.length).trim();
-  if (!presented) throw new HttpError(401, 'Unauthorized');
-  if (!safeEqual(presented, internalApiKey)) throw new HttpError(403, 'Forbidden');
+  if (!presented) throw new DomainError('UNAUTHORIZED');
+  if (!safeEqual(presented, internalApiKey)) throw new DomainError('FORBIDDEN');
 }
 
 export function requireInternalKey(internalApiKey: string | undefined): Hook {
@@ -70,13 +70,13 @@ export function readUserContext(headers: Headers, secret: string | undefined, no
   };
   if (secret) {
     const signature = headerValue(headers, 'x-user-signature');
-    if (!signature) throw new HttpError(401, 'SIGNATURE_REQUIRED');
+    if (!signature) throw new DomainError('SIGNATURE_REQUIRED');
     const ts = headerValue(headers, 'x-user-ts');
-    if (!ts || !TIMESTAMP_FORMAT.test(ts) || !SIGNATURE_FORMAT.test(signature)) throw new HttpError(401, 'INVALID_SIGNATURE');
+    if (!ts || !TIMESTAMP_FORMAT.test(ts) || !SIGNATURE_FORMAT.test(signature)) throw new DomainError('USER_CONTEXT_SIGNATURE_INVALID');
     const signedAtMs = Number(ts) * 1000;
     const fresh = nowMs - signedAtMs <= MAX_CONTEXT_AGE_MS && signedAtMs - nowMs <= MAX_CONTEXT_AHEAD_MS;
     if (!safeEqual(signature, signUserContext(secret, { ...ctx, ts: Number(ts) })) || !fresh) {
-      throw new HttpError(401, 'INVALID_SIGNATURE');
+      throw new DomainError('USER_CONTEXT_SIGNATURE_INVALID');
     }
   }
   return ctx;
@@ -98,6 +98,6 @@ export const isAdminContext = (ctx: UserContext | undefined, adminEmails: Readon
 /** Admin endpoints: the context email must be in ADMIN_EMAILS, compared lowercased (403 `ADMIN_REQUIRED`). */
 export function requireAdmin(adminEmails: ReadonlySet<string>): Hook {
   return async (request) => {
-    if (!isAdminContext(request.userContext, adminEmails)) throw new HttpError(403, 'ADMIN_REQUIRED');
+    if (!isAdminContext(request.userContext, adminEmails)) throw new DomainError('ADMIN_REQUIRED');
   };
 }

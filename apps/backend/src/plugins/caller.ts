@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../config.js';
 import { isAdminContext, requireInternalKey, verifyUserContext } from './auth.js';
@@ -15,12 +15,12 @@ export const identityAuth = (config: BackendConfig) => [
 /** The caller from the signed user context; `anonymous` (no `x-user-id`) is 401 `User context required`. */
 export function callerId(request: FastifyRequest): string {
   const id = request.userContext?.userId;
-  if (!id || id === 'anonymous') throw new HttpError(401, 'User context required');
+  if (!id || id === 'anonymous') throw new DomainError('USER_CONTEXT_REQUIRED');
   return id;
 }
 
 /** A path's `:userId` must be the caller, unless the caller is an administrator (403 `Forbidden`). */
 export function checkSubject(request: FastifyRequest, subject: string, config: BackendConfig): void {
   const caller = callerId(request);
-  if (caller !== subject && !isAdminContext(request.userContext, config.adminEmails)) throw new HttpError(403, 'Forbidden');
+  if (caller !== subject && !isAdminContext(request.userContext, config.adminEmails)) throw new DomainError('FORBIDDEN');
 }

@@ -1,4 +1,4 @@
-import { HttpError, isPaidPlan } from '@aop/core';
+import { DomainError, isPaidPlan } from '@aop/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
@@ -23,8 +23,8 @@ export function requirePaidPlan() {
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     const plan = request.headers['x-user-plan'];
     const subscriptionId = request.headers['x-billing-subscription-id'];
-    if (typeof plan !== 'string' || !isPaidPlan(plan.trim().toLowerCase())) throw new HttpError(402, PAID_PLAN_REQUIRED);
-    if (typeof subscriptionId !== 'string' || !SUBSCRIPTION_ID.test(subscriptionId.trim())) throw new HttpError(402, SUBSCRIPTION_REQUIRED);
+    if (typeof plan !== 'string' || !isPaidPlan(plan.trim().toLowerCase())) throw new DomainError('PAID_PLAN_HEADER_REQUIRED');
+    if (typeof subscriptionId !== 'string' || !SUBSCRIPTION_ID.test(subscriptionId.trim())) throw new DomainError('SUBSCRIPTION_REQUIRED');
     request.billing = { plan: plan.trim().toLowerCase(), subscriptionId: subscriptionId.trim() };
   };
 }

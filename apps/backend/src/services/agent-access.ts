@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import type { AgentHost, AgentState } from '@aop/provisioner';
 import type { FastifyRequest } from 'fastify';
 import { type DeploymentRow, hostState, isAgentId, ownDeployment } from './agents.js';
@@ -12,14 +12,14 @@ import { type DeploymentRow, hostState, isAgentId, ownDeployment } from './agent
 /** The caller, from the signed user context; agents always belong to a real user. */
 export function requireCaller(request: FastifyRequest): string {
   const id = request.userContext?.userId;
-  if (!id || id === 'anonymous') throw new HttpError(401, 'User context required');
+  if (!id || id === 'anonymous') throw new DomainError('USER_CONTEXT_REQUIRED');
   return id;
 }
 
 /** An agent id from a query or body: 400 when missing or malformed. */
 export function checkedAgentId(value: unknown): string {
-  if (value === undefined || value === null || value === '') throw new HttpError(400, 'agentId is required');
-  if (typeof value !== 'string' || !isAgentId(value)) throw new HttpError(400, 'Invalid agentId');
+  if (value === undefined || value === null || value === '') throw new DomainError('FIELD_REQUIRED', { field: 'agentId' });
+  if (typeof value !== 'string' || !isAgentId(value)) throw new DomainError('INVALID_AGENTID');
   return value;
 }
 
@@ -46,6 +46,6 @@ export async function deployedAgent(
   agentId: string,
 ): Promise<OwnedAgent & { state: AgentState }> {
   const owned = await ownedAgent(app, host, request, agentId);
-  if (!owned.state) throw new HttpError(409, 'Agent is not deployed');
+  if (!owned.state) throw new DomainError('AGENT_NOT_DEPLOYED');
   return { ...owned, state: owned.state };
 }

@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import { GatewayError, type GatewayConnection, connectGateway } from '@aop/gateway-client';
 import { AgentNotFoundError, type AgentHost, AgentStartError, type ControlCredentials } from '@aop/provisioner';
 import type { FastifyBaseLogger } from 'fastify';
@@ -20,7 +20,7 @@ export const TRANSPORT_CODES: Readonly<Record<string, string>> = {
  * platform device, paired first when needed), else the gateway token alone (a local gateway trusts it). When the
  * gateway says `NOT_PAIRED` although the host verified the device for this run (someone removed it since), the host is
  * asked to pair it again, once. Anything in the backend that talks to agent gateways should open its connection here:
- * a container or hosted gateway gives a token-only connection no scopes. Throws `HttpError` 404/503 when the agent is
+ * a container or hosted gateway gives a token-only connection no scopes. Throws domain errors (404/503) when the agent is
  * gone or not running, `GatewayError` otherwise (`NOT_PAIRED` with a message fit to show when pairing failed).
  */
 export async function openAgentControl(
@@ -34,8 +34,8 @@ export async function openAgentControl(
     try {
       return await host.controlCredentials(agentId, { repair });
     } catch (err) {
-      if (err instanceof AgentNotFoundError) throw new HttpError(404, 'Agent not found');
-      if (err instanceof AgentStartError) throw new HttpError(503, 'Agent is not running');
+      if (err instanceof AgentNotFoundError) throw new DomainError('AGENT_NOT_FOUND');
+      if (err instanceof AgentStartError) throw new DomainError('AGENT_NOT_RUNNING');
       if (err instanceof GatewayError && err.code !== 'NOT_PAIRED') throw err;
       // The cause (CLI output from the container, an approval the hosting provider needs) is for operators.
       log.warn({ agentId, reason: err instanceof Error ? err.message : String(err) }, 'agent control: platform device not paired');

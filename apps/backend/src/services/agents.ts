@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { HttpError } from '@aop/core';
+import { DomainError, isPublicError } from '@aop/core';
 import type { Tx } from '@aop/db';
 import {
   type AgentHost,
@@ -28,7 +28,7 @@ export const DEFAULT_MODELS: Record<Exclude<AiProvider, 'google'>, string> = {
 
 export function normalizeAiProvider(value: unknown): Exclude<AiProvider, 'google'> {
   if (value === undefined || value === null || value === '') return 'openrouter';
-  if (typeof value !== 'string' || !(AI_PROVIDERS as readonly string[]).includes(value)) throw new HttpError(400, 'Unsupported aiProvider');
+  if (typeof value !== 'string' || !(AI_PROVIDERS as readonly string[]).includes(value)) throw new DomainError('UNSUPPORTED_AIPROVIDER');
   return value === 'google' ? 'gemini' : (value as Exclude<AiProvider, 'google'>);
 }
 
@@ -100,11 +100,11 @@ export async function onHost<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof HttpError || err instanceof UpdateFailedError) throw err;
-    if (err instanceof HostFullError) throw new HttpError(503, err.message);
-    if (err instanceof AgentNotFoundError) throw new HttpError(404, 'Agent not found');
-    if (err instanceof StatsUnavailableError) throw new HttpError(501, err.message);
-    throw new HttpError(500, `Provisioning failed: ${err instanceof Error ? err.message : String(err)}`);
+    if (isPublicError(err) || err instanceof UpdateFailedError) throw err;
+    if (err instanceof HostFullError) throw new DomainError('HOST_FULL', { detail: err.message });
+    if (err instanceof AgentNotFoundError) throw new DomainError('AGENT_NOT_FOUND');
+    if (err instanceof StatsUnavailableError) throw new DomainError('STATS_UNAVAILABLE', { detail: err.message });
+    throw new DomainError('PROVISIONING_FAILED', { detail: err instanceof Error ? err.message : String(err) });
   }
 }
 
@@ -115,7 +115,7 @@ export const findDeployment = (trx: Tx, id: string) =>
 
 export async function ownDeployment(trx: Tx, id: string) {
   const row = await findDeployment(trx, id);
-  if (!row) throw new HttpError(404, 'Agent not found');
+  if (!row) throw new DomainError('AGENT_NOT_FOUND');
   return row;
 }
 

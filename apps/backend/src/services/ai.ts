@@ -1,4 +1,4 @@
-import { HttpError, newId } from '@aop/core';
+import { DomainError, newId } from '@aop/core';
 import { type LlmCompletion, type LlmMessage, type LlmProbe, LlmRequestError, chatCompletion, probeLlm } from '@aop/core/llm';
 import { MESSAGE_OVERHEAD_TOKENS, estimateTokens, llmCostUsd, priceOf } from '@aop/core/llm-prices';
 import type { Tx } from '@aop/db';
@@ -67,7 +67,7 @@ export const isConfigured = (config: AiConfig, provider: ProviderId) => Boolean(
  */
 export function chosenProvider(config: AiConfig, value: unknown): ProviderId {
   const provider = normalizeAiProvider(value);
-  if (isFallbackOnly(config, provider)) throw new HttpError(400, `${provider} is the fallback provider and cannot be chosen`);
+  if (isFallbackOnly(config, provider)) throw new DomainError('FALLBACK_PROVIDER_NOT_SELECTABLE', { provider });
   return provider;
 }
 
@@ -75,7 +75,7 @@ const inCatalog = (provider: ProviderId, model: string) => AI_MODEL_CATALOG[prov
 
 /** The model a caller names for a provider: one of its catalog (else 400). */
 export function catalogModel(provider: ProviderId, value: unknown): string {
-  if (typeof value !== 'string' || !inCatalog(provider, value)) throw new HttpError(400, `Unsupported model for ${provider}`);
+  if (typeof value !== 'string' || !inCatalog(provider, value)) throw new DomainError('UNSUPPORTED_MODEL_FOR_PROVIDER', { provider });
   return value;
 }
 
@@ -134,14 +134,14 @@ export function effectiveSelection(config: AiConfig, stored: { provider: string;
 
 /** `messages[]` of `{ role, content }`: 1 to 100, role `system`, `user` or `assistant`, content a non-empty string. */
 export function parseMessages(value: unknown): LlmMessage[] {
-  if (!Array.isArray(value) || value.length === 0) throw new HttpError(400, 'messages must be a non-empty array');
-  if (value.length > MAX_MESSAGES) throw new HttpError(400, `messages must hold at most ${MAX_MESSAGES} entries`);
+  if (!Array.isArray(value) || value.length === 0) throw new DomainError('MESSAGES_NON_EMPTY_ARRAY');
+  if (value.length > MAX_MESSAGES) throw new DomainError('TOO_MANY_MESSAGES', { max: MAX_MESSAGES });
   return value.map((entry, i) => {
     const { role, content } = (entry ?? {}) as { role?: unknown; content?: unknown };
     if (typeof role !== 'string' || !(ROLES as readonly string[]).includes(role)) {
-      throw new HttpError(400, `messages[${i}].role must be one of ${ROLES.join(', ')}`);
+      throw new DomainError('MESSAGE_ROLE_INVALID', { i, allowed: ROLES.join(', ') });
     }
-    if (typeof content !== 'string' || content.trim() === '') throw new HttpError(400, `messages[${i}].content must be a non-empty string`);
+    if (typeof content !== 'string' || content.trim() === '') throw new DomainError('MESSAGE_CONTENT_EMPTY', { i });
     return { role: role as LlmMessage['role'], content };
   });
 }
@@ -154,7 +154,7 @@ export const estimatePromptTokens = (messages: readonly LlmMessage[]) =>
 export function optionalCount(value: unknown, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined || value === null) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
-    throw new HttpError(400, `${name} must be an integer from 0 to ${max}`);
+    throw new DomainError('FIELD_NOT_INTEGER_IN_RANGE', { name, max });
   }
   return value;
 }
@@ -180,7 +180,7 @@ async function complete(
   temperature?: number,
 ) {
   const apiKey = config.ai.keys[provider];
-  if (!apiKey) throw new HttpError(503, `AI provider ${provider} is not configured`);
+  if (!apiKey) throw new DomainError('AI_PROVIDER_NOT_CONFIGURED', { provider });
   return chatCompletion(
     { baseUrl: config.aiBaseUrls[provider], apiKey, timeoutMs: config.ai.timeoutMs },
     { model, messages, maxTokens, ...(temperature !== undefined ? { temperature } : {}) },
@@ -208,7 +208,7 @@ export async function runChat(
     if (!(err instanceof LlmRequestError)) throw err;
     log.warn({ reason: err.reason, provider, model }, 'AI chat: provider request failed');
     const backup = config.ai.fallbackProvider;
-    if (!backup || backup === provider || !isConfigured(config, backup)) throw new HttpError(502, 'AI provider request failed');
+    if (!backup || backup === provider || !isConfigured(config, backup)) throw new DomainError('AI_PROVIDER_REQUEST_FAILED');
     provider = backup;
     model = DEFAULT_MODELS[backup];
     fallback = true;
@@ -217,7 +217,7 @@ export async function runChat(
     } catch (again) {
       if (!(again instanceof LlmRequestError)) throw again;
       log.warn({ reason: again.reason, provider, model }, 'AI chat: fallback provider request failed');
-      throw new HttpError(502, 'AI provider request failed');
+      throw new DomainError('AI_PROVIDER_REQUEST_FAILED');
     }
   }
   const usage = completion.usage ?? {

@@ -1,5 +1,5 @@
 import { createHash, createPublicKey, randomBytes, verify } from 'node:crypto';
-import { HttpError, newId } from '@aop/core';
+import { DomainError, newId } from '@aop/core';
 import { type InstallationsTable, type Tx, isUniqueViolation } from '@aop/db';
 import type { Selectable } from 'kysely';
 
@@ -31,13 +31,13 @@ export interface HomeKey {
 
 /** A raw 32-byte Ed25519 public key in base64url or base64 (as OpenClaw device identities carry it). */
 export function parsePublicKey(value: unknown): HomeKey {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9+/_-]{43}={0,1}$/.test(value)) throw new HttpError(400, 'Invalid publicKey');
+  if (typeof value !== 'string' || !/^[A-Za-z0-9+/_-]{43}={0,1}$/.test(value)) throw new DomainError('INVALID_PUBLICKEY');
   const raw = Buffer.from(value.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
-  if (raw.length !== 32) throw new HttpError(400, 'Invalid publicKey');
+  if (raw.length !== 32) throw new DomainError('INVALID_PUBLICKEY');
   try {
     createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' });
   } catch {
-    throw new HttpError(400, 'Invalid publicKey');
+    throw new DomainError('INVALID_PUBLICKEY');
   }
   return { raw, publicKey: raw.toString('base64url'), deviceId: createHash('sha256').update(raw).digest('hex') };
 }
@@ -45,27 +45,27 @@ export function parsePublicKey(value: unknown): HomeKey {
 /** An http(s) URL without credentials in it (they would be stored and shown), or null. */
 export function parseHomeUrl(value: unknown): string | null {
   if (value === undefined || value === null || value === '') return null;
-  if (typeof value !== 'string' || value.length > URL_MAX) throw new HttpError(400, 'Invalid url');
+  if (typeof value !== 'string' || value.length > URL_MAX) throw new DomainError('INVALID_URL');
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new HttpError(400, 'Invalid url');
+    throw new DomainError('INVALID_URL');
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) throw new HttpError(400, 'Invalid url');
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) throw new DomainError('INVALID_URL');
   return url.toString();
 }
 
 export function parseVersion(value: unknown): string | null {
   if (value === undefined || value === null || value === '') return null;
-  if (typeof value !== 'string' || !VERSION_FORMAT.test(value)) throw new HttpError(400, 'Invalid version');
+  if (typeof value !== 'string' || !VERSION_FORMAT.test(value)) throw new DomainError('INVALID_VERSION');
   return value;
 }
 
 export function parseName(value: unknown): string {
   const name = typeof value === 'string' ? value.trim() : '';
-  if (!name) throw new HttpError(400, 'name is required');
-  if (name.length > NAME_MAX) throw new HttpError(400, `name must be at most ${NAME_MAX} characters`);
+  if (!name) throw new DomainError('FIELD_REQUIRED', { field: 'name' });
+  if (name.length > NAME_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'name', max: NAME_MAX });
   return name;
 }
 
@@ -151,7 +151,7 @@ export async function registerHome(
       .selectFrom('installations')
       .select((eb) => eb.fn.countAll<number>().as('count'))
       .executeTakeFirstOrThrow();
-    if (Number(count) >= MAX_INSTALLATIONS) throw new HttpError(429, `Maximum of ${MAX_INSTALLATIONS} installations reached`);
+    if (Number(count) >= MAX_INSTALLATIONS) throw new DomainError('MAXIMUM_INSTALLATIONS_REACHED', { max: MAX_INSTALLATIONS });
     row = await trx
       .insertInto('installations')
       .values({
@@ -171,7 +171,7 @@ export async function registerHome(
       .executeTakeFirstOrThrow()
       .catch((err) => {
         // The same home registered twice at once by this user.
-        if (isUniqueViolation(err)) throw new HttpError(409, 'Installation is being registered');
+        if (isUniqueViolation(err)) throw new DomainError('INSTALLATION_BEING_REGISTERED');
         throw err;
       });
   }
@@ -189,13 +189,13 @@ export async function registerHome(
  */
 export async function linkHome(trx: Tx, userId: string, installationId: string, signature: string, now: Date): Promise<InstallationView> {
   const row = await trx.selectFrom('installations').selectAll().where('id', '=', installationId).forUpdate().executeTakeFirst();
-  if (!row) throw new HttpError(404, 'Installation not found');
+  if (!row) throw new DomainError('INSTALLATION_NOT_FOUND');
   if (row.status === 'linked') return installationView(row);
   if (!row.challenge || !row.challenge_expires_at || row.challenge_expires_at.getTime() <= now.getTime()) {
-    throw new HttpError(400, 'Link challenge expired: register the home again');
+    throw new DomainError('LINK_CHALLENGE_EXPIRED_REGISTER_HOME');
   }
   if (!verifyLinkSignature(row.public_key, linkMessage(row.id, userId, row.challenge), signature))
-    throw new HttpError(400, 'Invalid signature');
+    throw new DomainError('INVALID_SIGNATURE_REQUEST');
   const linked = await trx
     .updateTable('installations')
     .set({ status: 'linked', challenge: null, challenge_expires_at: null, linked_at: now, last_seen_at: now, updated_at: now })
@@ -203,7 +203,7 @@ export async function linkHome(trx: Tx, userId: string, installationId: string, 
     .returningAll()
     .executeTakeFirstOrThrow()
     .catch((err) => {
-      if (isUniqueViolation(err, 'installations_linked_device_key')) throw new HttpError(409, 'Installation is linked to another account');
+      if (isUniqueViolation(err, 'installations_linked_device_key')) throw new DomainError('INSTALLATION_LINKED_ANOTHER_ACCOUNT');
       throw err;
     });
   return installationView(linked);

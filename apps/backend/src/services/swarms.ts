@@ -1,4 +1,4 @@
-import { HttpError, newId } from '@aop/core';
+import { DomainError, newId } from '@aop/core';
 import { type Tx, isUniqueViolation } from '@aop/db';
 
 /**
@@ -20,22 +20,22 @@ export interface SwarmInput {
 /** Validates a `POST /api/swarms` body (400 with the field's problem). */
 export function parseSwarm(body: { name?: unknown; description?: unknown; agentIds?: unknown }): SwarmInput {
   const name = typeof body.name === 'string' ? body.name.trim() : '';
-  if (!name) throw new HttpError(400, 'name is required');
-  if (name.length > SWARM_NAME_MAX) throw new HttpError(400, `name must be at most ${SWARM_NAME_MAX} characters`);
+  if (!name) throw new DomainError('FIELD_REQUIRED', { field: 'name' });
+  if (name.length > SWARM_NAME_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'name', max: SWARM_NAME_MAX });
   let description: string | null = null;
   if (body.description !== undefined && body.description !== null) {
-    if (typeof body.description !== 'string') throw new HttpError(400, 'description must be a string');
+    if (typeof body.description !== 'string') throw new DomainError('FIELD_NOT_STRING', { field: 'description' });
     if (body.description.length > SWARM_DESCRIPTION_MAX) {
-      throw new HttpError(400, `description must be at most ${SWARM_DESCRIPTION_MAX} characters`);
+      throw new DomainError('FIELD_TOO_LONG', { field: 'description', max: SWARM_DESCRIPTION_MAX });
     }
     description = body.description.trim() || null;
   }
   const ids = body.agentIds ?? [];
   if (!Array.isArray(ids) || ids.some((id) => typeof id !== 'string' || id === '' || id.length > 64)) {
-    throw new HttpError(400, 'agentIds must be an array of agent ids');
+    throw new DomainError('AGENTIDS_ARRAY_AGENT_IDS');
   }
   const agentIds = [...new Set(ids as string[])];
-  if (agentIds.length > MAX_SWARM_AGENTS) throw new HttpError(400, `A swarm holds at most ${MAX_SWARM_AGENTS} agents`);
+  if (agentIds.length > MAX_SWARM_AGENTS) throw new DomainError('SWARM_TOO_LARGE', { max: MAX_SWARM_AGENTS });
   return { name, description, agentIds };
 }
 
@@ -53,13 +53,13 @@ export async function createSwarm(trx: Tx, userId: string, input: SwarmInput): P
   if (input.agentIds.length > 0) {
     // Row-level security: another user's agent is not found, like a missing one.
     const owned = await trx.selectFrom('agent_deployments').select('id').where('id', 'in', input.agentIds).execute();
-    if (owned.length !== input.agentIds.length) throw new HttpError(404, 'Agent not found');
+    if (owned.length !== input.agentIds.length) throw new DomainError('AGENT_NOT_FOUND');
   }
   const { count } = await trx
     .selectFrom('swarms')
     .select((eb) => eb.fn.countAll<number>().as('count'))
     .executeTakeFirstOrThrow();
-  if (Number(count) >= MAX_SWARMS) throw new HttpError(429, `Maximum of ${MAX_SWARMS} swarms reached`);
+  if (Number(count) >= MAX_SWARMS) throw new DomainError('MAXIMUM_SWARMS_REACHED', { max: MAX_SWARMS });
   const id = newId('swarm');
   const now = new Date();
   const row = await trx
@@ -68,7 +68,7 @@ export async function createSwarm(trx: Tx, userId: string, input: SwarmInput): P
     .returningAll()
     .executeTakeFirstOrThrow()
     .catch((err) => {
-      if (isUniqueViolation(err, 'swarms_user_name_key')) throw new HttpError(409, 'A swarm with this name already exists');
+      if (isUniqueViolation(err, 'swarms_user_name_key')) throw new DomainError('SWARM_WITH_NAME_ALREADY_EXISTS');
       throw err;
     });
   if (input.agentIds.length > 0) {

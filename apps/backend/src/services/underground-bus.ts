@@ -1,4 +1,4 @@
-import { HttpError, decryptSecret } from '@aop/core';
+import { DomainError, decryptSecret } from '@aop/core';
 import type { Database, Tx } from '@aop/db';
 import { type Address, type Hex, getAddress, recoverMessageAddress, verifyMessage } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -70,7 +70,7 @@ export async function signAgentMessage(privateKey: Hex, message: UnsignedAgentMe
 
 function optionalAgentId(value: unknown, field: string): string | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string' || !isAgentId(value)) throw new HttpError(400, `Invalid ${field}`);
+  if (typeof value !== 'string' || !isAgentId(value)) throw new DomainError('INVALID_PARAMETER', { name: field });
   return value;
 }
 
@@ -79,13 +79,13 @@ export function parseAgentMessage(body: unknown): AgentMessage {
   const message = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as Record<string, unknown>;
   const { messageId, action, signature } = message;
   if (typeof messageId !== 'string' || typeof action !== 'string' || typeof signature !== 'string' || !messageId || !action || !signature) {
-    throw new HttpError(400, 'messageId, action and signature are required');
+    throw new DomainError('MESSAGEID_ACTION_SIGNATURE_ARE_REQUIRED');
   }
-  if (!MESSAGE_ID_FORMAT.test(messageId)) throw new HttpError(400, 'Invalid messageId');
-  if (!ACTION_FORMAT.test(action)) throw new HttpError(400, 'Invalid action');
+  if (!MESSAGE_ID_FORMAT.test(messageId)) throw new DomainError('INVALID_MESSAGEID');
+  if (!ACTION_FORMAT.test(action)) throw new DomainError('INVALID_ACTION');
   optionalAgentId(message.fromAgentId, 'fromAgentId');
   optionalAgentId(message.toAgentId, 'toAgentId');
-  if (!SIGNATURE_FORMAT.test(signature)) throw new HttpError(401, INVALID_SIGNATURE);
+  if (!SIGNATURE_FORMAT.test(signature)) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
   return message as AgentMessage;
 }
 
@@ -109,16 +109,16 @@ export async function identifySender(db: Database, message: AgentMessage): Promi
   const text = signingText(message);
   if (message.fromAgentId !== undefined && message.fromAgentId !== null) {
     const wallet = await liveWallets(db).where('w.agent_id', '=', message.fromAgentId).executeTakeFirst();
-    if (!wallet) throw new HttpError(401, INVALID_SIGNATURE);
+    if (!wallet) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
     const address = getAddress(wallet.address);
     const valid = await verifyMessage({ address, message: text, signature: message.signature }).catch(() => false);
-    if (!valid) throw new HttpError(401, INVALID_SIGNATURE);
+    if (!valid) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
     return { agentId: wallet.agent_id, address };
   }
   const recovered = await recoverMessageAddress({ message: text, signature: message.signature }).catch(() => undefined);
-  if (!recovered) throw new HttpError(401, INVALID_SIGNATURE);
+  if (!recovered) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
   const wallet = await liveWallets(db).where('w.address', '=', recovered.toLowerCase()).executeTakeFirst();
-  if (!wallet) throw new HttpError(401, INVALID_SIGNATURE);
+  if (!wallet) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
   return { agentId: wallet.agent_id, address: getAddress(wallet.address) };
 }
 
@@ -141,18 +141,18 @@ const payloadObject = (message: AgentMessage): Record<string, unknown> =>
  */
 export function recipientsOf(message: AgentMessage, kind: MessageKind, sender: Sender): string[] {
   if (kind !== 'amplify') {
-    if (message.toAgentId === undefined || message.toAgentId === null) throw new HttpError(400, 'toAgentId is required');
+    if (message.toAgentId === undefined || message.toAgentId === null) throw new DomainError('FIELD_REQUIRED', { field: 'toAgentId' });
     return [message.toAgentId];
   }
   const targets = payloadObject(message).targets;
-  if (targets !== undefined && !Array.isArray(targets)) throw new HttpError(400, 'payload.targets must be an array of agent ids');
+  if (targets !== undefined && !Array.isArray(targets)) throw new DomainError('PAYLOAD_TARGETS_ARRAY_AGENT_IDS');
   const ids = [...(message.toAgentId ? [message.toAgentId] : []), ...((targets as unknown[] | undefined) ?? [])];
   for (const id of ids) {
-    if (typeof id !== 'string' || !isAgentId(id)) throw new HttpError(400, 'payload.targets must be an array of agent ids');
+    if (typeof id !== 'string' || !isAgentId(id)) throw new DomainError('PAYLOAD_TARGETS_ARRAY_AGENT_IDS');
   }
   const unique = [...new Set(ids as string[])].filter((id) => id !== sender.agentId);
-  if (unique.length === 0) throw new HttpError(400, 'Amplification needs at least one target');
-  if (unique.length > AMPLIFY_TARGETS_MAX) throw new HttpError(400, `Amplification has at most ${AMPLIFY_TARGETS_MAX} targets`);
+  if (unique.length === 0) throw new DomainError('AMPLIFICATION_NEEDS_AT_LEAST_ONE');
+  if (unique.length > AMPLIFY_TARGETS_MAX) throw new DomainError('TOO_MANY_AMPLIFICATION_TARGETS', { max: AMPLIFY_TARGETS_MAX });
   return unique;
 }
 
@@ -189,16 +189,17 @@ interface BookingMove {
 
 /** `payload.terms`: `fee` (USDC, ≥ 0, 6 decimals at most) and `date` (ISO 8601) required; `eventId`, `venue`, `notes`. */
 export function parseBookingTerms(value: unknown): BookingTerms {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new HttpError(400, 'payload.terms is required');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new DomainError('FIELD_REQUIRED', { field: 'payload.terms' });
   const raw = value as Record<string, unknown>;
   const fee = typeof raw.fee === 'number' && raw.fee <= AMOUNT_MAX ? scaledInteger(raw.fee, USDC_DECIMALS) : undefined;
-  if (fee === undefined) throw new HttpError(400, 'payload.terms.fee must be a non-negative number');
+  if (fee === undefined) throw new DomainError('PAYLOAD_TERMS_FEE_NON_NEGATIVE');
   const date = typeof raw.date === 'string' ? parseIsoDate(raw.date) : undefined;
-  if (!date) throw new HttpError(400, 'payload.terms.date must be an ISO 8601 date');
+  if (!date) throw new DomainError('PAYLOAD_TERMS_DATE_ISO_8601');
   const terms: BookingTerms = { fee: Number(formatScaled(fee, USDC_DECIMALS)), date: date.toISOString() };
   if (raw.eventId !== undefined && raw.eventId !== null) {
     if (typeof raw.eventId !== 'number' || !Number.isSafeInteger(raw.eventId) || raw.eventId < 1) {
-      throw new HttpError(400, 'payload.terms.eventId must be an event id');
+      throw new DomainError('PAYLOAD_TERMS_EVENTID_EVENT_ID');
     }
     terms.eventId = raw.eventId;
   }
@@ -208,8 +209,7 @@ export function parseBookingTerms(value: unknown): BookingTerms {
   ] as const) {
     const text = raw[field];
     if (text === undefined || text === null) continue;
-    if (typeof text !== 'string' || text.length > max)
-      throw new HttpError(400, `payload.terms.${field} must be a string of at most ${max} characters`);
+    if (typeof text !== 'string' || text.length > max) throw new DomainError('PAYLOAD_TERMS_FIELD_INVALID', { field, max });
     terms[field] = text;
   }
   return terms;
@@ -217,13 +217,13 @@ export function parseBookingTerms(value: unknown): BookingTerms {
 
 /** What a `BOOKING_*` message asks for, checked without the database (400 for a malformed move). */
 export function parseBookingMove(message: AgentMessage): BookingMove {
-  if (!(BOOKING_ACTIONS as readonly string[]).includes(message.action)) throw new HttpError(400, 'Unknown booking action');
+  if (!(BOOKING_ACTIONS as readonly string[]).includes(message.action)) throw new DomainError('UNKNOWN_BOOKING_ACTION');
   const action = message.action as BookingAction;
   const payload = payloadObject(message);
   if (action === 'BOOKING_REQUEST') return { action, negotiationId: message.messageId, terms: parseBookingTerms(payload.terms) };
   const negotiationId = payload.negotiationId;
   if (typeof negotiationId !== 'string' || !MESSAGE_ID_FORMAT.test(negotiationId))
-    throw new HttpError(400, 'payload.negotiationId is required');
+    throw new DomainError('FIELD_REQUIRED', { field: 'payload.negotiationId' });
   return { action, negotiationId, terms: action === 'BOOKING_COUNTER' ? parseBookingTerms(payload.terms) : undefined };
 }
 
@@ -263,7 +263,7 @@ async function applyBookingMove(
 ): Promise<{ after: NegotiationView; before: NegotiationRow | undefined }> {
   const now = new Date();
   if (move.action === 'BOOKING_REQUEST') {
-    if (sender === recipient) throw new HttpError(400, 'An agent cannot book itself');
+    if (sender === recipient) throw new DomainError('AGENT_CANNOT_BOOK_ITSELF');
     await checkEvent(trx, move.terms?.eventId, [sender, recipient]);
     const row = await trx
       .insertInto('underground_negotiations')
@@ -295,22 +295,22 @@ async function applyBookingMove(
     )
     .forUpdate()
     .executeTakeFirst();
-  if (!before) throw new HttpError(404, 'Negotiation not found');
-  if (before.status !== 'open') throw new HttpError(409, `Negotiation is ${before.status}`);
+  if (!before) throw new DomainError('NEGOTIATION_NOT_FOUND');
+  if (before.status !== 'open') throw new DomainError('NEGOTIATION_CLOSED', { status: before.status });
   const answeringOwnOffer = before.last_offer_by === sender;
   let changes: Partial<Pick<NegotiationRow, 'status' | 'round' | 'last_offer_by'>> & { terms?: string } = {};
   switch (move.action) {
     case 'BOOKING_COUNTER':
-      if (answeringOwnOffer) throw new HttpError(409, 'Waiting for the other party');
+      if (answeringOwnOffer) throw new DomainError('WAITING_OTHER_PARTY');
       await checkEvent(trx, move.terms?.eventId, [sender, recipient]);
       changes = { terms: JSON.stringify(move.terms), round: before.round + 1, last_offer_by: sender };
       break;
     case 'BOOKING_ACCEPT':
-      if (answeringOwnOffer) throw new HttpError(409, 'Waiting for the other party');
+      if (answeringOwnOffer) throw new DomainError('WAITING_OTHER_PARTY');
       changes = { status: 'accepted' };
       break;
     case 'BOOKING_DECLINE':
-      if (answeringOwnOffer) throw new HttpError(409, 'Waiting for the other party');
+      if (answeringOwnOffer) throw new DomainError('WAITING_OTHER_PARTY');
       changes = { status: 'declined' };
       break;
     case 'BOOKING_CANCEL':
@@ -335,7 +335,7 @@ async function checkEvent(trx: Tx, eventId: number | undefined, agents: string[]
     .where('id', '=', eventId)
     .where('agent_id', 'in', agents)
     .executeTakeFirst();
-  if (!event) throw new HttpError(400, 'payload.terms.eventId is not an event of either agent');
+  if (!event) throw new DomainError('PAYLOAD_TERMS_EVENTID_NOT_EVENT');
 }
 
 /** Undoes a move whose message could not be delivered, unless a later message has moved the negotiation since. */
@@ -399,7 +399,7 @@ export async function sendBusMessage(deps: BusDeps, body: unknown): Promise<{ su
     .where('h.agent_id', 'in', recipients)
     .execute();
   const byAgent = new Map(webhooks.map((w) => [w.agent_id, w]));
-  if (recipients.some((id) => !byAgent.has(id))) throw new HttpError(404, 'Recipient agent not found');
+  if (recipients.some((id) => !byAgent.has(id))) throw new DomainError('RECIPIENT_AGENT_NOT_FOUND');
 
   const claimed = await db.kysely.transaction().execute(async (trx) => {
     const inserted = await trx
@@ -417,7 +417,7 @@ export async function sendBusMessage(deps: BusDeps, body: unknown): Promise<{ su
       .onConflict((oc) => oc.column('message_id').doNothing())
       .returning('message_id')
       .executeTakeFirst();
-    if (!inserted) throw new HttpError(409, 'Message already received');
+    if (!inserted) throw new DomainError('MESSAGE_ALREADY_RECEIVED');
     const negotiation = move ? await applyBookingMove(trx, move, message.messageId, sender.agentId, recipients[0] as string) : undefined;
     await trx
       .insertInto('underground_bus_deliveries')
@@ -474,7 +474,7 @@ export async function sendBusMessage(deps: BusDeps, body: unknown): Promise<{ su
     .execute();
   if (failed.length) {
     if (move && claimed.negotiation) await undoBookingMove(db, move.negotiationId, message.messageId, claimed.negotiation.before);
-    throw new HttpError(500, 'Delivery failed', config.production ? undefined : { details: failed });
+    throw new DomainError('DELIVERY_FAILED', undefined, config.production ? undefined : { details: failed });
   }
   return { success: true, messageId: message.messageId };
 }

@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import { BlockList, type LookupFunction, isIP } from 'node:net';
-import { HttpError, hmacSha256Hex } from '@aop/core';
+import { DomainError, hmacSha256Hex } from '@aop/core';
 
 /**
  * Delivery of bus messages to agents' webhooks. A webhook URL is chosen by a user, and the backend POSTs to it from
@@ -85,20 +85,19 @@ const WEBHOOK_URL_MAX = 2048;
  * not a literal private address or a `localhost` name. Names are checked again, resolved, at every delivery.
  */
 export function checkWebhookUrl(raw: unknown, allowPrivate: boolean): string {
-  const message = 'url must be an http(s) URL';
-  if (typeof raw !== 'string' || raw === '' || raw.length > WEBHOOK_URL_MAX) throw new HttpError(400, message);
+  if (typeof raw !== 'string' || raw === '' || raw.length > WEBHOOK_URL_MAX) throw new DomainError('URL_NOT_HTTP');
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new HttpError(400, message);
+    throw new DomainError('URL_NOT_HTTP');
   }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) throw new HttpError(400, message);
-  if (url.username || url.password) throw new HttpError(400, 'url must not contain credentials');
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) throw new DomainError('URL_NOT_HTTP');
+  if (url.username || url.password) throw new DomainError('URL_NOT_CONTAIN_CREDENTIALS');
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   const local = host === 'localhost' || host.endsWith('.localhost');
   if (!allowPrivate && (local || (isIP(host) !== 0 && !isPublicAddress(host)))) {
-    throw new HttpError(400, 'url must be a public address');
+    throw new DomainError('URL_PUBLIC_ADDRESS');
   }
   return url.href;
 }

@@ -1,4 +1,4 @@
-import { HttpError, encryptSecret, newId } from '@aop/core';
+import { DomainError, encryptSecret, newId } from '@aop/core';
 import { type Database, type Tx, sql } from '@aop/db';
 import { type Address, type PublicClient, createPublicClient, erc20Abi, formatUnits, getAddress, http } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -81,24 +81,24 @@ export function allocateByShares(total: bigint, shares: readonly bigint[]): bigi
 
 /** `agentId`: required, in the platform's agent id format. */
 export function requiredAgentId(value: unknown): string {
-  if (value === undefined || value === null || value === '') throw new HttpError(400, 'agentId is required');
-  if (typeof value !== 'string' || !isAgentId(value)) throw new HttpError(400, 'Invalid agentId');
+  if (value === undefined || value === null || value === '') throw new DomainError('FIELD_REQUIRED', { field: 'agentId' });
+  if (typeof value !== 'string' || !isAgentId(value)) throw new DomainError('INVALID_AGENTID');
   return value;
 }
 
 /** `name`: required, trimmed, at most 200 characters (spec §8). */
 export function requiredName(value: unknown): string {
   const name = typeof value === 'string' ? value.trim() : '';
-  if (!name) throw new HttpError(400, 'name is required');
-  if (name.length > NAME_MAX) throw new HttpError(400, `name must be at most ${NAME_MAX} characters`);
+  if (!name) throw new DomainError('FIELD_REQUIRED', { field: 'name' });
+  if (name.length > NAME_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'name', max: NAME_MAX });
   return name;
 }
 
 /** An optional text: absent or null → null; otherwise a string of at most `max` characters. */
 function optionalText(value: unknown, field: string, max: number): string | null {
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') throw new HttpError(400, `${field} must be a string`);
-  if (value.length > max) throw new HttpError(400, `${field} must be at most ${max} characters`);
+  if (typeof value !== 'string') throw new DomainError('FIELD_NOT_STRING', { field });
+  if (value.length > max) throw new DomainError('FIELD_TOO_LONG', { field, max });
   return value;
 }
 
@@ -136,7 +136,7 @@ export function parseIsoDate(value: string): Date | undefined {
 /** The agent must be one of the caller's (row-level security hides the others): 403 otherwise (spec §4.11). */
 export async function ownAgent(trx: Tx, agentId: string): Promise<void> {
   const row = await trx.selectFrom('agent_deployments').select('id').where('id', '=', agentId).executeTakeFirst();
-  if (!row) throw new HttpError(403, 'Agent not owned');
+  if (!row) throw new DomainError('AGENT_NOT_OWNED');
 }
 
 // ---------------------------------------------------------------------------
@@ -173,21 +173,21 @@ export function parseEventInput(body: Record<string, unknown>): EventInput {
   let eventDate: Date | null = null;
   if (body.eventDate !== undefined && body.eventDate !== null) {
     const parsed = typeof body.eventDate === 'string' ? parseIsoDate(body.eventDate) : undefined;
-    if (!parsed) throw new HttpError(400, 'eventDate must be an ISO 8601 date');
+    if (!parsed) throw new DomainError('EVENTDATE_ISO_8601_DATE');
     eventDate = parsed;
   }
   let ticketPriceUsdc = formatScaled(BigInt(DEFAULT_TICKET_PRICE_USDC), USDC_DECIMALS);
   if (body.ticketPriceUsdc !== undefined && body.ticketPriceUsdc !== null) {
     const price = body.ticketPriceUsdc;
     const scaled = typeof price === 'number' && price <= AMOUNT_MAX ? scaledInteger(price, USDC_DECIMALS) : undefined;
-    if (scaled === undefined) throw new HttpError(400, 'ticketPriceUsdc must be a non-negative number');
+    if (scaled === undefined) throw new DomainError('TICKETPRICEUSDC_NON_NEGATIVE_NUMBER');
     ticketPriceUsdc = formatScaled(scaled, USDC_DECIMALS);
   }
   let totalTickets = DEFAULT_TOTAL_TICKETS;
   if (body.totalTickets !== undefined && body.totalTickets !== null) {
     const tickets = body.totalTickets;
     if (typeof tickets !== 'number' || !Number.isInteger(tickets) || tickets < 1 || tickets > TOTAL_TICKETS_MAX) {
-      throw new HttpError(400, 'totalTickets must be a positive integer');
+      throw new DomainError('TOTALTICKETS_POSITIVE_INTEGER');
     }
     totalTickets = tickets;
   }
@@ -289,7 +289,7 @@ export async function createWallet(
     // A concurrent call made the wallet first: answer that one.
     const winner = await trx.selectFrom('underground_wallets').select('address').where('agent_id', '=', agentId).executeTakeFirst();
     // Invisible here: a wallet kept from an earlier (deleted) agent of another user with the same id.
-    if (!winner) throw new HttpError(409, 'agentId already has a wallet');
+    if (!winner) throw new DomainError('AGENTID_ALREADY_HAS_WALLET');
     return { wallet: { address: getAddress(winner.address), agentId }, created: false };
   });
 }
@@ -324,13 +324,13 @@ export async function walletBalance(
   rawAddress: string,
   log: Logger,
 ): Promise<BalanceView> {
-  if (!ADDRESS_FORMAT.test(rawAddress)) throw new HttpError(400, 'Invalid address');
+  if (!ADDRESS_FORMAT.test(rawAddress)) throw new DomainError('INVALID_ADDRESS');
   const address = rawAddress.toLowerCase();
   const wallet = await db.withUser(userId, (trx) =>
     trx.selectFrom('underground_wallets').select('address').where('address', '=', address).executeTakeFirst(),
   );
-  if (!wallet) throw new HttpError(404, 'Wallet not found');
-  if (!config.rpcUrl || !config.usdcAddress) throw new HttpError(500, 'Wallet balances are not configured');
+  if (!wallet) throw new DomainError('WALLET_NOT_FOUND');
+  if (!config.rpcUrl || !config.usdcAddress) throw new DomainError('WALLET_BALANCES_ARE_NOT_CONFIGURED');
   const client = rpcClient(config.rpcUrl, config.rpcTimeoutMs);
   const token = config.usdcAddress;
   const holder = getAddress(address);
@@ -347,7 +347,7 @@ export async function walletBalance(
   } catch (err) {
     // viem's short message names the failure without the RPC URL (which may carry a provider key).
     log.warn({ reason: (err as Error).name, detail: (err as { shortMessage?: string }).shortMessage }, 'underground balance read failed');
-    throw new HttpError(500, 'Failed to fetch balance');
+    throw new DomainError('FAILED_FETCH_BALANCE');
   }
 }
 
@@ -374,28 +374,27 @@ export function parseSplitInput(body: Record<string, unknown>): SplitInput {
   const agentId = requiredAgentId(body.agentId);
   const name = requiredName(body.name);
   const amount = body.totalAmount;
-  if (typeof amount !== 'number' || !(amount > 0) || amount > AMOUNT_MAX) throw new HttpError(400, 'totalAmount must be a positive number');
+  if (typeof amount !== 'number' || !(amount > 0) || amount > AMOUNT_MAX) throw new DomainError('TOTALAMOUNT_POSITIVE_NUMBER');
   const total = scaledInteger(amount, MONEY_DECIMALS);
-  if (total === undefined) throw new HttpError(400, 'totalAmount must have at most 2 decimal places');
-  if (total === 0n) throw new HttpError(400, 'totalAmount must be a positive number');
+  if (total === undefined) throw new DomainError('TOTALAMOUNT_HAVE_AT_MOST_2');
+  if (total === 0n) throw new DomainError('TOTALAMOUNT_POSITIVE_NUMBER');
   const list = body.recipients;
-  if (!Array.isArray(list) || list.length === 0) throw new HttpError(400, 'recipients must be a non-empty array');
-  if (list.length > RECIPIENTS_MAX) throw new HttpError(400, `recipients must have at most ${RECIPIENTS_MAX} entries`);
+  if (!Array.isArray(list) || list.length === 0) throw new DomainError('RECIPIENTS_NON_EMPTY_ARRAY');
+  if (list.length > RECIPIENTS_MAX) throw new DomainError('TOO_MANY_RECIPIENTS', { max: RECIPIENTS_MAX });
   const seen = new Set<string>();
   const recipients = list.map((entry: unknown, i) => {
     const item = (typeof entry === 'object' && entry !== null && !Array.isArray(entry) ? entry : {}) as Record<string, unknown>;
     if (typeof item.address !== 'string' || !ADDRESS_FORMAT.test(item.address)) {
-      throw new HttpError(400, `recipients[${i}].address must be an address (0x and 40 hex characters)`);
+      throw new DomainError('RECIPIENT_ADDRESS_INVALID', { i });
     }
     const address = item.address.toLowerCase();
-    if (seen.has(address)) throw new HttpError(400, `recipients[${i}].address is listed twice`);
+    if (seen.has(address)) throw new DomainError('RECIPIENT_ADDRESS_LISTED_TWICE', { i });
     seen.add(address);
     const share = typeof item.share === 'number' && item.share <= 100 ? scaledInteger(item.share, SHARE_DECIMALS) : undefined;
-    if (share === undefined)
-      throw new HttpError(400, `recipients[${i}].share must be a number from 0 to 100 with at most 2 decimal places`);
+    if (share === undefined) throw new DomainError('RECIPIENT_SHARE_INVALID', { i });
     return { address, share };
   });
-  if (recipients.reduce((sum, r) => sum + r.share, 0n) !== FULL_SHARE) throw new HttpError(400, 'Shares must sum to exactly 100');
+  if (recipients.reduce((sum, r) => sum + r.share, 0n) !== FULL_SHARE) throw new DomainError('SHARES_SUM_EXACTLY_100');
   return { agentId, name, total, recipients };
 }
 

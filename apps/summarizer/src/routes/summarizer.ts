@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { SummarizerConfig } from '../config.js';
@@ -32,7 +32,7 @@ const ErrorSchema = Type.Object({ error: Type.String() });
 /** The `url` of the body, or 400 `url required` (spec §4.7). */
 function requiredUrl(request: FastifyRequest): string {
   const url = (request.body as { url?: unknown } | undefined)?.url;
-  if (typeof url !== 'string' || url.trim() === '') throw new HttpError(400, 'url required');
+  if (typeof url !== 'string' || url.trim() === '') throw new DomainError('URL_REQUIRED');
   return url.trim();
 }
 

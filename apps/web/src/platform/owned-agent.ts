@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import type { Tx } from '@aop/db';
 
 /**
@@ -7,5 +7,5 @@ import type { Tx } from '@aop/db';
  */
 export async function requireOwnAgent(trx: Tx, agentId: string): Promise<void> {
   const agent = await trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst();
-  if (!agent) throw new HttpError(404, 'Agent not found');
+  if (!agent) throw new DomainError('AGENT_NOT_FOUND');
 }

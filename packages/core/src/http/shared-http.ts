@@ -4,8 +4,8 @@ import swagger from '@fastify/swagger';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { CounterStore } from '../counters/store.js';
-import { HttpError } from '../errors.js';
-import { INVALID_CHARACTERS, jsonHasInvalidCharacters, jsonNestsDeeperThan, NESTED_TOO_DEEPLY } from './json-text.js';
+import { DomainError, errorResponse, isPublicError } from '../errors.js';
+import { jsonHasInvalidCharacters, jsonNestsDeeperThan } from './json-text.js';
 import { createRateLimitHook, type RateLimitRule } from './rate-limit.js';
 
 declare module 'fastify' {
@@ -41,9 +41,12 @@ const BAD_BODY_CODES = new Set([
   'FST_ERR_CTP_INVALID_CONTENT_LENGTH',
 ]);
 
-function errorBody(error: FastifyError & Partial<HttpError>, request: FastifyRequest): [number, Record<string, unknown>] {
-  if (error instanceof HttpError) return [error.statusCode, error.toBody()];
-  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return [413, { error: 'Request body too large' }];
+function errorBody(error: FastifyError, request: FastifyRequest): [number, Record<string, unknown>] {
+  if (isPublicError(error)) {
+    const { status, body } = errorResponse(error);
+    return [status, body];
+  }
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return [413, { error: new DomainError('REQUEST_BODY_TOO_LARGE').message }];
   const bodyMessage = request.routeOptions.config?.invalidBodyMessage ?? DEFAULT_INVALID_BODY;
   if ((error.code && BAD_BODY_CODES.has(error.code)) || error instanceof SyntaxError) return [400, { error: bodyMessage }];
   if (error.validation) {
@@ -72,7 +75,7 @@ async function sharedHttp(app: FastifyInstance, opts: SharedHttpOptions): Promis
   // it is invalid UTF-8, refused in a path and left undecoded in a query.) Routes that read their body raw (signed
   // webhooks) only get this check here: their bytes must stay exactly as signed, and they apply `checkJsonText`.
   app.addHook('onRequest', (request, _reply, done) => {
-    done(request.url.includes('%00') ? new HttpError(400, INVALID_CHARACTERS) : undefined);
+    done(request.url.includes('%00') ? new DomainError('INVALID_CHARACTERS') : undefined);
   });
 
   // JSON only: a text/plain body must not reach a JSON route as a string.
@@ -83,10 +86,10 @@ async function sharedHttp(app: FastifyInstance, opts: SharedHttpOptions): Promis
     if (body === '' || body === undefined) return done(null, undefined);
     const text = body as string;
     // Before parsing: the prototype scan, validation and relaying (JSON.stringify) all recurse.
-    if (jsonNestsDeeperThan(text)) return done(new HttpError(400, NESTED_TOO_DEEPLY), undefined);
+    if (jsonNestsDeeperThan(text)) return done(new DomainError('NESTED_TOO_DEEPLY'), undefined);
     parseJson(request, text, (err, value) => {
       // Only valid JSON is judged for its characters, so malformed JSON keeps the route's own message.
-      if (!err && jsonHasInvalidCharacters(text)) return done(new HttpError(400, INVALID_CHARACTERS), undefined);
+      if (!err && jsonHasInvalidCharacters(text)) return done(new DomainError('INVALID_CHARACTERS'), undefined);
       done(err, value);
     });
   });

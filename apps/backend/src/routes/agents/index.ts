@@ -1,5 +1,5 @@
 import { totalmem } from 'node:os';
-import { type App, DEFAULT_AGENT_TIER, HttpError, newId, parseEncryptionKey } from '@aop/core';
+import { type App, DEFAULT_AGENT_TIER, DomainError, isDomainError, newId, parseEncryptionKey } from '@aop/core';
 import { isUniqueViolation } from '@aop/db';
 import { type AgentHost, type ChannelTokens, type LlmSpec, PINNED_OPENCLAW_VERSION, UpdateFailedError } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
@@ -33,7 +33,7 @@ const VERIFICATION_TYPES = ['eas', 'wallet-provider', 'ens', 'webauthn'];
 /** The caller, from the signed user context; agents always belong to a real user. */
 function callerId(request: FastifyRequest): string {
   const id = request.userContext?.userId;
-  if (!id || id === 'anonymous') throw new HttpError(401, 'User context required');
+  if (!id || id === 'anonymous') throw new DomainError('USER_CONTEXT_REQUIRED');
   return id;
 }
 
@@ -42,21 +42,20 @@ const SECRET_MAX = 4096;
 const CHANNELS = ['telegram', 'discord', 'whatsapp'] as const;
 
 /** A secret: a non-empty string without surrounding whitespace (the error never repeats it). */
-function checkedSecret(value: unknown, message: string): string {
-  if (typeof value !== 'string' || value === '' || value.length > SECRET_MAX || value.trim() !== value) throw new HttpError(400, message);
+function checkedSecret(value: unknown, invalid: 'INVALID_CHANNEL_TOKENS' | 'INVALID_API_KEY'): string {
+  if (typeof value !== 'string' || value === '' || value.length > SECRET_MAX || value.trim() !== value) throw new DomainError(invalid);
   return value;
 }
 
 /** `{ telegram?, discord?, whatsapp? }` with at least one token. */
 function checkedChannelTokens(value: unknown): ChannelTokens {
-  const message = 'Invalid channelTokens';
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new HttpError(400, message);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new DomainError('INVALID_CHANNEL_TOKENS');
   const entries = Object.entries(value);
-  if (entries.length === 0) throw new HttpError(400, message);
+  if (entries.length === 0) throw new DomainError('INVALID_CHANNEL_TOKENS');
   const tokens: ChannelTokens = {};
   for (const [channel, token] of entries) {
-    if (!(CHANNELS as readonly string[]).includes(channel)) throw new HttpError(400, message);
-    tokens[channel as (typeof CHANNELS)[number]] = checkedSecret(token, message);
+    if (!(CHANNELS as readonly string[]).includes(channel)) throw new DomainError('INVALID_CHANNEL_TOKENS');
+    tokens[channel as (typeof CHANNELS)[number]] = checkedSecret(token, 'INVALID_CHANNEL_TOKENS');
   }
   return tokens;
 }
@@ -86,14 +85,15 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
     async (request, reply) => {
       const userId = callerId(request);
       const body = request.body ?? {};
-      if (body.agentId === undefined || body.agentId === null || body.agentId === '') throw new HttpError(400, 'agentId is required');
-      if (typeof body.agentId !== 'string' || !isAgentId(body.agentId)) throw new HttpError(400, 'Invalid agentId');
+      if (body.agentId === undefined || body.agentId === null || body.agentId === '')
+        throw new DomainError('FIELD_REQUIRED', { field: 'agentId' });
+      if (typeof body.agentId !== 'string' || !isAgentId(body.agentId)) throw new DomainError('INVALID_AGENTID');
       const agentId = body.agentId;
       const deploy = (typeof body.config === 'object' && body.config !== null ? body.config : {}) as Record<string, unknown>;
       const autoProvision = deploy.autoProvision === true || deploy.agentType === 'business';
       const telegramToken = typeof deploy.telegramToken === 'string' ? deploy.telegramToken : undefined;
       const discordToken = typeof deploy.discordToken === 'string' ? deploy.discordToken : undefined;
-      if (!telegramToken && !discordToken && !autoProvision) throw new HttpError(400, 'telegramToken is required');
+      if (!telegramToken && !discordToken && !autoProvision) throw new DomainError('FIELD_REQUIRED', { field: 'telegramToken' });
       const aiProvider = normalizeAiProvider(deploy.aiProvider);
       const plan = typeof deploy.plan === 'string' && deploy.plan ? deploy.plan : DEFAULT_AGENT_TIER;
       const agentConfig =
@@ -136,7 +136,7 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
         })
         .catch((err) => {
           // An id another user already deployed is not theirs to take over.
-          if (isUniqueViolation(err)) throw new HttpError(409, 'agentId is already in use');
+          if (isUniqueViolation(err)) throw new DomainError('AGENT_ID_ALREADY_IN_USE');
           throw err;
         });
 
@@ -221,8 +221,8 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     async (request, reply) => {
       const userId = callerId(request);
       const name = typeof request.body?.name === 'string' ? request.body.name.trim() : '';
-      if (!name) throw new HttpError(400, 'Name required');
-      if (name.length > 100) throw new HttpError(400, 'Name must be at most 100 characters');
+      if (!name) throw new DomainError('NAME_REQUIRED');
+      if (name.length > 100) throw new DomainError('NAME_AT_MOST_100_CHARACTERS');
       const agentConfig = typeof request.body?.config === 'object' && request.body.config !== null ? request.body.config : {};
       const id = newId('agent');
       const row = await app.db.withUser(userId, (trx) =>
@@ -278,15 +278,15 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
       const body = request.body ?? {};
       const aiProvider = body.aiProvider === undefined ? undefined : normalizeAiProvider(body.aiProvider);
       if (body.config !== undefined && (typeof body.config !== 'object' || body.config === null || Array.isArray(body.config))) {
-        throw new HttpError(400, 'Invalid config object');
+        throw new DomainError('INVALID_CONFIG_OBJECT');
       }
       const agentConfig = body.config as Record<string, unknown> | undefined;
       const channelTokens = body.channelTokens === undefined ? undefined : checkedChannelTokens(body.channelTokens);
-      const apiKey = body.apiKey === undefined ? undefined : checkedSecret(body.apiKey, 'Invalid apiKey');
+      const apiKey = body.apiKey === undefined ? undefined : checkedSecret(body.apiKey, 'INVALID_API_KEY');
       // Tokens and keys live only in the agent's host spec: an agent that is not deployed has nowhere to keep them.
       if (channelTokens || apiKey) {
         await app.db.withUser(userId, (trx) => ownDeployment(trx, request.params.id));
-        if ((await hostState(host, request.params.id)) === null) throw new HttpError(409, 'Agent is not deployed');
+        if ((await hostState(host, request.params.id)) === null) throw new DomainError('AGENT_NOT_DEPLOYED');
       }
       const row = await app.db.withUser(userId, async (trx) => {
         await ownDeployment(trx, request.params.id);
@@ -351,7 +351,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     const userId = callerId(request);
     const { id } = request.params as { id: string };
     await app.db.withUser(userId, (trx) => ownDeployment(trx, id));
-    if ((await hostState(host, id)) === null) throw new HttpError(409, 'Agent is not deployed');
+    if ((await hostState(host, id)) === null) throw new DomainError('AGENT_NOT_DEPLOYED');
     return onHost(() => action(id));
   }
 
@@ -384,7 +384,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     { schema: { tags: ['agents'], params: IdParams, body: Type.Object({ image: Type.Optional(Type.Unknown()) }) } },
     async (request, reply) => {
       const image = request.body?.image ?? PINNED_OPENCLAW_VERSION;
-      if (typeof image !== 'string' || !VERSION_FORMAT.test(image)) throw new HttpError(400, 'Invalid docker image value');
+      if (typeof image !== 'string' || !VERSION_FORMAT.test(image)) throw new DomainError('INVALID_DOCKER_IMAGE_VALUE');
       const previous = await hostState(host, request.params.id);
       try {
         const state = await lifecycle(request, (id) => host.update(id, { version: image }));
@@ -438,7 +438,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     const stats = state
       ? await onHost(() => host.stats(row.id)).catch((err: unknown) => {
           // A provider that reports no resource figures (hosting) still answers, with N/A figures (reference shape).
-          if (err instanceof HttpError && err.statusCode === 501) return null;
+          if (isDomainError(err, 'STATS_UNAVAILABLE')) return null;
           throw err;
         })
       : { cpuPercent: 0, memoryBytes: 0, pids: 0, uptimeMs: 0 };
@@ -489,7 +489,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     },
     async (request) => {
       const next = request.body?.config;
-      if (typeof next !== 'object' || next === null || Array.isArray(next)) throw new HttpError(400, 'Invalid config object');
+      if (typeof next !== 'object' || next === null || Array.isArray(next)) throw new DomainError('INVALID_CONFIG_OBJECT');
       const userId = callerId(request);
       const row = await app.db.withUser(userId, async (trx) => {
         await ownDeployment(trx, request.params.id);
@@ -528,7 +528,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     async (request) => {
       const body = request.body ?? {};
       if (typeof body.type !== 'string' || !VERIFICATION_TYPES.includes(body.type)) {
-        throw new HttpError(400, `Invalid verification type: use ${VERIFICATION_TYPES.join(', ')}`);
+        throw new DomainError('INVALID_VERIFICATION_TYPE', { allowed: VERIFICATION_TYPES.join(', ') });
       }
       const verification =
         body.verified === false

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError, isPublicError } from '@aop/core';
 import { type ChatEventPayload, GatewayError, type GatewayConnection, type GatewayEventFrame } from '@aop/gateway-client';
 import type { AgentHost } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
@@ -94,9 +94,9 @@ export async function agentRpcRoutes(app: App, { config, host }: { config: Backe
     async (request, reply) => {
       const userId = callerId(request);
       const { method, params, timeoutMs: askedTimeout } = request.body ?? {};
-      if (typeof method !== 'string' || !method) throw new HttpError(400, 'method is required');
+      if (typeof method !== 'string' || !method) throw new DomainError('FIELD_REQUIRED', { field: 'method' });
       if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params))) {
-        throw new HttpError(400, 'params must be an object');
+        throw new DomainError('PARAMS_OBJECT');
       }
       if (
         askedTimeout !== undefined &&
@@ -107,14 +107,14 @@ export async function agentRpcRoutes(app: App, { config, host }: { config: Backe
           askedTimeout <= MAX_TIMEOUT_MS
         )
       ) {
-        throw new HttpError(400, `timeoutMs must be an integer from ${MIN_TIMEOUT_MS} to ${MAX_TIMEOUT_MS}`);
+        throw new DomainError('TIMEOUT_MS_OUT_OF_RANGE', { min: MIN_TIMEOUT_MS, max: MAX_TIMEOUT_MS });
       }
-      if (!AGENT_RPC_METHODS.has(method)) throw new HttpError(403, `Method not allowed: ${method}`);
+      if (!AGENT_RPC_METHODS.has(method)) throw new DomainError('METHOD_NOT_ALLOWED', { method });
       const agentId = request.params.id;
       await app.db.withUser(userId, (trx) => ownDeployment(trx, agentId));
 
       const state = await onHost(() => host.status(agentId));
-      if (!state.url || state.status !== 'running') throw new HttpError(503, `Agent is not running (${state.status})`);
+      if (!state.url || state.status !== 'running') throw new DomainError('AGENT_NOT_RUNNING_STATE', { status: state.status });
       const timeoutMs = (askedTimeout as number | undefined) ?? DEFAULT_TIMEOUT_MS;
       const deadline = Date.now() + timeoutMs;
       const url = `${state.url.replace(/^http/, 'ws')}/`;
@@ -124,7 +124,7 @@ export async function agentRpcRoutes(app: App, { config, host }: { config: Backe
       try {
         ({ conn, platformDevice } = await openAgentControl(host, agentId, url, { deadline, log: request.log }));
       } catch (err) {
-        if (err instanceof HttpError) throw err;
+        if (isPublicError(err)) throw err;
         if (!(err instanceof GatewayError)) throw err;
         request.log.warn({ agentId, method, code: err.code }, 'agent rpc: gateway connection failed');
         return reply.code(502).send(failure(err));
@@ -153,7 +153,7 @@ export async function agentRpcRoutes(app: App, { config, host }: { config: Backe
 /** The caller, from the signed user context; agents always belong to a real user. */
 function callerId(request: FastifyRequest): string {
   const id = request.userContext?.userId;
-  if (!id || id === 'anonymous') throw new HttpError(401, 'User context required');
+  if (!id || id === 'anonymous') throw new DomainError('USER_CONTEXT_REQUIRED');
   return id;
 }
 

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import type { BackendConfig } from '../../config.js';
 import { agentAuth } from './index.js';
 
@@ -13,7 +13,7 @@ export async function unavailableProvisioning(app: App, { config, paths }: { con
       url,
       onRequest: agentAuth(config),
       handler: async () => {
-        throw new HttpError(500, `Provisioning is not available: the ${config.provisioner} provisioner is not configured`);
+        throw new DomainError('PROVISIONER_NOT_CONFIGURED', { provisioner: config.provisioner });
       },
     });
   }

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../../config.js';
@@ -34,7 +34,7 @@ export interface AiRoutesOptions {
 /** Routes that act for a user need a real one, not the `anonymous` default of the user context. */
 function callerId(request: FastifyRequest): string {
   const id = request.userContext?.userId;
-  if (!id || id === 'anonymous') throw new HttpError(401, 'User context required');
+  if (!id || id === 'anonymous') throw new DomainError('USER_CONTEXT_REQUIRED');
   return id;
 }
 
@@ -90,7 +90,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
     async (request) => {
       const userId = callerId(request);
       const body = request.body;
-      if (isAbsent(providerField(body)) || isAbsent(body.model)) throw new HttpError(400, 'provider and model are required');
+      if (isAbsent(providerField(body)) || isAbsent(body.model)) throw new DomainError('PROVIDER_MODEL_ARE_REQUIRED');
       const provider = chosenProvider(config, providerField(body));
       const model = catalogModel(provider, body.model);
       const row = await app.db.withUser(userId, (trx) => saveSelection(trx, userId, provider, model));
@@ -121,11 +121,11 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
       const messages = parseMessages(body.messages);
       const maxTokens = body.maxTokens ?? DEFAULT_MAX_TOKENS;
       if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > MAX_TOKENS_LIMIT) {
-        throw new HttpError(400, `maxTokens must be an integer from 1 to ${MAX_TOKENS_LIMIT}`);
+        throw new DomainError('MAX_TOKENS_OUT_OF_RANGE', { max: MAX_TOKENS_LIMIT });
       }
       const temperature = body.temperature;
       if (temperature !== undefined && temperature !== null && (typeof temperature !== 'number' || temperature < 0 || temperature > 2)) {
-        throw new HttpError(400, 'temperature must be a number from 0 to 2');
+        throw new DomainError('TEMPERATURE_NUMBER_FROM_0_2');
       }
 
       // The caller's provider (and model) win; then the user's selection; then the default.
@@ -189,7 +189,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
         model = isAbsent(body.model) ? providerView(config, provider).defaultModel : catalogModel(provider, body.model);
       } else if (!isAbsent(body.model)) {
         const owner = typeof body.model === 'string' ? providerOfModel(body.model) : undefined;
-        if (!owner) throw new HttpError(400, 'Unsupported model');
+        if (!owner) throw new DomainError('UNSUPPORTED_MODEL');
         provider = owner;
         model = body.model as string;
       } else {
@@ -209,7 +209,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
       } else if (typeof body.prompt === 'string' && body.prompt.trim() !== '') {
         promptTokens = estimatePromptTokens([{ role: 'user', content: body.prompt }]);
       } else {
-        throw new HttpError(400, 'messages or promptTokens required');
+        throw new DomainError('MESSAGES_PROMPTTOKENS_REQUIRED');
       }
       // Without a count, the answer is priced at the default answer cap: the most a default call can cost.
       const completionTokens = optionalCount(body.completionTokens, 'completionTokens', DEFAULT_MAX_TOKENS);

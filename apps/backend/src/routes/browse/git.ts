@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import type { AgentWorkspace, GitOptions, GitRun } from '@aop/provisioner';
 
 /**
@@ -42,7 +42,7 @@ export class GitWorkspace {
   }
 
   async requireRepository(): Promise<void> {
-    if (!(await this.isRepository())) throw new HttpError(409, 'Workspace is not a git repository');
+    if (!(await this.isRepository())) throw new DomainError('WORKSPACE_NOT_GIT_REPOSITORY');
   }
 
   async hasCommits(): Promise<boolean> {
@@ -140,9 +140,9 @@ function firstLines(text: string, max = 500): string {
   return trimmed.length > max ? `${trimmed.slice(0, max)}…` : trimmed;
 }
 
-function gitFailure(command: string, result: GitRun): HttpError {
+function gitFailure(command: string, result: GitRun): DomainError {
   const detail = firstLines(redactCredentials(result.stderr || result.stdout)).split('\n')[0] ?? '';
-  return new HttpError(500, `git ${command} failed${detail ? `: ${detail}` : ''}`);
+  return new DomainError('GIT_FAILED', { command, detail: detail ? `: ${detail}` : '' });
 }
 
 // ---------------------------------------------------------------- parsing

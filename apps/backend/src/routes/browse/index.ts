@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import type { AgentHost, AgentWorkspace } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -14,9 +14,6 @@ export interface BrowseRoutesOptions {
   host: AgentHost;
 }
 
-/** For a provider whose API gives no access to an agent's files (the hosting provider's has none). */
-export const noWorkspaceMessage = (provider: string) =>
-  `Workspace browsing is not available on the ${provider} provider: it gives no access to an agent's files`;
 const MAX_COMMIT_MESSAGE = 1_000;
 const DEFAULT_LOG_LIMIT = 20;
 const MAX_LOG_LIMIT = 100;
@@ -29,16 +26,16 @@ const AgentQuery = Type.Object({
 /** A whole number from a query string within [min, max], or 400 `Invalid <name>`. */
 function intParam(value: string | undefined, name: string, fallback: number, min: number, max: number): number {
   if (value === undefined || value === '') return fallback;
-  if (!/^\d+$/.test(value)) throw new HttpError(400, `Invalid ${name}`);
+  if (!/^\d+$/.test(value)) throw new DomainError('INVALID_PARAMETER', { name });
   const n = Number(value);
-  if (n < min || n > max) throw new HttpError(400, `Invalid ${name}: use ${min} to ${max}`);
+  if (n < min || n > max) throw new DomainError('PARAMETER_OUT_OF_RANGE', { name, min, max });
   return n;
 }
 
 function boolParam(value: string | undefined, name: string): boolean {
   if (value === undefined || value === '' || value === 'false' || value === '0') return false;
   if (value === 'true' || value === '1') return true;
-  throw new HttpError(400, `Invalid ${name}`);
+  throw new DomainError('INVALID_PARAMETER', { name });
 }
 
 /**
@@ -68,7 +65,7 @@ export async function browseRoutes(app: App, { config, host }: BrowseRoutesOptio
     const agentId = checkedAgentId(rawAgentId);
     await deployedAgent(app, host, request, agentId);
     const openWorkspace = host.workspace?.bind(host);
-    if (!openWorkspace) throw new HttpError(501, noWorkspaceMessage(host.provider));
+    if (!openWorkspace) throw new DomainError('WORKSPACE_NOT_AVAILABLE', { provider: host.provider });
     const workspace = guarded(await onHost(() => openWorkspace(agentId)));
     return { agentId, workspace, git: new GitWorkspace(workspace) };
   }
@@ -192,7 +189,7 @@ function guarded(access: AgentWorkspace): AgentWorkspace {
 
 function commitMessage(value: unknown): string {
   if (value === undefined || value === null || value === '') return `Workspace sync ${new Date().toISOString()}`;
-  if (typeof value !== 'string' || value.includes('\0') || value.trim() === '') throw new HttpError(400, 'Invalid message');
-  if (value.length > MAX_COMMIT_MESSAGE) throw new HttpError(400, `message must be at most ${MAX_COMMIT_MESSAGE} characters`);
+  if (typeof value !== 'string' || value.includes('\0') || value.trim() === '') throw new DomainError('INVALID_MESSAGE');
+  if (value.length > MAX_COMMIT_MESSAGE) throw new DomainError('FIELD_TOO_LONG', { field: 'message', max: MAX_COMMIT_MESSAGE });
   return value.trim();
 }

@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 
 /**
  * Paths of an agent's workspace are checked as text here, before the host is asked for anything; the host's
@@ -17,13 +17,13 @@ export {
 
 /** Content posted to `write`: text, or base64 for binary files. */
 export function decodeContent(content: unknown, encoding: unknown): Buffer {
-  if (content === undefined || content === null) throw new HttpError(400, 'content is required');
-  if (typeof content !== 'string') throw new HttpError(400, 'content must be a string');
+  if (content === undefined || content === null) throw new DomainError('FIELD_REQUIRED', { field: 'content' });
+  if (typeof content !== 'string') throw new DomainError('FIELD_NOT_STRING', { field: 'content' });
   const kind = encoding ?? 'utf8';
   if (kind === 'utf8') return Buffer.from(content, 'utf8');
   if (kind === 'base64') {
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(content) || content.length % 4 !== 0) throw new HttpError(400, 'content is not valid base64');
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(content) || content.length % 4 !== 0) throw new DomainError('CONTENT_NOT_VALID_BASE64');
     return Buffer.from(content, 'base64');
   }
-  throw new HttpError(400, 'encoding must be utf8 or base64');
+  throw new DomainError('ENCODING_UTF8_BASE64');
 }

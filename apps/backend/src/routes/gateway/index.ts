@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import type { BackendConfig } from '../../config.js';
 import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
 
@@ -12,7 +12,7 @@ export async function gatewayTokenRoute(app: App, { config }: { config: BackendC
     '/gateway/token',
     { onRequest: [requireInternalKey(config.internalApiKey), verifyUserContext(config.userContextSecret)], schema: { tags: ['gateway'] } },
     async () => {
-      if (!config.platformGatewayToken) throw new HttpError(404, 'No gateway token available');
+      if (!config.platformGatewayToken) throw new DomainError('NO_GATEWAY_TOKEN');
       return { token: config.platformGatewayToken };
     },
   );

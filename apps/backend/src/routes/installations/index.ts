@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { BackendConfig } from '../../config.js';
 import { callerId, identityAuth } from '../../plugins/caller.js';
@@ -60,7 +60,7 @@ export async function installationRoutes(app: App, { config }: { config: Backend
       const body = request.body ?? {};
       const name = parseName(body.name);
       if (body.publicKey === undefined || body.publicKey === null || body.publicKey === '')
-        throw new HttpError(400, 'publicKey is required');
+        throw new DomainError('FIELD_REQUIRED', { field: 'publicKey' });
       const key = parsePublicKey(body.publicKey);
       const url = parseHomeUrl(body.url);
       const version = parseVersion(body.version);
@@ -86,9 +86,9 @@ export async function installationRoutes(app: App, { config }: { config: Backend
       const userId = callerId(request);
       const { installationId, signature } = request.body ?? {};
       if (typeof installationId !== 'string' || installationId === '' || typeof signature !== 'string' || signature === '') {
-        throw new HttpError(400, 'installationId and signature are required');
+        throw new DomainError('INSTALLATIONID_SIGNATURE_ARE_REQUIRED');
       }
-      if (installationId.length > 64) throw new HttpError(404, 'Installation not found');
+      if (installationId.length > 64) throw new DomainError('INSTALLATION_NOT_FOUND');
       const installation = await app.db.withUser(userId, (trx) => linkHome(trx, userId, installationId, signature, new Date()));
       return { success: true as const, installation };
     },

@@ -1,4 +1,4 @@
-import { type App, HttpError, sha256Hex } from '@aop/core';
+import { type App, DomainError, sha256Hex } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { BackendConfig } from '../../config.js';
 import { requireInternalKey } from '../../plugins/auth.js';
@@ -27,7 +27,7 @@ export async function validateKeyRoute(app: App, { config }: { config: BackendCo
     },
     async (request, reply) => {
       const apiKey = request.body?.apiKey;
-      if (!apiKey) throw new HttpError(400, 'apiKey required');
+      if (!apiKey) throw new DomainError('APIKEY_REQUIRED');
       const row = KEY_FORMAT.test(apiKey)
         ? await app.db.kysely
             .selectFrom('api_keys')

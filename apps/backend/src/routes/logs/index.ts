@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import type { AgentHost } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { BackendConfig } from '../../config.js';
@@ -16,7 +16,6 @@ export interface LogRoutesOptions {
 
 export const MAX_STREAMS_PER_USER = 5;
 /** For a provider that cannot follow an agent's output. */
-export const noStreamMessage = (provider: string) => `Log streaming is not available on the ${provider} provider`;
 const DEFAULT_HISTORY = 200;
 /** The local host keeps 1000 lines in memory; other hosts ask their provider for the same tail. */
 const MAX_HISTORY = 1_000;
@@ -27,7 +26,7 @@ const AgentParams = Type.Object({ agentId: Type.String({ maxLength: 200 }) });
 function tailParam(value: string | undefined, name: string, fallback: number, min: number): number {
   if (value === undefined || value === '') return fallback;
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > MAX_HISTORY) {
-    throw new HttpError(400, `Invalid ${name}: use ${min} to ${MAX_HISTORY}`);
+    throw new DomainError('PARAMETER_OUT_OF_RANGE', { name, min, max: MAX_HISTORY });
   }
   return Number(value);
 }
@@ -70,10 +69,10 @@ export async function logRoutes(app: App, { config, host, streams: tuning = {} }
       const agentId = checkedAgentId(request.params.agentId);
       const tail = tailParam(request.query.tail, 'tail', DEFAULT_STREAM_TAIL, 0);
       const { userId } = await deployedAgent(app, host, request, agentId);
-      if (!host.followLogs) throw new HttpError(501, noStreamMessage(host.provider));
+      if (!host.followLogs) throw new DomainError('LOG_STREAMING_NOT_AVAILABLE', { provider: host.provider });
       // Checked and registered with no await in between, so parallel requests cannot pass the cap together.
       if (registry.countFor(userId) >= registry.maxPerUser) {
-        throw new HttpError(429, `Too many log streams (max ${registry.maxPerUser})`);
+        throw new DomainError('TOO_MANY_LOG_STREAMS', { max: registry.maxPerUser });
       }
       reply.hijack();
       const headers = { ...(reply.getHeaders() as Record<string, string | number | string[]>), 'x-request-id': request.id };

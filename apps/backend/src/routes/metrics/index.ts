@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import type { AgentHost } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -15,7 +15,7 @@ const DaysQuery = Type.Object({ days: Type.Optional(Type.String()) });
 /** `days`: absent → `fallback`; not a whole number → 400; outside 1..max → clamped. */
 function daysOf(raw: string | undefined, fallback: number, max: number): number {
   if (raw === undefined || raw.trim() === '') return fallback;
-  if (!/^\s*\d{1,6}\s*$/.test(raw)) throw new HttpError(400, 'days must be an integer');
+  if (!/^\s*\d{1,6}\s*$/.test(raw)) throw new DomainError('DAYS_INTEGER');
   return Math.min(max, Math.max(1, Number(raw)));
 }
 

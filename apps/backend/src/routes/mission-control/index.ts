@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { FleetBookingsSchema, FleetCostsSchema, FleetGraphSchema, FleetTracesSchema } from '@aop/core/mission-control';
 import type { AgentHost } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
@@ -28,11 +28,11 @@ const Query = Type.Object({
  */
 function fleetUser(request: FastifyRequest, config: BackendConfig): string {
   const raw = (request.query as { userId?: unknown }).userId;
-  if (raw === undefined || raw === '') throw new HttpError(401, 'Unauthorized');
-  if (typeof raw !== 'string' || !USER_ID.test(raw)) throw new HttpError(400, 'Invalid userId');
+  if (raw === undefined || raw === '') throw new DomainError('UNAUTHORIZED');
+  if (typeof raw !== 'string' || !USER_ID.test(raw)) throw new DomainError('INVALID_USERID');
   if (request.headers['x-user-id'] !== undefined || request.headers['x-user-signature'] !== undefined) {
     const context = readUserContext(request.headers, config.userContextSecret, request.server.clock());
-    if (context.userId !== raw) throw new HttpError(403, 'Forbidden');
+    if (context.userId !== raw) throw new DomainError('FORBIDDEN');
   }
   return raw;
 }

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { type AgentHost, PINNED_OPENCLAW_VERSION, defaultNodeBin } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { BackendConfig } from '../../config.js';
@@ -80,9 +80,9 @@ export async function runtimeRoutes(app: App, { config, host }: { config: Backen
       },
       async (request) => {
         const agentId = request.body?.agentId;
-        if (!agentId) throw new HttpError(400, 'agentId is required');
+        if (!agentId) throw new DomainError('FIELD_REQUIRED', { field: 'agentId' });
         const action = request.body?.action ?? 'restart';
-        if (action !== 'restart') throw new HttpError(400, 'Unsupported action: use restart');
+        if (action !== 'restart') throw new DomainError('UNSUPPORTED_ACTION_USE_RESTART');
         const state = await onHost(() => host.restart(agentId));
         return { success: true, agentId, action, status: state.status };
       },

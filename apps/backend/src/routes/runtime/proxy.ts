@@ -2,7 +2,7 @@ import { type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeader
 import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { Transform } from 'node:stream';
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError, errorResponse, isPublicError } from '@aop/core';
 import type { AgentHost } from '@aop/provisioner';
 import type { BackendConfig } from '../../config.js';
 import { checkInternalKey, isAdminContext, readUserContext } from '../../plugins/auth.js';
@@ -48,18 +48,18 @@ interface ProxyTarget {
  * agent without ever holding the token.
  */
 export async function runtimeProxyRoutes(app: App, { config, host }: { config: BackendConfig; host: AgentHost }): Promise<void> {
-  /** Authenticates the caller and finds the agent's gateway; throws HttpError with the spec's answers. */
+  /** Authenticates the caller and finds the agent's gateway; throws the spec's answers as domain errors. */
   async function resolveTarget(headers: IncomingHttpHeaders, agentId: string): Promise<ProxyTarget> {
     checkInternalKey(headers, config.internalApiKey);
     const ctx = readUserContext(headers, config.userContextSecret, app.clock());
-    if (ctx.userId === 'anonymous') throw new HttpError(401, 'User context required');
+    if (ctx.userId === 'anonymous') throw new DomainError('USER_CONTEXT_REQUIRED');
     // Administrators reach any agent (operators debugging a gateway); everyone else only their own, under RLS.
     const deployment = isAdminContext(ctx, config.adminEmails)
       ? await app.db.kysely.selectFrom('agent_deployments').select('id').where('id', '=', agentId).executeTakeFirst()
       : await app.db.withUser(ctx.userId, (trx) => findDeployment(trx, agentId));
-    if (!deployment) throw new HttpError(404, 'Agent not found');
+    if (!deployment) throw new DomainError('AGENT_NOT_FOUND');
     const [state, spec] = await onHost(() => Promise.all([host.status(agentId), host.spec(agentId)]));
-    if (!state.url || state.status !== 'running') throw new HttpError(503, `Agent is not running (${state.status})`);
+    if (!state.url || state.status !== 'running') throw new DomainError('AGENT_NOT_RUNNING_STATE', { status: state.status });
     return { url: new URL(state.url), token: spec.gatewayToken };
   }
 
@@ -98,9 +98,9 @@ export async function runtimeProxyRoutes(app: App, { config, host }: { config: B
       schema: { tags: ['runtime'], hide: true },
       handler: async (request, reply) => {
         const parts = split(request.raw.url ?? '');
-        if (!parts) throw new HttpError(404, 'Not found');
+        if (!parts) throw new DomainError('NOT_FOUND');
         const declared = Number(request.headers['content-length'] ?? 0);
-        if (declared > MAX_BODY_BYTES) throw new HttpError(413, 'Request body too large');
+        if (declared > MAX_BODY_BYTES) throw new DomainError('REQUEST_BODY_TOO_LARGE');
         const target = await resolveTarget(request.headers, parts.agentId);
         const url = new URL(parts.path, target.url);
 
@@ -111,10 +111,10 @@ export async function runtimeProxyRoutes(app: App, { config, host }: { config: B
             timeout: UPSTREAM_TIMEOUT_MS,
           });
           req.on('response', resolve);
-          req.on('timeout', () => req.destroy(new HttpError(504, 'Agent gateway timed out')));
-          req.on('error', (err) => reject(err instanceof HttpError ? err : new HttpError(502, 'Agent gateway unreachable')));
+          req.on('timeout', () => req.destroy(new DomainError('AGENT_GATEWAY_TIMEOUT')));
+          req.on('error', (err) => reject(isPublicError(err) ? err : new DomainError('AGENT_GATEWAY_UNREACHABLE')));
           if (request.method === 'GET' || request.method === 'HEAD') req.end();
-          else request.raw.pipe(limitBytes(MAX_BODY_BYTES, () => req.destroy(new HttpError(413, 'Request body too large')))).pipe(req);
+          else request.raw.pipe(limitBytes(MAX_BODY_BYTES, () => req.destroy(new DomainError('REQUEST_BODY_TOO_LARGE')))).pipe(req);
         });
 
         reply.code(upstream.statusCode ?? 502);
@@ -137,7 +137,7 @@ export async function runtimeProxyRoutes(app: App, { config, host }: { config: B
     resolveTarget(req.headers, parts.agentId).then(
       (target) => pipeUpgrade(req, socket, head, target, new URL(parts.path, target.url)),
       (err: unknown) => {
-        if (err instanceof HttpError) refuse(socket, err.statusCode, err.message);
+        if (isPublicError(err)) refuse(socket, errorResponse(err).status, err.message);
         else {
           app.log.error({ err, agentId: parts.agentId }, 'runtime proxy upgrade failed');
           refuse(socket, 500, 'Internal server error');

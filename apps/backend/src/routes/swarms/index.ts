@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import type { AgentHost, AgentState } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { BackendConfig } from '../../config.js';
@@ -94,7 +94,7 @@ export async function coordinationRoutes(
     async (request) => {
       const userId = callerId(request);
       const deleted = await app.db.withUser(userId, (trx) => deleteSwarm(trx, request.params.id));
-      if (!deleted) throw new HttpError(404, 'Swarm not found');
+      if (!deleted) throw new DomainError('SWARM_NOT_FOUND');
       return { id: request.params.id, deleted: true };
     },
   );
@@ -112,7 +112,7 @@ export async function coordinationRoutes(
     async (request) => {
       const userId = callerId(request);
       // Spec §4.10: provisioning-dependent endpoints answer 500 when the provisioner is not configured.
-      if (!host) throw new HttpError(500, `Provisioning is not available: the ${config.provisioner} provisioner is not configured`);
+      if (!host) throw new DomainError('PROVISIONER_NOT_CONFIGURED', { provisioner: config.provisioner });
       const now = Date.now();
       const { rows, swarms, members } = await app.db.withUser(userId, async (trx) => ({
         rows: await userAgents(trx),

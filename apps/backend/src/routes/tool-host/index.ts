@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import {
   type AgentHost,
   LocalAgentHost,
@@ -76,11 +76,11 @@ export async function toolHostRoutes(app: App, { config, host }: ToolHostRoutesO
       }
     }
     const problem = runtimeProblem(pinned);
-    if (problem) throw new HttpError(503, `The OpenClaw runtime is not available: ${problem}`);
+    if (problem) throw new DomainError('OPENCLAW_RUNTIME_NOT_AVAILABLE', { problem });
     try {
       return { runtime: pinned, catalog: await toolCatalog(pinned) };
     } catch (err) {
-      if (err instanceof CatalogUnavailableError) throw new HttpError(503, `The tool catalog is not available: ${err.message}`);
+      if (err instanceof CatalogUnavailableError) throw new DomainError('TOOL_CATALOG_NOT_AVAILABLE', { detail: err.message });
       throw err;
     }
   }
@@ -88,7 +88,7 @@ export async function toolHostRoutes(app: App, { config, host }: ToolHostRoutesO
   async function agentFor(request: FastifyRequest, raw: string | undefined): Promise<OwnedAgent | null> {
     if (raw === undefined || raw === '') return null;
     const agentId = checkedAgentId(raw);
-    if (!host) throw new HttpError(500, `Provisioning is not available: the ${config.provisioner} provisioner is not configured`);
+    if (!host) throw new DomainError('PROVISIONER_NOT_CONFIGURED', { provisioner: config.provisioner });
     return ownedAgent(app, host, request, agentId);
   }
 
@@ -237,8 +237,8 @@ export async function toolHostRoutes(app: App, { config, host }: ToolHostRoutesO
 
   app.get('/tool-host/github', { schema: { tags: ['tool-host'] } }, async () => {
     const pkg = runtimePackage(pinned);
-    if (!pkg) throw new HttpError(503, 'The OpenClaw runtime is not installed');
-    if (!pkg.repository) throw new HttpError(404, 'The runtime package names no repository');
+    if (!pkg) throw new DomainError('OPENCLAW_RUNTIME_NOT_INSTALLED');
+    if (!pkg.repository) throw new DomainError('RUNTIME_PACKAGE_NAMES_NO_REPOSITORY');
     const repo = githubRepository(pkg.repository.url);
     const htmlUrl = repo ? `https://github.com/${repo.owner}/${repo.name}` : null;
     return {
@@ -261,8 +261,8 @@ export async function toolHostRoutes(app: App, { config, host }: ToolHostRoutesO
       { schema: { tags: ['tool-host'], body: Type.Object({ config: Type.Optional(Type.Unknown()) }) } },
       async (request) => {
         const value = request.body?.config;
-        if (value === undefined || value === null) throw new HttpError(400, 'config is required');
-        if (typeof value !== 'object' || Array.isArray(value)) throw new HttpError(400, 'Invalid config object');
+        if (value === undefined || value === null) throw new DomainError('FIELD_REQUIRED', { field: 'config' });
+        if (typeof value !== 'object' || Array.isArray(value)) throw new DomainError('INVALID_CONFIG_OBJECT');
         return validateStoredConfig(pinned, value as Record<string, unknown>);
       },
     );

@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError, isPublicError } from '@aop/core';
 import {
   CHANNEL_TOKEN_ENV,
   LLM_API_KEY_ENV,
@@ -103,7 +103,7 @@ const waiting: Array<() => void> = [];
 
 async function withSlot<T>(fn: () => Promise<T>): Promise<T> {
   if (running >= MAX_RUNNING) {
-    if (waiting.length >= MAX_WAITING) throw new HttpError(503, 'Config validation is busy, try again shortly');
+    if (waiting.length >= MAX_WAITING) throw new DomainError('CONFIG_VALIDATION_BUSY_TRY_AGAIN');
     await new Promise<void>((resolve) => waiting.push(resolve));
   } else running += 1;
   try {
@@ -117,7 +117,7 @@ async function withSlot<T>(fn: () => Promise<T>): Promise<T> {
 
 export async function validateStoredConfig(runtime: OpenClawRuntime, config: Json): Promise<ConfigValidation> {
   const problem = runtimeProblem(runtime);
-  if (problem) throw new HttpError(503, `Config validation is unavailable: ${problem}`);
+  if (problem) throw new DomainError('CONFIG_VALIDATION_UNAVAILABLE', { problem });
   const errors = platformIssues(config);
   const translated = translatedKeys(config);
   // A channel the stored config marks enabled had its token given: validate it as enabled, with a stand-in
@@ -130,13 +130,13 @@ export async function validateStoredConfig(runtime: OpenClawRuntime, config: Jso
   const result = await withSlot(async () => {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new HttpError(504, 'Config validation timed out')), VALIDATE_TIMEOUT_MS);
+      timer = setTimeout(() => reject(new DomainError('CONFIG_VALIDATION_TIMED_OUT')), VALIDATE_TIMEOUT_MS);
     });
     try {
       return await Promise.race([validateOpenClawConfig(runtime, openclawConfig, env), timeout]);
     } catch (err) {
-      if (err instanceof HttpError) throw err;
-      throw new HttpError(500, `Config validation failed: ${err instanceof Error ? err.message : String(err)}`);
+      if (isPublicError(err)) throw err;
+      throw new DomainError('CONFIG_VALIDATION_FAILED', { detail: err instanceof Error ? err.message : String(err) });
     } finally {
       clearTimeout(timer);
     }

@@ -1,4 +1,4 @@
-import { type App, HttpError, encryptSecret, parseEncryptionKey, randomHex } from '@aop/core';
+import { type App, DomainError, encryptSecret, parseEncryptionKey, randomHex } from '@aop/core';
 import type { AgentHost } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -34,7 +34,7 @@ const EMAIL_FORMAT = /^[^\s@]+@[^\s@]+$/;
  */
 function callerId(request: FastifyRequest): string {
   const ctx = request.userContext;
-  if (!ctx || ctx.userId === 'anonymous' || !ctx.email || !EMAIL_FORMAT.test(ctx.email)) throw new HttpError(401, 'User context required');
+  if (!ctx || ctx.userId === 'anonymous' || !ctx.email || !EMAIL_FORMAT.test(ctx.email)) throw new DomainError('USER_CONTEXT_REQUIRED');
   return ctx.userId;
 }
 

@@ -1,4 +1,4 @@
-import { HttpError, newId } from '@aop/core';
+import { DomainError, newId } from '@aop/core';
 import { type DB, writeAudit, isUniqueViolation } from '@aop/db';
 import { randomInt } from 'node:crypto';
 import type { Kysely } from 'kysely';
@@ -14,7 +14,7 @@ export const normalizeEmail = (value: string) => value.trim().toLowerCase();
  * address by other means, or a later wallet sign-in would link into their account.
  */
 export function checkNotReserved(email: string, productName: string): void {
-  if (normalizeEmail(email).endsWith(`@wallet.${productName.toLowerCase()}`)) throw new HttpError(400, 'This email address is reserved');
+  if (normalizeEmail(email).endsWith(`@wallet.${productName.toLowerCase()}`)) throw new DomainError('EMAIL_ADDRESS_RESERVED');
 }
 
 /** Spec §4.1: letters, digits and hyphens, at most 20, case-insensitive. */
@@ -29,8 +29,8 @@ export function newReferralCode(): string {
 }
 
 export function checkPasswordLength(password: string): void {
-  if (password.length < PASSWORD_MIN_LENGTH) throw new HttpError(400, `Password must be at least ${PASSWORD_MIN_LENGTH} characters`);
-  if (password.length > PASSWORD_MAX_LENGTH) throw new HttpError(400, `Password must be at most ${PASSWORD_MAX_LENGTH} characters`);
+  if (password.length < PASSWORD_MIN_LENGTH) throw new DomainError('PASSWORD_AT_LEAST_CHARACTERS', { min: PASSWORD_MIN_LENGTH });
+  if (password.length > PASSWORD_MAX_LENGTH) throw new DomainError('PASSWORD_AT_MOST_CHARACTERS', { max: PASSWORD_MAX_LENGTH });
 }
 
 export interface Registration {
@@ -52,12 +52,12 @@ export async function registerUser(
   credits: { referred: number; referrer: number },
 ): Promise<{ id: string; email: string; name: string }> {
   const email = normalizeEmail(input.email);
-  if (!isEmail(email)) throw new HttpError(400, 'Invalid email format');
+  if (!isEmail(email)) throw new DomainError('INVALID_EMAIL_FORMAT');
   checkPasswordLength(input.password);
   const code = input.referralCode?.trim();
-  if (code !== undefined && code !== '' && !REFERRAL_FORMAT.test(code)) throw new HttpError(400, 'Invalid referral code');
+  if (code !== undefined && code !== '' && !REFERRAL_FORMAT.test(code)) throw new DomainError('INVALID_REFERRAL_CODE');
   const name = input.name?.trim() || email;
-  if (name.length > 100) throw new HttpError(400, 'Name must be at most 100 characters');
+  if (name.length > 100) throw new DomainError('NAME_AT_MOST_100_CHARACTERS');
 
   const passwordHash = await hashPassword(input.password);
   const id = newId('user');
@@ -68,11 +68,11 @@ export async function registerUser(
         .select('id')
         .where((eb) => eb(eb.fn('lower', ['email']), '=', email))
         .executeTakeFirst();
-      if (existing) throw new HttpError(409, 'User already exists');
+      if (existing) throw new DomainError('USER_ALREADY_EXISTS');
       let referrer: { id: string } | undefined;
       if (code) {
         referrer = await trx.selectFrom('users').select('id').where('referral_code', '=', code.toUpperCase()).executeTakeFirst();
-        if (!referrer) throw new HttpError(400, 'Invalid referral code');
+        if (!referrer) throw new DomainError('INVALID_REFERRAL_CODE');
       }
       await trx
         .insertInto('users')
@@ -97,7 +97,7 @@ export async function registerUser(
     });
   } catch (err) {
     // Two registrations of one email at the same moment: the unique index decides.
-    if (isUniqueViolation(err, 'users_email_lower_key')) throw new HttpError(409, 'User already exists');
+    if (isUniqueViolation(err, 'users_email_lower_key')) throw new DomainError('USER_ALREADY_EXISTS');
     // A referral-code collision (1 in 10^12 per pair) is retried once with a new code.
     if (isUniqueViolation(err, 'users_referral_code_key')) return registerUser(db, input, credits);
     throw err;

@@ -1,4 +1,4 @@
-import { HttpError, randomHex, sha256Hex } from '@aop/core';
+import { DomainError, randomHex, sha256Hex } from '@aop/core';
 import { type DB, isUniqueViolation, writeAudit } from '@aop/db';
 import type { Kysely } from 'kysely';
 import type { Mailer } from '../../platform/clients/mailer.js';
@@ -111,7 +111,7 @@ export interface Verified {
  * address another account took in the meantime is refused (409) without using the link up.
  */
 export async function confirmEmail(db: Kysely<DB>, token: string, { now, ip }: { now: number; ip: string }): Promise<Verified> {
-  if (!TOKEN_FORMAT.test(token)) throw new HttpError(400, INVALID_VERIFICATION_TOKEN);
+  if (!TOKEN_FORMAT.test(token)) throw new DomainError('INVALID_VERIFICATION_TOKEN');
   const at = new Date(now);
   try {
     return await db.transaction().execute(async (trx) => {
@@ -123,9 +123,9 @@ export async function confirmEmail(db: Kysely<DB>, token: string, { now, ip }: {
         .where('expires_at', '>', at)
         .returning(['user_id', 'email'])
         .executeTakeFirst();
-      if (!claimed) throw new HttpError(400, INVALID_VERIFICATION_TOKEN);
+      if (!claimed) throw new DomainError('INVALID_VERIFICATION_TOKEN');
       const user = await trx.selectFrom('users').select(['email']).where('id', '=', claimed.user_id).executeTakeFirst();
-      if (!user) throw new HttpError(400, INVALID_VERIFICATION_TOKEN);
+      if (!user) throw new DomainError('INVALID_VERIFICATION_TOKEN');
       const changed = user.email.toLowerCase() !== claimed.email;
       await trx
         .updateTable('users')
@@ -143,7 +143,7 @@ export async function confirmEmail(db: Kysely<DB>, token: string, { now, ip }: {
     });
   } catch (err) {
     // Another account registered or moved to the address after the link was sent.
-    if (isUniqueViolation(err, 'users_email_lower_key')) throw new HttpError(409, 'Email already in use');
+    if (isUniqueViolation(err, 'users_email_lower_key')) throw new DomainError('EMAIL_ALREADY_IN_USE');
     throw err;
   }
 }

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser, type requireUser } from '../../platform/http/auth.js';
@@ -34,8 +34,8 @@ const CreatedSchema = Type.Object({
 export async function inviteRoutes(app: App, { config, mailer }: { config: WebConfig; mailer: Mailer }): Promise<void> {
   /** Checks the address, creates the invite and mails the code; the mail failing does not undo the invite. */
   async function invite(inviter: AuthUser, rawEmail: unknown, ip: string, maxOutstanding: number | undefined) {
-    if (rawEmail === undefined || rawEmail === null || rawEmail === '') throw new HttpError(400, 'Email is required');
-    if (typeof rawEmail !== 'string' || !isEmail(rawEmail.trim())) throw new HttpError(400, 'Invalid email format');
+    if (rawEmail === undefined || rawEmail === null || rawEmail === '') throw new DomainError('EMAIL_REQUIRED');
+    if (typeof rawEmail !== 'string' || !isEmail(rawEmail.trim())) throw new DomainError('INVALID_EMAIL_FORMAT');
     const email = normalizeEmail(rawEmail);
     checkNotReserved(email, config.productName);
     const created = await inviteEmail(app.db, {
@@ -77,7 +77,7 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
       // Invites send mail in the platform's name: a signed-in person, never a leaked API key.
       const user = await requireSessionUser(request);
       // The invite mail names its sender: an address nobody proved would let anyone write in someone else's name.
-      if (!user.emailVerified) throw new HttpError(403, 'Verify your email address before sending invites');
+      if (!user.emailVerified) throw new DomainError('EMAIL_VERIFICATION_REQUIRED');
       const created = await invite(user, request.body?.email, request.ip, user.isAdmin ? undefined : config.invites.maxOutstanding);
       return reply.code(201).send(created);
     },
@@ -109,7 +109,7 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
     },
     async (request) => {
       const code = request.body?.code;
-      if (typeof code !== 'string' || code.trim() === '') throw new HttpError(400, 'code is required');
+      if (typeof code !== 'string' || code.trim() === '') throw new DomainError('FIELD_REQUIRED', { field: 'code' });
       return verifyInvite(app.db.kysely, code.trim(), app.clock());
     },
   );
@@ -131,7 +131,7 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
       await requireAdminUser(request);
       const { status } = request.query;
       if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) {
-        throw new HttpError(400, `status must be one of: ${STATUSES.join(', ')}`);
+        throw new DomainError('INVALID_STATUS_FILTER', { allowed: STATUSES.join(', ') });
       }
       const limit = intQuery(request.query.limit, 'limit', 50, 1, 200);
       const offset = intQuery(request.query.offset, 'offset', 0, 0, 1_000_000);
@@ -159,10 +159,10 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
       const body = request.body ?? {};
       const action = body.action ?? 'create';
       if (typeof action !== 'string' || !(ADMIN_ACTIONS as readonly string[]).includes(action)) {
-        throw new HttpError(400, `Invalid action. Must be: ${ADMIN_ACTIONS.join(' or ')}`);
+        throw new DomainError('INVALID_ACTION_CHOICE', { allowed: ADMIN_ACTIONS.join(' or ') });
       }
       if (action === 'create') return reply.code(201).send(await invite(admin, body.email, request.ip, undefined));
-      if (typeof body.id !== 'string' || body.id === '' || body.id.length > 100) throw new HttpError(400, 'id is required');
+      if (typeof body.id !== 'string' || body.id === '' || body.id.length > 100) throw new DomainError('FIELD_REQUIRED', { field: 'id' });
       const revoked = await revokeInvite(app.db.kysely, body.id, admin.id, app.clock(), request.ip);
       return { success: true, invite: revoked };
     },
@@ -172,6 +172,6 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
 /** Administrators only: 401 without a signed-in session, 403 for others (an API key is not enough here). */
 async function requireAdminUser(request: Parameters<typeof requireUser>[0]): Promise<AuthUser> {
   const user = await requireSessionUser(request);
-  if (!user.isAdmin) throw new HttpError(403, 'Forbidden');
+  if (!user.isAdmin) throw new DomainError('FORBIDDEN');
   return user;
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { HttpError, newId, sha256Hex } from '@aop/core';
+import { DomainError, newId, sha256Hex } from '@aop/core';
 import { type DB, type Database, type Tx, writeAudit } from '@aop/db';
 import type { Kysely, Selectable } from 'kysely';
 import type { InvitesTable } from '@aop/db';
@@ -75,9 +75,9 @@ export async function createInvite(
   const now = new Date(args.now);
   await trx.selectFrom('users').select('id').where('id', '=', args.userId).forUpdate().execute();
   const pending = await pendingOf(trx, args.userId, now).select(['email']).execute();
-  if (pending.some((p) => p.email === args.email)) throw new HttpError(409, 'An invite for this email is already pending');
+  if (pending.some((p) => p.email === args.email)) throw new DomainError('INVITE_EMAIL_ALREADY_PENDING');
   if (args.maxOutstanding !== undefined && pending.length >= args.maxOutstanding) {
-    throw new HttpError(429, `Maximum of ${args.maxOutstanding} pending invites reached`);
+    throw new DomainError('MAXIMUM_PENDING_INVITES_REACHED', { max: args.maxOutstanding });
   }
   const code = generateInviteCode();
   const row = await trx
@@ -105,7 +105,7 @@ export async function inviteEmail(
 ): Promise<NewInvite> {
   const { userId, email, maxOutstanding } = args;
   // The same answer `POST /api/register` gives for this address: it tells nothing new.
-  if (await findUserByEmail(db.kysely, email)) throw new HttpError(409, 'User already exists');
+  if (await findUserByEmail(db.kysely, email)) throw new DomainError('USER_ALREADY_EXISTS');
   const now = args.clock();
   return db.withUser(userId, async (trx) => {
     const result = await createInvite(trx, { userId, email, ttlMs: args.ttlMs, now, maxOutstanding });
@@ -166,9 +166,9 @@ export async function listAllInvites(
  */
 export async function revokeInvite(db: Kysely<DB>, id: string, by: string, now: number, ip: string): Promise<InviteView> {
   const row = await db.selectFrom('invites').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!row) throw new HttpError(404, 'Invite not found');
+  if (!row) throw new DomainError('INVITE_NOT_FOUND');
   const status = inviteStatus(row, now);
-  if (status !== 'pending') throw new HttpError(409, `Invite is ${status}`);
+  if (status !== 'pending') throw new DomainError('INVITE_NOT_OPEN', { status });
   const updated = await db
     .updateTable('invites')
     .set({ revoked_at: new Date(now), revoked_by: by })
@@ -178,7 +178,7 @@ export async function revokeInvite(db: Kysely<DB>, id: string, by: string, now: 
     .returningAll()
     .executeTakeFirst();
   // Accepted or revoked between the read and the update.
-  if (!updated) throw new HttpError(409, 'Invite is no longer pending');
+  if (!updated) throw new DomainError('INVITE_NO_LONGER_PENDING');
   await writeAudit(db, { userId: by, action: 'invite.revoke', target: updated.id, ip });
   return inviteView(updated, now);
 }

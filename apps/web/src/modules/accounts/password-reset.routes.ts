@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { checkPasswordLength, isEmail } from './accounts.service.js';
@@ -33,8 +33,8 @@ export async function passwordResetRoutes(app: App, { config, mailer }: { config
       const body = request.body ?? {};
       await checkNotBot({ honeypot: body.website, challengeToken: body.botToken, ip: request.ip }, config.botCheck);
       const email = body.email?.trim();
-      if (!email) throw new HttpError(400, 'Email is required');
-      if (!isEmail(email)) throw new HttpError(400, 'Invalid email format');
+      if (!email) throw new DomainError('EMAIL_REQUIRED');
+      if (!isEmail(email)) throw new DomainError('INVALID_EMAIL_FORMAT');
       // The answer goes out before any look-up, so its timing says nothing about the account.
       setImmediate(() => {
         sendResetLink(app.db.kysely, mailer, config, { email, ip: request.ip, clock: app.clock }).catch((err) =>
@@ -58,11 +58,11 @@ export async function passwordResetRoutes(app: App, { config, mailer }: { config
     },
     async (request) => {
       const { token, password } = request.body ?? {};
-      if (!token || !password) throw new HttpError(400, 'Token and password are required');
+      if (!token || !password) throw new DomainError('TOKEN_PASSWORD_ARE_REQUIRED');
       checkPasswordLength(password);
-      if (!TOKEN_FORMAT.test(token)) throw new HttpError(400, 'Invalid or expired token');
+      if (!TOKEN_FORMAT.test(token)) throw new DomainError('INVALID_EXPIRED_TOKEN');
       if (!(await resetPassword(app.db.kysely, { token, password, ip: request.ip, clock: app.clock }))) {
-        throw new HttpError(400, 'Invalid or expired token');
+        throw new DomainError('INVALID_EXPIRED_TOKEN');
       }
       return { message: 'Password reset successfully' };
     },

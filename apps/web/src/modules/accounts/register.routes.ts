@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { checkNotReserved, registerUser } from './accounts.service.js';
@@ -35,7 +35,7 @@ export async function registerRoute(app: App, { config, mailer }: { config: WebC
     async (request) => {
       const body = request.body ?? {};
       await checkNotBot({ honeypot: body.website, challengeToken: body.botToken, ip: request.ip }, config.botCheck);
-      if (!body.email?.trim() || !body.password) throw new HttpError(400, 'Email and password are required');
+      if (!body.email?.trim() || !body.password) throw new DomainError('EMAIL_PASSWORD_ARE_REQUIRED');
       checkNotReserved(body.email, config.productName);
       const user = await registerUser(
         app.db.kysely,

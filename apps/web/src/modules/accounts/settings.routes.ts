@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError, isPublicError } from '@aop/core';
 import { isUniqueViolation } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -27,15 +27,20 @@ const SettingsSchema = Type.Object({
   }),
 });
 
-/** Runs `fn`, turning anything but an HttpError into a 500 with the spec's message. */
-async function orFail<T>(request: FastifyRequest, message: string, fn: () => Promise<T>): Promise<T> {
+/** Runs `fn`, turning anything but a public error into a 500 with the spec's message. */
+async function orFail<T>(
+  request: FastifyRequest,
+  failure: 'SETTINGS_FETCH_FAILED' | 'SETTINGS_UPDATE_FAILED',
+  fn: () => Promise<T>,
+): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof HttpError) throw err;
-    if (isUniqueViolation(err)) throw new HttpError(409, 'Email already in use');
-    request.log.error({ err }, message);
-    throw new HttpError(500, message);
+    if (isPublicError(err)) throw err;
+    if (isUniqueViolation(err)) throw new DomainError('EMAIL_ALREADY_IN_USE');
+    const answer = new DomainError(failure);
+    request.log.error({ err }, answer.message);
+    throw answer;
   }
 }
 
@@ -44,8 +49,8 @@ const NAME_MAX = 100;
 function checkedName(name: unknown): string | undefined {
   if (name === undefined) return undefined;
   const trimmed = typeof name === 'string' ? name.trim() : '';
-  if (!trimmed) throw new HttpError(400, 'Name must not be empty');
-  if (trimmed.length > NAME_MAX) throw new HttpError(400, `Name must be at most ${NAME_MAX} characters`);
+  if (!trimmed) throw new DomainError('NAME_NOT_EMPTY');
+  if (trimmed.length > NAME_MAX) throw new DomainError('NAME_TOO_LONG', { max: NAME_MAX });
   return trimmed;
 }
 
@@ -55,7 +60,7 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
 
   app.get('/api/settings', { schema }, async (request) => {
     const user = await requireUser(request);
-    return orFail(request, 'Failed to fetch settings', () => getSettings(app.db, user.id, app.clock));
+    return orFail(request, 'SETTINGS_FETCH_FAILED', () => getSettings(app.db, user.id, app.clock));
   });
 
   app.post(
@@ -80,11 +85,11 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
       let newEmail: string | undefined;
       if (body.email !== undefined) {
         const email = normalizeEmail(body.email);
-        if (!isEmail(email)) throw new HttpError(400, 'Invalid email format');
+        if (!isEmail(email)) throw new DomainError('INVALID_EMAIL_FORMAT');
         checkNotReserved(email, config.productName);
         if (email !== user.email.toLowerCase()) newEmail = email;
       }
-      return orFail(request, 'Failed to update settings', async () => {
+      return orFail(request, 'SETTINGS_UPDATE_FAILED', async () => {
         if (newEmail) {
           await requestEmailChange(app.db, mailer, config, { user, newEmail, currentPassword: body.currentPassword, clock: app.clock });
         }
@@ -112,7 +117,7 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
       const user = await requireUser(request);
       const name = checkedName(request.body?.name);
       const notifications = request.body?.notifications;
-      return orFail(request, 'Failed to update settings', () => patchSettings(app.db, user.id, { name, notifications }, app.clock));
+      return orFail(request, 'SETTINGS_UPDATE_FAILED', () => patchSettings(app.db, user.id, { name, notifications }, app.clock));
     },
   );
 
@@ -127,9 +132,9 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
       },
     },
     async (request) => {
-      const user = await requireSessionUser(request, 'Not authenticated');
+      const user = await requireSessionUser(request, 'NOT_AUTHENTICATED');
       const { currentPassword, newPassword } = request.body ?? {};
-      if (!currentPassword || !newPassword) throw new HttpError(400, 'Current and new password required');
+      if (!currentPassword || !newPassword) throw new DomainError('CURRENT_NEW_PASSWORD_REQUIRED');
       checkPasswordLength(newPassword);
       await changePassword(app.db, {
         userId: user.id,

@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import { type Database, type Tx, writeAudit } from '@aop/db';
 import type { Mailer } from '../../platform/clients/mailer.js';
 import {
@@ -19,7 +19,7 @@ export async function readSettings(trx: Tx, userId: string, now: number) {
     .select(['id', 'email', 'email_verified_at', 'name', 'plan', 'credits', 'notifications', 'runtime_instance_id', 'runtime_url'])
     .where('id', '=', userId)
     .executeTakeFirst();
-  if (!row) throw new HttpError(404, 'User not found');
+  if (!row) throw new DomainError('USER_NOT_FOUND');
   return {
     id: row.id,
     email: row.email,
@@ -42,13 +42,18 @@ export const getSettings = (db: Database, userId: string, clock: () => number) =
  * The account's current password, for what a stolen session must not do alone (change the password or the sign-in
  * address): 400 when missing, 401 when wrong, 400 for an account that never had one (identity provider, wallet).
  */
-export async function checkCurrentPassword(trx: Tx, userId: string, currentPassword: string | undefined, missing: string): Promise<void> {
-  if (!currentPassword) throw new HttpError(400, missing);
+export async function checkCurrentPassword(
+  trx: Tx,
+  userId: string,
+  currentPassword: string | undefined,
+  missing: 'CURRENT_PASSWORD_REQUIRED' | 'CURRENT_NEW_PASSWORD_REQUIRED',
+): Promise<void> {
+  if (!currentPassword) throw new DomainError(missing);
   const row = await trx.selectFrom('users').select('password_hash').where('id', '=', userId).executeTakeFirst();
-  if (!row) throw new HttpError(404, 'User not found');
+  if (!row) throw new DomainError('USER_NOT_FOUND');
   // Such an account sets a password through the emailed reset link, which proves it owns the address.
-  if (!row.password_hash) throw new HttpError(400, 'This account has no password yet. Use "Forgot password" to set one by email.');
-  if (!(await verifyPassword(row.password_hash, currentPassword))) throw new HttpError(401, 'Current password is incorrect');
+  if (!row.password_hash) throw new DomainError('ACCOUNT_HAS_NO_PASSWORD_YET');
+  if (!(await verifyPassword(row.password_hash, currentPassword))) throw new DomainError('CURRENT_PASSWORD_INCORRECT');
 }
 
 /**
@@ -62,14 +67,14 @@ export async function requestEmailChange(
   args: { user: { id: string; email: string }; newEmail: string; currentPassword: string | undefined; clock: () => number },
 ): Promise<void> {
   const { user, newEmail } = args;
-  await db.withUser(user.id, (trx) => checkCurrentPassword(trx, user.id, args.currentPassword, 'Current password required'));
+  await db.withUser(user.id, (trx) => checkCurrentPassword(trx, user.id, args.currentPassword, 'CURRENT_PASSWORD_REQUIRED'));
   // The other account is invisible under row-level security, so this look-up is a system one.
   const taken = await db.kysely
     .selectFrom('users')
     .select('id')
     .where((eb) => eb(eb.fn('lower', ['email']), '=', newEmail))
     .executeTakeFirst();
-  if (taken) throw new HttpError(409, 'Email already in use');
+  if (taken) throw new DomainError('EMAIL_ALREADY_IN_USE');
   const now = args.clock();
   await sendVerificationLink(verificationDeps(db.kysely, mailer, config, now), { userId: user.id, email: newEmail, purpose: 'change' });
   await sendChangeNotice(mailer, user, newEmail);
@@ -138,7 +143,7 @@ export async function changePassword(
 ): Promise<void> {
   const { userId } = args;
   await db.withUser(userId, async (trx) => {
-    await checkCurrentPassword(trx, userId, args.currentPassword, 'Current and new password required');
+    await checkCurrentPassword(trx, userId, args.currentPassword, 'CURRENT_NEW_PASSWORD_REQUIRED');
     await trx
       .updateTable('users')
       .set({ password_hash: await hashPassword(args.newPassword), updated_at: new Date() })

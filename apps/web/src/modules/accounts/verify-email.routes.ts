@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser } from '../../platform/http/auth.js';
@@ -27,7 +27,7 @@ export async function verifyEmailRoutes(app: App, { config, mailer }: { config: 
     },
     async (request) => {
       const token = request.body?.token;
-      if (!token) throw new HttpError(400, 'Token is required');
+      if (!token) throw new DomainError('TOKEN_REQUIRED');
       const verified = await confirmEmail(app.db.kysely, token, { now: app.clock(), ip: request.ip });
       return { message: verified.previousEmail ? 'Email address changed' : 'Email address verified', email: verified.email };
     },
@@ -48,7 +48,7 @@ export async function verifyEmailRoutes(app: App, { config, mailer }: { config: 
       const user = await requireSessionUser(request);
       const now = app.clock();
       const pending = await pendingEmailOf(app.db.kysely, user, now);
-      if (!pending && user.emailVerified) throw new HttpError(400, 'Email address already verified');
+      if (!pending && user.emailVerified) throw new DomainError('EMAIL_ADDRESS_ALREADY_VERIFIED');
       const email = pending ?? user.email.toLowerCase();
       const deps = verificationDeps(app.db.kysely, mailer, config, now);
       await sendVerificationLink(deps, { userId: user.id, email, purpose: pending ? 'change' : 'register' });

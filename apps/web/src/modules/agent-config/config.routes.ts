@@ -1,4 +1,4 @@
-import { type App, HttpError, checkJsonText } from '@aop/core';
+import { type App, DomainError, checkJsonText } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import { configProblem, getBackup, getConfig, isPlainObject, restoreBackup, saveConfig } from './agent-config.service.js';
@@ -15,12 +15,12 @@ function parseConfigField(value: unknown): Record<string, unknown> {
     try {
       config = JSON.parse(config);
     } catch {
-      throw new HttpError(400, 'Config is not valid JSON');
+      throw new DomainError('CONFIG_NOT_VALID_JSON');
     }
   }
-  if (!isPlainObject(config)) throw new HttpError(400, 'Invalid config object');
+  if (!isPlainObject(config)) throw new DomainError('INVALID_CONFIG_OBJECT');
   const problem = configProblem(config);
-  if (problem) throw new HttpError(400, `Invalid config: ${problem}`);
+  if (problem) throw new DomainError('INVALID_CONFIG', { problem });
   return config;
 }
 
@@ -76,7 +76,7 @@ export async function configRoutes(app: App): Promise<void> {
     async (request) => {
       const user = await requireUser(request);
       const backup = await getBackup(app.db, user.id, request.params.backupId);
-      if (!backup) throw new HttpError(404, 'Backup not found');
+      if (!backup) throw new DomainError('BACKUP_NOT_FOUND');
       return { backup };
     },
   );
@@ -101,9 +101,9 @@ export async function configRoutes(app: App): Promise<void> {
     async (request) => {
       const user = await requireUser(request);
       const backupId = request.body?.backupId;
-      if (typeof backupId !== 'string' || backupId === '') throw new HttpError(400, 'Missing backupId');
+      if (typeof backupId !== 'string' || backupId === '') throw new DomainError('MISSING_BACKUPID');
       const restored = await restoreBackup(app.db, user.id, backupId, () => new Date(app.clock()));
-      if (!restored) throw new HttpError(404, 'Backup not found');
+      if (!restored) throw new DomainError('BACKUP_NOT_FOUND');
       return { success: true as const, config: restored.config, restoredFrom: backupId, backups: restored.backups };
     },
   );

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import { deleteFile, getFile, listFiles, saveFile } from './files.service.js';
@@ -22,13 +22,13 @@ export function isValidFilePath(path: unknown): path is string {
 const FileInfoSchema = Type.Object({ path: Type.String(), size: Type.Integer({ description: 'UTF-8 bytes' }), updatedAt: Type.String() });
 
 function requiredAgentId(agentId: unknown): string {
-  if (typeof agentId !== 'string' || agentId.trim() === '') throw new HttpError(400, 'agentId is required');
-  if (agentId.length > AGENT_ID_MAX) throw new HttpError(400, 'Invalid agentId');
+  if (typeof agentId !== 'string' || agentId.trim() === '') throw new DomainError('FIELD_REQUIRED', { field: 'agentId' });
+  if (agentId.length > AGENT_ID_MAX) throw new DomainError('INVALID_AGENTID');
   return agentId;
 }
 
 function checkedPath(path: unknown): string {
-  if (!isValidFilePath(path)) throw new HttpError(400, 'Invalid path');
+  if (!isValidFilePath(path)) throw new DomainError('INVALID_PATH');
   return path;
 }
 
@@ -50,7 +50,7 @@ export async function filesRoutes(app: App): Promise<void> {
       }
       const path = checkedPath(request.query.path);
       const file = await getFile(app.db, user.id, agentId, path);
-      if (!file) throw new HttpError(404, 'File not found');
+      if (!file) throw new DomainError('FILE_NOT_FOUND');
       return { file };
     },
   );
@@ -76,9 +76,9 @@ export async function filesRoutes(app: App): Promise<void> {
       const agentId = requiredAgentId(body.agentId);
       const path = checkedPath(body.path);
       const { content } = body;
-      if (typeof content !== 'string') throw new HttpError(400, 'content is required');
+      if (typeof content !== 'string') throw new DomainError('FIELD_REQUIRED', { field: 'content' });
       const size = Buffer.byteLength(content, 'utf8');
-      if (size > FILE_CONTENT_MAX_BYTES) throw new HttpError(400, `content must be at most ${FILE_CONTENT_MAX_BYTES} bytes`);
+      if (size > FILE_CONTENT_MAX_BYTES) throw new DomainError('CONTENT_TOO_LARGE', { max: FILE_CONTENT_MAX_BYTES });
       const { file, created } = await saveFile(app.db, user.id, { agentId, path, content, size });
       return reply.code(created ? 201 : 200).send({ file });
     },
@@ -90,9 +90,9 @@ export async function filesRoutes(app: App): Promise<void> {
     async (request) => {
       const user = await requireUser(request);
       const agentId = requiredAgentId(request.query.agentId);
-      if (request.query.path === undefined || request.query.path === '') throw new HttpError(400, 'path is required');
+      if (request.query.path === undefined || request.query.path === '') throw new DomainError('FIELD_REQUIRED', { field: 'path' });
       const path = checkedPath(request.query.path);
-      if (!(await deleteFile(app.db, user.id, agentId, path))) throw new HttpError(404, 'File not found');
+      if (!(await deleteFile(app.db, user.id, agentId, path))) throw new DomainError('FILE_NOT_FOUND');
       return { success: true as const };
     },
   );

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import type { GatewayConnection } from '@aop/gateway-client';
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -258,7 +258,7 @@ export async function gatewayDataRoutes(app: App, { config }: { config: WebConfi
       return { ...metrics, currency: 'USD' as const };
     } catch (err) {
       request.log.error({ err }, 'usage metrics failed');
-      throw new HttpError(500, 'Failed to fetch metrics');
+      throw new DomainError('FAILED_FETCH_METRICS');
     }
   });
 
@@ -324,7 +324,7 @@ export async function gatewayDataRoutes(app: App, { config }: { config: WebConfi
     const user = await requireUser(request);
     const since = new Date(utcMonthStart(app.clock()));
     const found = await creditsData(app.db, user.id, since);
-    if (!found) throw new HttpError(404, 'User not found');
+    if (!found) throw new DomainError('USER_NOT_FOUND');
     return {
       // Billing balances arrive with payments (issue #9); until then every credit is a referral credit.
       credits: found.account.credits,

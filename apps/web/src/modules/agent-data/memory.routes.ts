@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import { addMemory, deleteMemory, searchMemories } from './memory.service.js';
@@ -24,11 +24,11 @@ const agentFilter = (agentId: string | undefined) => (agentId === undefined || a
 
 function checkedTags(tags: unknown): string[] {
   if (tags === undefined || tags === null) return [];
-  const message = `tags must be an array of at most ${MEMORY_TAGS_MAX} strings of at most ${MEMORY_TAG_LENGTH_MAX} characters`;
-  if (!Array.isArray(tags) || tags.length > MEMORY_TAGS_MAX) throw new HttpError(400, message);
+  const invalid = () => new DomainError('INVALID_TAGS', { max: MEMORY_TAGS_MAX, length: MEMORY_TAG_LENGTH_MAX });
+  if (!Array.isArray(tags) || tags.length > MEMORY_TAGS_MAX) throw invalid();
   const out: string[] = [];
   for (const tag of tags) {
-    if (typeof tag !== 'string' || tag.trim().length > MEMORY_TAG_LENGTH_MAX) throw new HttpError(400, message);
+    if (typeof tag !== 'string' || tag.trim().length > MEMORY_TAG_LENGTH_MAX) throw invalid();
     const trimmed = tag.trim();
     if (trimmed && !out.includes(trimmed)) out.push(trimmed);
   }
@@ -37,7 +37,7 @@ function checkedTags(tags: unknown): string[] {
 
 function checkedLimit(limit: string | undefined): number {
   if (limit === undefined || limit === '') return LIMIT_DEFAULT;
-  if (!/^\d+$/.test(limit) || Number(limit) < 1) throw new HttpError(400, 'limit must be a positive integer');
+  if (!/^\d+$/.test(limit) || Number(limit) < 1) throw new DomainError('LIMIT_POSITIVE_INTEGER');
   return Math.min(Number(limit), LIMIT_MAX);
 }
 
@@ -83,11 +83,11 @@ export async function memoryRoutes(app: App): Promise<void> {
       const user = await requireUser(request);
       const body = request.body ?? {};
       const { content } = body;
-      if (typeof content !== 'string' || content.trim() === '') throw new HttpError(400, 'content is required');
-      if (content.length > MEMORY_CONTENT_MAX) throw new HttpError(400, `content must be at most ${MEMORY_CONTENT_MAX} characters`);
+      if (typeof content !== 'string' || content.trim() === '') throw new DomainError('FIELD_REQUIRED', { field: 'content' });
+      if (content.length > MEMORY_CONTENT_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'content', max: MEMORY_CONTENT_MAX });
       const agentId = body.agentId === undefined || body.agentId === null || body.agentId === 'all' ? null : body.agentId;
       if (agentId !== null && (typeof agentId !== 'string' || agentId === '' || agentId.length > AGENT_ID_MAX)) {
-        throw new HttpError(400, 'agentId must be a string');
+        throw new DomainError('FIELD_NOT_STRING', { field: 'agentId' });
       }
       const tags = checkedTags(body.tags);
       const memory = await addMemory(app.db, user.id, { agentId, content, tags });
@@ -107,8 +107,8 @@ export async function memoryRoutes(app: App): Promise<void> {
     async (request) => {
       const user = await requireUser(request);
       const id = request.query.id?.trim();
-      if (!id) throw new HttpError(400, 'id is required');
-      if (!(await deleteMemory(app.db, user.id, id))) throw new HttpError(404, 'Memory not found');
+      if (!id) throw new DomainError('FIELD_REQUIRED', { field: 'id' });
+      if (!(await deleteMemory(app.db, user.id, id))) throw new DomainError('MEMORY_NOT_FOUND');
       return { success: true as const };
     },
   );

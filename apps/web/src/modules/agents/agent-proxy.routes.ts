@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../platform/http/auth.js';
@@ -23,7 +23,7 @@ export async function agentProxyRoutes(app: App): Promise<void> {
   ) {
     const user = await requireUser(request);
     const { id } = request.params as { id: string };
-    if (!(await ownsAgent(app.db, user.id, id))) throw new HttpError(404, 'Agent not found');
+    if (!(await ownsAgent(app.db, user.id, id))) throw new DomainError('AGENT_NOT_FOUND');
     try {
       const answer = await app.backend.request(`/api/agents/${encodeURIComponent(id)}${suffix}`, {
         method,
@@ -32,7 +32,7 @@ export async function agentProxyRoutes(app: App): Promise<void> {
       });
       return reply.code(answer.status).send(answer.body);
     } catch (err) {
-      if (err instanceof BackendUnavailableError) throw new HttpError(502, 'Backend unreachable');
+      if (err instanceof BackendUnavailableError) throw new DomainError('BACKEND_UNREACHABLE');
       throw err;
     }
   }

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
@@ -72,7 +72,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
     async (request) => {
       const user = await requireUser(request);
       const agent = await findAgent(app.db, user.id, request.params.id);
-      if (!agent) throw new HttpError(404, 'Agent not found');
+      if (!agent) throw new DomainError('AGENT_NOT_FOUND');
       return { status: 'ok', agent };
     },
   );
@@ -84,7 +84,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
     async (request, reply) => {
       const user = await requireUser(request);
       const agentId = request.params.id;
-      if (!(await ownsAgent(app.db, user.id, agentId))) throw new HttpError(404, 'Agent not found');
+      if (!(await ownsAgent(app.db, user.id, agentId))) throw new DomainError('AGENT_NOT_FOUND');
       try {
         const answer = await app.backend.request(`/api/agents/${encodeURIComponent(agentId)}/stats`, {
           caller: backendCaller(user),

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import { findAgentProgress } from './agents.service.js';
@@ -43,7 +43,7 @@ export async function agentEventRoutes(app: App): Promise<void> {
     async (request, reply) => {
       const user = await requireUser(request);
       const read = () => findAgentProgress(app.db, user.id, request.params.id);
-      if (!(await read())) throw new HttpError(404, 'Agent not found');
+      if (!(await read())) throw new DomainError('AGENT_NOT_FOUND');
 
       reply.hijack();
       const res = reply.raw;

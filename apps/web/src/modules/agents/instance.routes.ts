@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../platform/http/auth.js';
@@ -22,7 +22,7 @@ export async function instanceRoutes(app: App): Promise<void> {
       return null;
     }
     const agentId = await findRuntimeInstanceId(app.db, user.id);
-    if (!agentId) throw new HttpError(404, 'No agent found');
+    if (!agentId) throw new DomainError('NO_AGENT_FOUND');
     return { user, agentId };
   }
 

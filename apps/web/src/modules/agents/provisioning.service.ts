@@ -1,4 +1,4 @@
-import { DEFAULT_AGENT_TIER, HttpError, agentLimitFor, isPaidPlan, newId, tierWithin } from '@aop/core';
+import { agentLimitFor, DEFAULT_AGENT_TIER, DomainError, isPaidPlan, newId, tierWithin } from '@aop/core';
 import type { Database } from '@aop/db';
 import type { WebConfig } from '../../config.js';
 import { type BackendClient, BackendUnavailableError } from '../../platform/clients/backend-client.js';
@@ -24,15 +24,15 @@ const text = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : und
 
 /** The checks of spec §4.15, in its order: kill switch, plan, subscription, tier limit, channel tokens, provider. */
 async function admit(db: Database, config: WebConfig, user: AuthUser, body: ProvisionRequest) {
-  if (config.provisioningDisabled) throw new HttpError(503, 'Provisioning is temporarily disabled');
+  if (config.provisioningDisabled) throw new DomainError('PROVISIONING_TEMPORARILY_DISABLED');
   const account = await db.withUser(user.id, (trx) =>
     trx.selectFrom('users').select(['plan', 'subscription_status']).where('id', '=', user.id).executeTakeFirstOrThrow(),
   );
   // An agent gets the tier asked for, else its account's own; an account on no paid plan (an administrator's) the default.
   const plan = text(body.tier) ?? (isPaidPlan(account.plan) ? account.plan : DEFAULT_AGENT_TIER);
   if (!user.isAdmin) {
-    if (!isPaidPlan(account.plan)) throw new HttpError(402, 'A paid plan (solo or higher) is required to provision agents');
-    if (account.subscription_status !== 'active') throw new HttpError(403, 'Active subscription required');
+    if (!isPaidPlan(account.plan)) throw new DomainError('PAID_PLAN_TO_PROVISION');
+    if (account.subscription_status !== 'active') throw new DomainError('ACTIVE_SUBSCRIPTION_REQUIRED');
     const limit = agentLimitFor(account.plan);
     const count = await db.withUser(user.id, (trx) =>
       trx
@@ -41,16 +41,16 @@ async function admit(db: Database, config: WebConfig, user: AuthUser, body: Prov
         .where('status', '!=', 'error')
         .executeTakeFirstOrThrow(),
     );
-    if (Number(count.n) >= limit) throw new HttpError(429, `Agent limit reached for the ${account.plan} plan (${limit})`);
-    if (!tierWithin(plan, account.plan)) throw new HttpError(403, `The ${plan} tier is not included in the ${account.plan} plan`);
+    if (Number(count.n) >= limit) throw new DomainError('AGENT_LIMIT_REACHED', { plan: account.plan, limit });
+    if (!tierWithin(plan, account.plan)) throw new DomainError('TIER_NOT_IN_PLAN', { plan, plan2: account.plan });
   }
   const autoProvision = body.autoProvision === true || body.agentType === 'business';
   const tokens = { telegram: text(body.telegramToken), discord: text(body.discordToken), whatsapp: text(body.whatsappToken) };
   if (!autoProvision && !tokens.telegram && !tokens.discord && !tokens.whatsapp) {
-    throw new HttpError(400, 'At least one channel token (Telegram, WhatsApp or Discord) is required');
+    throw new DomainError('AT_LEAST_ONE_CHANNEL_TOKEN');
   }
   const aiProvider = text(body.aiProvider);
-  if (aiProvider && !AI_PROVIDERS.has(aiProvider)) throw new HttpError(400, `AI provider ${aiProvider} cannot be chosen`);
+  if (aiProvider && !AI_PROVIDERS.has(aiProvider)) throw new DomainError('AI_PROVIDER_NOT_SELECTABLE', { aiProvider });
   return { plan, autoProvision, tokens, aiProvider };
 }
 
@@ -125,7 +125,7 @@ export async function provisionAgent(
     // No backend answered: deploy directly through the hosting provider, when one is configured.
     if (!config.hosting) {
       await setStatus('error');
-      throw new HttpError(502, 'Provisioning failed: the backend is unreachable and no hosting provider is configured');
+      throw new DomainError('PROVISIONING_FAILED_BACKEND_UNREACHABLE_NO');
     }
     try {
       const channelTokens = Object.fromEntries(Object.entries(tokens).filter((e): e is [string, string] => Boolean(e[1])));
@@ -151,13 +151,14 @@ export async function provisionAgent(
     } catch (hostingErr) {
       await setStatus('error');
       const reason = hostingErr instanceof Error ? hostingErr.message : 'the hosting provider failed';
-      throw new HttpError(502, `Provisioning failed: the backend is unreachable and ${reason}`);
+      throw new DomainError('PROVISIONING_FAILED_BACKEND_UNREACHABLE', { reason });
     }
   }
   const deployed = answer.body as { subdomain?: string; url?: string | null; status?: string; error?: string };
   if (answer.status >= 400) {
     await setStatus('error');
-    throw new HttpError(answer.status === 503 ? 503 : 502, `Provisioning failed: ${deployed.error ?? `backend answered ${answer.status}`}`);
+    const detail = deployed.error ?? `backend answered ${answer.status}`;
+    throw new DomainError(answer.status === 503 ? 'PROVISIONING_BACKEND_UNAVAILABLE' : 'PROVISIONING_BACKEND_FAILED', { detail });
   }
   await setStatus('running', { url: deployed.url ?? null, subdomain: deployed.subdomain ?? null });
   await db.withUser(user.id, (trx) =>

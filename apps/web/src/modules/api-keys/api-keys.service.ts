@@ -1,4 +1,4 @@
-import { HttpError, newId, sha256Hex } from '@aop/core';
+import { DomainError, newId, sha256Hex } from '@aop/core';
 import { type DB, type Database, type Tx, writeAudit } from '@aop/db';
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
@@ -53,7 +53,7 @@ export async function createApiKey(
     .selectFrom('api_keys')
     .select((eb) => eb.fn.countAll<number>().as('count'))
     .executeTakeFirstOrThrow();
-  if (Number(count) >= MAX_KEYS_PER_USER) throw new HttpError(429, `Maximum of ${MAX_KEYS_PER_USER} API keys reached`);
+  if (Number(count) >= MAX_KEYS_PER_USER) throw new DomainError('MAXIMUM_API_KEYS_REACHED', { max: MAX_KEYS_PER_USER });
   const key = generateApiKey();
   const id = newId('apiKey');
   const row = await trx

@@ -1,4 +1,4 @@
-import { type App, HttpError, isPaidPlan, planFeatures } from '@aop/core';
+import { type App, DomainError, isPaidPlan, planFeatures } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser, requireUser } from '../../platform/http/auth.js';
@@ -45,8 +45,8 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
       // A leaked key must not be able to mint more keys: creation needs a signed-in person.
       const user = await requireSessionUser(request);
       const name = request.body?.name?.trim();
-      if (!name) throw new HttpError(400, 'Name is required');
-      if (name.length > KEY_NAME_MAX) throw new HttpError(400, `Name must be at most ${KEY_NAME_MAX} characters`);
+      if (!name) throw new DomainError('NAME_IS_REQUIRED');
+      if (name.length > KEY_NAME_MAX) throw new DomainError('NAME_TOO_LONG', { max: KEY_NAME_MAX });
       const created = await createUserApiKey(app.db, { userId: user.id, name, ip: request.ip });
       return reply.code(201).send(created);
     },
@@ -58,7 +58,7 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
     async (request) => {
       const user = await requireUser(request);
       const key = await app.db.withUser(user.id, (trx) => getApiKey(trx, request.params.id));
-      if (!key) throw new HttpError(404, 'API key not found');
+      if (!key) throw new DomainError('API_KEY_NOT_FOUND');
       return { key };
     },
   );
@@ -78,7 +78,7 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
       const user = await requireUser(request);
       if (user.via !== 'session' && user.keyId !== request.params.id) await requireSessionUser(request);
       const deleted = await revokeApiKey(app.db, { userId: user.id, id: request.params.id, ip: request.ip });
-      if (!deleted) throw new HttpError(404, 'API key not found');
+      if (!deleted) throw new DomainError('API_KEY_NOT_FOUND');
       return { success: true as const, id: request.params.id };
     },
   );
@@ -105,7 +105,7 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
     },
     async (request, reply) => {
       const apiKey = request.body?.apiKey;
-      if (!apiKey) throw new HttpError(400, 'apiKey required');
+      if (!apiKey) throw new DomainError('APIKEY_REQUIRED');
       const owner = apiKey.startsWith('sk_') ? await findKeyOwner(app.db.kysely, apiKey, config.adminEmails, app.clock()) : null;
       if (!owner) return reply.code(401).send({ valid: false as const, error: 'Invalid API key' });
       return {

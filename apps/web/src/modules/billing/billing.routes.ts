@@ -1,4 +1,4 @@
-import { type App, CARD_PLANS, type CardPlan, HttpError, isCardPlan, sha256Hex } from '@aop/core';
+import { type App, CARD_PLANS, type CardPlan, DomainError, isCardPlan, sha256Hex } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type Stripe from 'stripe';
@@ -6,7 +6,6 @@ import type { WebConfig } from '../../config.js';
 import { requireSessionUser } from '../../platform/http/auth.js';
 import { SESSION_COOKIE } from '../../platform/sessions.js';
 import {
-  CARD_PAYMENTS_UNCONFIGURED,
   type BillingDeps,
   type Order,
   WEBHOOK_TOLERANCE_SECONDS,
@@ -36,8 +35,6 @@ const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
 
 export const BILLING_ACTIONS = ['create-checkout', 'enable-byok', 'disable-byok', 'get-usage', 'buy-credits'] as const;
 type BillingAction = (typeof BILLING_ACTIONS)[number];
-export const INVALID_BILLING_ACTION = `Invalid action. Must be: ${BILLING_ACTIONS.join(', ')}`;
-export const INVALID_PLAN = `Invalid plan. Must be: ${CARD_PLANS.join(', ')}`;
 export const WEBHOOK_UNCONFIGURED = 'Payment webhook is not configured';
 
 const CheckoutAnswer = Type.Object({ url: Type.String(), sessionId: Type.String() });
@@ -48,8 +45,8 @@ const authenticate = async (request: FastifyRequest) => {
 };
 
 function parsePlan(value: unknown): CardPlan {
-  if (value === undefined || value === null || value === '') throw new HttpError(400, 'plan is required');
-  if (!isCardPlan(value)) throw new HttpError(400, INVALID_PLAN);
+  if (value === undefined || value === null || value === '') throw new DomainError('FIELD_REQUIRED', { field: 'plan' });
+  if (!isCardPlan(value)) throw new DomainError('INVALID_PLAN_CHOICE', { allowed: CARD_PLANS.join(', ') });
   return value;
 }
 
@@ -57,7 +54,7 @@ function parseQuantity(value: unknown): number {
   if (value === undefined || value === null) return 1;
   const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > STORAGE_QUANTITY_MAX) {
-    throw new HttpError(400, `quantity must be an integer from 1 to ${STORAGE_QUANTITY_MAX}`);
+    throw new DomainError('QUANTITY_OUT_OF_RANGE', { max: STORAGE_QUANTITY_MAX });
   }
   return n;
 }
@@ -90,7 +87,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
   });
 
   const deps = (request: FastifyRequest): BillingDeps => {
-    if (!stripe) throw new HttpError(503, CARD_PAYMENTS_UNCONFIGURED);
+    if (!stripe) throw new DomainError('CARD_PAYMENTS_UNCONFIGURED');
     return { db: app.db, stripe, config, log: request.log };
   };
 
@@ -102,11 +99,11 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
   }
 
   function creditOrder(price: unknown): Order {
-    if (price === undefined || price === null || price === '') throw new HttpError(400, 'price is required');
+    if (price === undefined || price === null || price === '') throw new DomainError('FIELD_REQUIRED', { field: 'price' });
     const pack = typeof price === 'string' || typeof price === 'number' ? findCreditPack(config.billing, String(price)) : undefined;
     if (!pack) {
       const prices = config.billing.creditPacks.map((p) => penceToPounds(p.amountPence)).join(', ');
-      throw new HttpError(400, `Invalid price. Must be one of: ${prices}`);
+      throw new DomainError('INVALID_PRICE', { prices });
     }
     return { kind: 'credits', pack };
   }
@@ -145,7 +142,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
       const user = await requireSessionUser(request);
       const { action, plan, price } = request.body ?? {};
       if (typeof action !== 'string' || !(BILLING_ACTIONS as readonly string[]).includes(action)) {
-        throw new HttpError(400, INVALID_BILLING_ACTION);
+        throw new DomainError('INVALID_ACTION_CHOICE', { allowed: BILLING_ACTIONS.join(', ') });
       }
       switch (action as BillingAction) {
         case 'create-checkout': {
@@ -178,8 +175,8 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
     async (request) => {
       const user = await requireSessionUser(request);
       const sessionId = request.query.session_id;
-      if (!sessionId) throw new HttpError(400, 'session_id is required');
-      if (!SESSION_ID.test(sessionId)) throw new HttpError(400, 'Invalid session_id');
+      if (!sessionId) throw new DomainError('SESSION_ID_REQUIRED');
+      if (!SESSION_ID.test(sessionId)) throw new DomainError('INVALID_SESSION_ID');
       return verifyCheckout(deps(request), user.id, sessionId);
     },
   );
@@ -227,7 +224,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
       // The body is optional (no body: one unit), so it is checked here rather than by a schema that would demand one.
       const body = request.body;
       if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body)))
-        throw new HttpError(400, 'Invalid request body');
+        throw new DomainError('INVALID_REQUEST_BODY');
       const quantity = parseQuantity((body as { quantity?: unknown } | undefined)?.quantity);
       return checkout(request, reply, { kind: 'storage', quantity }, false);
     },
@@ -247,9 +244,9 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
       const user = await requireSessionUser(request);
       const sessionId = request.query.session_id;
       if (sessionId !== undefined) {
-        if (!SESSION_ID.test(sessionId)) throw new HttpError(400, 'Invalid session_id');
+        if (!SESSION_ID.test(sessionId)) throw new DomainError('INVALID_SESSION_ID');
         const [found] = await listCheckouts(app.db, user.id, sessionId);
-        if (!found) throw new HttpError(404, 'Checkout session not found');
+        if (!found) throw new DomainError('CHECKOUT_SESSION_NOT_FOUND');
         return { checkout: found };
       }
       return {
@@ -276,17 +273,17 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
       },
       async (request) => {
         const secret = config.stripe?.webhookSecret;
-        if (!stripe || !secret) throw new HttpError(503, WEBHOOK_UNCONFIGURED);
+        if (!stripe || !secret) throw new DomainError('WEBHOOK_UNCONFIGURED');
         const header = request.headers['stripe-signature'];
-        if (typeof header !== 'string' || header === '') throw new HttpError(400, 'Missing Stripe-Signature header');
+        if (typeof header !== 'string' || header === '') throw new DomainError('MISSING_STRIPE_SIGNATURE_HEADER');
         const payload = request.body;
-        if (!Buffer.isBuffer(payload) || payload.length === 0) throw new HttpError(400, 'Invalid request body');
+        if (!Buffer.isBuffer(payload) || payload.length === 0) throw new DomainError('INVALID_REQUEST_BODY');
 
         const now = app.clock();
         // The SDK only refuses old signatures; one dated too far ahead is refused here.
         const signedAt = signatureTimestamp(header);
         if (signedAt !== undefined && signedAt * 1000 > now + WEBHOOK_TOLERANCE_SECONDS * 1000) {
-          throw new HttpError(400, 'Webhook timestamp outside the tolerance zone');
+          throw new DomainError('WEBHOOK_TIMESTAMP_OUTSIDE_TOLERANCE');
         }
         let event: Stripe.Event;
         try {
@@ -294,8 +291,8 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
         } catch (err) {
           const message = err instanceof Error ? err.message : '';
           request.log.warn({ reason: message }, 'payment webhook refused');
-          if (/tolerance/i.test(message)) throw new HttpError(400, 'Webhook timestamp outside the tolerance zone');
-          throw new HttpError(400, 'Invalid signature');
+          if (/tolerance/i.test(message)) throw new DomainError('WEBHOOK_TIMESTAMP_OUTSIDE_TOLERANCE');
+          throw new DomainError('INVALID_SIGNATURE_REQUEST');
         }
         let outcome: Awaited<ReturnType<typeof handleEvent>>;
         try {

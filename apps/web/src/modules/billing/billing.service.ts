@@ -1,4 +1,4 @@
-import { type CardPlan, CARD_PLANS, HttpError, isCardPlan, isPaidPlan, planTitle } from '@aop/core';
+import { type CardPlan, CARD_PLANS, DomainError, isCardPlan, isPaidPlan, planTitle } from '@aop/core';
 import { type DB, type Database, type Tx, sql, writeAudit } from '@aop/db';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -57,7 +57,7 @@ export function subscriptionStatusFrom(status: string): 'active' | 'past_due' | 
 export function providerFailure(log: FastifyBaseLogger, err: unknown, what: string): unknown {
   if (!(err instanceof Stripe.errors.StripeError)) return err;
   log.error({ type: err.type, code: err.code, status: err.statusCode, reason: err.message }, `payment provider: ${what} failed`);
-  return new HttpError(502, PROVIDER_FAILED);
+  return new DomainError('PROVIDER_FAILED');
 }
 
 export type Order = { kind: 'plan'; plan: CardPlan } | { kind: 'credits'; pack: CreditPack } | { kind: 'storage'; quantity: number };
@@ -152,11 +152,11 @@ function lineItem(catalog: BillingCatalog, order: Order, productName: string): S
 export async function createCheckout(deps: BillingDeps, userId: string, order: Order): Promise<{ url: string; sessionId: string }> {
   const account = await deps.db.withUser(userId, (trx) => readAccount(trx, userId));
   if (order.kind === 'plan' && account.plan === order.plan && account.subscription_status === 'active') {
-    throw new HttpError(409, `Already subscribed to the ${order.plan} plan`);
+    throw new DomainError('ALREADY_SUBSCRIBED', { plan: order.plan });
   }
   if (order.kind === 'storage') {
-    if (!isPaidPlan(account.plan)) throw new HttpError(402, PAID_PLAN_REQUIRED);
-    if (account.subscription_status !== 'active') throw new HttpError(403, ACTIVE_SUBSCRIPTION_REQUIRED);
+    if (!isPaidPlan(account.plan)) throw new DomainError('PAID_PLAN_REQUIRED');
+    if (account.subscription_status !== 'active') throw new DomainError('ACTIVE_SUBSCRIPTION_REQUIRED');
   }
   const { publicUrl, billing, productName } = deps.config;
   const metadata: Record<string, string> = { userId, kind: order.kind };
@@ -193,7 +193,7 @@ export async function createCheckout(deps: BillingDeps, userId: string, order: O
   }
   if (!session.url) {
     deps.log.error({ session: session.id }, 'payment provider: checkout session without a URL');
-    throw new HttpError(502, PROVIDER_FAILED);
+    throw new DomainError('PROVIDER_FAILED');
   }
 
   await deps.db.withUser(userId, async (trx) => {
@@ -474,7 +474,7 @@ export async function verifyCheckout(deps: BillingDeps, userId: string, sessionI
   const row = await deps.db.withUser(userId, (trx) =>
     trx.selectFrom('billing_checkouts').select(['kind', 'user_id']).where('session_id', '=', sessionId).executeTakeFirst(),
   );
-  if (!row || row.user_id !== userId) throw new HttpError(404, 'Checkout session not found');
+  if (!row || row.user_id !== userId) throw new DomainError('CHECKOUT_SESSION_NOT_FOUND');
   let session: Stripe.Checkout.Session;
   let change: Change | null;
   try {

@@ -15,8 +15,11 @@ import { type Address, type Hex, createWalletClient, getAddress, http, namehash,
 import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BILLING_ACTIONS, INVALID_BILLING_ACTION, INVALID_PLAN } from './billing.routes.js';
-import { INVALID_WALLET_ACTION } from '../wallets/wallets.routes.js';
+import { BILLING_ACTIONS } from './billing.routes.js';
+
+const INVALID_BILLING_ACTION = 'Invalid action. Must be: create-checkout, enable-byok, disable-byok, get-usage, buy-credits';
+const INVALID_PLAN = 'Invalid plan. Must be: solo, collective, label, network';
+const INVALID_WALLET_ACTION = 'Invalid action. Must be: create_wallet, get_balance, create_payment, onramp';
 import { createApiKey } from '../api-keys/api-keys.service.js';
 import { signStripeWebhook } from './billing.test-support.js';
 import { recordUsage } from '../usage/usage.service.js';

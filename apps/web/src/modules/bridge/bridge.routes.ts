@@ -1,4 +1,4 @@
-import { type App, HttpError, safeEqual } from '@aop/core';
+import { type App, DomainError, safeEqual } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
@@ -42,11 +42,11 @@ export async function bridgeRoutes(app: App, { config }: { config: WebConfig }):
     const secret = config.bridge.secret;
     if (secret) {
       const presented = request.headers['x-bridge-secret'];
-      if (typeof presented !== 'string' || !safeEqual(presented, secret)) throw new HttpError(401, 'unauthorized');
+      if (typeof presented !== 'string' || !safeEqual(presented, secret)) throw new DomainError('UNAUTHORIZED_LOWERCASE');
       return;
     }
-    const user = await requireUser(request, 'unauthorized');
-    if (!user.isAdmin) throw new HttpError(403, 'Forbidden');
+    const user = await requireUser(request, 'UNAUTHORIZED_LOWERCASE');
+    if (!user.isAdmin) throw new DomainError('FORBIDDEN');
   });
 
   app.post(
@@ -67,19 +67,18 @@ export async function bridgeRoutes(app: App, { config }: { config: WebConfig }):
     async (request) => {
       const { sender, content, channel = 'general', priority = 'normal' } = request.body ?? {};
       if (typeof sender !== 'string' || !sender || typeof content !== 'string' || !content)
-        throw new HttpError(400, 'sender and content are required');
-      if (!senders.includes(sender)) throw new HttpError(400, 'invalid sender');
+        throw new DomainError('SENDER_CONTENT_ARE_REQUIRED');
+      if (!senders.includes(sender)) throw new DomainError('INVALID_SENDER');
       if (typeof channel !== 'string' || !(BRIDGE_CHANNELS as readonly string[]).includes(channel))
-        throw new HttpError(400, 'invalid channel');
-      if (typeof priority !== 'string' || !(PRIORITIES as readonly string[]).includes(priority))
-        throw new HttpError(400, 'invalid priority');
-      if (content.length > CONTENT_MAX) throw new HttpError(400, `content must be at most ${CONTENT_MAX} characters`);
+        throw new DomainError('INVALID_CHANNEL');
+      if (typeof priority !== 'string' || !(PRIORITIES as readonly string[]).includes(priority)) throw new DomainError('INVALID_PRIORITY');
+      if (content.length > CONTENT_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'content', max: CONTENT_MAX });
       try {
         const row = await sendBridgeMessage(app.db, { sender, content, channel, priority, createdAt: new Date(app.clock()) });
         return { ok: true as const, message: { ...row, created_at: row.created_at.toISOString() } };
       } catch (err) {
         request.log.error({ err }, 'bridge send failed');
-        throw new HttpError(500, 'Failed to send message');
+        throw new DomainError('FAILED_SEND_MESSAGE');
       }
     },
   );
@@ -105,7 +104,7 @@ export async function bridgeRoutes(app: App, { config }: { config: WebConfig }):
       const reader = (request.query.reader || 'unknown').slice(0, READER_MAX);
       const limit = clampLimit(request.query.limit);
       const since = request.query.since ? new Date(request.query.since) : new Date(app.clock() - DEFAULT_WINDOW_MS);
-      if (Number.isNaN(since.getTime())) throw new HttpError(400, 'invalid since');
+      if (Number.isNaN(since.getTime())) throw new DomainError('INVALID_SINCE');
       try {
         const messages = await readBridgeInbox(app.db, { channel, reader, since, limit }, () => app.clock());
         return {
@@ -116,7 +115,7 @@ export async function bridgeRoutes(app: App, { config }: { config: WebConfig }):
         };
       } catch (err) {
         request.log.error({ err }, 'bridge inbox failed');
-        throw new HttpError(500, 'Failed to fetch messages');
+        throw new DomainError('FAILED_FETCH_MESSAGES');
       }
     },
   );

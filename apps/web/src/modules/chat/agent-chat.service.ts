@@ -1,4 +1,4 @@
-import { HttpError, newId } from '@aop/core';
+import { DomainError, newId } from '@aop/core';
 import { llmCostUsd } from '@aop/core/llm-prices';
 import type { Database, Tx } from '@aop/db';
 import { type ChatEventPayload, GatewayError, type GatewayConnection, chatSend, restChat } from '@aop/gateway-client';
@@ -11,7 +11,7 @@ import {
   type GatewayTarget,
   GatewayUnavailableError,
   agentGatewayTarget,
-  gatewayHttpError,
+  gatewayUnavailableError,
   ownerTagFor,
   resolveGateway,
   scopedSessionKey,
@@ -56,8 +56,8 @@ export interface ChatUsage {
 
 /** The message, or the spec's 400. */
 export function checkMessage(message: unknown): string {
-  if (typeof message !== 'string' || message.trim() === '') throw new HttpError(400, 'Message required');
-  if (message.length > CHAT_MESSAGE_MAX_CHARS) throw new HttpError(400, `Message too long (max ${CHAT_MESSAGE_MAX_CHARS} characters)`);
+  if (typeof message !== 'string' || message.trim() === '') throw new DomainError('MESSAGE_REQUIRED');
+  if (message.length > CHAT_MESSAGE_MAX_CHARS) throw new DomainError('MESSAGE_TOO_LONG', { max: CHAT_MESSAGE_MAX_CHARS });
   return message;
 }
 
@@ -65,7 +65,7 @@ export function checkMessage(message: unknown): string {
 export function checkSessionKey(sessionKey: unknown): string {
   if (sessionKey === undefined || sessionKey === null || sessionKey === '') return DEFAULT_SESSION_KEY;
   if (typeof sessionKey !== 'string' || !SESSION_KEY_PATTERN.test(sessionKey)) {
-    throw new HttpError(400, 'Invalid sessionKey: letters, digits, dot, dash and underscore, at most 100 characters');
+    throw new DomainError('INVALID_SESSION_KEY');
   }
   return sessionKey;
 }
@@ -172,17 +172,17 @@ export async function gatewayChat(
   const exists = await deps.db.withUser(user.id, (trx) =>
     trx.selectFrom('users').select('id').where('id', '=', user.id).executeTakeFirst(),
   );
-  if (!exists) throw new HttpError(404, 'User not found');
+  if (!exists) throw new DomainError('USER_NOT_FOUND');
 
   let target: GatewayTarget;
   try {
     target = await resolveGateway(deps, user);
   } catch (err) {
     if (!(err instanceof GatewayUnavailableError)) throw err;
-    if (err.reason === 'no-agent') throw new HttpError(404, 'No agent found');
+    if (err.reason === 'no-agent') throw new DomainError('NO_AGENT_FOUND');
     // The spec's answer when the backend gives no token, whether it refused or could not be reached.
     if (err.reason === 'backend-unreachable') log.warn({ reason: err.message }, 'gateway chat: backend unreachable for the token');
-    throw new HttpError(503, 'No gateway token available');
+    throw new DomainError('NO_GATEWAY_TOKEN_AVAILABLE');
   }
 
   const timeoutMs = deps.config.gateway.chatTimeoutMs;
@@ -200,7 +200,7 @@ export async function gatewayChat(
     });
   } catch (err) {
     log.warn({ ...failureOf(err), agentId: target.agentId, gateway: target.kind }, 'gateway chat failed');
-    throw new HttpError(500, 'Chat failed');
+    throw new DomainError('CHAT_FAILED');
   }
 
   const agentId = target.agentId ?? gatewayAgentOf(final);
@@ -253,18 +253,18 @@ export async function namedAgentGateway(deps: ChatDeps, user: AuthUser, agentId:
   const agent = await deps.db.withUser(user.id, (trx) =>
     trx.selectFrom('agents').select(['id', 'name', 'url']).where('id', '=', agentId).executeTakeFirst(),
   );
-  if (!agent) throw new HttpError(404, 'Agent not found');
-  if (!agent.url) throw new HttpError(409, 'Agent is not deployed');
+  if (!agent) throw new DomainError('AGENT_NOT_FOUND');
+  if (!agent.url) throw new DomainError('AGENT_NOT_DEPLOYED');
   return agentGatewayTarget(deps, user, { id: agent.id, name: agent.name, url: agent.url });
 }
 
 /** 502 in fixed words per failure kind; the gateway's own message is logged only. */
-function restFailure(err: unknown): HttpError {
+function restFailure(err: unknown): DomainError {
   if (err instanceof GatewayError) {
-    if (err.code === 'TIMEOUT') return new HttpError(502, 'Agent gateway timed out');
-    if (err.code === 'CONNECT_FAILED') return new HttpError(502, 'Agent gateway unreachable');
+    if (err.code === 'TIMEOUT') return new DomainError('AGENT_GATEWAY_TIMED_OUT');
+    if (err.code === 'CONNECT_FAILED') return new DomainError('AGENT_GATEWAY_UNREACHABLE');
   }
-  return new HttpError(502, 'Agent gateway failed');
+  return new DomainError('AGENT_GATEWAY_FAILED');
 }
 
 /**
@@ -277,7 +277,7 @@ export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser
   try {
     target = input.agentId ? await namedAgentGateway(deps, user, input.agentId) : await resolveGateway(deps, user);
   } catch (err) {
-    if (err instanceof GatewayUnavailableError) throw gatewayHttpError(err);
+    if (err instanceof GatewayUnavailableError) throw gatewayUnavailableError(err);
     throw err;
   }
 
@@ -375,7 +375,7 @@ export async function chatHistory(
     if (query.sessionKey) q = q.where('session_key', '=', query.sessionKey);
     if (query.before) {
       const cursor = await trx.selectFrom('chat_messages').select('seq').where('id', '=', query.before).executeTakeFirst();
-      if (!cursor) throw new HttpError(400, 'Invalid before cursor');
+      if (!cursor) throw new DomainError('INVALID_BEFORE_CURSOR');
       q = q.where('seq', '<', cursor.seq);
     }
     const rows = await q

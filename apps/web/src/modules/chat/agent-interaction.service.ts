@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { HttpError, decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
+import { decryptSecret, DomainError, encryptSecret, isPublicError, parseEncryptionKey } from '@aop/core';
 import { type Database, sql } from '@aop/db';
 import { GatewayError } from '@aop/gateway-client';
 import type { WebConfig } from '../../config.js';
@@ -22,7 +22,7 @@ import {
   type GatewayTarget,
   GatewayUnavailableError,
   findUserAgent,
-  gatewayHttpError,
+  gatewayUnavailableError,
   resolveGateway,
   withGateway,
 } from '../../platform/clients/user-gateway.js';
@@ -35,8 +35,6 @@ import {
 
 export const AGENT_ACTIONS = ['chat', 'create-session', 'update-skill', 'set-credential'] as const;
 export type AgentAction = (typeof AGENT_ACTIONS)[number];
-export const INVALID_ACTION_MESSAGE = `Invalid action. Must be: ${AGENT_ACTIONS.join(', ')}`;
-
 /** Same bound as `POST /api/chat`'s `agentId`. */
 const AGENT_ID_MAX = 64;
 /** A display label; OpenClaw allows 512, and the owner tag of a shared gateway is prefixed to it. */
@@ -61,14 +59,14 @@ export function credentialKind(name: string): CredentialKind {
 
 export function checkAction(action: unknown): AgentAction {
   if (typeof action !== 'string' || !(AGENT_ACTIONS as readonly string[]).includes(action))
-    throw new HttpError(400, INVALID_ACTION_MESSAGE);
+    throw new DomainError('INVALID_ACTION_CHOICE', { allowed: AGENT_ACTIONS.join(', ') });
   return action as AgentAction;
 }
 
 /** An optional agent id: absent or null is none; anything else must be a non-empty short string (`POST /api/chat`'s rule). */
 export function checkAgentId(agentId: unknown): string | undefined {
   if (agentId === undefined || agentId === null) return undefined;
-  if (typeof agentId !== 'string' || agentId.length === 0 || agentId.length > AGENT_ID_MAX) throw new HttpError(400, 'Invalid agentId');
+  if (typeof agentId !== 'string' || agentId.length === 0 || agentId.length > AGENT_ID_MAX) throw new DomainError('INVALID_AGENTID');
   return agentId;
 }
 
@@ -76,7 +74,7 @@ export function checkAgentId(agentId: unknown): string | undefined {
 export function checkNewSessionKey(sessionKey: unknown): string {
   if (sessionKey === undefined || sessionKey === null || sessionKey === '') return randomUUID();
   if (typeof sessionKey !== 'string' || !SESSION_KEY_PATTERN.test(sessionKey)) {
-    throw new HttpError(400, 'Invalid sessionKey: letters, digits, dot, dash and underscore, at most 100 characters');
+    throw new DomainError('INVALID_SESSION_KEY');
   }
   return sessionKey;
 }
@@ -84,23 +82,23 @@ export function checkNewSessionKey(sessionKey: unknown): string {
 export function checkSessionLabel(label: unknown): string | null {
   if (label === undefined || label === null) return null;
   if (typeof label !== 'string' || label.trim() === '' || label.trim().length > SESSION_LABEL_MAX) {
-    throw new HttpError(400, `label must be a non-empty string of at most ${SESSION_LABEL_MAX} characters`);
+    throw new DomainError('INVALID_SESSION_LABEL', { max: SESSION_LABEL_MAX });
   }
   return label.trim();
 }
 
 export function checkCredentialName(name: unknown): string {
   if (typeof name !== 'string' || !CREDENTIAL_NAME.test(name)) {
-    throw new HttpError(400, 'Invalid credential name: lower-case letters, digits, dash and underscore, at most 64 characters');
+    throw new DomainError('INVALID_CREDENTIAL_NAME');
   }
   return name;
 }
 
 /** Surrounding whitespace is dropped (a pasted token often carries a newline); the error never repeats the value. */
 export function checkCredentialValue(value: unknown): string {
-  if (typeof value !== 'string' || value.trim() === '') throw new HttpError(400, 'value is required');
+  if (typeof value !== 'string' || value.trim() === '') throw new DomainError('FIELD_REQUIRED', { field: 'value' });
   const trimmed = value.trim();
-  if (trimmed.length > CREDENTIAL_VALUE_MAX) throw new HttpError(400, `value must be at most ${CREDENTIAL_VALUE_MAX} characters`);
+  if (trimmed.length > CREDENTIAL_VALUE_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'value', max: CREDENTIAL_VALUE_MAX });
   return trimmed;
 }
 
@@ -170,7 +168,7 @@ async function panelAgent(db: Database, userId: string, agentId: string | undefi
     const wanted = agentId ?? deployed?.id;
     if (wanted) query = query.where('id', '=', wanted);
     const row = await query.orderBy('created_at', 'desc').limit(1).executeTakeFirst();
-    if (!row && agentId) throw new HttpError(404, 'Agent not found');
+    if (!row && agentId) throw new DomainError('AGENT_NOT_FOUND');
     return row ?? null;
   });
 }
@@ -223,7 +221,7 @@ export async function agentPanel(deps: ChatDeps, log: ChatLog, user: AuthUser, a
     // The agent was found a moment ago; if it is gone (or lost its address) since, there is simply no gateway.
     const resolve = () =>
       namedAgentGateway(deps, user, named.id).catch((err: unknown) => {
-        throw err instanceof HttpError ? new GatewayUnavailableError('no-agent', err.message) : err;
+        throw isPublicError(err) ? new GatewayUnavailableError('no-agent', err.message) : err;
       });
     return gatewayStatus(deps, log, user, resolve);
   };
@@ -240,12 +238,12 @@ export async function agentPanel(deps: ChatDeps, log: ChatLog, user: AuthUser, a
 // ---------------------------------------------------------------------------------------------------------------------
 // POST /api/agent  action: create-session
 
-/** The user's gateway, or the named agent's; no gateway to use is the answer `gatewayHttpError` gives. */
+/** The user's gateway, or the named agent's; no gateway to use is the answer `gatewayUnavailableError` gives. */
 async function targetFor(deps: ChatDeps, user: AuthUser, agentId: string | undefined): Promise<GatewayTarget> {
   try {
     return agentId ? await namedAgentGateway(deps, user, agentId) : await resolveGateway(deps, user);
   } catch (err) {
-    if (err instanceof GatewayUnavailableError) throw gatewayHttpError(err);
+    if (err instanceof GatewayUnavailableError) throw gatewayUnavailableError(err);
     throw err;
   }
 }
@@ -261,14 +259,13 @@ export const restSessionKey = (userId: string, sessionKey: string) => `openai-us
 /** Labels are unique per gateway: on a shared one, the owner tag keeps one user's labels from colliding with another's. */
 const scopedLabel = (target: GatewayTarget, label: string) => (target.ownerTag ? `${target.ownerTag}:${label}` : label);
 
-function sessionCreateFailure(err: unknown): HttpError {
+function sessionCreateFailure(err: unknown): DomainError {
   if (err instanceof GatewayError) {
-    if (err.code === 'INVALID_REQUEST' && /label already in use/i.test(err.message))
-      return new HttpError(409, 'Session label already in use');
-    if (err.code === 'TIMEOUT') return new HttpError(502, 'Agent gateway timed out');
-    if (err.code === 'CONNECT_FAILED' || err.code === 'CLOSED') return new HttpError(502, 'Agent gateway unreachable');
+    if (err.code === 'INVALID_REQUEST' && /label already in use/i.test(err.message)) return new DomainError('SESSION_LABEL_IN_USE');
+    if (err.code === 'TIMEOUT') return new DomainError('AGENT_GATEWAY_TIMED_OUT');
+    if (err.code === 'CONNECT_FAILED' || err.code === 'CLOSED') return new DomainError('AGENT_GATEWAY_UNREACHABLE');
   }
-  return new HttpError(502, 'Agent gateway failed');
+  return new DomainError('AGENT_GATEWAY_FAILED');
 }
 
 export interface CreateSessionAnswer {

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
@@ -95,7 +95,7 @@ export async function chatRoutes(app: App, { config }: { config: WebConfig }): P
       const message = checkMessage(request.body.message);
       const sessionKey = checkSessionKey(request.body.sessionKey);
       if (agentId !== undefined && agentId !== null && (typeof agentId !== 'string' || agentId.length === 0 || agentId.length > 64)) {
-        throw new HttpError(400, 'Invalid agentId');
+        throw new DomainError('INVALID_AGENTID');
       }
       return restAgentChat(deps, request.log, user, { message, sessionKey, agentId: agentId || undefined });
     },

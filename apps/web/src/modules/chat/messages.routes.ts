@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { GatewayError, connectGateway, messageText } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
@@ -35,8 +35,8 @@ export async function agentMessageRoutes(app: App): Promise<void> {
     async (request) => {
       const user = await requireUser(request);
       const agent = await findMessagesAgent(app.db, user.id, request.params.id);
-      if (!agent) throw new HttpError(404, 'Agent not found');
-      if (!agent.url) throw new HttpError(409, 'Agent is not deployed');
+      if (!agent) throw new DomainError('AGENT_NOT_FOUND');
+      if (!agent.url) throw new DomainError('AGENT_NOT_DEPLOYED');
       const sessionKey = request.query.sessionKey || 'main';
       const asked = Number(request.query.limit);
       const limit = Number.isInteger(asked) && asked > 0 ? Math.min(asked, MAX_LIMIT) : DEFAULT_LIMIT;
@@ -49,12 +49,12 @@ export async function agentMessageRoutes(app: App): Promise<void> {
           { caller: backendCaller(user) },
         );
         if (answer.status !== 200 || !answer.body.token)
-          throw new HttpError(502, `No gateway token: ${answer.body.error ?? `backend answered ${answer.status}`}`);
+          throw new DomainError('GATEWAY_TOKEN_UNAVAILABLE', { detail: answer.body.error ?? `backend answered ${answer.status}` });
         token = answer.body.token;
         // A container or hosted agent gives our token-only socket no scopes: the backend reads it with its device.
         viaBackend = answer.body.control === 'backend';
       } catch (err) {
-        if (err instanceof BackendUnavailableError) throw new HttpError(502, 'Backend unreachable');
+        if (err instanceof BackendUnavailableError) throw new DomainError('BACKEND_UNREACHABLE');
         throw err;
       }
 
@@ -83,7 +83,7 @@ export async function agentMessageRoutes(app: App): Promise<void> {
           hasMore: history.hasMore ?? false,
         };
       } catch (err) {
-        if (err instanceof GatewayError) throw new HttpError(502, `Agent gateway error: ${err.message}`);
+        if (err instanceof GatewayError) throw new DomainError('AGENT_GATEWAY_ERROR', { detail: err.message });
         throw err;
       } finally {
         conn?.close();

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import { platformStatus } from '../agents/hosting-events.service.js';
@@ -55,7 +55,7 @@ export async function dataFeedRoutes(app: App): Promise<void> {
         return { feeds: FEED_IDS.map((id) => ({ id, description: FEEDS[id]?.description })) };
       }
       const source = Object.hasOwn(FEEDS, feed) ? FEEDS[feed] : undefined;
-      if (!source) throw new HttpError(400, `Unknown feed. Available: ${FEED_IDS.join(', ')}`);
+      if (!source) throw new DomainError('UNKNOWN_FEED', { allowed: FEED_IDS.join(', ') });
       const data = await source.read(app, user, request.query);
       return { feed, generatedAt: new Date(app.clock()).toISOString(), data };
     },

@@ -1,4 +1,4 @@
-import { ConfigError, HttpError, newId } from '@aop/core';
+import { ConfigError, DomainError, newId } from '@aop/core';
 import { type LlmMessage, LlmRequestError, chatCompletion } from '@aop/core/llm';
 import { estimateTokens, llmCostUsd } from '@aop/core/llm-prices';
 import type { Database } from '@aop/db';
@@ -92,7 +92,7 @@ export async function askDemo(
   log: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void },
 ): Promise<DemoAnswer> {
   const llm = config.demo.llm;
-  if (!llm) throw new HttpError(503, DEMO_UNAVAILABLE);
+  if (!llm) throw new DomainError('DEMO_UNAVAILABLE');
   let completion: Awaited<ReturnType<typeof chatCompletion>>;
   try {
     completion = await chatCompletion(
@@ -103,7 +103,7 @@ export async function askDemo(
     // Only the key-free reason is logged.
     if (err instanceof LlmRequestError) log.warn({ reason: err.reason, model: model.id }, 'demo chat: LLM request failed');
     else log.error({ err }, 'demo chat: LLM request failed');
-    throw new HttpError(500, 'Failed to get response');
+    throw new DomainError('FAILED_GET_RESPONSE');
   }
 
   // Providers that send no counts are estimated, so the ledger never records a free call.

@@ -1,14 +1,7 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
-import {
-  DEMO_ENTRY_MAX_CHARS,
-  DEMO_READY_MESSAGE,
-  DEMO_UNAVAILABLE,
-  UNSUPPORTED_DEMO_MODEL,
-  askDemo,
-  demoHistory,
-} from './demo-chat.service.js';
+import { DEMO_ENTRY_MAX_CHARS, DEMO_READY_MESSAGE, DEMO_UNAVAILABLE, askDemo, demoHistory } from './demo-chat.service.js';
 
 const MINUTE = 60_000;
 
@@ -56,13 +49,13 @@ export async function demoRoutes(app: App, { config }: { config: WebConfig }): P
     },
     async (request) => {
       const { message, model, conversation } = request.body;
-      if (typeof message !== 'string' || message.trim() === '') throw new HttpError(400, 'Message required');
+      if (typeof message !== 'string' || message.trim() === '') throw new DomainError('MESSAGE_REQUIRED');
       if (conversation !== undefined && conversation !== null && !Array.isArray(conversation)) {
-        throw new HttpError(400, 'conversation must be an array');
+        throw new DomainError('CONVERSATION_ARRAY');
       }
       const chosen = model === undefined || model === null || model === '' ? models[0] : models.find((m) => m.id === model);
-      if (!chosen) throw new HttpError(400, UNSUPPORTED_DEMO_MODEL);
-      if (!config.demo.llm) throw new HttpError(503, DEMO_UNAVAILABLE);
+      if (!chosen) throw new DomainError('UNSUPPORTED_DEMO_MODEL');
+      if (!config.demo.llm) throw new DomainError('DEMO_UNAVAILABLE');
       // The visitor's own message obeys the same 4000-character cap as the history.
       const messages = [...demoHistory(conversation ?? []), { role: 'user' as const, content: message.slice(0, DEMO_ENTRY_MAX_CHARS) }];
       return askDemo(app.db, config, chosen, messages, request.log);

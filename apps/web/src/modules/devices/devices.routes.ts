@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import {
   GatewayError,
   devicePairApprove,
@@ -26,7 +26,7 @@ import {
   type GatewayTarget,
   GatewayUnavailableError,
   findUserAgent,
-  gatewayHttpError,
+  gatewayUnavailableError,
   resolveGateway,
   withGateway,
 } from '../../platform/clients/user-gateway.js';
@@ -55,7 +55,7 @@ const DEVICE_ID_MAX = 256;
 interface DeviceScope {
   agentId: string | null;
   gateway: GatewayTarget | null;
-  unavailable: HttpError | null;
+  unavailable: DomainError | null;
 }
 
 async function deviceScope(app: App, config: WebConfig, user: AuthUser): Promise<DeviceScope> {
@@ -67,7 +67,7 @@ async function deviceScope(app: App, config: WebConfig, user: AuthUser): Promise
     if (!(err instanceof GatewayUnavailableError)) throw err;
     if (err.reason === 'no-agent') return { agentId: null, gateway: null, unavailable: null };
     const agent = await findUserAgent(app.db, user.id);
-    return { agentId: agent?.id ?? null, gateway: null, unavailable: gatewayHttpError(err) };
+    return { agentId: agent?.id ?? null, gateway: null, unavailable: gatewayUnavailableError(err) };
   }
 }
 
@@ -79,7 +79,7 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
    * Reads the gateway's pairing state into the record. Returns null when it did, else the error to answer a move with
    * (a listing then comes from the record alone: the last state the platform saw).
    */
-  async function sync(scope: DeviceScope, user: AuthUser): Promise<HttpError | null> {
+  async function sync(scope: DeviceScope, user: AuthUser): Promise<DomainError | null> {
     if (!scope.gateway || !scope.agentId) return scope.unavailable;
     const listedAt = new Date(app.clock());
     try {
@@ -89,7 +89,7 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
     } catch (err) {
       if (!(err instanceof GatewayError)) throw err;
       app.log.warn({ agentId: scope.agentId, code: err.code }, 'device list: agent gateway unavailable, answering from the record');
-      return new HttpError(502, `Agent gateway error: ${err.message}`);
+      return new DomainError('AGENT_GATEWAY_ERROR', { detail: err.message });
     }
   }
 
@@ -115,21 +115,21 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
       const user = await requireUser(request);
       const { deviceId, action } = parseMove(request.body);
       const scope = await deviceScope(app, config, user);
-      if (!scope.agentId) throw new HttpError(404, 'Device not found');
+      if (!scope.agentId) throw new DomainError('DEVICE_NOT_FOUND');
       const agentId = scope.agentId;
       // Fresh state first: a device may have asked (or been approved elsewhere) since the owner's last listing.
       const unreachable = await sync(scope, user);
       const record = await findDevice(app.db, user.id, agentId, deviceId);
-      if (!record) throw new HttpError(404, 'Device not found');
+      if (!record) throw new DomainError('DEVICE_NOT_FOUND');
       const move = DEVICE_MOVES[action];
-      if (!canMove(record, action)) throw new HttpError(400, move.refusal);
+      if (!canMove(record, action)) throw new DomainError(move.refusal);
       // The gateway is where a pairing takes effect: no move is recorded that it did not make.
-      if (unreachable || !scope.gateway) throw unreachable ?? new HttpError(502, 'Agent gateway error: unavailable');
+      if (unreachable || !scope.gateway) throw unreachable ?? new DomainError('AGENT_GATEWAY_ERROR_UNAVAILABLE');
       const gateway = scope.gateway;
 
       const claimed = await claimMove(app.db, user.id, agentId, deviceId, action, new Date(app.clock()));
       // Another request moved the device between the check and the claim.
-      if (!claimed) throw new HttpError(400, move.refusal);
+      if (!claimed) throw new DomainError(move.refusal);
 
       try {
         await withGateway(gateway, timeoutMs, async (conn) => {
@@ -147,11 +147,11 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
           // approve: the request expired in between; nothing was paired, so the device is no longer pending.
           if (action === 'approve') {
             await undoMove(app.db, user.id, agentId, deviceId, action, new Date(app.clock()), { requestGone: true });
-            throw new HttpError(400, move.refusal);
+            throw new DomainError(move.refusal);
           }
         } else {
           await undoMove(app.db, user.id, agentId, deviceId, action, new Date(app.clock()));
-          throw new HttpError(502, `Agent gateway error: ${err.message}`);
+          throw new DomainError('AGENT_GATEWAY_ERROR', { detail: err.message });
         }
       }
       request.log.info({ agentId, deviceId, action }, 'device pairing decision applied');
@@ -163,12 +163,12 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
 function parseMove(body: PostBody | undefined): { deviceId: string; action: DeviceAction } {
   const { deviceId, action } = body ?? {};
   const missing = (v: unknown) => v === undefined || v === null || v === '';
-  if (missing(deviceId) || missing(action)) throw new HttpError(400, 'Missing required fields: deviceId, action');
-  if (typeof deviceId !== 'string') throw new HttpError(400, 'Invalid request body');
+  if (missing(deviceId) || missing(action)) throw new DomainError('MISSING_REQUIRED_FIELDS_DEVICEID_ACTION');
+  if (typeof deviceId !== 'string') throw new DomainError('INVALID_REQUEST_BODY');
   if (typeof action !== 'string' || !DEVICE_ACTIONS.includes(action as DeviceAction)) {
-    throw new HttpError(400, 'Invalid action. Must be: approve, deny, or revoke');
+    throw new DomainError('INVALID_ACTION_APPROVE_DENY_REVOKE');
   }
   // No device id is that long; it cannot be on record.
-  if (deviceId.length > DEVICE_ID_MAX) throw new HttpError(404, 'Device not found');
+  if (deviceId.length > DEVICE_ID_MAX) throw new DomainError('DEVICE_NOT_FOUND');
   return { deviceId, action: action as DeviceAction };
 }

@@ -32,10 +32,13 @@ export interface DeviceLists {
 }
 
 /** What each action needs and leaves (§3.1). */
-export const DEVICE_MOVES: Record<DeviceAction, { from: DeviceStatus; to: DeviceStatus; refusal: string }> = {
-  approve: { from: 'pending', to: 'approved', refusal: 'Device is not pending' },
-  deny: { from: 'pending', to: 'denied', refusal: 'Device is not pending' },
-  revoke: { from: 'approved', to: 'revoked', refusal: 'Device is not approved' },
+export const DEVICE_MOVES: Record<
+  DeviceAction,
+  { from: DeviceStatus; to: DeviceStatus; refusal: 'DEVICE_NOT_PENDING' | 'DEVICE_NOT_APPROVED' }
+> = {
+  approve: { from: 'pending', to: 'approved', refusal: 'DEVICE_NOT_PENDING' },
+  deny: { from: 'pending', to: 'denied', refusal: 'DEVICE_NOT_PENDING' },
+  revoke: { from: 'approved', to: 'revoked', refusal: 'DEVICE_NOT_APPROVED' },
 };
 
 // Names and addresses come from the devices themselves (`client.displayName`): bounded before they are stored.

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { type TObject, Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireSessionUser, requireUser } from '../../platform/http/auth.js';
@@ -176,7 +176,7 @@ export async function backendAreaRoutes(app: App): Promise<void> {
       },
       async (request, reply) => {
         const user = await requireUser(request);
-        if (request.params.userId !== user.id && !user.isAdmin) throw new HttpError(403, 'Forbidden');
+        if (request.params.userId !== user.id && !user.isAdmin) throw new DomainError('FORBIDDEN');
         return relayJson(app.backend, request, reply, { method: 'GET', path: backendPath(url, request.params), user });
       },
     );

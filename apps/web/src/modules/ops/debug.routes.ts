@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { emailEventStats, hostingEventStats, latestMigration, suppressedAddressCount } from './debug.service.js';
@@ -22,7 +22,7 @@ export async function debugRoutes(app: App, { config }: { config: WebConfig }): 
     },
     async (request) => {
       const user = await requireUser(request);
-      if (!user.isAdmin) throw new HttpError(403, 'Forbidden');
+      if (!user.isAdmin) throw new DomainError('FORBIDDEN');
       const db = app.db.kysely;
 
       const [reachable, migration, backend, suppressed, emailLatest, hostingLatest] = await Promise.all([

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { HttpError, newId, randomHex } from '@aop/core';
+import { DomainError, newId, randomHex } from '@aop/core';
 import { type DB, type Database, isUniqueViolation, sql, writeAudit } from '@aop/db';
 import type { Kysely, Selectable } from 'kysely';
 import { type Address, BaseError, type Hex, HttpRequestError, TimeoutError, isAddress } from 'viem';
@@ -410,10 +410,10 @@ export async function verifyWalletProof(
 }
 
 const paymentsOf = (config: WebConfig) => {
-  if (!config.payments) throw new HttpError(503, 'Payment sessions are not configured');
+  if (!config.payments) throw new DomainError('PAYMENT_SESSIONS_ARE_NOT_CONFIGURED');
   return config.payments;
 };
-const chainDown = () => new HttpError(503, 'Payment network unavailable');
+const chainDown = () => new DomainError('PAYMENT_NETWORK_UNAVAILABLE');
 
 /**
  * Credits a deposit paid on chain to the wallet's session: `txHash` must have moved at least `deposit` (less 0.0001)
@@ -438,7 +438,7 @@ export async function openSession(
 
   // Cheap early answer for a used hash (no RPC call); the primary key below is what actually guards it.
   const used = await db.selectFrom('payment_transactions').select('tx_hash').where('tx_hash', '=', hash).executeTakeFirst();
-  if (used) throw new HttpError(409, 'Deposit transaction already used');
+  if (used) throw new DomainError('DEPOSIT_TRANSACTION_ALREADY_USED');
 
   const paid = await verifyTokenTransfer(payments, {
     txHash: hash as Hex,
@@ -447,7 +447,7 @@ export async function openSession(
   }).catch((err: unknown) => {
     throw err instanceof ChainUnavailableError ? chainDown() : err;
   });
-  if (!paid.ok) throw new HttpError(402, 'Deposit could not be verified', { reason: paid.reason });
+  if (!paid.ok) throw new DomainError('DEPOSIT_NOT_VERIFIED', undefined, { reason: paid.reason });
 
   const credit = (now: Date) =>
     db.transaction().execute(async (trx) => {
@@ -502,7 +502,7 @@ export async function openSession(
         if (attempt < OPEN_ATTEMPTS) continue;
         throw err;
       }
-      if (isUniqueViolation(err)) throw new HttpError(409, 'Deposit transaction already used');
+      if (isUniqueViolation(err)) throw new DomainError('DEPOSIT_TRANSACTION_ALREADY_USED');
       throw err;
     }
   }
@@ -530,7 +530,7 @@ export async function closeSession(
     .returning(['returned', 'user_address'])
     .executeTakeFirst();
   if (!closed) {
-    if (await findSession(db, sessionId)) throw new HttpError(409, 'Session already closed');
+    if (await findSession(db, sessionId)) throw new DomainError('SESSION_ALREADY_CLOSED');
     return null;
   }
   await recordSettlement(db, sessionId, now, 'close');
@@ -562,12 +562,11 @@ export async function redeemVoucher(
   const clock = deps.clock ?? Date.now;
   const prices: Record<string, string> = deps.config.plugins.prices;
   const price = Object.hasOwn(prices, v.plugin) ? parseUsd(prices[v.plugin]) : null;
-  if (price === null || price <= 0n) throw new HttpError(400, 'unknown_plugin', { message: `No pricing for plugin ${v.plugin}` });
+  if (price === null || price <= 0n) throw new DomainError('UNKNOWN_PLUGIN', undefined, { message: `No pricing for plugin ${v.plugin}` });
   const amount = formatUsd(price);
 
   const session = await findSession(db, v.sessionId);
-  if (!session || session.user_address !== lower(v.userAddress) || session.status === 'closed')
-    throw new HttpError(404, 'Session not found');
+  if (!session || session.user_address !== lower(v.userAddress) || session.status === 'closed') throw new DomainError('SESSION_NOT_FOUND');
 
   let valid: boolean;
   try {
@@ -581,7 +580,7 @@ export async function redeemVoucher(
     if (err instanceof ChainUnavailableError || isTransportFailure(err)) throw chainDown();
     valid = false;
   }
-  if (!valid) throw new HttpError(401, 'Invalid voucher signature');
+  if (!valid) throw new DomainError('INVALID_VOUCHER_SIGNATURE');
 
   const outcome = await debitSession(db, {
     sessionId: v.sessionId,
@@ -595,13 +594,15 @@ export async function redeemVoucher(
   if (!outcome.ok) {
     switch (outcome.code) {
       case 'session_invalid':
-        throw new HttpError(404, 'Session not found');
+        throw new DomainError('SESSION_NOT_FOUND');
       case 'insufficient_balance':
-        throw new HttpError(402, 'insufficient_balance', { session: { id: v.sessionId, remaining: outcome.remaining, cost: amount } });
+        throw new DomainError('INSUFFICIENT_BALANCE', undefined, {
+          session: { id: v.sessionId, remaining: outcome.remaining, cost: amount },
+        });
       case 'duplicate_voucher':
-        throw new HttpError(409, 'Voucher already used');
+        throw new DomainError('VOUCHER_ALREADY_USED');
       default:
-        throw new HttpError(402, 'voucher_failed');
+        throw new DomainError('VOUCHER_FAILED');
     }
   }
   await settleIfDue(db, v.sessionId, clock()).catch((err: unknown) =>

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { createBatchWorker } from '../../platform/batch-worker.js';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -99,13 +99,13 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
           signature: signature as Hex,
           timestamp: Number(timestamp),
         }));
-      if (!valid) throw new HttpError(401, 'Invalid wallet signature');
+      if (!valid) throw new DomainError('INVALID_WALLET_SIGNATURE');
       return;
     }
     const user = await request.currentUser();
-    if (!user) throw new HttpError(401, 'Wallet signature required');
+    if (!user) throw new DomainError('WALLET_SIGNATURE_REQUIRED');
     const owns = await userOwnsWallet(app.db.kysely, user.id, address);
-    if (!owns) throw new HttpError(403, 'This wallet does not belong to your account');
+    if (!owns) throw new DomainError('WALLET_DOES_NOT_BELONG_ACCOUNT');
   }
 
   app.post(
@@ -126,15 +126,14 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
     },
     async (request, reply) => {
       const { address, deposit, transaction } = request.body ?? {};
-      if (!address || deposit === undefined || deposit === '' || !transaction)
-        throw new HttpError(400, 'Missing: address, deposit, transaction');
-      if (!isAddress(address, { strict: false })) throw new HttpError(400, 'Invalid wallet address');
+      if (!address || deposit === undefined || deposit === '' || !transaction) throw new DomainError('MISSING_ADDRESS_DEPOSIT_TRANSACTION');
+      if (!isAddress(address, { strict: false })) throw new DomainError('INVALID_WALLET_ADDRESS');
       const micros = parseUsd(typeof deposit === 'number' ? String(deposit) : deposit.trim());
       if (micros === null || micros < (parseUsd(MIN_DEPOSIT_USD) as bigint) || micros > (parseUsd(MAX_DEPOSIT_USD) as bigint)) {
-        throw new HttpError(400, `Deposit must be a USD amount from ${MIN_DEPOSIT_USD} to ${MAX_DEPOSIT_USD}`);
+        throw new DomainError('DEPOSIT_OUT_OF_RANGE', { min: MIN_DEPOSIT_USD, max: MAX_DEPOSIT_USD });
       }
-      if (!TX_HASH.test(transaction)) throw new HttpError(400, 'Invalid transaction hash');
-      if (!config.payments) throw new HttpError(503, 'Payment sessions are not configured');
+      if (!TX_HASH.test(transaction)) throw new DomainError('INVALID_TRANSACTION_HASH');
+      if (!config.payments) throw new DomainError('PAYMENT_SESSIONS_ARE_NOT_CONFIGURED');
       await requireWalletOwner(request, address, 'open', transaction.toLowerCase());
       const opened = await openSession(deps(request), {
         address: address as Address,
@@ -163,11 +162,11 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
       const { address, sessionId } = request.query;
       if (sessionId) {
         const row = await findSession(app.db.kysely, sessionId);
-        if (!row) throw new HttpError(404, 'Session not found');
+        if (!row) throw new DomainError('SESSION_NOT_FOUND');
         return { session: await sessionView(app.db.kysely, row) };
       }
-      if (!address) throw new HttpError(400, 'Missing address or sessionId');
-      if (!isAddress(address, { strict: false })) throw new HttpError(400, 'Invalid wallet address');
+      if (!address) throw new DomainError('MISSING_ADDRESS_SESSIONID');
+      if (!isAddress(address, { strict: false })) throw new DomainError('INVALID_WALLET_ADDRESS');
       await requireWalletOwner(request, address, 'list', address.toLowerCase());
       return { sessions: await listSessions(app.db.kysely, address) };
     },
@@ -186,12 +185,12 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
     },
     async (request) => {
       const { sessionId } = request.query;
-      if (!sessionId) throw new HttpError(400, 'Missing sessionId');
+      if (!sessionId) throw new DomainError('MISSING_SESSIONID');
       const row = isSessionId(sessionId) ? await findSession(app.db.kysely, sessionId) : undefined;
-      if (!row) throw new HttpError(404, 'Session not found');
+      if (!row) throw new DomainError('SESSION_NOT_FOUND');
       await requireWalletOwner(request, row.user_address, 'close', sessionId);
       const closed = await closeSession(deps(request), { sessionId, ip: request.ip });
-      if (!closed) throw new HttpError(404, 'Session not found');
+      if (!closed) throw new DomainError('SESSION_NOT_FOUND');
       return { success: true as const, returned: closed.returned };
     },
   );
@@ -222,12 +221,12 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
     async (request) => {
       const { sessionId, userAddress, plugin, signature, nonce } = request.body ?? {};
       if (!sessionId || !userAddress || !plugin || !signature || !nonce) {
-        throw new HttpError(400, 'Missing: sessionId, userAddress, plugin, signature, nonce');
+        throw new DomainError('MISSING_SESSIONID_USERADDRESS_PLUGIN_SIGNATURE');
       }
-      if (!isAddress(userAddress, { strict: false })) throw new HttpError(400, 'Invalid wallet address');
-      if (!SIGNATURE.test(signature)) throw new HttpError(400, 'Invalid signature');
-      if (!CLIENT_VOUCHER_NONCE.test(nonce)) throw new HttpError(400, 'Invalid nonce');
-      if (!isSessionId(sessionId)) throw new HttpError(404, 'Session not found');
+      if (!isAddress(userAddress, { strict: false })) throw new DomainError('INVALID_WALLET_ADDRESS');
+      if (!SIGNATURE.test(signature)) throw new DomainError('INVALID_SIGNATURE_REQUEST');
+      if (!CLIENT_VOUCHER_NONCE.test(nonce)) throw new DomainError('INVALID_NONCE');
+      if (!isSessionId(sessionId)) throw new DomainError('SESSION_NOT_FOUND');
       return redeemVoucher(deps(request), {
         sessionId,
         userAddress: userAddress as Address,

@@ -1,18 +1,13 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError, errorResponse, HttpError, isPublicError } from '@aop/core';
 import { writeAudit } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import {
-  AGENT_ID_REQUIRED,
-  AUTH_REQUIRED,
-  COLONY_UNREACHABLE,
   DEFAULT_AGENT_ID,
   FALLBACK_ENDPOINTS,
   FALLBACK_FITNESS,
-  GATEWAY_ERROR,
-  INVALID_ACTION,
   type PaymentInput,
   type PaymentOrder,
   X402_ACTIONS,
@@ -27,7 +22,6 @@ import {
   pricingFrom,
   publicGatewayUrl,
   upstreamDetail,
-  x402Error,
 } from './x402.service.js';
 
 /** Fastify's codes for a body that is not the JSON object this route reads: there is no action to read in it. */
@@ -43,15 +37,17 @@ const BAD_BODY_CODES = new Set([
  * handler, which writes it. Anything unexpected is the spec's 500 `x402 gateway error`, logged here with its cause.
  */
 function asX402Error(error: FastifyError, request: FastifyRequest): HttpError {
-  if (error instanceof HttpError) {
-    return error.extra?.success === false ? error : new HttpError(error.statusCode, error.message, { ...error.extra, success: false });
-  }
-  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return x402Error(413, 'Request body too large');
+  const { status, body } = errorResponse(isPublicError(error) ? error : x402Failure(error, request));
+  return new HttpError(status, String(body.error), { ...body, success: false });
+}
+
+function x402Failure(error: FastifyError, request: FastifyRequest): DomainError {
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new DomainError('REQUEST_BODY_TOO_LARGE');
   if ((error.code && BAD_BODY_CODES.has(error.code)) || error instanceof SyntaxError || error.validation) {
-    return x402Error(400, INVALID_ACTION);
+    return new DomainError('X402_INVALID_ACTION');
   }
   request.log.error({ err: error }, 'x402 request failed');
-  return x402Error(500, GATEWAY_ERROR);
+  return new DomainError('X402_GATEWAY_ERROR');
 }
 
 /** Writes `body` as JSON whatever it is (an upstream answer may be any JSON value). */
@@ -64,7 +60,7 @@ const sendJson = (reply: FastifyReply, status: number, body: unknown) =>
  */
 async function requireX402User(request: FastifyRequest): Promise<AuthUser> {
   const user = await request.currentUser();
-  if (user?.via !== 'session' || !user.id || !user.email) throw x402Error(401, AUTH_REQUIRED);
+  if (user?.via !== 'session' || !user.id || !user.email) throw new DomainError('AUTHENTICATION_REQUIRED');
   return user;
 }
 
@@ -155,19 +151,19 @@ export async function x402Routes(app: App, { config }: { config: WebConfig }): P
   /** Spec §4.5 `join-colony`: the upstream's answer on 200; 402 / 502 `Colony join failed: …`; 503 unreachable. */
   async function joinColony(request: FastifyRequest, reply: FastifyReply, user: AuthUser, body: PostBody) {
     const agentId = agentIdOf(body.agentId);
-    if (!agentId) throw x402Error(400, AGENT_ID_REQUIRED);
+    if (!agentId) throw new DomainError('AGENT_ID_REQUIRED');
     // The wallet is the upstream's to judge (the spec names no local check); only a string is forwarded.
     const walletAddress = typeof body.walletAddress === 'string' ? body.walletAddress : undefined;
     const json = { agentId, ...(walletAddress !== undefined ? { walletAddress } : {}), userId: user.id };
     const result = await callColony(config, { method: 'POST', path: '/gateway/colony/join', json, timeoutMs: joinTimeoutMs });
     if (!result.reached) {
       request.log.warn({ reason: result.reason }, 'x402 colony join: gateway unreachable');
-      throw x402Error(503, COLONY_UNREACHABLE);
+      throw new DomainError('COLONY_UNREACHABLE');
     }
     if (result.ok && result.json) return sendJson(reply, 200, result.body);
     const detail = result.ok ? 'Invalid response' : upstreamDetail(result.status, result.json ? result.body : undefined);
     request.log.warn({ upstreamStatus: result.status }, 'x402 colony join failed');
-    throw x402Error(result.status === 402 ? 402 : 502, `Colony join failed: ${result.status} ${detail}`);
+    throw new DomainError(result.status === 402 ? 'COLONY_JOIN_REFUSED' : 'COLONY_JOIN_FAILED', { status: result.status, detail });
   }
 
   /**
@@ -200,7 +196,7 @@ export async function x402Routes(app: App, { config }: { config: WebConfig }): P
     try {
       order = checkPayment(body);
     } catch (err) {
-      if (err instanceof HttpError) await audit('x402.pay', { outcome: 'refused', reason: err.message });
+      if (isPublicError(err)) await audit('x402.pay', { outcome: 'refused', reason: err.message });
       throw err;
     }
     await audit('x402.pay', { ...order, endpoint: order.endpoint ?? null, outcome: 'forwarded' });
@@ -216,7 +212,7 @@ export async function x402Routes(app: App, { config }: { config: WebConfig }): P
     if (!result.reached) {
       request.log.warn({ reason: result.reason }, 'x402 pay: gateway unreachable');
       await recordResult('failed', { reason: result.reason });
-      throw x402Error(500, GATEWAY_ERROR);
+      throw new DomainError('X402_GATEWAY_ERROR');
     }
     if (result.json && result.ok) {
       await recordResult('accepted', { upstreamStatus: result.status });
@@ -230,7 +226,7 @@ export async function x402Routes(app: App, { config }: { config: WebConfig }): P
     }
     request.log.warn({ upstreamStatus: result.status, json: result.json }, 'x402 pay: unusable upstream answer');
     await recordResult('failed', { upstreamStatus: result.status });
-    throw x402Error(500, GATEWAY_ERROR);
+    throw new DomainError('X402_GATEWAY_ERROR');
   }
 
   app.post(
@@ -247,7 +243,7 @@ export async function x402Routes(app: App, { config }: { config: WebConfig }): P
     async (request, reply) => {
       const body = request.body;
       const { action } = body;
-      if (!isX402Action(action)) throw x402Error(400, INVALID_ACTION);
+      if (!isX402Action(action)) throw new DomainError('X402_INVALID_ACTION');
       switch (action) {
         case 'endpoints':
           return sendJson(reply, 200, await endpoints(request));

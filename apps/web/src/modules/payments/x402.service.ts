@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http';
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import {
   COLONY_NOT_CONFIGURED,
   type ColonyCall,
@@ -73,9 +73,6 @@ export const FALLBACK_ENDPOINTS = Object.freeze({
   ],
 });
 
-/** Every x402 error body carries `success: false` next to `error` (spec §7). */
-export const x402Error = (status: number, message: string): HttpError => new HttpError(status, message, { success: false });
-
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 /** Base58 (no 0, O, I, l), 32 to 44 characters: the length range of a 32-byte Solana public key. */
 const SOLANA_ADDRESS = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
@@ -115,7 +112,7 @@ export interface PaymentInput {
 /** An optional text field: absent or null → `fallback`; a non-empty string up to `max` → as is; anything else → 400. */
 function optionalText(value: unknown, name: string, max: number, fallback: string | undefined): string | undefined {
   if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'string' || value.trim() === '' || value.length > max) throw x402Error(400, `Invalid ${name}`);
+  if (typeof value !== 'string' || value.trim() === '' || value.length > max) throw new DomainError('INVALID_PARAMETER', { name });
   return value;
 }
 
@@ -126,14 +123,14 @@ function optionalText(value: unknown, name: string, max: number, fallback: strin
  */
 export function checkPayment(input: PaymentInput): PaymentOrder {
   const agentId = agentIdOf(input.agentId);
-  if (!agentId) throw x402Error(400, AGENT_ID_REQUIRED);
+  if (!agentId) throw new DomainError('AGENT_ID_REQUIRED');
   const { amount } = input;
   // JSON has no NaN; a huge literal such as 1e400 parses to Infinity and is refused as above the limit.
-  if (typeof amount !== 'number' || Number.isNaN(amount) || amount <= 0) throw x402Error(400, INVALID_AMOUNT);
-  if (amount > PAYMENT_MAX) throw x402Error(400, AMOUNT_OVER_LIMIT);
+  if (typeof amount !== 'number' || Number.isNaN(amount) || amount <= 0) throw new DomainError('INVALID_AMOUNT');
+  if (amount > PAYMENT_MAX) throw new DomainError('AMOUNT_OVER_LIMIT');
   const { recipient } = input;
-  if (typeof recipient !== 'string' || recipient === '') throw x402Error(400, RECIPIENT_REQUIRED);
-  if (!isRecipientAddress(recipient)) throw x402Error(400, INVALID_RECIPIENT);
+  if (typeof recipient !== 'string' || recipient === '') throw new DomainError('RECIPIENT_REQUIRED');
+  if (!isRecipientAddress(recipient)) throw new DomainError('INVALID_RECIPIENT');
   const currency = optionalText(input.currency, 'currency', CURRENCY_MAX, DEFAULT_CURRENCY) as string;
   const method = optionalText(input.method, 'method', METHOD_MAX, DEFAULT_METHOD) as string;
   const endpoint = optionalText(input.endpoint, 'endpoint', ENDPOINT_MAX, undefined);

@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError, errorResponse, type HttpError, isPublicError } from '@aop/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { chargeForPlugin } from '../payments/charge.js';
@@ -42,11 +42,11 @@ async function release(charge: ChargeResult, log: PluginLog, plugin: string): Pr
   }
 }
 
-/** What the client is told about a failure after the charge: the plugin's own answer (`HttpError`) or 500 `internal`. */
-function failureAnswer(err: unknown, log: PluginLog, plugin: string | undefined): HttpError {
-  if (err instanceof HttpError) return err;
+/** What the client is told about a failure after the charge: the plugin's own answer or 500 `internal`. */
+function failureAnswer(err: unknown, log: PluginLog, plugin: string | undefined): DomainError | HttpError {
+  if (isPublicError(err)) return err;
   log.error({ err, plugin }, 'gateway: plugin crashed');
-  return new HttpError(500, 'internal');
+  return new DomainError('INTERNAL');
 }
 
 /**
@@ -88,10 +88,10 @@ export async function pluginGatewayRoutes(app: App, { config }: { config: WebCon
 
   async function handle(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const body = request.body;
-    if (!isObject(body)) throw new HttpError(400, GATEWAY_BODY_MESSAGE);
+    if (!isObject(body)) throw new DomainError('BODY_NOT_OBJECT');
     const id = routePlugin(request.headers, body);
     const plugin = plugins.get(id);
-    if (!plugin) throw new HttpError(502, 'no_plugin');
+    if (!plugin) throw new DomainError('NO_PLUGIN');
 
     const user = await request.currentUser();
     const { plugin: _routed, ...fields } = body;
@@ -191,7 +191,8 @@ async function streamAnswer(request: FastifyRequest, reply: FastifyReply, job: S
     async (err: unknown) => {
       if (!job.signal.aborted) await release(job.charge, request.log, job.id);
       const failure = failureAnswer(err, request.log, job.id);
-      write({ ...failure.toBody(), status: failure.statusCode }, 'error');
+      const { status, body } = errorResponse(failure);
+      write({ ...body, status }, 'error');
       sse.end();
     },
   );

@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import { type CronJob, type CronJobInput, type GatewayConnection, GatewayError, cronList } from '@aop/gateway-client';
 import { type GatewayTarget, GatewayUnavailableError, scopedSessionKey } from '../../platform/clients/user-gateway.js';
 
@@ -63,16 +63,16 @@ export function checkedSchedule(value: Record<string, unknown>): CronSchedule {
   if (value.kind === 'every') {
     const everyMs = value.everyMs;
     if (typeof everyMs !== 'number' || !Number.isSafeInteger(everyMs) || everyMs <= 0) {
-      throw new HttpError(400, 'Invalid schedule: everyMs must be a positive integer (milliseconds)');
+      throw new DomainError('INVALID_SCHEDULE_EVERYMS_POSITIVE_INTEGER');
     }
     return { kind: 'every', everyMs };
   }
   if (value.kind === 'cron') {
-    if (!nonEmpty(value.expr, EXPR_MAX)) throw new HttpError(400, 'Invalid schedule: expr must be a non-empty cron expression');
-    if (value.tz !== undefined && !nonEmpty(value.tz, 100)) throw new HttpError(400, 'Invalid schedule: tz must be a time zone name');
+    if (!nonEmpty(value.expr, EXPR_MAX)) throw new DomainError('INVALID_SCHEDULE_EXPR_NON_EMPTY');
+    if (value.tz !== undefined && !nonEmpty(value.tz, 100)) throw new DomainError('INVALID_SCHEDULE_TZ_TIME_ZONE');
     return { kind: 'cron', expr: value.expr.trim(), ...(value.tz !== undefined ? { tz: (value.tz as string).trim() } : {}) };
   }
-  throw new HttpError(400, "Invalid schedule: kind must be 'every' or 'cron'");
+  throw new DomainError('INVALID_SCHEDULE_KIND_EVERY_CRON');
 }
 
 /**
@@ -82,29 +82,27 @@ export function checkedSchedule(value: Record<string, unknown>): CronSchedule {
  */
 export function checkedPayload(value: Record<string, unknown>): CronPayload {
   if (value.kind === 'systemEvent') {
-    if (!nonEmpty(value.text, TEXT_MAX))
-      throw new HttpError(400, `Invalid payload: systemEvent needs a text of 1 to ${TEXT_MAX} characters`);
+    if (!nonEmpty(value.text, TEXT_MAX)) throw new DomainError('INVALID_PAYLOAD_SYSTEMEVENT_NEEDS_TEXT', { max: TEXT_MAX });
     return { kind: 'systemEvent', text: value.text };
   }
   if (value.kind === 'agentTurn') {
     if (!nonEmpty(value.message, TEXT_MAX)) {
-      throw new HttpError(400, `Invalid payload: agentTurn needs a message of 1 to ${TEXT_MAX} characters`);
+      throw new DomainError('INVALID_PAYLOAD_AGENTTURN_NEEDS_MESSAGE', { max: TEXT_MAX });
     }
     const payload: CronPayload = { kind: 'agentTurn', message: value.message };
     for (const key of ['model', 'thinking'] as const) {
       if (value[key] === undefined) continue;
-      if (!nonEmpty(value[key], 200)) throw new HttpError(400, `Invalid payload: ${key} must be a string`);
+      if (!nonEmpty(value[key], 200)) throw new DomainError('INVALID_PAYLOAD_FIELD_TYPE', { key });
       payload[key] = value[key];
     }
     if (value.timeoutSeconds !== undefined) {
       const t = value.timeoutSeconds;
-      if (typeof t !== 'number' || !Number.isFinite(t) || t < 0)
-        throw new HttpError(400, 'Invalid payload: timeoutSeconds must be a number >= 0');
+      if (typeof t !== 'number' || !Number.isFinite(t) || t < 0) throw new DomainError('INVALID_PAYLOAD_TIMEOUTSECONDS_NUMBER_0');
       payload.timeoutSeconds = t;
     }
     return payload;
   }
-  throw new HttpError(400, "Invalid payload: kind must be 'systemEvent' or 'agentTurn'");
+  throw new DomainError('INVALID_PAYLOAD_KIND_SYSTEMEVENT_AGENTTURN');
 }
 
 /**
@@ -112,13 +110,13 @@ export function checkedPayload(value: Record<string, unknown>): CronPayload {
  * `name, schedule, and payload required`; objects of the right type with bad contents get a message saying what is wrong.
  */
 export function parseNewCronJob(body: unknown): NewCronJob {
-  if (!isObject(body)) throw new HttpError(400, CRON_REQUIRED);
+  if (!isObject(body)) throw new DomainError('CRON_REQUIRED');
   const { name, schedule, payload, enabled } = body;
   if (typeof name !== 'string' || name.trim() === '' || !isObject(schedule) || !isObject(payload)) {
-    throw new HttpError(400, CRON_REQUIRED);
+    throw new DomainError('CRON_REQUIRED');
   }
-  if (name.length > NAME_MAX) throw new HttpError(400, `name must be at most ${NAME_MAX} characters`);
-  if (enabled !== undefined && typeof enabled !== 'boolean') throw new HttpError(400, 'enabled must be a boolean');
+  if (name.length > NAME_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'name', max: NAME_MAX });
+  if (enabled !== undefined && typeof enabled !== 'boolean') throw new DomainError('FIELD_NOT_BOOLEAN', { field: 'enabled' });
   return { name: name.trim(), schedule: checkedSchedule(schedule), payload: checkedPayload(payload), enabled: enabled ?? true };
 }
 
@@ -255,5 +253,5 @@ export function gatewayFailureMessage(err: unknown): string | null {
 /** 502 with `gatewayFailureMessage`, or `err` itself when it is not a gateway failure. */
 export function gatewayFailure(err: unknown): unknown {
   const message = gatewayFailureMessage(err);
-  return message === null ? err : new HttpError(502, message);
+  return message === null ? err : new DomainError('GATEWAY_CALL_FAILED', { detail: message });
 }

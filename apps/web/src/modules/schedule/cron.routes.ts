@@ -1,11 +1,10 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { cronAdd, cronRemove } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
 import {
   CRON_REQUIRED,
-  JOB_NOT_FOUND,
   cronAddParams,
   cronJobView,
   gatewayFailure,
@@ -114,18 +113,18 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
     async (request) => {
       const user = await requireUser(request);
       const jobId = request.query.jobId?.trim();
-      if (!jobId) throw new HttpError(400, 'jobId required');
-      if (jobId.length > JOB_ID_MAX) throw new HttpError(404, JOB_NOT_FOUND);
+      if (!jobId) throw new DomainError('JOBID_REQUIRED');
+      if (jobId.length > JOB_ID_MAX) throw new DomainError('JOB_NOT_FOUND');
       try {
         const target = await resolveGateway(deps, user);
         await withGateway(target, timeoutMs, async (conn) => {
           // On a shared gateway another user's job is "not found", exactly like a job that does not exist.
-          if (target.ownerTag && !(await getOwnJob(conn, target, jobId))) throw new HttpError(404, JOB_NOT_FOUND);
+          if (target.ownerTag && !(await getOwnJob(conn, target, jobId))) throw new DomainError('JOB_NOT_FOUND');
           await cronRemove(conn, jobId);
         });
         return { success: true as const, source: 'gateway' as const };
       } catch (err) {
-        if (isJobNotFound(err)) throw new HttpError(404, JOB_NOT_FOUND);
+        if (isJobNotFound(err)) throw new DomainError('JOB_NOT_FOUND');
         throw gatewayFailure(err);
       }
     },

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import type { GatewayConnection } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -8,7 +8,6 @@ import { gatewayFailureMessage } from './cron-jobs.service.js';
 import {
   DEFAULT_FREQUENCY,
   FREQUENCIES,
-  FREQUENCY_MESSAGE,
   deleteHeartbeatSettings,
   findHeartbeatJob,
   findHeartbeatSettings,
@@ -38,7 +37,8 @@ const WriteAnswer = Type.Object({ success: Type.Literal(true), source: Source, e
 /** absent, null or '' → undefined; a non-string → 400. */
 function optionalAgentId(value: unknown): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string' || value.trim() === '' || value.length > AGENT_ID_MAX) throw new HttpError(400, 'agentId must be a string');
+  if (typeof value !== 'string' || value.trim() === '' || value.length > AGENT_ID_MAX)
+    throw new DomainError('FIELD_NOT_STRING', { field: 'agentId' });
   return value.trim();
 }
 
@@ -111,17 +111,17 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
     const user = await requireUser(request);
     const body: Record<string, unknown> = typeof request.body === 'object' && request.body !== null ? { ...request.body } : {};
     if (body.frequency !== undefined && (typeof body.frequency !== 'string' || !Object.hasOwn(FREQUENCIES, body.frequency))) {
-      throw new HttpError(400, FREQUENCY_MESSAGE);
+      throw new DomainError('INVALID_FREQUENCY', { allowed: Object.keys(FREQUENCIES).join(', ') });
     }
     const frequency = body.frequency as string | undefined;
-    if (body.enabled !== undefined && typeof body.enabled !== 'boolean') throw new HttpError(400, 'enabled must be a boolean');
+    if (body.enabled !== undefined && typeof body.enabled !== 'boolean') throw new DomainError('FIELD_NOT_BOOLEAN', { field: 'enabled' });
     const enabled = typeof body.enabled === 'boolean' ? body.enabled : true;
     const agentId = optionalAgentId(body.agentId);
 
     const written = await onGateway(request, user, agentId, (conn, target) => upsertHeartbeatJob(conn, target, { enabled, frequency }));
     if (written) return { success: true as const, source: 'gateway' as const, enabled: written.enabled, frequency: written.frequency };
 
-    if (!agentId) throw new HttpError(400, AGENT_ID_REQUIRED);
+    if (!agentId) throw new DomainError('AGENT_ID_REQUIRED');
     const saved = await saveHeartbeatSettings(app.db, user.id, agentId, { enabled, frequency });
     return { success: true as const, source: 'db' as const, enabled: saved.enabled, frequency: saved.frequency };
   }
@@ -153,7 +153,7 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
       reply.header('deprecation', 'true');
       const user = await requireUser(request);
       const raw = request.body?.agentId;
-      if (typeof raw !== 'string' || raw.trim() === '') throw new HttpError(400, AGENT_ID_REQUIRED);
+      if (typeof raw !== 'string' || raw.trim() === '') throw new DomainError('AGENT_ID_REQUIRED');
       const agentId = optionalAgentId(raw) as string;
       // The stored settings, and the gateway job when the gateway holds this agent's heartbeat and answers.
       await deleteHeartbeatSettings(app.db, user.id, agentId);

@@ -23,7 +23,6 @@ export const FREQUENCIES: Readonly<Record<string, number>> = {
   '12h': 12 * 3_600_000,
 };
 export const DEFAULT_FREQUENCY = '30m';
-export const FREQUENCY_MESSAGE = `frequency must be one of ${Object.keys(FREQUENCIES).join(', ')}`;
 
 export const HEARTBEAT_JOB_NAME = 'platform-heartbeat';
 /** What the agent is told on each beat (OpenClaw's heartbeat convention: `HEARTBEAT.md`, `HEARTBEAT_OK`). */

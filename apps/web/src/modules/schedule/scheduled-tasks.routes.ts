@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import { parseSchedule } from './schedule-expression.js';
@@ -28,20 +28,20 @@ const TaskSchema = Type.Object({
 });
 
 function checkedText(value: unknown, field: string, max: number): string {
-  if (typeof value !== 'string' || value.trim() === '') throw new HttpError(400, `${field} is required`);
-  if (value.length > max) throw new HttpError(400, `${field} must be at most ${max} characters`);
+  if (typeof value !== 'string' || value.trim() === '') throw new DomainError('FIELD_REQUIRED', { field });
+  if (value.length > max) throw new DomainError('FIELD_TOO_LONG', { field, max });
   return value.trim();
 }
 
 function checkedSchedule(value: unknown): CheckedSchedule {
   const schedule = typeof value === 'string' && value.length <= 200 ? parseSchedule(value) : null;
-  if (!schedule) throw new HttpError(400, 'Invalid schedule');
+  if (!schedule) throw new DomainError('INVALID_SCHEDULE');
   return { text: (value as string).trim().split(/\s+/).join(' '), schedule };
 }
 
 function checkedEnabled(value: unknown): boolean | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'boolean') throw new HttpError(400, 'enabled must be a boolean');
+  if (typeof value !== 'boolean') throw new DomainError('FIELD_NOT_BOOLEAN', { field: 'enabled' });
   return value;
 }
 
@@ -49,7 +49,8 @@ function checkedEnabled(value: unknown): boolean | undefined {
 function checkedAgentId(value: unknown): string | null | undefined {
   if (value === undefined) return undefined;
   if (value === null || value === 'all') return null;
-  if (typeof value !== 'string' || value === '' || value.length > AGENT_ID_MAX) throw new HttpError(400, 'agentId must be a string');
+  if (typeof value !== 'string' || value === '' || value.length > AGENT_ID_MAX)
+    throw new DomainError('FIELD_NOT_STRING', { field: 'agentId' });
   return value;
 }
 
@@ -113,7 +114,7 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
     async (request) => {
       const user = await requireUser(request);
       const body = request.body ?? {};
-      if (typeof body.id !== 'string' || body.id.trim() === '') throw new HttpError(400, 'id is required');
+      if (typeof body.id !== 'string' || body.id.trim() === '') throw new DomainError('FIELD_REQUIRED', { field: 'id' });
       const id = body.id.trim();
       const name = body.name === undefined ? undefined : checkedText(body.name, 'name', TASK_NAME_MAX);
       const newSchedule = body.schedule === undefined ? undefined : checkedSchedule(body.schedule);
@@ -121,7 +122,7 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
       const agentId = checkedAgentId(body.agentId);
       const enabled = checkedEnabled(body.enabled);
       const task = await updateScheduledTask(app.db, app.clock, user.id, id, { name, schedule: newSchedule, prompt, agentId, enabled });
-      if (!task) throw new HttpError(404, 'Task not found');
+      if (!task) throw new DomainError('TASK_NOT_FOUND');
       return { task };
     },
   );
@@ -138,8 +139,8 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
     async (request) => {
       const user = await requireUser(request);
       const id = request.query.id?.trim();
-      if (!id) throw new HttpError(400, 'id is required');
-      if (!(await deleteScheduledTask(app.db, user.id, id))) throw new HttpError(404, 'Task not found');
+      if (!id) throw new DomainError('FIELD_REQUIRED', { field: 'id' });
+      if (!(await deleteScheduledTask(app.db, user.id, id))) throw new DomainError('TASK_NOT_FOUND');
       return { success: true as const };
     },
   );

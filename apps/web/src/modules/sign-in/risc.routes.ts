@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
@@ -51,12 +51,12 @@ export async function riscRoutes(app: App, { config }: { config: WebConfig }): P
     } catch (err) {
       if (err instanceof InvalidSecurityEventToken) {
         request.log.warn({ source, reason: err.message }, 'security event token rejected');
-        throw new HttpError(400, INVALID_TOKEN);
+        throw new DomainError('INVALID_TOKEN');
       }
       if (err instanceof SecurityEventKeysUnavailable) {
         // Our side cannot check it right now: the provider should retry, not drop it.
         request.log.error({ source, reason: err.message }, 'security event signing keys unavailable');
-        throw new HttpError(503, 'Security event keys unavailable');
+        throw new DomainError('SECURITY_EVENT_KEYS_UNAVAILABLE');
       }
       throw err;
     }

@@ -1,4 +1,4 @@
-import { type App, HttpError, safeEqual } from '@aop/core';
+import { type App, DomainError, isPublicError, safeEqual } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { sessionCookieOptions } from '../../platform/http/auth.js';
@@ -49,19 +49,19 @@ export async function sessionRoutes(app: App, { config }: { config: WebConfig })
       const token = verifyCsrfToken(config.sessionSecret, presented, app.clock());
       const cookie = request.cookies[CSRF_COOKIE];
       // The cookie, when the browser sent it, must be the same token (double submit).
-      if (!token || !presented || (cookie !== undefined && !safeEqual(cookie, presented))) throw new HttpError(403, 'Invalid CSRF token');
+      if (!token || !presented || (cookie !== undefined && !safeEqual(cookie, presented))) throw new DomainError('INVALID_CSRF_TOKEN');
 
       const { email, password } = request.body ?? {};
-      if (!email?.trim() || !password) throw new HttpError(400, 'Email and password are required');
+      if (!email?.trim() || !password) throw new DomainError('EMAIL_PASSWORD_ARE_REQUIRED');
       // One sign-in attempt per token: a captured token cannot be replayed.
-      if (!(await app.counters.putIfAbsent(`csrf-used:${token}`, '1', CSRF_TTL_MS))) throw new HttpError(403, 'Invalid CSRF token');
+      if (!(await app.counters.putIfAbsent(`csrf-used:${token}`, '1', CSRF_TTL_MS))) throw new DomainError('INVALID_CSRF_TOKEN');
 
       try {
         const user = await findUserByEmail(app.db.kysely, email);
         // Unknown email and wrong password take the same time and give the same answer.
-        if (!(await verifyPassword(user?.password_hash, password)) || !user) throw new HttpError(401, 'Invalid credentials');
+        if (!(await verifyPassword(user?.password_hash, password)) || !user) throw new DomainError('INVALID_CREDENTIALS');
         // Account protection disabled it: only after the right password, so this says nothing to a guesser.
-        if (user.disabled_at) throw new HttpError(403, 'Account disabled');
+        if (user.disabled_at) throw new DomainError('ACCOUNT_DISABLED');
         const session = await startSession(
           app.db.kysely,
           { userId: user.id, ip: request.ip, userAgent: request.headers['user-agent'], metadata: { method: 'password' } },
@@ -71,9 +71,9 @@ export async function sessionRoutes(app: App, { config }: { config: WebConfig })
         reply.clearCookie(CSRF_COOKIE, { path: csrfCookie.path });
         return { ok: true as const, user: { id: user.id, name: user.name } };
       } catch (err) {
-        if (err instanceof HttpError) throw err;
+        if (isPublicError(err)) throw err;
         request.log.error({ err }, 'login failed');
-        throw new HttpError(500, 'Login failed');
+        throw new DomainError('LOGIN_FAILED');
       }
     },
   );

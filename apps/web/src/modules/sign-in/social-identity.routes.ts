@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { type App, HttpError, safeEqual } from '@aop/core';
+import { type App, DomainError, safeEqual } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyBaseLogger } from 'fastify';
 import { isAddress } from 'viem';
@@ -16,9 +16,9 @@ const MAX_IDENTITY_TOKEN_LENGTH = 8_192;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
 export const SOCIAL_TOKEN_ERRORS = {
-  format: 'Session token format is no longer valid. Please refresh your session by verifying again.',
-  invalid: 'Invalid session token',
-  expired: 'Session token expired',
+  format: 'SESSION_TOKEN_FORMAT_OUTDATED',
+  invalid: 'INVALID_SESSION_TOKEN',
+  expired: 'SESSION_TOKEN_EXPIRED',
 } as const;
 
 /** What a social session token asserts. Times are milliseconds since the epoch. */
@@ -81,7 +81,7 @@ interface VerifiedIdentity {
 async function verifyIdentityToken(verifyUrl: string, token: string, log: FastifyBaseLogger): Promise<VerifiedIdentity | null> {
   const upstreamFailure = (err: unknown) => {
     log.error({ err }, 'identity verification endpoint failed');
-    return new HttpError(502, 'Identity verification failed');
+    return new DomainError('IDENTITY_VERIFICATION_FAILED');
   };
   let res: Response;
   try {
@@ -178,20 +178,20 @@ export async function socialIdentityRoutes(app: App, { config }: { config: WebCo
     },
     async (request) => {
       const { fidToken, address } = request.body ?? {};
-      if (!fidToken) throw new HttpError(401, 'Missing identity token');
-      if (!config.social.verifyUrl) throw new HttpError(503, 'Social identity is not configured');
-      if (address !== undefined && address !== '' && !isAddress(address, { strict: false })) throw new HttpError(400, 'Invalid address');
+      if (!fidToken) throw new DomainError('MISSING_IDENTITY_TOKEN');
+      if (!config.social.verifyUrl) throw new DomainError('SOCIAL_IDENTITY_NOT_CONFIGURED');
+      if (address !== undefined && address !== '' && !isAddress(address, { strict: false })) throw new DomainError('INVALID_ADDRESS');
       const wallet = address ? address.toLowerCase() : null;
 
       const identity =
         fidToken.length <= MAX_IDENTITY_TOKEN_LENGTH ? await verifyIdentityToken(config.social.verifyUrl, fidToken, request.log) : null;
-      if (!identity) throw new HttpError(401, 'Invalid identity token');
+      if (!identity) throw new DomainError('INVALID_IDENTITY_TOKEN');
 
       let tokenGated = false;
       if (wallet && gateConfigured(config.gating)) {
         const gate = await checkGateBalance(config, wallet, request.log);
         if (!gate.allowed) {
-          throw new HttpError(403, 'Insufficient gate token balance', {
+          throw new DomainError('INSUFFICIENT_GATE_TOKEN_BALANCE', undefined, {
             required: config.gating.minBalance,
             minBalance: gate.required.toString(),
             balance: wholeTokens(gate.balance, gate.decimals),
@@ -235,10 +235,10 @@ export async function socialIdentityRoutes(app: App, { config }: { config: WebCo
     },
     async (request) => {
       const presented = request.body?.sessionToken;
-      if (!presented) throw new HttpError(401, 'Missing session token');
+      if (!presented) throw new DomainError('MISSING_SESSION_TOKEN');
       const now = app.clock();
       const result = verifySocialSessionToken(secret, presented, now);
-      if (!result.ok) throw new HttpError(401, SOCIAL_TOKEN_ERRORS[result.reason]);
+      if (!result.ok) throw new DomainError(SOCIAL_TOKEN_ERRORS[result.reason]);
       const exp = now + SOCIAL_SESSION_TTL_MS;
       const sessionToken = signSocialSessionToken(secret, { ...result.claims, iat: now, exp });
       return { success: true as const, sessionToken, expiresAt: new Date(exp).toISOString() };

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyBaseLogger } from 'fastify';
 import { type Address, isAddress } from 'viem';
@@ -27,16 +27,16 @@ export async function checkGateBalance(
 ): Promise<GateBalance & { address: Address; token: Address }> {
   const gating = config.gating;
   const client = gatingClient(gating);
-  if (!client || !gateConfigured(gating)) throw new HttpError(503, 'Token gating is not configured');
-  if (!address) throw new HttpError(400, 'Missing address');
-  if (!isAddress(address, { strict: false })) throw new HttpError(400, 'Invalid address');
+  if (!client || !gateConfigured(gating)) throw new DomainError('TOKEN_GATING_NOT_CONFIGURED');
+  if (!address) throw new DomainError('MISSING_ADDRESS');
+  if (!isAddress(address, { strict: false })) throw new DomainError('INVALID_ADDRESS');
   const holder = address.toLowerCase() as Address;
   try {
     const result = await readGateBalance(client, { token: gating.tokenAddress, holder, minBalance: gating.minBalance });
     return { ...result, address: holder, token: gating.tokenAddress };
   } catch (err) {
     log.error({ err }, 'gate balance check failed');
-    throw new HttpError(502, 'Gate check failed');
+    throw new DomainError('GATE_CHECK_FAILED');
   }
 }
 

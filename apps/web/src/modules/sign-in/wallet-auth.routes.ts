@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError, isPublicError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { type Address, type Hex, hashMessage, isAddress, isAddressEqual } from 'viem';
 import { generateSiweNonce, parseSiweMessage } from 'viem/siwe';
@@ -61,16 +61,16 @@ export async function walletRoutes(app: App, { config }: { config: WebConfig }):
     },
     async (request, reply) => {
       const client = gatingClient(config.gating);
-      if (!client) throw new HttpError(503, 'Wallet sign-in is not configured');
+      if (!client) throw new DomainError('WALLET_SIGN_IN_NOT_CONFIGURED');
       const { address, message, signature } = request.body ?? {};
-      if (!address || !message || !signature) throw new HttpError(400, 'Missing: address, message, signature');
-      if (!isAddress(address, { strict: false })) throw new HttpError(400, 'Invalid wallet address');
-      if (message.length > MAX_MESSAGE_LENGTH) throw new HttpError(400, 'Invalid SIWE message: too long');
+      if (!address || !message || !signature) throw new DomainError('MISSING_ADDRESS_MESSAGE_SIGNATURE');
+      if (!isAddress(address, { strict: false })) throw new DomainError('INVALID_WALLET_ADDRESS');
+      if (message.length > MAX_MESSAGE_LENGTH) throw new DomainError('INVALID_SIWE_MESSAGE_TOO_LONG');
 
       const siwe = parseSiweMessage(message);
-      if (!siwe.nonce) throw new HttpError(400, 'Missing nonce in signed message');
-      if (!siwe.address || !isAddressEqual(siwe.address, address)) throw new HttpError(401, 'Signed wallet address mismatch');
-      const refuse = (reason: string) => new HttpError(401, `Invalid SIWE message: ${reason}`);
+      if (!siwe.nonce) throw new DomainError('MISSING_NONCE_SIGNED_MESSAGE');
+      if (!siwe.address || !isAddressEqual(siwe.address, address)) throw new DomainError('SIGNED_WALLET_ADDRESS_MISMATCH');
+      const refuse = (reason: string) => new DomainError('INVALID_SIWE_MESSAGE', { reason });
       if (siwe.version !== '1') throw refuse('unsupported version');
       if (siwe.domain !== config.siweDomain) throw refuse('wrong domain');
       if (siwe.scheme && siwe.scheme !== expectedScheme) throw refuse('wrong scheme');
@@ -86,10 +86,10 @@ export async function walletRoutes(app: App, { config }: { config: WebConfig }):
       if (siwe.issuedAt.getTime() > now + ISSUED_AT_SKEW_MS) throw refuse('issued in the future');
       if (siwe.expirationTime && siwe.expirationTime.getTime() <= now) throw refuse('expired');
       if (siwe.notBefore && siwe.notBefore.getTime() > now) throw refuse('not yet valid');
-      if (signature.length > MAX_SIGNATURE_LENGTH || !HEX.test(signature)) throw new HttpError(401, 'Invalid signature');
+      if (signature.length > MAX_SIGNATURE_LENGTH || !HEX.test(signature)) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
 
       // Single use: the nonce is gone from here on, whatever happens next.
-      if ((await app.counters.take(nonceKey(siwe.nonce))) === null) throw new HttpError(401, 'Invalid or expired nonce');
+      if ((await app.counters.take(nonceKey(siwe.nonce))) === null) throw new DomainError('INVALID_EXPIRED_NONCE');
 
       try {
         const wallet = siwe.address.toLowerCase() as Address;
@@ -104,12 +104,12 @@ export async function walletRoutes(app: App, { config }: { config: WebConfig }):
           nonce: siwe.nonce,
           time: new Date(now),
         });
-        if (!valid) throw new HttpError(401, 'Invalid signature');
+        if (!valid) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
         // viem also accepts plain ECDSA signatures: the wallet must be a contract (not an EIP-7702-delegated EOA),
         // and its signature must hold through ERC-1271 / ERC-6492 alone.
-        if (kind !== 'contract' && kind !== 'counterfactual') throw new HttpError(401, 'Only smart-contract wallets are supported');
+        if (kind !== 'contract' && kind !== 'counterfactual') throw new DomainError('SMART_CONTRACT_WALLETS_ONLY');
         if (!(await verifyContractWalletSignature(client, { address: wallet, hash: hashMessage(message), signature: sig }))) {
-          throw new HttpError(401, 'Only smart-contract wallets are supported');
+          throw new DomainError('SMART_CONTRACT_WALLETS_ONLY');
         }
 
         const user = await findOrCreateWalletUser(app.db.kysely, {
@@ -118,7 +118,7 @@ export async function walletRoutes(app: App, { config }: { config: WebConfig }):
           ip: request.ip,
           now: new Date(now),
         });
-        if (user.disabled) throw new HttpError(403, 'Account disabled');
+        if (user.disabled) throw new DomainError('ACCOUNT_DISABLED');
         const session = await startSession(
           app.db.kysely,
           {
@@ -132,9 +132,9 @@ export async function walletRoutes(app: App, { config }: { config: WebConfig }):
         reply.setCookie(SESSION_COOKIE, session.token, sessionCookieOptions(config, session.expiresAt));
         return { ok: true as const, user: { id: user.id, name: user.name } };
       } catch (err) {
-        if (err instanceof HttpError) throw err;
+        if (isPublicError(err)) throw err;
         request.log.error({ err }, 'wallet sign-in failed');
-        throw new HttpError(500, 'Auth failed');
+        throw new DomainError('AUTH_FAILED');
       }
     },
   );

@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import {
@@ -66,15 +66,15 @@ export async function skillsRoutes(app: App): Promise<void> {
     async (request, reply) => {
       const user = await requireUser(request);
       const body = request.body ?? {};
-      if (typeof body.name !== 'string' || !SKILL_NAME.test(body.name)) throw new HttpError(400, 'Invalid skill name');
+      if (typeof body.name !== 'string' || !SKILL_NAME.test(body.name)) throw new DomainError('INVALID_SKILL_NAME');
       const name = body.name;
       const agentId = agentScope(body.agentId);
       const description = checkedDescription(body.description);
       const config = body.config === undefined || body.config === null ? {} : checkedConfig(body.config);
-      if (body.enabled !== undefined && typeof body.enabled !== 'boolean') throw new HttpError(400, 'enabled must be a boolean');
+      if (body.enabled !== undefined && typeof body.enabled !== 'boolean') throw new DomainError('FIELD_NOT_BOOLEAN', { field: 'enabled' });
       const enabled = body.enabled as boolean | undefined;
       const skill = await installSkill(app.db, user.id, { name, agentId, description, config, enabled });
-      if (!skill) throw new HttpError(409, 'Skill already installed');
+      if (!skill) throw new DomainError('SKILL_ALREADY_INSTALLED');
       return reply.code(201).send({ skill });
     },
   );

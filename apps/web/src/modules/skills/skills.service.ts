@@ -1,4 +1,4 @@
-import { HttpError, newId } from '@aop/core';
+import { DomainError, newId } from '@aop/core';
 import { type Database, isUniqueViolation } from '@aop/db';
 import { requireOwnAgent } from '../../platform/owned-agent.js';
 
@@ -46,23 +46,23 @@ export const skillView = (row: SkillRow): SkillView => ({
 export function skillAgentScope(agentId: unknown): string | null {
   if (agentId === undefined || agentId === null || agentId === 'all') return null;
   if (typeof agentId !== 'string' || agentId === '' || agentId.length > SKILL_AGENT_ID_MAX)
-    throw new HttpError(400, 'agentId must be a string');
+    throw new DomainError('FIELD_NOT_STRING', { field: 'agentId' });
   return agentId;
 }
 
 export function checkedSkillConfig(config: unknown): Record<string, unknown> {
-  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new HttpError(400, 'config must be an object');
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new DomainError('CONFIG_OBJECT');
   if (Buffer.byteLength(JSON.stringify(config)) > SKILL_CONFIG_MAX_BYTES) {
-    throw new HttpError(400, `config must be at most ${SKILL_CONFIG_MAX_BYTES} bytes of JSON`);
+    throw new DomainError('SKILL_CONFIG_TOO_LARGE', { max: SKILL_CONFIG_MAX_BYTES });
   }
   return config as Record<string, unknown>;
 }
 
 export function checkedSkillDescription(description: unknown): string | null {
   if (description === undefined || description === null) return null;
-  if (typeof description !== 'string') throw new HttpError(400, 'description must be a string');
+  if (typeof description !== 'string') throw new DomainError('FIELD_NOT_STRING', { field: 'description' });
   if (description.length > SKILL_DESCRIPTION_MAX)
-    throw new HttpError(400, `description must be at most ${SKILL_DESCRIPTION_MAX} characters`);
+    throw new DomainError('FIELD_TOO_LONG', { field: 'description', max: SKILL_DESCRIPTION_MAX });
   return description.trim() || null;
 }
 
@@ -129,9 +129,10 @@ export interface SkillChanges {
  * `description` when given. 400 for a bad field, 404 `Skill not found` when the user has no such skill.
  */
 export async function updateSkill(db: Database, userId: string, name: unknown, changes: SkillChanges): Promise<SkillView> {
-  if (typeof name !== 'string' || !SKILL_NAME.test(name)) throw new HttpError(400, 'Invalid skill name');
+  if (typeof name !== 'string' || !SKILL_NAME.test(name)) throw new DomainError('INVALID_SKILL_NAME');
   const agentId = skillAgentScope(changes.agentId);
-  if (changes.enabled !== undefined && typeof changes.enabled !== 'boolean') throw new HttpError(400, 'enabled must be a boolean');
+  if (changes.enabled !== undefined && typeof changes.enabled !== 'boolean')
+    throw new DomainError('FIELD_NOT_BOOLEAN', { field: 'enabled' });
   const enabled = changes.enabled;
   const config = changes.config === undefined ? undefined : checkedSkillConfig(changes.config);
   const description = changes.description === undefined ? undefined : checkedSkillDescription(changes.description);
@@ -149,6 +150,6 @@ export async function updateSkill(db: Database, userId: string, name: unknown, c
     query = agentId === null ? query.where('agent_id', 'is', null) : query.where('agent_id', '=', agentId);
     return query.returning(SKILL_COLUMNS).executeTakeFirst();
   });
-  if (!skill) throw new HttpError(404, 'Skill not found');
+  if (!skill) throw new DomainError('SKILL_NOT_FOUND');
   return skillView(skill);
 }

@@ -1,4 +1,4 @@
-import { type App, HttpError, checkJsonText } from '@aop/core';
+import { type App, DomainError, checkJsonText } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { type Address, isAddress } from 'viem';
 import type { WebConfig } from '../../config.js';
@@ -7,7 +7,6 @@ import {
   DJ_NAME_MAX,
   type ProviderLiveStream,
   RECOMMENDED_AUDIO,
-  STREAMING_NOT_CONFIGURED,
   StreamingApiError,
   checkStreamGate,
   createAssetDeletionWorker,
@@ -83,7 +82,7 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
   let cached: { at: number; streams: ProviderLiveStream[] } | undefined;
   let inflight: Promise<ProviderLiveStream[]> | undefined;
   async function activeStreams(): Promise<ProviderLiveStream[]> {
-    if (!client) throw new HttpError(500, STREAMING_NOT_CONFIGURED);
+    if (!client) throw new DomainError('STREAMING_NOT_CONFIGURED');
     const now = Date.now();
     if (cached && now - cached.at < config.streaming.liveCacheMs) return cached.streams;
     inflight ??= client
@@ -114,7 +113,7 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
       } catch (err) {
         if (err instanceof StreamingApiError) {
           request.log.error({ reason: err.reason }, 'live stream list failed');
-          throw new HttpError(500, 'Failed to fetch live streams');
+          throw new DomainError('FAILED_FETCH_LIVE_STREAMS');
         }
         throw err;
       }
@@ -140,16 +139,16 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
     async (request) => {
       const body = request.body ?? {};
       const rawWallet = typeof body.wallet === 'string' ? body.wallet.trim() : '';
-      if (!rawWallet) throw new HttpError(400, 'Wallet address required');
-      if (!isAddress(rawWallet, { strict: false })) throw new HttpError(400, 'Invalid wallet address');
+      if (!rawWallet) throw new DomainError('WALLET_ADDRESS_REQUIRED');
+      if (!isAddress(rawWallet, { strict: false })) throw new DomainError('INVALID_WALLET_ADDRESS');
       const wallet = rawWallet.toLowerCase() as Address;
-      if (body.name !== undefined && body.name !== null && typeof body.name !== 'string') throw new HttpError(400, 'Name must be a string');
+      if (body.name !== undefined && body.name !== null && typeof body.name !== 'string') throw new DomainError('NAME_STRING');
       const name = (typeof body.name === 'string' ? body.name.trim() : '') || DEFAULT_DJ_NAME;
-      if (name.length > DJ_NAME_MAX) throw new HttpError(400, `Name must be at most ${DJ_NAME_MAX} characters`);
+      if (name.length > DJ_NAME_MAX) throw new DomainError('NAME_TOO_LONG', { max: DJ_NAME_MAX });
 
       if (!client) {
         request.log.error('stream creation needs STREAMING_API_KEY');
-        throw new HttpError(500, STREAMING_NOT_CONFIGURED);
+        throw new DomainError('STREAMING_NOT_CONFIGURED');
       }
       await checkStreamGate(config.gating, wallet, request.log);
 
@@ -163,7 +162,7 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
         });
       } catch (err) {
         request.log.error({ reason: err instanceof StreamingApiError ? err.reason : undefined, err }, 'live stream creation failed');
-        throw new HttpError(500, 'Failed to create stream');
+        throw new DomainError('FAILED_CREATE_STREAM');
       }
       request.log.info({ liveStreamId: stream.id, wallet }, 'live stream created');
       return {
@@ -202,16 +201,16 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
           // Nothing can be verified, so nothing is accepted; the provider keeps retrying until a secret is set. A missing
           // setting is the service being unavailable, not a failure of this request: 503, like the other webhooks.
           request.log.error('streaming webhook refused: STREAM_SIGNING_SECRET (or STREAM_WEBHOOK_SECRET) is not set');
-          throw new HttpError(503, 'Webhook signing secret not configured');
+          throw new DomainError('WEBHOOK_SIGNING_SECRET_NOT_CONFIGURED');
         }
         const header = request.headers['streaming-signature'];
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         const check = verifyStreamingSignature(typeof header === 'string' ? header : undefined, body, secret, app.clock());
         if (check !== 'ok') request.log.warn({ check }, 'streaming webhook refused');
-        if (check === 'missing') throw new HttpError(401, 'Missing signature');
-        if (check === 'malformed') throw new HttpError(401, 'Malformed signature');
-        if (check === 'stale') throw new HttpError(403, 'Signature timestamp outside the 5-minute tolerance');
-        if (check === 'mismatch') throw new HttpError(403, 'Invalid signature');
+        if (check === 'missing') throw new DomainError('MISSING_SIGNATURE');
+        if (check === 'malformed') throw new DomainError('MALFORMED_SIGNATURE');
+        if (check === 'stale') throw new DomainError('SIGNATURE_TIMESTAMP_EXPIRED');
+        if (check === 'mismatch') throw new DomainError('INVALID_SIGNATURE');
 
         const text = body.toString('utf8');
         // The shared JSON parser never saw these bytes: its rules apply here, once they are known to be the provider's
@@ -221,10 +220,10 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
         try {
           parsed = JSON.parse(text);
         } catch {
-          throw new HttpError(400, 'Invalid request body');
+          throw new DomainError('INVALID_REQUEST_BODY');
         }
         const event = parseStreamingEvent(parsed);
-        if (!event) throw new HttpError(400, 'Invalid event');
+        if (!event) throw new DomainError('INVALID_EVENT');
 
         let result: Awaited<ReturnType<typeof handleStreamingEvent>>;
         try {
@@ -235,7 +234,7 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
         } catch (err) {
           // Nothing was stored: the provider retries the event later.
           request.log.error({ err, event: event.id, type: event.type }, 'streaming webhook processing failed');
-          throw new HttpError(500, 'Webhook processing failed');
+          throw new DomainError('WEBHOOK_PROCESSING_FAILED');
         }
         request.log.info(
           {

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { HttpError, safeEqual } from '@aop/core';
+import { DomainError, safeEqual } from '@aop/core';
 import type { DB } from '@aop/db';
 import type { FastifyBaseLogger } from 'fastify';
 import { type Kysely, sql } from 'kysely';
@@ -195,7 +195,7 @@ export async function checkStreamGate(gating: WebConfig['gating'], wallet: Addre
   const client = gatingClient(gating);
   if (!client || !gateConfigured(gating)) {
     log.error('stream creation needs GATING_RPC_URL and GATE_TOKEN_ADDRESS');
-    throw new HttpError(500, STREAMING_NOT_CONFIGURED);
+    throw new DomainError('STREAMING_NOT_CONFIGURED');
   }
   let kind: Awaited<ReturnType<typeof detectWalletKind>>;
   let gate: GateBalance;
@@ -207,13 +207,13 @@ export async function checkStreamGate(gating: WebConfig['gating'], wallet: Addre
     ]);
   } catch (err) {
     log.error({ err }, 'stream gate check failed');
-    throw new HttpError(502, 'Gate check failed');
+    throw new DomainError('GATE_CHECK_FAILED');
   }
-  if (kind !== 'contract') throw new HttpError(403, 'Wallet must be a smart-contract wallet');
+  if (kind !== 'contract') throw new DomainError('WALLET_SMART_CONTRACT_WALLET');
   if (!gate.allowed) {
     const required = wholeTokens(gate.required, gate.decimals);
     const balance = wholeTokens(gate.balance, gate.decimals);
-    throw new HttpError(403, `Insufficient gate tokens: ${required} required, wallet holds ${balance}`, { required, balance });
+    throw new DomainError('INSUFFICIENT_GATE_TOKENS', { required, balance }, { required, balance });
   }
   return gate;
 }

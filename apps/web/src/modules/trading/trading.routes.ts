@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { writeAudit } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -58,8 +58,8 @@ export async function tradingRoutes(app: App, { config }: { config: WebConfig })
       const raw = request.body?.apiKey;
       // Surrounding whitespace is a copy-and-paste accident, never part of a key.
       const apiKey = typeof raw === 'string' ? raw.trim() : '';
-      if (!apiKey) throw new HttpError(400, 'apiKey is required');
-      if (apiKey.length > TRADING_KEY_MAX) throw new HttpError(400, `apiKey must be at most ${TRADING_KEY_MAX} characters`);
+      if (!apiKey) throw new DomainError('FIELD_REQUIRED', { field: 'apiKey' });
+      if (apiKey.length > TRADING_KEY_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'apiKey', max: TRADING_KEY_MAX });
       await app.db.withUser(user.id, async (trx) => {
         await saveTradingKey(trx, config, user.id, apiKey);
         await writeAudit(trx, { userId: user.id, action: 'trading_key.save', ip: request.ip });
@@ -98,9 +98,9 @@ export async function tradingRoutes(app: App, { config }: { config: WebConfig })
     async (request, reply) => {
       const user = await requireSessionUser(request);
       const { prompt, threadId } = request.body ?? {};
-      if (typeof prompt !== 'string' || prompt.trim() === '') throw new HttpError(400, 'prompt is required');
+      if (typeof prompt !== 'string' || prompt.trim() === '') throw new DomainError('FIELD_REQUIRED', { field: 'prompt' });
       if (threadId !== undefined && threadId !== null && typeof threadId !== 'string')
-        throw new HttpError(400, 'threadId must be a string');
+        throw new DomainError('FIELD_NOT_STRING', { field: 'threadId' });
       const json = typeof threadId === 'string' && threadId !== '' ? { prompt, threadId } : { prompt };
       return proxy(request, reply, user.id, { method: 'POST', path: '/agent/prompt', json });
     },
@@ -112,7 +112,7 @@ export async function tradingRoutes(app: App, { config }: { config: WebConfig })
     async (request, reply) => {
       const user = await requireSessionUser(request);
       const jobId = request.query.jobId?.trim();
-      if (!jobId) throw new HttpError(400, 'jobId is required');
+      if (!jobId) throw new DomainError('FIELD_REQUIRED', { field: 'jobId' });
       return proxy(request, reply, user.id, { method: 'GET', path: `/agent/job/${encodeURIComponent(jobId)}` });
     },
   );

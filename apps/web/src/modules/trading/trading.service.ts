@@ -1,4 +1,4 @@
-import { HttpError, decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
+import { decryptSecret, DomainError, encryptSecret, parseEncryptionKey } from '@aop/core';
 import type { Database, Tx } from '@aop/db';
 import type { WebConfig } from '../../config.js';
 
@@ -51,11 +51,11 @@ export async function resolveTradingKey(db: Database, config: TradingConfig, use
       return decryptSecret(parseEncryptionKey(config.encryptionKey), row.key_enc, userId);
     } catch {
       // The encryption key changed or the row was altered: the user has to save the key again.
-      throw new HttpError(503, UNREADABLE_KEY_MESSAGE, { needsKey: true });
+      throw new DomainError('UNREADABLE_TRADING_KEY', undefined, { needsKey: true });
     }
   }
   if (config.trading.platformKey) return config.trading.platformKey;
-  throw new HttpError(503, NO_KEY_MESSAGE, { needsKey: true });
+  throw new DomainError('NO_TRADING_KEY', undefined, { needsKey: true });
 }
 
 export interface TradingCall {
@@ -71,9 +71,9 @@ export interface TradingAnswer {
 }
 
 /** Why a call failed, in words that never carry the key or the upstream's body. */
-export class TradingRequestError extends HttpError {
+export class TradingRequestError extends DomainError<'TRADING_REQUEST_FAILED'> {
   constructor(readonly reason: string) {
-    super(500, `Trading service request failed: ${reason}`);
+    super('TRADING_REQUEST_FAILED', { reason });
   }
 }
 

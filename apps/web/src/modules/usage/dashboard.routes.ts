@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
@@ -48,12 +48,12 @@ export async function dashboardRoutes(app: App, { config }: { config: WebConfig 
     async (request) => {
       const user = await requireUser(request);
       const period = request.query.period || '7d';
-      if (!isCostPeriod(period)) throw new HttpError(400, 'Invalid period');
+      if (!isCostPeriod(period)) throw new DomainError('INVALID_PERIOD');
       try {
         return await app.db.withUser(user.id, (trx) => costReport(trx, user.id, period, app.clock(), config.billing.plans));
       } catch (err) {
         request.log.error({ err }, 'cost dashboard failed');
-        throw new HttpError(500, 'Failed to fetch cost data');
+        throw new DomainError('FAILED_FETCH_COST_DATA');
       }
     },
   );
@@ -68,7 +68,7 @@ export async function dashboardRoutes(app: App, { config }: { config: WebConfig 
       request.log.error({ err }, 'dashboard stats failed');
       return EMPTY_STATS;
     }
-    if (!stats) throw new HttpError(404, 'User not found');
+    if (!stats) throw new DomainError('USER_NOT_FOUND');
     return stats;
   });
 }

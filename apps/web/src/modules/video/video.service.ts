@@ -1,4 +1,4 @@
-import { HttpError, newId } from '@aop/core';
+import { DomainError, newId } from '@aop/core';
 import type { Database, VideoJobStatus } from '@aop/db';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebConfig } from '../../config.js';
@@ -50,21 +50,21 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 function text(body: Record<string, unknown>, field: string, max: number): string {
   const value = body[field];
   if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) {
-    throw new HttpError(400, `${field} is required`);
+    throw new DomainError('FIELD_REQUIRED', { field });
   }
-  if (typeof value !== 'string') throw new HttpError(400, `${field} must be a string`);
+  if (typeof value !== 'string') throw new DomainError('FIELD_NOT_STRING', { field });
   const trimmed = value.trim();
-  if (trimmed.length > max) throw new HttpError(400, `${field} must be at most ${max} characters`);
+  if (trimmed.length > max) throw new DomainError('FIELD_TOO_LONG', { field, max });
   return trimmed;
 }
 
 function list(body: Record<string, unknown>, field: string): string[] {
   const value = body[field];
-  if (value === undefined || value === null) throw new HttpError(400, `${field} is required`);
-  const message = `${field} must be a list of 1 to ${VIDEO_LIMITS.items} non-empty strings of at most ${VIDEO_LIMITS.item} characters`;
-  if (!Array.isArray(value) || value.length === 0 || value.length > VIDEO_LIMITS.items) throw new HttpError(400, message);
+  if (value === undefined || value === null) throw new DomainError('FIELD_REQUIRED', { field });
+  const invalid = () => new DomainError('INVALID_TEXT_LIST', { field, max: VIDEO_LIMITS.items, length: VIDEO_LIMITS.item });
+  if (!Array.isArray(value) || value.length === 0 || value.length > VIDEO_LIMITS.items) throw invalid();
   return value.map((item) => {
-    if (typeof item !== 'string' || item.trim() === '' || item.trim().length > VIDEO_LIMITS.item) throw new HttpError(400, message);
+    if (typeof item !== 'string' || item.trim() === '' || item.trim().length > VIDEO_LIMITS.item) throw invalid();
     return item.trim();
   });
 }
@@ -75,16 +75,16 @@ function httpUrl(body: Record<string, unknown>, field: string): string {
   try {
     url = new URL(value);
   } catch {
-    throw new HttpError(400, `${field} must be an http or https URL`);
+    throw new DomainError('FIELD_NOT_HTTP_URL', { field });
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new HttpError(400, `${field} must be an http or https URL`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new DomainError('FIELD_NOT_HTTP_URL', { field });
   return url.href;
 }
 
 /** The request body as one of the four inputs; 400 `Invalid video type` or `<field> …` otherwise. */
 export function parseVideoRequest(body: unknown): VideoInput {
   if (!isObject(body) || typeof body.type !== 'string' || !(VIDEO_TYPES as readonly string[]).includes(body.type)) {
-    throw new HttpError(400, INVALID_VIDEO_TYPE);
+    throw new DomainError('INVALID_VIDEO_TYPE');
   }
   switch (body.type as VideoType) {
     case 'demo':
@@ -295,7 +295,7 @@ export async function generateVideo(
 ): Promise<{ url: string; jobId: string }> {
   if (!video || !blob) {
     log.error({ video: Boolean(video), blob: Boolean(blob) }, 'video generation needs VIDEO_API_URL/KEY and BLOB_* settings');
-    throw new HttpError(500, VIDEO_NOT_CONFIGURED);
+    throw new DomainError('VIDEO_NOT_CONFIGURED');
   }
   const jobId = newId('videoJob');
   await db.withUser(userId, (trx) =>
@@ -354,15 +354,15 @@ export async function generateVideo(
       if (renderId) cancelRender(video, renderId, log);
       await finish({ status: 'timed_out', render_id: renderId, error: `no result within ${video.timeoutMs} ms` }).catch(() => {});
       log.warn({ jobId, renderId, timeoutMs: video.timeoutMs }, 'video generation timed out');
-      throw new HttpError(500, 'Video generation timed out');
+      throw new DomainError('VIDEO_GENERATION_TIMED_OUT');
     }
     const reason = err instanceof VideoJobError ? err.message : 'unexpected error';
     await finish({ status: 'failed', render_id: renderId, error: reason }).catch(() => {});
     if (err instanceof VideoJobError) {
       log.error({ jobId, renderId, reason }, 'video generation failed');
-      throw new HttpError(500, err.kind === 'upload' ? 'Video upload failed' : 'Video generation failed');
+      throw new DomainError(err.kind === 'upload' ? 'VIDEO_UPLOAD_FAILED' : 'VIDEO_GENERATION_FAILED');
     }
     log.error({ err, jobId }, 'video generation failed');
-    throw new HttpError(500, 'Video generation failed');
+    throw new DomainError('VIDEO_GENERATION_FAILED');
   }
 }

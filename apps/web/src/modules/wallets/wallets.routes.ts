@@ -1,4 +1,4 @@
-import { type App, HttpError } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
@@ -20,8 +20,6 @@ const MINUTE = 60_000;
 
 export const WALLET_PROVIDER_ACTIONS = ['create_wallet', 'get_balance', 'create_payment', 'onramp'] as const;
 type WalletProviderAction = (typeof WALLET_PROVIDER_ACTIONS)[number];
-export const INVALID_WALLET_ACTION = `Invalid action. Must be: ${WALLET_PROVIDER_ACTIONS.join(', ')}`;
-
 /** Wallets are the caller's money: a signed-in person only, 401 before any body check. */
 const authenticate = async (request: FastifyRequest) => {
   await requireSessionUser(request);
@@ -65,7 +63,7 @@ export async function walletAccountRoutes(app: App, { config }: { config: WebCon
     const body = (request.body ?? {}) as { action?: unknown; address?: unknown; to?: unknown; amount?: unknown };
     const action = body.action;
     if (typeof action !== 'string' || !(WALLET_PROVIDER_ACTIONS as readonly string[]).includes(action)) {
-      throw new HttpError(400, INVALID_WALLET_ACTION);
+      throw new DomainError('INVALID_ACTION_CHOICE', { allowed: WALLET_PROVIDER_ACTIONS.join(', ') });
     }
     switch (action as WalletProviderAction) {
       case 'create_wallet': {

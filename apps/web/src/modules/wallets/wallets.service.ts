@@ -1,4 +1,4 @@
-import { type CounterStore, HttpError } from '@aop/core';
+import { type CounterStore, DomainError, isDomainError } from '@aop/core';
 import { type Database, isUniqueViolation, writeAudit } from '@aop/db';
 import {
   type Address,
@@ -95,15 +95,15 @@ export async function linkWallet(
   const { config } = deps;
   const { address, message, signature } = body;
   if (typeof address !== 'string' || typeof message !== 'string' || typeof signature !== 'string' || !address || !message || !signature) {
-    throw new HttpError(400, 'Missing: address, message, signature');
+    throw new DomainError('MISSING_ADDRESS_MESSAGE_SIGNATURE');
   }
-  if (!isAddress(address, { strict: false })) throw new HttpError(400, 'Invalid wallet address');
-  if (message.length > MAX_MESSAGE_LENGTH) throw new HttpError(400, 'Invalid SIWE message: too long');
+  if (!isAddress(address, { strict: false })) throw new DomainError('INVALID_WALLET_ADDRESS');
+  if (message.length > MAX_MESSAGE_LENGTH) throw new DomainError('INVALID_SIWE_MESSAGE_TOO_LONG');
 
   const siwe = parseSiweMessage(message);
-  if (!siwe.nonce) throw new HttpError(400, 'Missing nonce in signed message');
-  if (!siwe.address || !isAddressEqual(siwe.address, address)) throw new HttpError(401, 'Signed wallet address mismatch');
-  const refuse = (reason: string) => new HttpError(401, `Invalid SIWE message: ${reason}`);
+  if (!siwe.nonce) throw new DomainError('MISSING_NONCE_SIGNED_MESSAGE');
+  if (!siwe.address || !isAddressEqual(siwe.address, address)) throw new DomainError('SIGNED_WALLET_ADDRESS_MISMATCH');
+  const refuse = (reason: string) => new DomainError('INVALID_SIWE_MESSAGE', { reason });
   if (siwe.statement !== WALLET_LINK_STATEMENT) throw refuse(`the statement must be "${WALLET_LINK_STATEMENT}"`);
   if (siwe.version !== '1') throw refuse('unsupported version');
   if (siwe.domain !== config.siweDomain) throw refuse('wrong domain');
@@ -118,10 +118,10 @@ export async function linkWallet(
   if (siwe.issuedAt.getTime() > now + ISSUED_AT_SKEW_MS) throw refuse('issued in the future');
   if (siwe.expirationTime && siwe.expirationTime.getTime() <= now) throw refuse('expired');
   if (siwe.notBefore && siwe.notBefore.getTime() > now) throw refuse('not yet valid');
-  if (signature.length > MAX_SIGNATURE_LENGTH || !HEX.test(signature)) throw new HttpError(401, 'Invalid signature');
+  if (signature.length > MAX_SIGNATURE_LENGTH || !HEX.test(signature)) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
 
   // Single use, whatever happens next.
-  if ((await deps.counters.take(nonceKey(siwe.nonce))) === null) throw new HttpError(401, 'Invalid or expired nonce');
+  if ((await deps.counters.take(nonceKey(siwe.nonce))) === null) throw new DomainError('INVALID_EXPIRED_NONCE');
 
   const wallet = siwe.address.toLowerCase() as Address;
   const sig = signature as Hex;
@@ -130,19 +130,19 @@ export async function linkWallet(
   if (client) {
     // The chain's answer covers EOAs (ecrecover), deployed contract wallets and counterfactual ones.
     signer = await detectWalletKind(client, wallet, sig);
-    if (!(await client.verifyMessage({ address: wallet, message, signature: sig }))) throw new HttpError(401, 'Invalid signature');
+    if (!(await client.verifyMessage({ address: wallet, message, signature: sig }))) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
   } else {
     // No chain to ask: only a plain ECDSA signature by the address's own key proves it.
     let valid = false;
     try {
       valid = await verifyMessage({ address: wallet, message, signature: sig });
     } catch {}
-    if (!valid) throw new HttpError(401, 'Invalid signature');
+    if (!valid) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
     signer = 'eoa';
   }
 
   const owner = await deps.db.kysely.selectFrom('users').select('id').where('wallet_address', '=', wallet).executeTakeFirst();
-  if (owner && owner.id !== userId) throw new HttpError(409, 'Wallet already linked to another account');
+  if (owner && owner.id !== userId) throw new DomainError('WALLET_ALREADY_LINKED_ANOTHER_ACCOUNT');
   try {
     const created = await deps.db.withUser(userId, async (trx) => {
       const existing = await trx.selectFrom('wallets').select(['created_at']).where('address', '=', wallet).executeTakeFirst();
@@ -158,7 +158,7 @@ export async function linkWallet(
     return { wallet: { address: wallet, kind: 'external', signer, createdAt: created.createdAt.toISOString() }, created: created.created };
   } catch (err) {
     // Row-level security hides other accounts' wallets; the unique index still sees them.
-    if (isUniqueViolation(err, 'wallets_address_key')) throw new HttpError(409, 'Wallet already linked to another account');
+    if (isUniqueViolation(err, 'wallets_address_key')) throw new DomainError('WALLET_ALREADY_LINKED_ANOTHER_ACCOUNT');
     throw err;
   }
 }
@@ -189,7 +189,7 @@ export async function callWalletProvider(
     });
   } catch (err) {
     log.warn({ path, reason: (err as Error).name }, 'wallet provider unreachable');
-    throw new HttpError(502, 'Wallet provider request failed');
+    throw new DomainError('WALLET_PROVIDER_REQUEST_FAILED');
   }
   const text = await res.text();
   let json: unknown;
@@ -198,13 +198,13 @@ export async function callWalletProvider(
   } catch {}
   if (!res.ok || typeof json !== 'object' || json === null || Array.isArray(json)) {
     log.warn({ path, status: res.status }, 'wallet provider refused');
-    throw new HttpError(502, 'Wallet provider request failed');
+    throw new DomainError('WALLET_PROVIDER_REQUEST_FAILED');
   }
   return json as Record<string, unknown>;
 }
 
 const requireProvider = (config: WebConfig): ProviderConfig => {
-  if (!config.walletProvider) throw new HttpError(503, PROVIDER_UNCONFIGURED);
+  if (!config.walletProvider) throw new DomainError('PROVIDER_UNCONFIGURED');
   return config.walletProvider;
 };
 
@@ -234,7 +234,7 @@ export async function createCustodialWallet(
   const answer = await callWalletProvider(provider, '/wallets', { userId }, deps.log);
   if (typeof answer.address !== 'string' || !isAddress(answer.address, { strict: false }) || isAddressEqual(answer.address, zeroAddress)) {
     deps.log.warn({ path: '/wallets' }, 'wallet provider answered without an address');
-    throw new HttpError(502, 'Wallet provider request failed');
+    throw new DomainError('WALLET_PROVIDER_REQUEST_FAILED');
   }
   const address = answer.address.toLowerCase();
   try {
@@ -249,7 +249,7 @@ export async function createCustodialWallet(
     });
     return { wallet: view(row), created: true };
   } catch (err) {
-    if (isUniqueViolation(err, 'wallets_address_key')) throw new HttpError(409, 'Wallet already linked to another account');
+    if (isUniqueViolation(err, 'wallets_address_key')) throw new DomainError('WALLET_ALREADY_LINKED_ANOTHER_ACCOUNT');
     throw err;
   }
 }
@@ -264,13 +264,13 @@ export async function createProviderPayment(
   ip: string,
 ) {
   const provider = requireProvider(deps.config);
-  if (typeof body.to !== 'string' || !isAddress(body.to, { strict: false })) throw new HttpError(400, 'to must be a wallet address');
+  if (typeof body.to !== 'string' || !isAddress(body.to, { strict: false })) throw new DomainError('TO_NOT_WALLET_ADDRESS');
   if (typeof body.amount !== 'string' || !AMOUNT.test(body.amount) || Number(body.amount) <= 0) {
-    throw new HttpError(400, 'amount must be a positive decimal string');
+    throw new DomainError('AMOUNT_POSITIVE_DECIMAL_STRING');
   }
   const wallets = await listWallets(deps.db, userId);
   const from = wallets.find((w) => w.kind === 'custodial');
-  if (!from) throw new HttpError(404, 'No custodial wallet; create one first');
+  if (!from) throw new DomainError('NO_CUSTODIAL_WALLET_CREATE_ONE');
   const answer = await callWalletProvider(
     provider,
     '/payments',
@@ -297,10 +297,10 @@ export async function providerOnramp(
 ) {
   const provider = requireProvider(deps.config);
   if (body.amount !== undefined && (typeof body.amount !== 'string' || !AMOUNT.test(body.amount) || Number(body.amount) <= 0)) {
-    throw new HttpError(400, 'amount must be a positive decimal string');
+    throw new DomainError('AMOUNT_POSITIVE_DECIMAL_STRING');
   }
   const address = primaryAddress(await listWallets(deps.db, userId));
-  if (!address) throw new HttpError(404, 'No wallet linked');
+  if (!address) throw new DomainError('NO_WALLET_LINKED');
   const answer = await callWalletProvider(
     provider,
     '/onramp',
@@ -309,7 +309,7 @@ export async function providerOnramp(
   );
   if (typeof answer.url !== 'string' || !/^https?:\/\//.test(answer.url)) {
     deps.log.warn({ path: '/onramp' }, 'wallet provider answered without a URL');
-    throw new HttpError(502, 'Wallet provider request failed');
+    throw new DomainError('WALLET_PROVIDER_REQUEST_FAILED');
   }
   return { url: answer.url, address };
 }
@@ -330,12 +330,12 @@ async function ownAddress(db: Database, userId: string, requested: unknown): Pro
   const wallets = await listWallets(db, userId);
   if (requested === undefined || requested === null || requested === '') {
     const primary = primaryAddress(wallets);
-    if (!primary) throw new HttpError(404, 'No wallet linked');
+    if (!primary) throw new DomainError('NO_WALLET_LINKED');
     return primary as Address;
   }
-  if (typeof requested !== 'string' || !isAddress(requested, { strict: false })) throw new HttpError(400, 'Invalid wallet address');
+  if (typeof requested !== 'string' || !isAddress(requested, { strict: false })) throw new DomainError('INVALID_WALLET_ADDRESS');
   const lower = requested.toLowerCase();
-  if (!wallets.some((w) => w.address === lower)) throw new HttpError(403, 'Wallet not linked to this account');
+  if (!wallets.some((w) => w.address === lower)) throw new DomainError('WALLET_NOT_LINKED_ACCOUNT');
   return lower as Address;
 }
 
@@ -346,7 +346,7 @@ export async function walletBalance(
   requested: unknown,
 ) {
   const payments = deps.config.payments;
-  if (!payments) throw new HttpError(503, PAYMENT_CHAIN_UNCONFIGURED);
+  if (!payments) throw new DomainError('PAYMENT_CHAIN_UNCONFIGURED');
   const address = await ownAddress(deps.db, userId, requested);
   let balance: bigint;
   try {
@@ -358,7 +358,7 @@ export async function walletBalance(
     });
   } catch (err) {
     deps.log.warn({ reason: (err as Error).name }, 'payment chain balance read failed');
-    throw new HttpError(502, 'Payment chain request failed');
+    throw new DomainError('PAYMENT_CHAIN_REQUEST_FAILED');
   }
   const formatted = formatUnits(balance, payments.tokenDecimals);
   return {
@@ -388,7 +388,7 @@ export async function reverseName(
   try {
     address = await ownAddress(deps.db, userId, requested);
   } catch (err) {
-    if (err instanceof HttpError && err.statusCode === 404) return { address: null, basename: null };
+    if (isDomainError(err, 'NO_WALLET_LINKED')) return { address: null, basename: null };
     throw err;
   }
   const basename = deps.config.basename;
@@ -407,6 +407,6 @@ export async function reverseName(
     return { address, basename: isAddressEqual(forward, address) ? name : null };
   } catch (err) {
     deps.log.warn({ reason: (err as Error).name }, 'reverse name lookup failed');
-    throw new HttpError(502, 'Name lookup failed');
+    throw new DomainError('NAME_LOOKUP_FAILED');
   }
 }

@@ -1,4 +1,4 @@
-import { type App, HttpError, checkJsonText, safeEqual } from '@aop/core';
+import { type App, DomainError, checkJsonText, safeEqual } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
@@ -24,7 +24,7 @@ function signedJson(request: FastifyRequest, secret: string | undefined, now: nu
   if (!Buffer.isBuffer(raw) || raw.length === 0) {
     // Unsigned junk is refused for the missing signature first, so probing says nothing about the body rules.
     verifyWebhook(secret, request.headers, Buffer.alloc(0), now);
-    throw new HttpError(400, 'Invalid payload');
+    throw new DomainError('INVALID_PAYLOAD');
   }
   const delivery = verifyWebhook(secret, request.headers, raw, now);
   const text = raw.toString('utf8');
@@ -35,9 +35,9 @@ function signedJson(request: FastifyRequest, secret: string | undefined, now: nu
   try {
     payload = JSON.parse(text);
   } catch {
-    throw new HttpError(400, 'Invalid payload');
+    throw new DomainError('INVALID_PAYLOAD');
   }
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new HttpError(400, 'Invalid payload');
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw new DomainError('INVALID_PAYLOAD');
   return { delivery, payload: payload as Record<string, unknown> };
 }
 
@@ -49,10 +49,10 @@ async function requireOperator(request: FastifyRequest, internalApiKey: string |
   const header = request.headers.authorization;
   if (internalApiKey && header?.startsWith('Bearer ') && !header.startsWith('Bearer sk_')) {
     if (safeEqual(header.slice('Bearer '.length).trim(), internalApiKey)) return;
-    throw new HttpError(403, 'Forbidden');
+    throw new DomainError('FORBIDDEN');
   }
   const user = await requireUser(request);
-  if (!user.isAdmin) throw new HttpError(403, 'Forbidden');
+  if (!user.isAdmin) throw new DomainError('FORBIDDEN');
 }
 
 const CATEGORIES: readonly HostingCategory[] = ['deployment', 'platform'];
@@ -80,7 +80,7 @@ export async function webhookRoutes(app: App, { config }: { config: WebConfig })
         try {
           event = parseEmailEvent(payload, delivery.timestampMs);
         } catch (err) {
-          if (err instanceof InvalidEmailEventError) throw new HttpError(400, 'Invalid payload');
+          if (err instanceof InvalidEmailEventError) throw new DomainError('INVALID_PAYLOAD');
           throw err;
         }
         if (!event) return { received: true, id: delivery.id, ignored: true };
@@ -106,7 +106,7 @@ export async function webhookRoutes(app: App, { config }: { config: WebConfig })
         try {
           event = parseHostingEvent(payload, delivery.timestampMs);
         } catch (err) {
-          if (err instanceof InvalidHostingEventError) throw new HttpError(400, 'Invalid payload');
+          if (err instanceof InvalidHostingEventError) throw new DomainError('INVALID_PAYLOAD');
           throw err;
         }
         const stored = await storeHostingEvent(app.db.kysely, delivery.id, event, payload);
@@ -134,10 +134,10 @@ export async function webhookRoutes(app: App, { config }: { config: WebConfig })
       await requireOperator(request, config.internalApiKey);
       const { category, serviceId } = request.query;
       if (category !== undefined && !(CATEGORIES as readonly string[]).includes(category)) {
-        throw new HttpError(400, 'category must be deployment or platform');
+        throw new DomainError('CATEGORY_DEPLOYMENT_PLATFORM');
       }
       const raw = request.query.after;
-      if (raw !== undefined && !/^\d{1,18}$/.test(raw)) throw new HttpError(400, 'after must be a cursor from an earlier answer');
+      if (raw !== undefined && !/^\d{1,18}$/.test(raw)) throw new DomainError('AFTER_CURSOR_FROM_EARLIER_ANSWER');
       const after = raw === undefined ? undefined : Number(raw);
       const limit = intQuery(request.query.limit, 'limit', 50, 1, 200);
       const events = await listHostingEvents(app.db.kysely, {

@@ -1,4 +1,4 @@
-import { type App, HttpError, checkJsonText } from '@aop/core';
+import { type App, DomainError, checkJsonText } from '@aop/core';
 import { type Static, Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import {
@@ -50,20 +50,20 @@ function jsonObjectText(value: unknown, fallback: string, field: string): string
     try {
       parsed = JSON.parse(value);
     } catch {
-      throw new HttpError(400, `Invalid node ${field}`);
+      throw new DomainError('INVALID_NODE_FIELD', { field });
     }
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new HttpError(400, `Invalid node ${field}`);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new DomainError('INVALID_NODE_FIELD', { field });
   return JSON.stringify(parsed);
 }
 
 function parseNodes(value: unknown): NodeRow[] {
-  if (!Array.isArray(value)) throw new HttpError(400, 'nodes must be an array');
-  if (value.length > MAX_NODES) throw new HttpError(400, `At most ${MAX_NODES} nodes`);
+  if (!Array.isArray(value)) throw new DomainError('NODES_ARRAY');
+  if (value.length > MAX_NODES) throw new DomainError('TOO_MANY_NODES', { max: MAX_NODES });
   return value.map((node) => {
     const type = (node as { type?: unknown } | null)?.type;
     if (typeof type !== 'string' || !NODE_TYPES.includes(type as NodeType)) {
-      throw new HttpError(400, `Invalid node type: use ${NODE_TYPES.join(', ')}`);
+      throw new DomainError('INVALID_NODE_TYPE', { allowed: NODE_TYPES.join(', ') });
     }
     const n = node as { config?: unknown; position?: unknown };
     return {
@@ -75,14 +75,14 @@ function parseNodes(value: unknown): NodeRow[] {
 }
 
 function checkedName(value: unknown): string {
-  if (typeof value !== 'string' || value.trim() === '') throw new HttpError(400, 'Name required');
-  if (value.trim().length > NAME_MAX) throw new HttpError(400, `Name must be at most ${NAME_MAX} characters`);
+  if (typeof value !== 'string' || value.trim() === '') throw new DomainError('NAME_REQUIRED');
+  if (value.trim().length > NAME_MAX) throw new DomainError('NAME_TOO_LONG', { max: NAME_MAX });
   return value.trim();
 }
 
 function checkedDescription(value: unknown): string | null {
   if (value === null || value === undefined) return null;
-  if (typeof value !== 'string') throw new HttpError(400, 'description must be a string');
+  if (typeof value !== 'string') throw new DomainError('FIELD_NOT_STRING', { field: 'description' });
   return value;
 }
 
@@ -134,7 +134,7 @@ export async function workflowRoutes(app: App): Promise<void> {
     async (request) => {
       const user = await requireUser(request);
       const workflow = await getWorkflow(app.db, user.id, request.params.workflowId);
-      if (!workflow) throw new HttpError(404, 'Workflow not found');
+      if (!workflow) throw new DomainError('WORKFLOW_NOT_FOUND');
       return { workflow };
     },
   );
@@ -156,13 +156,13 @@ export async function workflowRoutes(app: App): Promise<void> {
       if (body.name !== undefined) changes.name = checkedName(body.name);
       if (body.description !== undefined) changes.description = checkedDescription(body.description);
       if (body.enabled !== undefined) {
-        if (typeof body.enabled !== 'boolean') throw new HttpError(400, 'enabled must be a boolean');
+        if (typeof body.enabled !== 'boolean') throw new DomainError('FIELD_NOT_BOOLEAN', { field: 'enabled' });
         changes.enabled = body.enabled;
       }
       const nodes = body.nodes === undefined ? undefined : parseNodes(body.nodes);
       const now = new Date(app.clock());
       const workflow = await updateWorkflow(app.db, user.id, request.params.workflowId, changes, nodes, now);
-      if (!workflow) throw new HttpError(404, 'Workflow not found');
+      if (!workflow) throw new DomainError('WORKFLOW_NOT_FOUND');
       return { workflow };
     },
   );
@@ -172,7 +172,7 @@ export async function workflowRoutes(app: App): Promise<void> {
     { schema: { tags: ['workflows'], params: Params, response: { 200: Type.Object({ deleted: Type.Literal(true) }) } } },
     async (request) => {
       const user = await requireUser(request);
-      if (!(await deleteWorkflow(app.db, user.id, request.params.workflowId))) throw new HttpError(404, 'Workflow not found');
+      if (!(await deleteWorkflow(app.db, user.id, request.params.workflowId))) throw new DomainError('WORKFLOW_NOT_FOUND');
       return { deleted: true as const };
     },
   );

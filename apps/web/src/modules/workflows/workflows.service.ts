@@ -1,4 +1,4 @@
-import { HttpError, newId } from '@aop/core';
+import { DomainError, newId } from '@aop/core';
 import type { Database, Tx } from '@aop/db';
 
 /** Workflows and their nodes (spec §4.9 / §2.7), read and written as the user so row-level security scopes them. */
@@ -67,7 +67,7 @@ async function loadWorkflows(trx: Tx, ids?: string[]): Promise<WorkflowView[]> {
 /** A workflow just written in `trx`; missing only if something is badly wrong, and then the transaction rolls back. */
 async function loadOne(trx: Tx, id: string): Promise<WorkflowView> {
   const [workflow] = await loadWorkflows(trx, [id]);
-  if (!workflow) throw new HttpError(404, 'Workflow not found');
+  if (!workflow) throw new DomainError('WORKFLOW_NOT_FOUND');
   return workflow;
 }
 

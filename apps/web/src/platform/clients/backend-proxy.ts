@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type BackendClient, BackendUnavailableError } from './backend-client.js';
 import { type AuthUser, backendCaller } from '../sessions.js';
@@ -32,7 +32,7 @@ export interface ProxyCall {
 export function backendPath(pattern: string, params: Record<string, string | undefined>): string {
   return pattern.replace(/:(\w+)/g, (_match, name: string) => {
     const value = params[name];
-    if (value === undefined || value === '' || value === '.' || value === '..') throw new HttpError(400, `Invalid ${name}`);
+    if (value === undefined || value === '' || value === '.' || value === '..') throw new DomainError('INVALID_PARAMETER', { name });
     return encodeURIComponent(value);
   });
 }
@@ -53,9 +53,9 @@ const forwardedHeaders = (request: FastifyRequest): Record<string, string> => ({
   'x-forwarded-for': request.ip,
 });
 
-function unreachable(request: FastifyRequest, err: BackendUnavailableError): HttpError {
+function unreachable(request: FastifyRequest, err: BackendUnavailableError): DomainError {
   request.log.warn({ attempts: err.attempts }, 'backend unreachable');
-  return new HttpError(502, BACKEND_UNREACHABLE);
+  return new DomainError('BACKEND_UNREACHABLE');
 }
 
 /** Sends `body` as the backend's JSON, byte for byte what it meant (a JSON string stays a JSON string). */
@@ -120,7 +120,7 @@ export async function relayEventStream(
       body = text ? JSON.parse(text) : null;
     } catch {
       request.log.warn({ status: response.status }, 'backend answered malformed JSON');
-      throw new HttpError(502, BACKEND_UNREACHABLE);
+      throw new DomainError('BACKEND_UNREACHABLE');
     }
     return sendJson(reply, response.status, body);
   }

@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import type { Database } from '@aop/db';
 import { type GatewayConnection, connectGateway } from '@aop/gateway-client';
 import type { WebConfig } from '../../config.js';
@@ -148,13 +148,13 @@ export async function withGateway<T>(target: GatewayTarget, timeoutMs: number, f
 }
 
 /** For routes whose only answer to a missing gateway is an error: 404 no agent, 503 no token, 502 backend down. */
-export function gatewayHttpError(err: GatewayUnavailableError): HttpError {
+export function gatewayUnavailableError(err: GatewayUnavailableError): DomainError {
   switch (err.reason) {
     case 'no-agent':
-      return new HttpError(404, 'No agent found');
+      return new DomainError('NO_AGENT_FOUND');
     case 'no-token':
-      return new HttpError(503, 'No gateway token available');
+      return new DomainError('NO_GATEWAY_TOKEN_AVAILABLE');
     case 'backend-unreachable':
-      return new HttpError(502, 'Backend unreachable');
+      return new DomainError('BACKEND_UNREACHABLE');
   }
 }

@@ -1,5 +1,5 @@
 import cookie from '@fastify/cookie';
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { WebConfig } from '../../config.js';
@@ -54,10 +54,13 @@ async function auth(app: FastifyInstance, { config, clock }: { config: WebConfig
 
 export const authPlugin = fp(auth, { name: 'auth', dependencies: ['shared-http'] });
 
-/** The signed-in user, or 401 with `message` (`Unauthorized` unless the spec names another). */
-export async function requireUser(request: FastifyRequest, message = 'Unauthorized'): Promise<AuthUser> {
+/** The 401 answers the spec names for a missing sign-in, route by route. */
+type UnauthorizedCode = 'UNAUTHORIZED' | 'UNAUTHORIZED_LOWERCASE' | 'NOT_AUTHENTICATED';
+
+/** The signed-in user, or 401 (`Unauthorized` unless the spec names another message). */
+export async function requireUser(request: FastifyRequest, code: UnauthorizedCode = 'UNAUTHORIZED'): Promise<AuthUser> {
   const user = await request.currentUser();
-  if (!user) throw new HttpError(401, message);
+  if (!user) throw new DomainError(code);
   return user;
 }
 
@@ -65,14 +68,14 @@ export async function requireUser(request: FastifyRequest, message = 'Unauthoriz
  * A signed-in person, not an API key: for what a leaked key must never do
  * (mint keys, change the sign-in email or the password), 403 otherwise.
  */
-export async function requireSessionUser(request: FastifyRequest, message = 'Unauthorized'): Promise<AuthUser> {
-  const user = await requireUser(request, message);
-  if (user.via !== 'session') throw new HttpError(403, 'This action needs a signed-in session, not an API key');
+export async function requireSessionUser(request: FastifyRequest, code: UnauthorizedCode = 'UNAUTHORIZED'): Promise<AuthUser> {
+  const user = await requireUser(request, code);
+  if (user.via !== 'session') throw new DomainError('SESSION_REQUIRED_NOT_API_KEY');
   return user;
 }
 
 /** preHandler: an admin is required (401 without a session, 403 `Forbidden` for others). */
 export async function requireAdmin(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
   const user = await requireUser(request);
-  if (!user.isAdmin) throw new HttpError(403, 'Forbidden');
+  if (!user.isAdmin) throw new DomainError('FORBIDDEN');
 }

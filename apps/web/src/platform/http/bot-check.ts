@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 
 export interface BotCheckInput {
   /** The hidden form field people never fill in. */
@@ -15,9 +15,9 @@ export interface BotCheckInput {
  * remoteip; JSON answer with `success`).
  */
 export async function checkNotBot(input: BotCheckInput, verifier: { secret: string; url: string } | undefined): Promise<void> {
-  if (typeof input.honeypot === 'string' && input.honeypot.trim() !== '') throw new HttpError(403, 'Bot detected');
+  if (typeof input.honeypot === 'string' && input.honeypot.trim() !== '') throw new DomainError('BOT_DETECTED');
   if (!verifier) return;
-  if (typeof input.challengeToken !== 'string' || input.challengeToken === '') throw new HttpError(403, 'Bot check required');
+  if (typeof input.challengeToken !== 'string' || input.challengeToken === '') throw new DomainError('BOT_CHECK_REQUIRED');
   let success = false;
   try {
     const res = await fetch(verifier.url, {
@@ -30,5 +30,5 @@ export async function checkNotBot(input: BotCheckInput, verifier: { secret: stri
   } catch {
     success = false;
   }
-  if (!success) throw new HttpError(403, 'Bot check failed');
+  if (!success) throw new DomainError('BOT_CHECK_FAILED');
 }

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { HttpError, safeEqual } from '@aop/core';
+import { DomainError, safeEqual } from '@aop/core';
 
 /**
  * Standard Webhooks signatures, the scheme of the email provider (Svix: `svix-id`, `svix-timestamp`,
@@ -47,21 +47,21 @@ const ID_FORMAT = /^[A-Za-z0-9_.:-]{1,200}$/;
  * matching signature → 403. Signatures are compared in constant time.
  */
 export function verifyWebhook(secret: string | undefined, headers: Headers, body: Buffer, nowMs: number): VerifiedDelivery {
-  if (!secret) throw new HttpError(503, 'Webhook signing secret is not configured');
+  if (!secret) throw new DomainError('WEBHOOK_SECRET_UNCONFIGURED');
   const family = HEADER_FAMILIES.find((f) => header(headers, `${f}-signature`) !== undefined) ?? HEADER_FAMILIES[0];
   const id = header(headers, `${family}-id`);
   const timestamp = header(headers, `${family}-timestamp`);
   const signatures = header(headers, `${family}-signature`);
-  if (!id || !timestamp || !signatures) throw new HttpError(401, 'Missing webhook signature');
-  if (!ID_FORMAT.test(id) || !/^\d{1,12}$/.test(timestamp)) throw new HttpError(403, 'Invalid signature');
+  if (!id || !timestamp || !signatures) throw new DomainError('MISSING_WEBHOOK_SIGNATURE');
+  if (!ID_FORMAT.test(id) || !/^\d{1,12}$/.test(timestamp)) throw new DomainError('INVALID_SIGNATURE');
   const seconds = Number(timestamp);
-  if (Math.abs(nowMs - seconds * 1000) > WEBHOOK_TOLERANCE_MS) throw new HttpError(403, 'Webhook timestamp outside the tolerance zone');
+  if (Math.abs(nowMs - seconds * 1000) > WEBHOOK_TOLERANCE_MS) throw new DomainError('WEBHOOK_TIMESTAMP_REJECTED');
   const expected = signWebhook(secret, id, seconds, body);
   // Every candidate is compared (no early exit), so timing says nothing about which one matched.
   let matched = false;
   for (const candidate of signatures.split(' ')) {
     if (candidate.startsWith('v1,') && safeEqual(candidate, expected)) matched = true;
   }
-  if (!matched) throw new HttpError(403, 'Invalid signature');
+  if (!matched) throw new DomainError('INVALID_SIGNATURE');
   return { id, timestampMs: seconds * 1000 };
 }

@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import { GatewayError, type RestChatOptions, restChat, restChatStream } from '@aop/gateway-client';
 import { BackendUnavailableError } from '../../../platform/clients/backend-client.js';
 import { checkMessage, checkSessionKey, restChatUser } from '../../chat/agent-chat.service.js';
@@ -7,7 +7,7 @@ import {
   type GatewayDeps,
   type GatewayTarget,
   GatewayUnavailableError,
-  gatewayHttpError,
+  gatewayUnavailableError,
   resolveGateway,
 } from '../../../platform/clients/user-gateway.js';
 import { type GatewayPlugin, type PluginCaller, isAbsent, pluginFailed, pluginUnavailable } from './types.js';
@@ -42,7 +42,7 @@ async function anonymousTarget(deps: GatewayDeps, sharedUrl: string): Promise<Ga
 }
 
 /** A failed turn in fixed words; the gateway's own message is logged, never sent. */
-function turnFailure(err: unknown): HttpError {
+function turnFailure(err: unknown): DomainError {
   if (err instanceof GatewayError) {
     if (err.code === 'TIMEOUT') return pluginFailed('agent', 'The agent gateway timed out');
     if (err.code === 'CONNECT_FAILED') return pluginFailed('agent', 'The agent gateway is unreachable');
@@ -69,7 +69,7 @@ export function agentPlugin(deps: GatewayDeps, priceUsd: string | null): Gateway
       let sessionKey: string | null = null;
       if (user) sessionKey = checkSessionKey(fields.sessionKey);
       else {
-        if (!isAbsent(fields.sessionKey)) throw new HttpError(400, 'sessionKey needs a signed-in caller (session cookie or API key)');
+        if (!isAbsent(fields.sessionKey)) throw new DomainError('SESSIONKEY_NEEDS_SIGNED_CALLER_SESSION');
         if (!deps.config.gateway.sharedUrl) {
           throw pluginUnavailable('agent', 'No shared agent gateway is configured: sign in and use your own agent');
         }
@@ -81,7 +81,7 @@ export function agentPlugin(deps: GatewayDeps, priceUsd: string | null): Gateway
         try {
           target = user ? await resolveGateway(deps, user) : await anonymousTarget(deps, sharedUrl as string);
         } catch (err) {
-          if (err instanceof GatewayUnavailableError) throw gatewayHttpError(err);
+          if (err instanceof GatewayUnavailableError) throw gatewayUnavailableError(err);
           throw err;
         }
         const options: RestChatOptions = {

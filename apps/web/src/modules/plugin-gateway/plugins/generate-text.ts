@@ -1,8 +1,7 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import { type LlmCompletion, type LlmMessage, LlmRequestError, chatCompletion, chatCompletionStream } from '@aop/core/llm';
 import type { WebConfig } from '../../../config.js';
 import { CHAT_MESSAGE_MAX_CHARS } from '../../chat/agent-chat.service.js';
-import { UNSUPPORTED_DEMO_MODEL } from '../../demo/demo-chat.service.js';
 import { type GatewayPlugin, isAbsent, pluginFailed, pluginUnavailable } from './types.js';
 
 /** Output tokens when the body names none, and the most a call may ask for (the price is per call, not per token). */
@@ -16,24 +15,23 @@ const ROLES = new Set<LlmMessage['role']>(['system', 'user', 'assistant']);
 /** `prompt` (one user message) or `messages` (OpenAI-style `{ role, content }` list), exactly one of them. */
 export function generateTextMessages(fields: Record<string, unknown>): LlmMessage[] {
   const { prompt, messages } = fields;
-  if (!isAbsent(prompt) && !isAbsent(messages)) throw new HttpError(400, 'Send prompt or messages, not both');
+  if (!isAbsent(prompt) && !isAbsent(messages)) throw new DomainError('SEND_PROMPT_MESSAGES_NOT_BOTH');
   if (!isAbsent(prompt)) {
-    if (typeof prompt !== 'string' || prompt.trim() === '') throw new HttpError(400, 'prompt must be a non-empty string');
-    if (prompt.length > CHAT_MESSAGE_MAX_CHARS) throw new HttpError(400, `prompt too long (max ${CHAT_MESSAGE_MAX_CHARS} characters)`);
+    if (typeof prompt !== 'string' || prompt.trim() === '') throw new DomainError('PROMPT_NON_EMPTY_STRING');
+    if (prompt.length > CHAT_MESSAGE_MAX_CHARS) throw new DomainError('PROMPT_TOO_LONG', { max: CHAT_MESSAGE_MAX_CHARS });
     return [{ role: 'user', content: prompt }];
   }
-  if (isAbsent(messages)) throw new HttpError(400, 'prompt or messages required');
+  if (isAbsent(messages)) throw new DomainError('PROMPT_MESSAGES_REQUIRED');
   if (!Array.isArray(messages) || messages.length === 0 || messages.length > GENERATE_TEXT_MAX_MESSAGES) {
-    throw new HttpError(400, `messages must be a list of 1 to ${GENERATE_TEXT_MAX_MESSAGES} { role, content } entries`);
+    throw new DomainError('INVALID_MESSAGES_LIST', { max: GENERATE_TEXT_MAX_MESSAGES });
   }
   return messages.map((entry) => {
     const { role, content } = (entry ?? {}) as { role?: unknown; content?: unknown };
     if (typeof role !== 'string' || !ROLES.has(role as LlmMessage['role'])) {
-      throw new HttpError(400, 'Each message needs role system, user or assistant');
+      throw new DomainError('EACH_MESSAGE_NEEDS_ROLE_SYSTEM');
     }
-    if (typeof content !== 'string' || content.trim() === '') throw new HttpError(400, 'Each message needs a non-empty string content');
-    if (content.length > CHAT_MESSAGE_MAX_CHARS)
-      throw new HttpError(400, `Message content too long (max ${CHAT_MESSAGE_MAX_CHARS} characters)`);
+    if (typeof content !== 'string' || content.trim() === '') throw new DomainError('EACH_MESSAGE_NEEDS_NON_EMPTY');
+    if (content.length > CHAT_MESSAGE_MAX_CHARS) throw new DomainError('MESSAGE_CONTENT_TOO_LONG', { max: CHAT_MESSAGE_MAX_CHARS });
     return { role: role as LlmMessage['role'], content };
   });
 }
@@ -42,7 +40,7 @@ function maxTokensOf(fields: Record<string, unknown>): number {
   const value = fields.maxTokens ?? fields.max_tokens;
   if (isAbsent(value)) return GENERATE_TEXT_DEFAULT_MAX_TOKENS;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > GENERATE_TEXT_MAX_TOKENS) {
-    throw new HttpError(400, `maxTokens must be an integer from 1 to ${GENERATE_TEXT_MAX_TOKENS}`);
+    throw new DomainError('MAX_TOKENS_OUT_OF_RANGE', { max: GENERATE_TEXT_MAX_TOKENS });
   }
   return value;
 }
@@ -51,7 +49,7 @@ function temperatureOf(fields: Record<string, unknown>): number | undefined {
   const value = fields.temperature;
   if (isAbsent(value)) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2) {
-    throw new HttpError(400, 'temperature must be a number from 0 to 2');
+    throw new DomainError('TEMPERATURE_NUMBER_FROM_0_2');
   }
   return value;
 }
@@ -72,7 +70,7 @@ export function generateTextPlugin(config: Pick<WebConfig, 'demo' | 'plugins'>, 
       const messages = generateTextMessages(fields);
       const { models } = config.demo;
       const model = isAbsent(fields.model) ? models[0] : models.find((m) => m.id === fields.model);
-      if (!model) throw new HttpError(400, UNSUPPORTED_DEMO_MODEL);
+      if (!model) throw new DomainError('UNSUPPORTED_DEMO_MODEL');
       const maxTokens = maxTokensOf(fields);
       const temperature = temperatureOf(fields);
       const llm = config.demo.llm;

@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { WebConfig } from '../../../config.js';
 import type { GatewayDeps } from '../../../platform/clients/user-gateway.js';
@@ -34,6 +34,6 @@ export function routePlugin(headers: IncomingHttpHeaders, body: Record<string, u
   if (typeof named === 'string' && named.trim() !== '') return named.trim();
   const { plugin } = body;
   if (plugin === undefined || plugin === null || plugin === '') return DEFAULT_PLUGIN;
-  if (typeof plugin !== 'string') throw new HttpError(400, 'plugin must be a string');
+  if (typeof plugin !== 'string') throw new DomainError('FIELD_NOT_STRING', { field: 'plugin' });
   return plugin;
 }

@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import type { WebConfig } from '../../../config.js';
 import { type GatewayPlugin, MODEL_ID, type PluginLog, isAbsent, pluginFailed, pluginUnavailable } from './types.js';
 
@@ -61,7 +61,7 @@ const endpointUrl = (baseUrl: string, path: string) => `${baseUrl.replace(/\/+$/
 /** A model the body names, or the configured one. */
 function modelOf(value: unknown, fallback: string): string {
   if (isAbsent(value)) return fallback;
-  if (typeof value !== 'string' || !MODEL_ID.test(value)) throw new HttpError(400, 'model must be a model id');
+  if (typeof value !== 'string' || !MODEL_ID.test(value)) throw new DomainError('MODEL_NOT_MODEL_ID');
   return value;
 }
 
@@ -134,13 +134,13 @@ export function ttsPlugin(config: SpeechConfig, priceUsd: string | null): Gatewa
     priceUsd,
     prepare(fields) {
       const { text } = fields;
-      if (typeof text !== 'string' || text.trim() === '') throw new HttpError(400, 'text required');
-      if (text.length > TTS_MAX_CHARS) throw new HttpError(400, `text too long (max ${TTS_MAX_CHARS} characters)`);
+      if (typeof text !== 'string' || text.trim() === '') throw new DomainError('TEXT_REQUIRED');
+      if (text.length > TTS_MAX_CHARS) throw new DomainError('TEXT_TOO_LONG', { max: TTS_MAX_CHARS });
       const voice = isAbsent(fields.voice) ? config.plugins.ttsVoice : fields.voice;
-      if (typeof voice !== 'string' || !VOICE.test(voice)) throw new HttpError(400, 'voice must be a voice name');
+      if (typeof voice !== 'string' || !VOICE.test(voice)) throw new DomainError('VOICE_NOT_VOICE_NAME');
       const format = isAbsent(fields.format) ? 'mp3' : fields.format;
       if (typeof format !== 'string' || !TTS_FORMATS[format]) {
-        throw new HttpError(400, `format must be one of ${Object.keys(TTS_FORMATS).join(', ')}`);
+        throw new DomainError('UNSUPPORTED_AUDIO_FORMAT', { allowed: Object.keys(TTS_FORMATS).join(', ') });
       }
       const model = modelOf(fields.model, config.plugins.ttsModel);
       const speech = config.plugins.speech;
@@ -183,22 +183,22 @@ export function sniffAudioFormat(bytes: Buffer): string | undefined {
 /** `audio` as base64 (or a base64 `data:` URL) → its bytes and format (`format` field, else the URL's type, else sniffed). */
 export function sttAudio(fields: Record<string, unknown>): { bytes: Buffer; format: string } {
   const { audio } = fields;
-  if (typeof audio !== 'string' || audio.trim() === '') throw new HttpError(400, 'audio required (base64)');
+  if (typeof audio !== 'string' || audio.trim() === '') throw new DomainError('AUDIO_REQUIRED_BASE64');
   const dataUrl = DATA_URL.exec(audio);
   const encoded = (dataUrl ? audio.slice(dataUrl[0].length) : audio).replace(/\s+/g, '');
-  if (encoded === '' || encoded.length % 4 === 1 || !BASE64.test(encoded)) throw new HttpError(400, 'audio must be base64-encoded');
+  if (encoded === '' || encoded.length % 4 === 1 || !BASE64.test(encoded)) throw new DomainError('AUDIO_BASE64_ENCODED');
   const bytes = Buffer.from(encoded, 'base64');
-  if (bytes.length === 0) throw new HttpError(400, 'audio must be base64-encoded');
+  if (bytes.length === 0) throw new DomainError('AUDIO_BASE64_ENCODED');
   let format: string | undefined;
   if (!isAbsent(fields.format)) {
     if (typeof fields.format !== 'string' || !STT_FORMATS[fields.format]) {
-      throw new HttpError(400, `format must be one of ${Object.keys(STT_FORMATS).join(', ')}`);
+      throw new DomainError('UNSUPPORTED_AUDIO_FORMAT', { allowed: Object.keys(STT_FORMATS).join(', ') });
     }
     format = fields.format;
   } else {
     format = FORMAT_OF_TYPE[dataUrl?.[1]?.toLowerCase() ?? ''] ?? sniffAudioFormat(bytes);
   }
-  if (!format) throw new HttpError(400, `Unrecognised audio: send format (one of ${Object.keys(STT_FORMATS).join(', ')})`);
+  if (!format) throw new DomainError('UNRECOGNISED_AUDIO', { allowed: Object.keys(STT_FORMATS).join(', ') });
   return { bytes, format };
 }
 
@@ -218,7 +218,7 @@ export function sttPlugin(config: SpeechConfig, priceUsd: string | null): Gatewa
       const { bytes, format } = sttAudio(fields);
       const { language } = fields;
       if (!isAbsent(language) && (typeof language !== 'string' || !LANGUAGE.test(language))) {
-        throw new HttpError(400, 'language must be an ISO 639-1 code such as en');
+        throw new DomainError('INVALID_LANGUAGE');
       }
       const model = modelOf(fields.model, config.plugins.sttModel);
       const speech = config.plugins.speech;

@@ -1,4 +1,4 @@
-import { HttpError } from '@aop/core';
+import { DomainError } from '@aop/core';
 import type { AuthUser } from '../../../platform/sessions.js';
 
 /**
@@ -14,7 +14,7 @@ export interface GatewayPlugin {
   readonly streaming: boolean;
   /** USD as a decimal string; null when the plugin has no pricing. */
   readonly priceUsd: string | null;
-  /** Validates `fields` (the body without `plugin`) for `caller`; throws `HttpError` (400, 503) before any payment. */
+  /** Validates `fields` (the body without `plugin`) for `caller`; throws a `DomainError` (400, 503) before any payment. */
   prepare(fields: Record<string, unknown>, caller: PluginCaller): PluginCall;
 }
 
@@ -46,10 +46,10 @@ export interface PluginAnswer {
 export type PluginCall = (run: PluginRun) => Promise<PluginAnswer>;
 
 /** The plugin's upstream failed: 502 `{ error: 'plugin_failed', plugin, message }`; the words are fixed, the cause is logged. */
-export const pluginFailed = (plugin: string, message: string) => new HttpError(502, 'plugin_failed', { plugin, message });
+export const pluginFailed = (plugin: string, message: string) => new DomainError('PLUGIN_FAILED', undefined, { plugin, message });
 
 /** The plugin cannot run on this server (its upstream is not configured): 503 before anything is charged. */
-export const pluginUnavailable = (plugin: string, message: string) => new HttpError(503, 'plugin_unavailable', { plugin, message });
+export const pluginUnavailable = (plugin: string, message: string) => new DomainError('PLUGIN_UNAVAILABLE', undefined, { plugin, message });
 
 /** An optional field: absent when undefined, null or the empty string. */
 export const isAbsent = (value: unknown) => value === undefined || value === null || value === '';

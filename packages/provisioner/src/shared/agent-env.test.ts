@@ -5,15 +5,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type FakeHostingApi, startFakeHostingApi } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDockerEngine } from './docker-engine.test-support.js';
-import { DockerAgentHost, dockerContainerName, dockerStateVolumeName } from './docker-host.js';
+import { startDockerEngine } from '../docker/docker-engine.test-support.js';
+import { DockerAgentHost, dockerContainerName, dockerStateVolumeName } from '../docker/host.js';
 import { installFakeRuntime } from './fake-gateway.test-support.js';
-import type { AgentSpec } from './host.js';
-import { HostingApi } from './hosting-api.js';
-import { HostingAgentHost } from './hosting-host.js';
-import { startKubeApi } from './kube-api.test-support.js';
-import { KubernetesAgentHost, kubeAgentName } from './kubernetes-host.js';
-import { LocalAgentHost } from './local-host.js';
+import type { AgentSpec } from '../host.js';
+import { HostingApi } from '../hosting/hosting-api.js';
+import { HostingAgentHost } from '../hosting/host.js';
+import { startKubeApi } from '../kubernetes/kube-api.test-support.js';
+import { KubernetesAgentHost, kubeAgentName } from '../kubernetes/host.js';
+import { LocalAgentHost } from '../local/host.js';
 import { checkAgentEnv, secretEnv } from './openclaw-config.js';
 
 // `AgentSpec.agentEnv` (the agent's own secret variables, e.g. its underground wallet key) through every provider:

@@ -1,4 +1,4 @@
-import type { AgentStats } from './host.js';
+import type { AgentStats } from '../host.js';
 
 /**
  * Wire formats of the Docker Engine API that the docker host reads and writes: tar archives

@@ -37,7 +37,6 @@ export const PATH_MESSAGES = {
 
 export const FILE_TOO_LARGE = 'File too large (max 1 MB)';
 /** Container providers reach the files through the running container (409 otherwise). */
-export const AGENT_NOT_RUNNING = 'Agent is not running: start it to browse its workspace';
 
 const isGitSegment = (segment: string) => segment.toLowerCase() === '.git';
 
@@ -111,7 +110,8 @@ export interface GitOptions {
 }
 
 /**
- * What `AgentHost.workspace(agentId)` hands out. Errors the caller should see are `HttpError`s with the messages of
+ * What `AgentHost.workspace(agentId)` hands out. Errors the caller should see are the workspace program's own answers,
+ * relayed as `HttpError`s (status and message as the program sent them, not catalogue codes): the messages of
  * `PATH_MESSAGES` (400), `File not found`/`Workspace not found` (404), `Not a file`/`Not a directory` (400),
  * `File too large (max 1 MB)` (413), `Git command timed out` (504), `git is not available: …` (500).
  */

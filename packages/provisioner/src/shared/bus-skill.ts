@@ -17,7 +17,7 @@ export const BUS_SKILL_DIR = ['.agents', 'skills', BUS_SKILL_NAME];
 export const BUS_SKILL_FILES = ['SKILL.md', 'send.mjs'] as const;
 
 // `src/` in development, `dist/` once built: the package directory is one level up either way.
-const PACKAGE_URL = new URL('../', import.meta.url);
+const PACKAGE_URL = new URL('../../', import.meta.url);
 const SKILL_MD_URL = new URL(`skills/${BUS_SKILL_NAME}/SKILL.md`, PACKAGE_URL);
 const SCRIPT_URL = new URL(`dist/skills/${BUS_SKILL_NAME}/send.mjs`, PACKAGE_URL);
 const BUILD_SCRIPT_URL = new URL('scripts/build-skills.mjs', PACKAGE_URL);

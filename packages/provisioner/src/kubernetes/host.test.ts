@@ -6,17 +6,11 @@ import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
 import { startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AgentExistsError, AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from './host.js';
+import { AgentExistsError, AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from '../host.js';
 import { type KubeApiEmulatorOptions, startKubeApi } from './kube-api.test-support.js';
-import {
-  type KubernetesHostOptions,
-  KubernetesAgentHost,
-  KubernetesApiError,
-  kubeAgentName,
-  parseKubeQuantity,
-} from './kubernetes-host.js';
-import { MEMORY_PATHS, SEED_FILES } from './local-host.js';
-import { PINNED_OPENCLAW_VERSION } from './runtime.js';
+import { type KubernetesHostOptions, KubernetesAgentHost, KubernetesApiError, kubeAgentName, parseKubeQuantity } from './host.js';
+import { MEMORY_PATHS, SEED_FILES } from '../local/host.js';
+import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 
 // The kubernetes provider against an in-memory Kubernetes API server on 127.0.0.1 that answers the real REST paths
 // and shapes (kube-api.test-support.ts); @kubernetes/client-node talks to it through an ordinary kubeconfig.

@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { type WriteStream, createWriteStream, existsSync } from 'node:fs';
-import { chmod, cp, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
-import { BUS_SKILL_NAME, installBusSkill } from './bus-skill.js';
+import { BUS_SKILL_NAME, installBusSkill } from '../shared/bus-skill.js';
 import {
   Backoff,
   type BackoffOptions,
@@ -12,7 +12,7 @@ import {
   DEFAULT_RESERVE_BYTES,
   capacityMessage,
   computeCapacity,
-} from './capacity.js';
+} from '../shared/capacity.js';
 import {
   type AgentChanges,
   type AgentHealth,
@@ -29,15 +29,24 @@ import {
   AgentNotFoundError,
   AgentStartError,
   HostFullError,
-  UpdateFailedError,
-} from './host.js';
-import { LineQueue, followFile } from './log-follow.js';
-import { buildOpenClawConfig, checkAgentEnv, secretEnv } from './openclaw-config.js';
+} from '../host.js';
+import { LineQueue, followFile } from '../shared/log-follow.js';
+import { exclusive, writeFileAtomic, writeRecord } from '../shared/registry.js';
+import { MEMORY_PATHS } from '../shared/state-layout.js';
+import { pruneOldest, updateWithRollback } from '../shared/update.js';
+import { buildOpenClawConfig, checkAgentEnv, secretEnv } from '../shared/openclaw-config.js';
 import { isAlive, memAvailableBytes, processTree, treeRssBytes, treeStats } from './proc.js';
-import { type OpenClawRuntime, PINNED_OPENCLAW_VERSION, REPO_ROOT, defaultNodeBin, openClawRuntime, runtimeProblem } from './runtime.js';
-import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
-import { type AgentWorkspace, ProgramWorkspace, runProgramLocally } from './workspace.js';
-import { GATEWAY_DOWN, probeGateway } from './gateway-probe.js';
+import {
+  type OpenClawRuntime,
+  PINNED_OPENCLAW_VERSION,
+  REPO_ROOT,
+  defaultNodeBin,
+  openClawRuntime,
+  runtimeProblem,
+} from '../shared/runtime.js';
+import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
+import { type AgentWorkspace, ProgramWorkspace, runProgramLocally } from '../shared/workspace.js';
+import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 
 export interface LocalHostOptions {
   /** The platform's data directory; agents live in `<dataDir>/agents/<agentId>/`. */
@@ -129,11 +138,11 @@ export interface AgentPaths {
   backups: string;
 }
 
+export { MEMORY_PATHS };
+
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 /** Workspace files created on first boot (spec §2.2: seeded only when AGENTS.md is missing); kept by `resetMemory`. */
 export const SEED_FILES = ['AGENTS.md', 'SOUL.md', 'IDENTITY.md', 'USER.md', 'BOOTSTRAP.md', 'TOOLS.md', 'HEARTBEAT.md'];
-/** What `resetMemory` removes, relative to the state dir: sessions and the memory index, then the memory files. */
-export const MEMORY_PATHS = ['agents', 'workspace/memory', 'workspace/MEMORY.md', 'workspace/DREAMS.md', 'workspace/memory_summary.md'];
 const ACTIVE: ReadonlySet<AgentStatus> = new Set(['starting', 'running', 'restarting', 'stopping']);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -156,12 +165,6 @@ async function portIsFree(port: number): Promise<boolean> {
     server.once('error', () => resolve(false));
     server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
-}
-
-async function writeFileAtomic(path: string, data: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`;
-  await writeFile(tmp, data, { mode: 0o600 });
-  await rename(tmp, path);
 }
 
 function killQuietly(pid: number, signal: NodeJS.Signals): void {
@@ -273,7 +276,7 @@ export class LocalAgentHost implements AgentHost {
       const agent = this.newAgent(record);
       this.agents.set(spec.agentId, agent);
       await this.saveRecord(agent);
-      return await this.exclusive(agent, async () => {
+      return await exclusive(agent, async () => {
         await this.spawnGateway(agent, { supervise: true });
         return this.snapshot(agent);
       });
@@ -284,7 +287,7 @@ export class LocalAgentHost implements AgentHost {
 
   async start(agentId: string): Promise<AgentState> {
     const agent = this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       if (ACTIVE.has(agent.status) && agent.status !== 'stopping') return this.snapshot(agent);
       await this.assertCapacity(agentId);
       agent.record.desired = 'running';
@@ -298,7 +301,7 @@ export class LocalAgentHost implements AgentHost {
 
   async stop(agentId: string): Promise<AgentState> {
     const agent = this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       agent.record.desired = 'stopped';
       await this.saveRecord(agent);
       await this.stopGateway(agent);
@@ -308,7 +311,7 @@ export class LocalAgentHost implements AgentHost {
 
   async restart(agentId: string): Promise<AgentState> {
     const agent = this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       if (!ACTIVE.has(agent.status)) await this.assertCapacity(agentId);
       await this.stopGateway(agent);
       agent.record.desired = 'running';
@@ -322,7 +325,7 @@ export class LocalAgentHost implements AgentHost {
 
   async update(agentId: string, options: { version: string }): Promise<AgentState> {
     const agent = this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const previousVersion = agent.record.version;
       const targetVersion = options.version;
       const paths = this.paths(agentId);
@@ -339,35 +342,34 @@ export class LocalAgentHost implements AgentHost {
       agent.restarts = 0;
       agent.backoff.reset();
       await this.saveRecord(agent);
-      try {
-        await this.spawnGateway(agent, { supervise: false });
-        await this.waitForRunning(agent, this.options.readyTimeoutMs);
-        agent.supervise = true;
-        await this.pruneBackups(paths.backups);
-        return this.snapshot(agent);
-      } catch (cause) {
-        const reason = (cause as Error).message;
-        this.log(agent, `[host] OpenClaw ${targetVersion} did not start (${reason}); rolling back to ${previousVersion}`);
-        await this.stopGateway(agent);
-        await rm(paths.state, { recursive: true, force: true });
-        await cp(join(backupPath, 'state'), paths.state, { recursive: true, preserveTimestamps: true });
-        agent.record.version = previousVersion;
-        await this.saveRecord(agent);
-        await this.spawnGateway(agent, { supervise: true });
-        throw new UpdateFailedError(
-          `Update to OpenClaw ${targetVersion} failed: ${reason}. Rolled back to ${previousVersion}.`,
-          backupPath,
-          previousVersion,
-          targetVersion,
-          { cause },
-        );
-      }
+      return updateWithRollback({
+        previousVersion,
+        targetVersion,
+        backup: backupPath,
+        apply: async () => {
+          await this.spawnGateway(agent, { supervise: false });
+          await this.waitForRunning(agent, this.options.readyTimeoutMs);
+          agent.supervise = true;
+          await this.pruneBackups(paths.backups);
+          return this.snapshot(agent);
+        },
+        rollBack: async (reason) => {
+          this.log(agent, `[host] OpenClaw ${targetVersion} did not start (${reason}); rolling back to ${previousVersion}`);
+          await this.stopGateway(agent);
+          await rm(paths.state, { recursive: true, force: true });
+          await cp(join(backupPath, 'state'), paths.state, { recursive: true, preserveTimestamps: true });
+          agent.record.version = previousVersion;
+          await this.saveRecord(agent);
+          await this.spawnGateway(agent, { supervise: true });
+          return `Rolled back to ${previousVersion}.`;
+        },
+      });
     });
   }
 
   async repair(agentId: string): Promise<AgentState> {
     const agent = this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       if (!ACTIVE.has(agent.status)) await this.assertCapacity(agentId);
       await this.stopGateway(agent);
       const paths = this.paths(agentId);
@@ -391,7 +393,7 @@ export class LocalAgentHost implements AgentHost {
 
   async resetMemory(agentId: string): Promise<AgentState> {
     const agent = this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const wasActive = ACTIVE.has(agent.status);
       if (!wasActive) await this.assertCapacity(agentId);
       await this.stopGateway(agent);
@@ -408,7 +410,7 @@ export class LocalAgentHost implements AgentHost {
   /** Changes the stored spec (config, plan, tokens, LLM, agent variables). Config-only changes hot-reload; secret changes restart. */
   async configure(agentId: string, changes: AgentChanges): Promise<AgentState> {
     const agent = this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const current = openSealedSpec(this.secrets, agent.record);
       const secretsChanged = changes.channelTokens !== undefined || changes.llm !== undefined || changes.agentEnv !== undefined;
       // Checked before anything is changed: a bad variable leaves the agent as it was.
@@ -436,7 +438,7 @@ export class LocalAgentHost implements AgentHost {
 
   async delete(agentId: string): Promise<void> {
     const agent = this.get(agentId);
-    await this.exclusive(agent, async () => {
+    await exclusive(agent, async () => {
       agent.record.desired = 'stopped';
       await this.stopGateway(agent);
       agent.logFile?.end();
@@ -451,7 +453,7 @@ export class LocalAgentHost implements AgentHost {
     this.shuttingDown = true;
     await Promise.all(
       [...this.agents.values()].map((agent) =>
-        this.exclusive(agent, async () => {
+        exclusive(agent, async () => {
           await this.stopGateway(agent);
           agent.logFile?.end();
           agent.logFile = null;
@@ -600,13 +602,6 @@ export class LocalAgentHost implements AgentHost {
     };
   }
 
-  /** Runs one lifecycle operation at a time per agent. */
-  private exclusive<T>(agent: Agent, fn: () => Promise<T>): Promise<T> {
-    const run = agent.lock.then(fn, fn);
-    agent.lock = run.catch(() => undefined);
-    return run;
-  }
-
   private snapshot(agent: Agent): AgentState {
     const port = agent.record.port;
     return {
@@ -632,7 +627,7 @@ export class LocalAgentHost implements AgentHost {
 
   private async saveRecord(agent: Agent): Promise<void> {
     agent.record.updatedAt = new Date().toISOString();
-    await writeFileAtomic(this.paths(agent.record.agentId).registry, `${JSON.stringify(agent.record, null, 2)}\n`);
+    await writeRecord(this.paths(agent.record.agentId).registry, agent.record);
   }
 
   private async ensureLayout(paths: AgentPaths): Promise<void> {
@@ -847,7 +842,7 @@ export class LocalAgentHost implements AgentHost {
     this.setStatus(agent, 'restarting', `Gateway ${how}`);
     agent.restartTimer = setTimeout(() => {
       agent.restartTimer = null;
-      void this.exclusive(agent, async () => {
+      void exclusive(agent, async () => {
         if (agent.status !== 'restarting' || this.shuttingDown) return;
         await this.spawnGateway(agent, { supervise: true });
       }).catch((failure: unknown) => {
@@ -924,9 +919,8 @@ export class LocalAgentHost implements AgentHost {
   }
 
   private async pruneBackups(dir: string): Promise<void> {
-    const entries = (await readdir(dir).catch(() => [] as string[])).sort();
-    for (const name of entries.slice(0, Math.max(0, entries.length - this.options.keepBackups))) {
-      await rm(join(dir, name), { recursive: true, force: true });
-    }
+    await pruneOldest(await readdir(dir).catch(() => [] as string[]), this.options.keepBackups, (name) =>
+      rm(join(dir, name), { recursive: true, force: true }),
+    );
   }
 }

@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { Readable, Writable } from 'node:stream';
-import { HttpError, planResources } from '@aop/core';
+import { DomainError, planResources } from '@aop/core';
 import type { DeviceIdentity } from '@aop/gateway-client';
 import {
   ApiException,
@@ -19,24 +18,16 @@ import {
   type V1Container,
   type V1ContainerStatus,
   type V1Deployment,
-  type V1EnvVar,
-  type V1Job,
   type V1ObjectMeta,
   type V1OwnerReference,
-  type V1PersistentVolumeClaim,
   type V1Pod,
-  type V1PodSecurityContext,
   type V1ResourceRequirements,
   type V1Secret,
-  type V1SecurityContext,
-  type V1Service,
   type V1Status,
-  type V1Volume,
-  type V1VolumeMount,
   createConfiguration,
   setHeaderOptions,
 } from '@kubernetes/client-node';
-import { BUS_SKILL_FILES, BUS_SKILL_NAME, type SkillFile, busSkillFiles } from './bus-skill.js';
+import { type SkillFile, busSkillFiles } from '../shared/bus-skill.js';
 import {
   type AgentChanges,
   type AgentHealth,
@@ -48,22 +39,47 @@ import {
   type ChannelTokens,
   type ControlCredentials,
   type FollowLogsOptions,
-  type LlmSpec,
   type LogsOptions,
   type WaitOptions,
   AgentExistsError,
   AgentNotFoundError,
   AgentStartError,
   HostFullError,
-  UpdateFailedError,
-} from './host.js';
-import { MEMORY_PATHS } from './local-host.js';
-import { LineQueue, LineSplitter, pause, splitTimestampNs } from './log-follow.js';
-import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig, checkAgentEnv, secretEnv } from './openclaw-config.js';
-import { approvePlatformDevice } from './pairing.js';
-import { PINNED_OPENCLAW_VERSION } from './runtime.js';
-import { AGENT_NOT_RUNNING, type AgentWorkspace, ProgramWorkspace } from './workspace.js';
-import { GATEWAY_DOWN, probeGateway } from './gateway-probe.js';
+} from '../host.js';
+import { MEMORY_PATHS } from '../shared/state-layout.js';
+import { approveCommand, assertApproved } from '../shared/approve-device.js';
+import { LineQueue, LineSplitter, splitTimestampNs } from '../shared/log-follow.js';
+import { pumpLogLines } from '../shared/log-pump.js';
+import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV } from '../shared/openclaw-config.js';
+import { approvePlatformDevice } from '../shared/pairing.js';
+import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
+import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
+import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
+import { pruneOldest, updateWithRollback } from '../shared/update.js';
+import {
+  type AgentRecord,
+  DATA_DIR,
+  GATEWAY_CONTAINER,
+  GATEWAY_PORT,
+  GATEWAY_TOKEN_ENV,
+  HOME_DIR,
+  type JobMount,
+  KUBE_ANNOTATIONS,
+  KUBE_LABELS,
+  KubeManifests,
+  MANAGED_BY,
+  PREPARE_CONTAINER,
+  RECORD_KEY,
+  STATE_DIR,
+  WHATSAPP_KEY,
+  agentEnvRefs,
+  kubeAgentName,
+} from './manifests.js';
+
+export { KUBE_ANNOTATIONS, KUBE_LABELS, kubeAgentName, kubeLabelValue } from './manifests.js';
+
+export const DEFAULT_KUBE_NAMESPACE = 'aop-agents';
+export const DEFAULT_KUBE_IMAGE_REPOSITORY = 'ghcr.io/openclaw/openclaw';
 
 /**
  * The `kubernetes` provider: every agent is an OpenClaw gateway in its own pod, made of five objects named
@@ -80,73 +96,8 @@ import { GATEWAY_DOWN, probeGateway } from './gateway-probe.js';
  * can share one namespace, and a backend restart changes nothing for running agents.
  */
 
-const GATEWAY_PORT = 18789;
-export const DEFAULT_KUBE_NAMESPACE = 'aop-agents';
-export const DEFAULT_KUBE_IMAGE_REPOSITORY = 'ghcr.io/openclaw/openclaw';
-
-const GATEWAY_CONTAINER = 'gateway';
-const PREPARE_CONTAINER = 'prepare';
-/** The PVC: OpenClaw state in `state/`, the gateway's HOME in `home/`. */
-const DATA_DIR = '/var/lib/openclaw';
-const STATE_DIR = `${DATA_DIR}/state`;
-const HOME_DIR = `${DATA_DIR}/home`;
-const CONFIG_DIR = '/etc/openclaw';
-const CONFIG_KEY = 'openclaw.json';
-/** The stored spec (no secrets) in the agent's ConfigMap; not mounted into the pod. */
-const RECORD_KEY = 'aop-agent.json';
-/**
- * The platform's skills (`bus-skill.ts`) ride in the agent's ConfigMap (`skills.<skill>.<file>`), mounted into the
- * init container only, which copies them into the workspace at every pod start (create, repair, update, restarts).
- */
-const SKILLS_MOUNT = '/etc/openclaw-skills';
-const skillKey = (skill: string, file: string) => `skills.${skill}.${file}`;
-const SKILL_ITEMS = BUS_SKILL_FILES.map((file) => ({ key: skillKey(BUS_SKILL_NAME, file), path: `${BUS_SKILL_NAME}/${file}` }));
-/** WhatsApp links by QR code: its "token" is only a switch. Kept in the Secret but never passed to the pod. */
-const WHATSAPP_KEY = 'aop-whatsapp-token';
-const GATEWAY_TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
-
-/**
- * Every key `secretEnv` can produce besides the agent's own variables: the pod gets exactly these and the `agentEnv`
- * names of its record from the Secret (nothing else in it is exposed).
- */
-const SECRET_ENV_KEYS = Object.keys(
-  secretEnv({
-    gatewayToken: 'x',
-    channelTokens: { telegram: 'x', discord: 'x', whatsapp: 'x' },
-    llm: { baseUrl: 'x', apiKey: 'x', model: 'x' },
-  }),
-);
-
-/**
- * The pod's references to the agent's own variables in its Secret. Optional: a reference left behind by a name that
- * was removed (a strategic merge patch only adds) leaves the variable unset rather than blocking the pod's start.
- */
-const agentEnvRefs = (secret: string, names: readonly string[]): V1EnvVar[] =>
-  names.map((key) => ({ name: key, valueFrom: { secretKeyRef: { name: secret, key, optional: true } } }));
-
-export const KUBE_LABELS = {
-  managedBy: 'app.kubernetes.io/managed-by',
-  name: 'app.kubernetes.io/name',
-  instance: 'app.kubernetes.io/instance',
-  component: 'app.kubernetes.io/component',
-  agentId: 'aop/agent-id',
-  userId: 'aop/user-id',
-  backupOf: 'aop/backup-of',
-} as const;
-
-export const KUBE_ANNOTATIONS = {
-  /** The exact ids (labels hold a DNS-safe form). */
-  agentId: 'aop/agent-id',
-  userId: 'aop/user-id',
-  plan: 'aop/plan',
-  version: 'aop/openclaw-version',
-  restartedAt: 'kubectl.kubernetes.io/restartedAt',
-} as const;
-
-const MANAGED_BY = 'aop';
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 const VERSION_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-const LABEL_VALUE = /^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/;
 /** Waiting reasons that will not clear up by themselves. */
 const FATAL_WAITING = new Set([
   'ErrImagePull',
@@ -159,41 +110,13 @@ const FATAL_WAITING = new Set([
 const BENIGN_WAITING = new Set(['ContainerCreating', 'PodInitializing']);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const hash16 = (value: string) => createHash('sha256').update(value).digest('hex').slice(0, 16);
 const iso = (value: Date | string | undefined | null): string | null =>
   value === undefined || value === null ? null : value instanceof Date ? value.toISOString() : new Date(value).toISOString();
 /** `0.2 s`, `12 s`: timeouts in messages. */
 const seconds = (ms: number) => `${ms < 10_000 ? Number((ms / 1000).toFixed(1)) : Math.round(ms / 1000)} s`;
 const millis = (value: Date | string | undefined | null): number | null => (value ? new Date(value).getTime() : null);
-const base64 = (value: string) => Buffer.from(value, 'utf8').toString('base64');
 const unbase64 = (value: string | undefined) => (value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8'));
 const shellQuote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
-
-/**
- * The name of an agent's objects: `aop-agent-<id>` when the id is already a lower-case DNS label, otherwise a
- * DNS-safe slug plus `--` and 16 hex digits of the id's SHA-256 (lower-casing alone would make `Abc` and `abc`
- * share objects; no exact-form name contains `--`, so the two forms cannot collide either).
- */
-export function kubeAgentName(agentId: string): string {
-  const slug = agentId
-    .toLowerCase()
-    .replace(/[^a-z0-9-]+/g, '-')
-    .replace(/-+/g, '-')
-    .replace(/^-|-$/g, '');
-  if (slug === agentId && slug.length > 0 && slug.length <= 48) return `aop-agent-${slug}`;
-  const short = slug.slice(0, 32).replace(/-$/, '');
-  return `aop-agent-${short ? `${short}--` : ''}${hash16(agentId)}`;
-}
-
-/** A label value for an id: itself when valid, else a readable prefix and a hash (labels are ≤ 63 chars, alnum at both ends). */
-export function kubeLabelValue(value: string): string {
-  if (LABEL_VALUE.test(value)) return value;
-  const readable = value
-    .replace(/[^A-Za-z0-9_.-]+/g, '-')
-    .slice(0, 40)
-    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
-  return `${readable ? `${readable}.` : ''}${hash16(value)}`;
-}
 
 /** A Kubernetes quantity (`250m`, `1`, `12345678n`, `1Gi`, `512Ki`, `1e3`) as a number of base units. */
 export function parseKubeQuantity(quantity: string): number {
@@ -302,17 +225,6 @@ export interface KubernetesHostOptions {
   nodeCommand?: string[];
 }
 
-/** The non-secret part of the spec, stored in the agent's ConfigMap. */
-interface AgentRecord {
-  agentId: string;
-  userId: string;
-  plan: string;
-  config: Record<string, unknown>;
-  llm: Omit<LlmSpec, 'apiKey'> | null;
-  /** The names of the agent's own variables (`agentEnv`; values only in the Secret), which the pod reads from it. */
-  envNames?: string[];
-}
-
 interface Agent {
   name: string;
   deployment: V1Deployment;
@@ -359,6 +271,7 @@ export class KubernetesAgentHost implements AgentHost {
       | 'keepBackups'
     >
   >;
+  private readonly manifests: KubeManifests;
   private readonly locks = new Map<string, Promise<unknown>>();
   private closed = false;
   private readonly kc: KubeConfig;
@@ -406,6 +319,13 @@ export class KubernetesAgentHost implements AgentHost {
     this.batch = new BatchV1Api(configuration);
     this.custom = new CustomObjectsApi(configuration);
     this.apis = new ApisApi(configuration);
+    this.manifests = new KubeManifests(
+      this.namespace,
+      this.settings,
+      options,
+      (version) => this.imageFor(version),
+      (plan) => this.resourcesFor(plan),
+    );
   }
 
   get defaultVersion(): string {
@@ -450,13 +370,16 @@ export class KubernetesAgentHost implements AgentHost {
     if (!VERSION_PATTERN.test(version)) throw new Error(`Invalid OpenClaw version: ${version}`);
     const name = kubeAgentName(spec.agentId);
     return this.exclusive(spec.agentId, async () => {
-      const record = this.recordOf(spec);
+      const record = this.manifests.recordOf(spec);
       // The Deployment comes first, with no pod: it owns the Secret, ConfigMap and Service (garbage-collected with
       // it), and the pod only starts once they exist.
       let deployment: V1Deployment;
       try {
         deployment = await this.k8s(`create deployment ${name}`, () =>
-          this.apps.createNamespacedDeployment({ namespace: this.namespace, body: this.deploymentManifest(name, record, version, 0) }),
+          this.apps.createNamespacedDeployment({
+            namespace: this.namespace,
+            body: this.manifests.deploymentManifest(name, record, version, 0),
+          }),
         );
       } catch (error) {
         if (isConflict(error)) throw new AgentExistsError(spec.agentId);
@@ -465,21 +388,21 @@ export class KubernetesAgentHost implements AgentHost {
       const owner = ownerReference(deployment);
       try {
         await this.k8s(`create secret ${name}`, () =>
-          this.core.createNamespacedSecret({ namespace: this.namespace, body: this.secretManifest(name, record, spec, owner) }),
+          this.core.createNamespacedSecret({ namespace: this.namespace, body: this.manifests.secretManifest(name, record, spec, owner) }),
         );
         const skills = await this.skillFiles();
         await this.k8s(`create configmap ${name}`, () =>
           this.core.createNamespacedConfigMap({
             namespace: this.namespace,
-            body: this.configMapManifest(name, record, spec, owner, skills),
+            body: this.manifests.configMapManifest(name, record, spec, owner, skills),
           }),
         );
         await this.k8s(`create service ${name}`, () =>
-          this.core.createNamespacedService({ namespace: this.namespace, body: this.serviceManifest(name, record, owner) }),
+          this.core.createNamespacedService({ namespace: this.namespace, body: this.manifests.serviceManifest(name, record, owner) }),
         );
         // Not owned: a deleted Deployment (by hand, by mistake) must not take the agent's state with it.
         await this.k8s(`create persistentvolumeclaim ${name}`, () =>
-          this.core.createNamespacedPersistentVolumeClaim({ namespace: this.namespace, body: this.pvcManifest(name, record) }),
+          this.core.createNamespacedPersistentVolumeClaim({ namespace: this.namespace, body: this.manifests.pvcManifest(name, record) }),
         );
         await this.scale(name, 1);
       } catch (error) {
@@ -547,40 +470,37 @@ export class KubernetesAgentHost implements AgentHost {
       const backupPath = `pvc/${this.namespace}/${backupName}`;
 
       const targetImage = this.imageFor(targetVersion);
-      try {
-        await this.setImage(name, targetVersion, targetImage, this.options.utilityImage ?? targetImage, 1);
-        const state = await this.waitForRollout(agentId, name, this.settings.readyTimeoutMs);
-        // Housekeeping only: a failure here must not roll back an update that worked.
-        await this.pruneBackups(name).catch(() => undefined);
-        return state;
-      } catch (cause) {
-        const reason = (cause as Error).message;
-        let outcome = `Rolled back to ${previousVersion}.`;
-        try {
-          await this.setImage(name, previousVersion, previousImage, previousUtility, 0);
+      return updateWithRollback({
+        previousVersion,
+        targetVersion,
+        backup: backupPath,
+        apply: async () => {
+          await this.setImage(name, targetVersion, targetImage, this.options.utilityImage ?? targetImage, 1);
+          const state = await this.waitForRollout(agentId, name, this.settings.readyTimeoutMs);
+          // Housekeeping only: a failure here must not roll back an update that worked.
+          await this.pruneBackups(name).catch(() => undefined);
+          return state;
+        },
+        rollBack: async () => {
+          let outcome = `Rolled back to ${previousVersion}.`;
           try {
-            await this.waitForNoPods(name);
-            await this.runJob(agentId, name, 'restore', previousUtility, RESTORE_SCRIPT, [
-              { volume: 'state', claim: name, mountPath: DATA_DIR },
-              { volume: 'backup', claim: backupName, mountPath: '/backup', readOnly: true },
-            ]);
-          } catch (restoreError) {
-            outcome += ` The state was not restored (${(restoreError as Error).message}); the backup is kept.`;
+            await this.setImage(name, previousVersion, previousImage, previousUtility, 0);
+            try {
+              await this.waitForNoPods(name);
+              await this.runJob(agentId, name, 'restore', previousUtility, RESTORE_SCRIPT, [
+                { volume: 'state', claim: name, mountPath: DATA_DIR },
+                { volume: 'backup', claim: backupName, mountPath: '/backup', readOnly: true },
+              ]);
+            } catch (restoreError) {
+              outcome += ` The state was not restored (${(restoreError as Error).message}); the backup is kept.`;
+            }
+            await this.scale(name, 1);
+          } catch (rollbackError) {
+            outcome = `Rolling back to ${previousVersion} failed too: ${(rollbackError as Error).message}.`;
           }
-          await this.scale(name, 1);
-        } catch (rollbackError) {
-          outcome = `Rolling back to ${previousVersion} failed too: ${(rollbackError as Error).message}.`;
-        }
-        throw new UpdateFailedError(
-          `Update to OpenClaw ${targetVersion} failed: ${reason}. ${outcome}`,
-          backupPath,
-          previousVersion,
-          targetVersion,
-          {
-            cause,
-          },
-        );
-      }
+          return outcome;
+        },
+      });
     });
   }
 
@@ -596,7 +516,7 @@ export class KubernetesAgentHost implements AgentHost {
         llm: changes.llm === undefined ? current.llm : changes.llm,
         agentEnv: changes.agentEnv ?? current.agentEnv,
       };
-      const record = this.recordOf(next);
+      const record = this.manifests.recordOf(next);
       // Config-only changes: OpenClaw hot-reloads openclaw.json once the kubelet has refreshed the mounted ConfigMap.
       await this.upsertConfigMap(name, record, next);
       const secretsChanged = changes.channelTokens !== undefined || changes.llm !== undefined || changes.agentEnv !== undefined;
@@ -631,11 +551,11 @@ export class KubernetesAgentHost implements AgentHost {
     return this.exclusive(agentId, async () => {
       const { name, deployment } = await this.agent(agentId);
       const spec = await this.openSpec(name, deployment);
-      const record = this.recordOf(spec);
+      const record = this.manifests.recordOf(spec);
       const owner = ownerReference(deployment);
       await this.upsertSecret(name, record, spec, owner);
       await this.upsertConfigMap(name, record, spec, owner);
-      const service = this.serviceManifest(name, record, owner);
+      const service = this.manifests.serviceManifest(name, record, owner);
       await this.k8s(`create service ${name}`, () => this.core.createNamespacedService({ namespace: this.namespace, body: service })).catch(
         async (error) => {
           if (!isConflict(error)) throw error;
@@ -651,12 +571,12 @@ export class KubernetesAgentHost implements AgentHost {
         },
       );
       await this.k8s(`create persistentvolumeclaim ${name}`, () =>
-        this.core.createNamespacedPersistentVolumeClaim({ namespace: this.namespace, body: this.pvcManifest(name, record) }),
+        this.core.createNamespacedPersistentVolumeClaim({ namespace: this.namespace, body: this.manifests.pvcManifest(name, record) }),
       ).catch((error) => {
         if (!isConflict(error)) throw error;
       });
       const version = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.version] ?? this.defaultVersion;
-      const body = this.deploymentManifest(name, record, version, 1);
+      const body = this.manifests.deploymentManifest(name, record, version, 1);
       body.metadata!.resourceVersion = deployment.metadata?.resourceVersion;
       body.spec!.template.metadata!.annotations = { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() };
       await this.k8s(`replace deployment ${name}`, () => this.apps.replaceNamespacedDeployment({ name, namespace: this.namespace, body }));
@@ -862,7 +782,7 @@ export class KubernetesAgentHost implements AgentHost {
 
   /** `openclaw devices approve <requestId> --json` in the gateway container; checks it approved our device. */
   private async approveInPod(podName: string, requestId: string, deviceId: string): Promise<void> {
-    const command = [...(this.options.cliCommand ?? ['openclaw']), 'devices', 'approve', requestId, '--json'];
+    const command = approveCommand(this.options.cliCommand, requestId);
     const shown = `${command.slice(0, 3).join(' ')} <requestId>`;
     const { status, stdout: out, stderr } = await this.execInPod(podName, command, { label: shown });
     const stdout = out.toString('utf8');
@@ -871,13 +791,7 @@ export class KubernetesAgentHost implements AgentHost {
       const why = stderr.toString('utf8').trim().split('\n').at(-1) || status.message || 'no output';
       throw new Error(`${shown} exited with code ${code}: ${why}`);
     }
-    let answer: { device?: { deviceId?: unknown } } | null = null;
-    try {
-      answer = JSON.parse(stdout);
-    } catch {
-      answer = null;
-    }
-    if (answer?.device?.deviceId !== deviceId) throw new Error(`${shown} did not report the platform device as approved`);
+    assertApproved(stdout, deviceId, shown);
   }
 
   /**
@@ -958,7 +872,7 @@ export class KubernetesAgentHost implements AgentHost {
   async workspace(agentId: string): Promise<AgentWorkspace> {
     const { name } = await this.agent(agentId);
     const podName = await this.runningPod(name);
-    if (!podName) throw new HttpError(409, AGENT_NOT_RUNNING);
+    if (!podName) throw new DomainError('WORKSPACE_AGENT_NOT_RUNNING');
     const location = { root: `${STATE_DIR}/workspace`, home: HOME_DIR, node: this.options.nodeCommand ?? ['node'] };
     return new ProgramWorkspace(location, async (argv, { stdin, timeoutMs, maxOutputBytes }) => {
       const label = 'workspace program';
@@ -1019,29 +933,27 @@ export class KubernetesAgentHost implements AgentHost {
     }
   }
 
-  private async pumpPodLogs(agentId: string, name: string, start: bigint, queue: LineQueue, pollMs: number, signal: AbortSignal) {
-    let floor = start;
-    while (!signal.aborted) {
-      try {
-        if (this.closed) return queue.end();
+  private pumpPodLogs(agentId: string, name: string, start: bigint, queue: LineQueue, pollMs: number, signal: AbortSignal) {
+    // Attaches fail when the API went away, the pod is being replaced, or its container is waiting; the pump attaches
+    // again. Only the agent's deletion ends the stream.
+    return pumpLogLines({
+      start,
+      queue,
+      pollMs,
+      signal,
+      attach: async (floor) => {
+        if (this.closed) return 'end';
         const podName = await this.runningPod(name);
-        if (podName) {
-          // `sinceTime` is to the second: lines of that second already sent come again and are skipped.
-          const sinceTime = floor === 0n ? null : new Date(Number(floor / 1_000_000n)).toISOString();
-          for await (const text of this.streamPodLog(podName, sinceTime, signal)) {
-            const { ns, text: line } = splitTimestampNs(text);
-            if (ns !== null && ns <= floor) continue;
-            if (ns !== null) floor = ns;
-            queue.push(line);
-          }
-        } else await this.agent(agentId); // gone: AgentNotFoundError ends the stream
-      } catch (error) {
-        if (signal.aborted) return;
-        if (error instanceof AgentNotFoundError) return queue.end();
-        // The API went away, the pod is being replaced, or its container is waiting: attach again after the pause.
-      }
-      await pause(pollMs, signal);
-    }
+        if (!podName) {
+          await this.agent(agentId); // gone: AgentNotFoundError ends the stream
+          return null;
+        }
+        // `sinceTime` is to the second: lines of that second already sent come again and are skipped.
+        const sinceTime = floor === 0n ? null : new Date(Number(floor / 1_000_000n)).toISOString();
+        return this.streamPodLog(podName, sinceTime, signal);
+      },
+      ends: (error) => error instanceof AgentNotFoundError,
+    });
   }
 
   /**
@@ -1075,203 +987,7 @@ export class KubernetesAgentHost implements AgentHost {
     yield* splitter.flush();
   }
 
-  // ---------------------------------------------------------------- manifests
-
-  private labels(name: string, ids: { agentId: string; userId?: string }, component: string): Record<string, string> {
-    return {
-      [KUBE_LABELS.managedBy]: MANAGED_BY,
-      [KUBE_LABELS.name]: 'openclaw',
-      [KUBE_LABELS.instance]: name,
-      [KUBE_LABELS.component]: component,
-      [KUBE_LABELS.agentId]: kubeLabelValue(ids.agentId),
-      ...(ids.userId ? { [KUBE_LABELS.userId]: kubeLabelValue(ids.userId) } : {}),
-    };
-  }
-
-  private metadata(name: string, ids: { agentId: string; userId: string }, component: string, owner?: V1OwnerReference): V1ObjectMeta {
-    return {
-      name,
-      namespace: this.namespace,
-      labels: this.labels(name, ids, component),
-      annotations: { [KUBE_ANNOTATIONS.agentId]: ids.agentId, [KUBE_ANNOTATIONS.userId]: ids.userId },
-      ...(owner ? { ownerReferences: [owner] } : {}),
-    };
-  }
-
-  private podSecurity(): V1PodSecurityContext {
-    const id = this.settings.runAsUser;
-    return {
-      runAsNonRoot: true,
-      runAsUser: id,
-      runAsGroup: id,
-      fsGroup: id,
-      fsGroupChangePolicy: 'OnRootMismatch',
-      seccompProfile: { type: 'RuntimeDefault' },
-    };
-  }
-
-  private containerSecurity(): V1SecurityContext {
-    return { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
-  }
-
-  private deploymentManifest(name: string, record: AgentRecord, version: string, replicas: number): V1Deployment {
-    const image = this.imageFor(version);
-    const labels = this.labels(name, record, 'gateway');
-    const env: V1EnvVar[] = [
-      { name: 'HOME', value: HOME_DIR },
-      // Temp files, the compile cache and OpenClaw's dated log files: an emptyDir, so they never fill the state volume.
-      { name: 'TMPDIR', value: '/tmp' },
-      { name: 'LANG', value: 'C.UTF-8' },
-      { name: 'MALLOC_ARENA_MAX', value: '2' },
-      { name: 'OPENCLAW_STATE_DIR', value: STATE_DIR },
-      { name: 'OPENCLAW_CONFIG_PATH', value: `${CONFIG_DIR}/${CONFIG_KEY}` },
-      { name: 'OPENCLAW_NO_AUTO_UPDATE', value: '1' },
-      { name: 'OPENCLAW_DISABLE_BONJOUR', value: '1' },
-      { name: 'OPENCLAW_OFFLINE', value: '1' },
-      // Only these keys of the agent's own Secret reach the container.
-      ...SECRET_ENV_KEYS.map((key) => ({
-        name: key,
-        valueFrom: { secretKeyRef: { name, key, optional: key !== GATEWAY_TOKEN_ENV } },
-      })),
-      ...agentEnvRefs(name, record.envNames ?? []),
-    ];
-    const probe = (path: string, periodSeconds: number, failureThreshold: number) => ({
-      httpGet: { path, port: GATEWAY_PORT, scheme: 'HTTP' },
-      periodSeconds,
-      timeoutSeconds: 5,
-      failureThreshold,
-    });
-    return {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: {
-        ...this.metadata(name, record, 'gateway'),
-        annotations: {
-          [KUBE_ANNOTATIONS.agentId]: record.agentId,
-          [KUBE_ANNOTATIONS.userId]: record.userId,
-          [KUBE_ANNOTATIONS.plan]: record.plan,
-          [KUBE_ANNOTATIONS.version]: version,
-        },
-      },
-      spec: {
-        replicas,
-        strategy: { type: 'Recreate' },
-        revisionHistoryLimit: 3,
-        selector: { matchLabels: { [KUBE_LABELS.instance]: name, [KUBE_LABELS.component]: 'gateway' } },
-        template: {
-          metadata: { labels, annotations: {} },
-          spec: {
-            // The gateway never talks to the Kubernetes API, and other services' variables are none of its business.
-            automountServiceAccountToken: false,
-            enableServiceLinks: false,
-            terminationGracePeriodSeconds: 60,
-            securityContext: this.podSecurity(),
-            ...(this.options.imagePullSecrets?.length
-              ? { imagePullSecrets: this.options.imagePullSecrets.map((secret) => ({ name: secret })) }
-              : {}),
-            initContainers: [
-              {
-                name: PREPARE_CONTAINER,
-                image: this.options.utilityImage ?? image,
-                command: ['sh', '-c', PREPARE_SCRIPT],
-                securityContext: this.containerSecurity(),
-                resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { cpu: '200m', memory: '64Mi' } },
-                volumeMounts: [
-                  { name: 'state', mountPath: DATA_DIR },
-                  { name: 'skills', mountPath: SKILLS_MOUNT, readOnly: true },
-                ],
-              },
-            ],
-            containers: [
-              {
-                name: GATEWAY_CONTAINER,
-                image,
-                imagePullPolicy: 'IfNotPresent',
-                command: ['openclaw', 'gateway', 'run', '--bind', 'lan', '--port', String(GATEWAY_PORT)],
-                ports: [{ name: 'gateway', containerPort: GATEWAY_PORT, protocol: 'TCP' }],
-                env,
-                resources: this.resourcesFor(record.plan),
-                // Start-up takes 20-25 s of CPU (longer on a busy node): liveness only counts once /healthz answered.
-                startupProbe: probe('/healthz', 5, 60),
-                livenessProbe: probe('/healthz', 10, 6),
-                readinessProbe: probe('/readyz', 5, 3),
-                securityContext: this.containerSecurity(),
-                volumeMounts: [
-                  { name: 'state', mountPath: DATA_DIR },
-                  { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
-                  { name: 'tmp', mountPath: '/tmp' },
-                ],
-              },
-            ],
-            volumes: [
-              { name: 'state', persistentVolumeClaim: { claimName: name } },
-              // Only openclaw.json: the stored spec in the same ConfigMap is the host's, not the gateway's.
-              { name: 'config', configMap: { name, items: [{ key: CONFIG_KEY, path: CONFIG_KEY }] } },
-              // Optional: keys the ConfigMap lacks are left out instead of keeping the pod from starting.
-              { name: 'skills', configMap: { name, items: SKILL_ITEMS, optional: true } },
-              { name: 'tmp', emptyDir: { sizeLimit: '1Gi' } },
-            ],
-          },
-        },
-      },
-    };
-  }
-
-  private serviceManifest(name: string, record: AgentRecord, owner: V1OwnerReference): V1Service {
-    return {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: this.metadata(name, record, 'gateway', owner),
-      spec: {
-        type: 'ClusterIP',
-        selector: { [KUBE_LABELS.instance]: name, [KUBE_LABELS.component]: 'gateway' },
-        ports: [{ name: 'gateway', port: GATEWAY_PORT, targetPort: GATEWAY_PORT, protocol: 'TCP' }],
-        // The platform probes /healthz and /readyz itself: it must reach a gateway that is not ready yet.
-        publishNotReadyAddresses: true,
-      },
-    };
-  }
-
-  private pvcManifest(name: string, record: AgentRecord): V1PersistentVolumeClaim {
-    return {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: this.metadata(name, record, 'state'),
-      spec: {
-        accessModes: ['ReadWriteOnce'],
-        resources: { requests: { storage: this.settings.storageSize } },
-        ...(this.options.storageClass ? { storageClassName: this.options.storageClass } : {}),
-      },
-    };
-  }
-
-  /** The agent's own environment only: whatever else the backend holds never gets here. */
-  private secretData(spec: AgentSpec): Record<string, string> {
-    const data: Record<string, string> = {};
-    for (const [key, value] of Object.entries(secretEnv(spec))) data[key] = base64(value);
-    if (spec.channelTokens?.whatsapp) data[WHATSAPP_KEY] = base64(spec.channelTokens.whatsapp);
-    return data;
-  }
-
-  private secretManifest(name: string, record: AgentRecord, spec: AgentSpec, owner: V1OwnerReference): V1Secret {
-    return {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      type: 'Opaque',
-      metadata: this.metadata(name, record, 'gateway', owner),
-      data: this.secretData(spec),
-    };
-  }
-
-  private configData(record: AgentRecord, spec: AgentSpec, skills: SkillFile[]): Record<string, string> {
-    const config = buildOpenClawConfig(spec, { port: GATEWAY_PORT, bind: 'lan', workspaceDir: `${STATE_DIR}/workspace` });
-    const data: Record<string, string> = {
-      [CONFIG_KEY]: `${JSON.stringify(config, null, 2)}\n`,
-      [RECORD_KEY]: `${JSON.stringify(record, null, 2)}\n`,
-    };
-    for (const file of skills) data[skillKey(file.path.at(-2) ?? '', file.path.at(-1) ?? '')] = file.content.toString('utf8');
-    return data;
-  }
+  // ---------------------------------------------------------------- manifests (built in manifests.ts)
 
   /**
    * The skills' files, or none when they cannot be had (a backend that was not built and cannot build them): the
@@ -1279,71 +995,6 @@ export class KubernetesAgentHost implements AgentHost {
    */
   private skillFiles(): Promise<SkillFile[]> {
     return busSkillFiles().catch(() => []);
-  }
-
-  private configMapManifest(name: string, record: AgentRecord, spec: AgentSpec, owner: V1OwnerReference, skills: SkillFile[]): V1ConfigMap {
-    return {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: this.metadata(name, record, 'gateway', owner),
-      data: this.configData(record, spec, skills),
-    };
-  }
-
-  private recordOf(spec: AgentSpec): AgentRecord {
-    const llm = spec.llm ? (({ apiKey: _apiKey, ...rest }) => rest)(spec.llm) : null;
-    const envNames = Object.keys(checkAgentEnv(spec.agentEnv)).sort();
-    return {
-      agentId: spec.agentId,
-      userId: spec.userId,
-      plan: spec.plan,
-      config: spec.config,
-      llm,
-      ...(envNames.length ? { envNames } : {}),
-    };
-  }
-
-  private jobManifest(agentId: string, name: string, kind: string, image: string, script: string, mounts: JobMount[]): V1Job {
-    const jobName = `${name.slice(0, 40).replace(/-+$/, '')}-${kind}-${Date.now().toString(36)}`;
-    const labels = { ...this.labels(name, { agentId }, 'maintenance'), 'aop/job': kind };
-    const volumes: V1Volume[] = mounts.map((m) => ({
-      name: m.volume,
-      persistentVolumeClaim: { claimName: m.claim, readOnly: m.readOnly ?? false },
-    }));
-    const volumeMounts: V1VolumeMount[] = mounts.map((m) => ({ name: m.volume, mountPath: m.mountPath, readOnly: m.readOnly ?? false }));
-    return {
-      apiVersion: 'batch/v1',
-      kind: 'Job',
-      metadata: { name: jobName, namespace: this.namespace, labels, annotations: { [KUBE_ANNOTATIONS.agentId]: agentId } },
-      spec: {
-        backoffLimit: 1,
-        activeDeadlineSeconds: Math.ceil(this.settings.jobTimeoutMs / 1000),
-        ttlSecondsAfterFinished: 3600,
-        template: {
-          metadata: { labels },
-          spec: {
-            restartPolicy: 'Never',
-            automountServiceAccountToken: false,
-            enableServiceLinks: false,
-            securityContext: this.podSecurity(),
-            ...(this.options.imagePullSecrets?.length
-              ? { imagePullSecrets: this.options.imagePullSecrets.map((secret) => ({ name: secret })) }
-              : {}),
-            containers: [
-              {
-                name: kind,
-                image,
-                command: ['sh', '-c', script],
-                securityContext: this.containerSecurity(),
-                resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '256Mi' } },
-                volumeMounts,
-              },
-            ],
-            volumes,
-          },
-        },
-      },
-    };
   }
 
   // ---------------------------------------------------------------- internals
@@ -1561,7 +1212,7 @@ export class KubernetesAgentHost implements AgentHost {
     const size = source.status?.capacity?.storage ?? source.spec?.resources?.requests?.storage ?? this.settings.storageSize;
     const stamp = new Date().toISOString().replace(/[-:TZ.]/g, '');
     const backupName = `${name}-backup-${stamp}`;
-    const metadata = this.metadata(
+    const metadata = this.manifests.metadata(
       backupName,
       { agentId, userId: source.metadata?.annotations?.[KUBE_ANNOTATIONS.userId] ?? '' },
       'backup',
@@ -1601,17 +1252,19 @@ export class KubernetesAgentHost implements AgentHost {
     const list = await this.k8s(`list backups of ${name}`, () =>
       this.core.listNamespacedPersistentVolumeClaim({ namespace: this.namespace, labelSelector: `${KUBE_LABELS.backupOf}=${name}` }),
     );
-    const names = list.items.map((pvc) => pvc.metadata!.name!).sort();
-    for (const old of names.slice(0, Math.max(0, names.length - this.settings.keepBackups))) {
-      await this.deleteQuietly(`delete persistentvolumeclaim ${old}`, () =>
-        this.core.deleteNamespacedPersistentVolumeClaim({ name: old, namespace: this.namespace }),
-      );
-    }
+    await pruneOldest(
+      list.items.map((pvc) => pvc.metadata!.name!),
+      this.settings.keepBackups,
+      (old) =>
+        this.deleteQuietly(`delete persistentvolumeclaim ${old}`, () =>
+          this.core.deleteNamespacedPersistentVolumeClaim({ name: old, namespace: this.namespace }),
+        ),
+    );
   }
 
   /** Runs a Job to completion (then deletes it); rejects with the Job's failure or on timeout. */
   private async runJob(agentId: string, name: string, kind: string, image: string, script: string, mounts: JobMount[]): Promise<void> {
-    const body = this.jobManifest(agentId, name, kind, image, script, mounts);
+    const body = this.manifests.jobManifest(agentId, name, kind, image, script, mounts);
     const jobName = body.metadata!.name!;
     await this.k8s(`create job ${jobName}`, () => this.batch.createNamespacedJob({ namespace: this.namespace, body }));
     const deadline = Date.now() + this.settings.jobTimeoutMs;
@@ -1746,12 +1399,12 @@ export class KubernetesAgentHost implements AgentHost {
 
   /** Read-modify-replace (keeps owner references and uses the resourceVersion for optimistic concurrency), or create. */
   private async upsertSecret(name: string, record: AgentRecord, spec: AgentSpec, owner?: V1OwnerReference): Promise<void> {
-    const data = this.secretData(spec);
+    const data = this.manifests.secretData(spec);
     try {
       const existing = await this.k8s(`read secret ${name}`, () => this.core.readNamespacedSecret({ name, namespace: this.namespace }));
       const body: V1Secret = {
         ...existing,
-        metadata: { ...existing.metadata, ...this.metadata(name, record, 'gateway', owner) },
+        metadata: { ...existing.metadata, ...this.manifests.metadata(name, record, 'gateway', owner) },
         data,
         type: 'Opaque',
       };
@@ -1763,19 +1416,23 @@ export class KubernetesAgentHost implements AgentHost {
     } catch (error) {
       if (!isNotFound(error) || !owner) throw error;
       await this.k8s(`create secret ${name}`, () =>
-        this.core.createNamespacedSecret({ namespace: this.namespace, body: this.secretManifest(name, record, spec, owner) }),
+        this.core.createNamespacedSecret({ namespace: this.namespace, body: this.manifests.secretManifest(name, record, spec, owner) }),
       );
     }
   }
 
   private async upsertConfigMap(name: string, record: AgentRecord, spec: AgentSpec, owner?: V1OwnerReference): Promise<void> {
     const skills = await this.skillFiles();
-    const data = this.configData(record, spec, skills);
+    const data = this.manifests.configData(record, spec, skills);
     try {
       const existing = await this.k8s(`read configmap ${name}`, () =>
         this.core.readNamespacedConfigMap({ name, namespace: this.namespace }),
       );
-      const body: V1ConfigMap = { ...existing, metadata: { ...existing.metadata, ...this.metadata(name, record, 'gateway', owner) }, data };
+      const body: V1ConfigMap = {
+        ...existing,
+        metadata: { ...existing.metadata, ...this.manifests.metadata(name, record, 'gateway', owner) },
+        data,
+      };
       delete body.metadata!.managedFields;
       body.metadata!.resourceVersion = existing.metadata?.resourceVersion;
       if (!owner) body.metadata!.ownerReferences = existing.metadata?.ownerReferences;
@@ -1783,36 +1440,14 @@ export class KubernetesAgentHost implements AgentHost {
     } catch (error) {
       if (!isNotFound(error) || !owner) throw error;
       await this.k8s(`create configmap ${name}`, () =>
-        this.core.createNamespacedConfigMap({ namespace: this.namespace, body: this.configMapManifest(name, record, spec, owner, skills) }),
+        this.core.createNamespacedConfigMap({
+          namespace: this.namespace,
+          body: this.manifests.configMapManifest(name, record, spec, owner, skills),
+        }),
       );
     }
   }
 }
-
-interface JobMount {
-  volume: string;
-  claim: string;
-  mountPath: string;
-  readOnly?: boolean;
-}
-
-/**
- * Init container, at every pod start: the layout and modes of the state volume, and no stale OpenClaw lock files
- * (with `Recreate` and a ReadWriteOnce volume, no other gateway can be using this state).
- */
-const PREPARE_SCRIPT = [
-  'set -e',
-  `mkdir -p ${STATE_DIR} ${HOME_DIR}`,
-  `chmod 700 ${STATE_DIR} ${HOME_DIR}`,
-  `rm -rf ${STATE_DIR}/tmp/openclaw*`,
-  // Each mounted skill replaces its copy in the workspace (a link left there is removed, not written through).
-  `for src in ${SKILLS_MOUNT}/*/; do`,
-  '  [ -d "$src" ] || continue',
-  `  dst="${STATE_DIR}/workspace/.agents/skills/$(basename "$src")"`,
-  '  mkdir -p "$dst"',
-  '  for f in "$src"*; do rm -rf "$dst/$(basename "$f")"; cp "$f" "$dst/"; done',
-  'done',
-].join('\n');
 
 /** Puts `state/` and `home/` back from a backup clone mounted at /backup (lost+found and the rest are left alone). */
 const RESTORE_SCRIPT = [

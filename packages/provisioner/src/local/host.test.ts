@@ -4,9 +4,9 @@ import { chmod, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installFakeRuntime } from './fake-gateway.test-support.js';
-import { AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from './host.js';
-import { LocalAgentHost, type LocalHostOptions } from './local-host.js';
+import { installFakeRuntime } from '../shared/fake-gateway.test-support.js';
+import { AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from '../host.js';
+import { LocalAgentHost, type LocalHostOptions } from './host.js';
 import { isAlive, processTree } from './proc.js';
 
 // Host behaviour (supervision, capacity, update roll-back, memory reset, secrets) against a fake OpenClaw CLI that

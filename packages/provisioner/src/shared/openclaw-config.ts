@@ -1,4 +1,4 @@
-import type { AgentSpec, ChannelTokens } from './host.js';
+import type { AgentSpec, ChannelTokens } from '../host.js';
 
 /**
  * Turns our stored agent configuration (spec §2.2) into a config the pinned OpenClaw accepts

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Backoff, DEFAULT_MEMORY_PER_AGENT_BYTES, DEFAULT_RESERVE_BYTES, capacityMessage, computeCapacity } from './capacity.js';
-import { parseStat } from './proc.js';
+import { parseStat } from '../local/proc.js';
 
 const GIB = 1024 ** 3;
 

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type DeviceIdentity, GatewayError } from '@aop/gateway-client';
 import {
@@ -18,8 +18,7 @@ import {
   AgentExistsError,
   AgentNotFoundError,
   AgentStartError,
-  UpdateFailedError,
-} from './host.js';
+} from '../host.js';
 import {
   DEPLOYMENT_FAILED,
   DEPLOYMENT_GONE,
@@ -30,12 +29,14 @@ import {
   type HostingApiOptions,
   agentEnvironment,
 } from './hosting-api.js';
-import { pause } from './log-follow.js';
-import { checkAgentEnv } from './openclaw-config.js';
-import { PlatformDeviceNotPairedError, platformDeviceToken } from './pairing.js';
-import { PINNED_OPENCLAW_VERSION } from './runtime.js';
-import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
-import { probeReadiness } from './gateway-probe.js';
+import { pause } from '../shared/log-follow.js';
+import { checkAgentEnv } from '../shared/openclaw-config.js';
+import { PlatformDeviceNotPairedError, platformDeviceToken } from '../shared/pairing.js';
+import { exclusive, recordFile, writeRecord } from '../shared/registry.js';
+import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
+import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
+import { probeReadiness } from '../shared/gateway-probe.js';
+import { updateWithRollback } from '../shared/update.js';
 
 export interface HostingHostOptions extends HostingApiOptions {
   /** The agent image, e.g. `ghcr.io/openclaw/openclaw:2026.9.6`; an update deploys the same image with the version as tag. */
@@ -120,12 +121,6 @@ export function imageWithTag(image: string, tag: string): string {
   const name = image.split('@')[0] ?? image;
   const colon = name.lastIndexOf(':');
   return `${colon > name.lastIndexOf('/') ? name.slice(0, colon) : name}:${tag}`;
-}
-
-async function writeFileAtomic(path: string, data: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`;
-  await writeFile(tmp, data, { mode: 0o600 });
-  await rename(tmp, path);
 }
 
 /**
@@ -258,7 +253,7 @@ export class HostingAgentHost implements AgentHost {
   /** A new deployment of the service when the agent is stopped or its deployment failed or is gone. */
   async start(agentId: string): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       if (agent.record.desired === 'running') {
         const current = await this.observe(agent);
         if (current.status === 'starting' || current.status === 'running' || current.status === 'restarting') return current;
@@ -271,7 +266,7 @@ export class HostingAgentHost implements AgentHost {
   /** `deploymentStop`: the container stops, the service (image, variables, domain) stays. */
   async stop(agentId: string): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       if (agent.record.desired !== 'stopped') {
         await this.api.stopDeployment(agent.record.deploymentId).catch((err) => {
           throw this.failure(`stop agent ${agentId}`, err);
@@ -287,7 +282,7 @@ export class HostingAgentHost implements AgentHost {
   /** `deploymentRestart` of the running deployment; a stopped or failed agent gets a new deployment instead. */
   async restart(agentId: string): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const current = agent.record.desired === 'running' ? await this.observe(agent) : null;
       if (!current || current.status === 'stopped' || current.status === 'error') {
         await this.redeploy(agent, 'restart');
@@ -312,7 +307,7 @@ export class HostingAgentHost implements AgentHost {
    */
   async update(agentId: string, options: { version: string }): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const record = agent.record;
       const previous = { version: record.version, image: record.image, deploymentId: record.deploymentId };
       const target = { version: options.version, image: imageWithTag(this.options.image, options.version) };
@@ -324,29 +319,28 @@ export class HostingAgentHost implements AgentHost {
       record.version = target.version;
       record.image = target.image;
       record.desired = 'running';
-      try {
-        await this.redeploy(agent, 'update');
-        return await this.settle(agent, Date.now() + this.readyTimeoutMs);
-      } catch (cause) {
-        const reason = message(cause);
-        try {
-          await this.api.updateServiceInstance(record.serviceId, { image: previous.image });
-          record.version = previous.version;
-          record.image = previous.image;
-          await this.redeploy(agent, 'roll back');
-        } catch (rollbackError) {
-          record.lastError = `Update to OpenClaw ${target.version} failed (${reason}) and the rollback failed: ${message(rollbackError)}`;
-          await this.save(agent);
-          throw new AgentStartError(record.lastError, { cause: rollbackError });
-        }
-        throw new UpdateFailedError(
-          `Update to OpenClaw ${target.version} failed: ${reason}. Rolled back to ${previous.version}.`,
-          previous.deploymentId,
-          previous.version,
-          target.version,
-          { cause },
-        );
-      }
+      return updateWithRollback({
+        previousVersion: previous.version,
+        targetVersion: target.version,
+        backup: previous.deploymentId,
+        apply: async () => {
+          await this.redeploy(agent, 'update');
+          return await this.settle(agent, Date.now() + this.readyTimeoutMs);
+        },
+        rollBack: async (reason) => {
+          try {
+            await this.api.updateServiceInstance(record.serviceId, { image: previous.image });
+            record.version = previous.version;
+            record.image = previous.image;
+            await this.redeploy(agent, 'roll back');
+          } catch (rollbackError) {
+            record.lastError = `Update to OpenClaw ${target.version} failed (${reason}) and the rollback failed: ${message(rollbackError)}`;
+            await this.save(agent);
+            throw new AgentStartError(record.lastError, { cause: rollbackError });
+          }
+          return `Rolled back to ${previous.version}.`;
+        },
+      });
     });
   }
 
@@ -356,7 +350,7 @@ export class HostingAgentHost implements AgentHost {
    */
   async configure(agentId: string, changes: AgentChanges): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const record = agent.record;
       const current = openSealedSpec(this.secrets, record);
       // Checked before anything is changed: a bad variable leaves the agent as it was.
@@ -384,7 +378,7 @@ export class HostingAgentHost implements AgentHost {
   /** Sets the variables, image and start command from the spec again, then deploys afresh. */
   async repair(agentId: string): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const record = agent.record;
       try {
         await this.api.upsertVariables(record.serviceId, agentEnvironment(openSealedSpec(this.secrets, record)));
@@ -404,7 +398,7 @@ export class HostingAgentHost implements AgentHost {
    */
   async resetMemory(agentId: string): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       agent.record.desired = 'running';
       await this.redeploy(agent, 'reset the memory of');
       return this.snapshot(agent.record, 'starting');
@@ -414,7 +408,7 @@ export class HostingAgentHost implements AgentHost {
   /** Deletes the service at the provider (an already deleted one counts as deleted), then the registry entry. */
   async delete(agentId: string): Promise<void> {
     const agent = await this.get(agentId);
-    await this.exclusive(agent, async () => {
+    await exclusive(agent, async () => {
       try {
         await this.api.deleteService(agent.record.serviceId);
       } catch (err) {
@@ -535,7 +529,7 @@ export class HostingAgentHost implements AgentHost {
   }
 
   private registryPath(agentId: string): string {
-    return join(this.registryDir, `${agentId}.json`);
+    return recordFile(this.registryDir, agentId);
   }
 
   /** The agent from memory, else from its registry file (another host instance may have created it). */
@@ -557,18 +551,11 @@ export class HostingAgentHost implements AgentHost {
     return agent;
   }
 
-  /** One lifecycle operation at a time per agent. */
-  private exclusive<T>(agent: HostedAgent, fn: () => Promise<T>): Promise<T> {
-    const run = agent.lock.then(fn, fn);
-    agent.lock = run.catch(() => undefined);
-    return run;
-  }
-
   private async save(agent: HostedAgent): Promise<void> {
     agent.record.updatedAt = new Date().toISOString();
     await mkdir(this.registryDir, { recursive: true, mode: 0o700 });
     await chmod(this.registryDir, 0o700);
-    await writeFileAtomic(this.registryPath(agent.record.agentId), `${JSON.stringify(agent.record, null, 2)}\n`);
+    await writeRecord(this.registryPath(agent.record.agentId), agent.record);
   }
 
   /** A HostingApiError naming what was being done; other errors pass unchanged. */

@@ -8,10 +8,10 @@ import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
 import { startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { type FakeHostingApi, startFakeHostingApi } from '@aop/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AgentNotFoundError, type AgentSpec, AgentStartError, UpdateFailedError } from './host.js';
+import { AgentNotFoundError, type AgentSpec, AgentStartError, UpdateFailedError } from '../host.js';
 import { GATEWAY_START_COMMAND, HostingApi, HostingApiError } from './hosting-api.js';
-import { HostingAgentHost, type HostingHostOptions, StatsUnavailableError, imageTag, imageWithTag } from './hosting-host.js';
-import { PlatformDeviceNotPairedError } from './pairing.js';
+import { HostingAgentHost, type HostingHostOptions, StatsUnavailableError, imageTag, imageWithTag } from './host.js';
+import { PlatformDeviceNotPairedError } from '../shared/pairing.js';
 
 // The `hosting` provider against a local GraphQL server speaking the provider's API (packages/testing) and a local
 // HTTP server standing in for the agents' gateways behind their public domains (/healthz, /readyz with the token).

@@ -15,9 +15,9 @@ import {
   dockerContainerName,
   dockerLimits,
   dockerStateVolumeName,
-} from './docker-host.js';
+} from './host.js';
 import { demuxLogs, dockerStats, splitLogTimestamp } from './docker-wire.js';
-import { AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from './host.js';
+import { AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from '../host.js';
 
 // The docker provider against an emulated Docker Engine (API v1.47 shapes) on a unix socket: every request the
 // host makes is recorded, and containers run an emulated OpenClaw gateway whose /healthz and /readyz are served on

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 export const PINNED_OPENCLAW_VERSION = '2026.9.6';
 
 /** The repository root (this file is `packages/provisioner/{src,dist}/runtime.*`). */
-export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+export const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 
 /** The Node 24 binary installed by the `node` npm package (a dependency of @aop/provisioner). */
 export const defaultNodeBin = (root = REPO_ROOT) => join(root, 'node_modules', 'node', 'bin', 'node');

@@ -1,4 +1,4 @@
-import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, checkAgentEnv } from './openclaw-config.js';
+import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, checkAgentEnv } from '../shared/openclaw-config.js';
 
 /**
  * The hosting provider's GraphQL API (Railway-style): services built from a container image, their variables,

@@ -1,5 +1,5 @@
 import { decryptSecret, encryptSecret, parseEncryptionKey } from '@aop/core';
-import type { AgentSpec, ChannelTokens, LlmSpec } from './host.js';
+import type { AgentSpec, ChannelTokens, LlmSpec } from '../host.js';
 import { MESSAGING_CHANNELS, checkAgentEnv } from './openclaw-config.js';
 
 /**

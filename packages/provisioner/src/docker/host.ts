@@ -1,12 +1,11 @@
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import type { DeviceIdentity } from '@aop/gateway-client';
-import { HttpError, planResources } from '@aop/core';
+import { DomainError } from '@aop/core';
 import Docker from 'dockerode';
-import { BUS_SKILL_NAME, busSkillFiles } from './bus-skill.js';
-import { DEFAULT_RESERVE_BYTES, capacityMessage } from './capacity.js';
+import { BUS_SKILL_NAME, busSkillFiles } from '../shared/bus-skill.js';
+import { DEFAULT_RESERVE_BYTES, capacityMessage } from '../shared/capacity.js';
 import { type EngineStats, FrameDemuxer, demuxFrames, demuxLogs, dockerStats, parseImageRef, tarArchive } from './docker-wire.js';
 import {
   type AgentChanges,
@@ -26,30 +25,34 @@ import {
   AgentStartError,
   HostFullError,
   UpdateFailedError,
-} from './host.js';
-import { MEMORY_PATHS } from './local-host.js';
-import { LineQueue, LineSplitter, pause, splitTimestampNs } from './log-follow.js';
-import { MESSAGING_CHANNELS, buildOpenClawConfig, checkAgentEnv, sameAgentEnv, secretEnv } from './openclaw-config.js';
-import { approvePlatformDevice } from './pairing.js';
-import { PINNED_OPENCLAW_VERSION } from './runtime.js';
-import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from './sealed-spec.js';
-import { AGENT_NOT_RUNNING, type AgentWorkspace, ProgramWorkspace } from './workspace.js';
-import { GATEWAY_DOWN, probeGateway } from './gateway-probe.js';
+} from '../host.js';
+import { MEMORY_PATHS } from '../shared/state-layout.js';
+import { approveCommand, assertApproved } from '../shared/approve-device.js';
+import { LineQueue, LineSplitter, splitTimestampNs } from '../shared/log-follow.js';
+import { pumpLogLines } from '../shared/log-pump.js';
+import { MESSAGING_CHANNELS, buildOpenClawConfig, checkAgentEnv, sameAgentEnv } from '../shared/openclaw-config.js';
+import { approvePlatformDevice } from '../shared/pairing.js';
+import { exclusive, recordFile, writeRecord } from '../shared/registry.js';
+import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
+import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
+import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
+import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
+import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
+import {
+  ContainerSpec,
+  DOCKER_LABELS,
+  type DockerAgentRecord,
+  GATEWAY_PORT,
+  GIB,
+  PORT_KEY,
+  SECOND_NS,
+  dockerContainerName,
+  dockerLimits,
+  dockerStateVolumeName,
+  ownLabels,
+} from './container.js';
 
-/** The gateway's port inside every agent container (spec §4.10 probes; also HTTP and WebSocket). */
-const GATEWAY_PORT = 18789;
-const PORT_KEY = `${GATEWAY_PORT}/tcp`;
-const GIB = 1024 ** 3;
-const SECOND_NS = 1_000_000_000;
-
-/**
- * A plan's container limits: its resources in the plan catalogue (a plan missing there gets the smallest size, never
- * an unlimited container). MemorySwap equal to Memory: no swap, so the limit is the memory the agent really gets.
- */
-export function dockerLimits(plan: string): { Memory: number; MemorySwap: number; NanoCpus: number } {
-  const { memoryGib, cpus } = planResources(plan);
-  return { Memory: memoryGib * GIB, MemorySwap: memoryGib * GIB, NanoCpus: Math.round(cpus * SECOND_NS) };
-}
+export { DOCKER_LABELS, dockerContainerName, dockerLimits, dockerStateVolumeName } from './container.js';
 
 /**
  * The Docker engine cannot be reached (socket missing, connection refused, no permission on the socket). Agent
@@ -141,28 +144,6 @@ export interface DockerHostOptions {
   nodeCommand?: string[];
 }
 
-/** The registry entry of an agent (`docker-agents/<agentId>.json`, 0600). Tokens, the LLM key and the agent's variables are sealed. */
-interface DockerAgentRecord {
-  agentId: string;
-  userId: string;
-  plan: string;
-  config: Record<string, unknown>;
-  version: string;
-  /** The image the agent runs (or will run on its next start). */
-  image: string;
-  /** What the agent should be doing; `restore()` starts the `running` ones whose container is not running. */
-  desired: 'running' | 'stopped';
-  llm: (Omit<LlmSpec, 'apiKey'> & { apiKey: string }) | null;
-  secrets: SealedSpecRecord['secrets'];
-  /**
-   * The platform device's pairing with this agent's gateway: its `deviceToken` sealed. The pairing itself lives in
-   * the state volume (OpenClaw's device store), so it outlives containers; a new device id means a new pairing.
-   */
-  platformDevice?: { deviceId: string; deviceToken: string; pairedAt: string };
-  createdAt: string;
-  updatedAt: string;
-}
-
 interface Agent {
   record: DockerAgentRecord;
   lock: Promise<unknown>;
@@ -184,41 +165,18 @@ type ContainerInfo = Docker.ContainerInspectInfo;
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 const UNREACHABLE = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTSOCK']);
 
-export const DOCKER_LABELS = {
-  managed: 'aop.managed',
-  agentId: 'aop.agent-id',
-  userId: 'aop.user-id',
-  /** `gateway`, `state`, `backup` or `helper`. */
-  role: 'aop.role',
-  plan: 'aop.plan',
-  version: 'aop.openclaw-version',
-  /** Hash of everything the container was created with (image, env, limits…); a mismatch recreates it. */
-  configHash: 'aop.config-hash',
-} as const;
-
-export const dockerContainerName = (agentId: string) => `aop-agent-${agentId}`;
-export const dockerStateVolumeName = (agentId: string) => `aop-agent-${agentId}-state`;
-const ownLabels = (agentId: string, role: string) => ({
-  [DOCKER_LABELS.managed]: 'true',
-  [DOCKER_LABELS.agentId]: agentId,
-  [DOCKER_LABELS.role]: role,
-});
 /** Sortable, unique enough within one agent's serialized operations: `20260101T120000123Z`. */
 const stamp = () => new Date().toISOString().replace(/[-:.]/g, '');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 const engineStatus = (error: unknown) => (error instanceof DockerEngineError ? error.engineStatus : null);
 
-/**
- * Docker's own health check, run inside the container: `/readyz` from loopback (where OpenClaw answers the full body
- * without a token). Docker then reports `starting`/`healthy`/`unhealthy` (spec §3.2 "container health statuses").
- */
-const READY_CHECK = `fetch('http://127.0.0.1:${GATEWAY_PORT}/readyz',{signal:AbortSignal.timeout(4000)}).then(r=>r.json()).then(b=>process.exit(b.ready===true?0:1),()=>process.exit(1))`;
-
-async function writeFileAtomic(path: string, data: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`;
-  await writeFile(tmp, data, { mode: 0o600 });
-  await rename(tmp, path);
+/** A followed log's timestamped lines, stdout and stderr each split on their own. */
+async function* demuxedLines(stream: AsyncIterable<Buffer>): AsyncIterable<string> {
+  const demuxer = new FrameDemuxer();
+  const splitters = { 1: new LineSplitter(), 2: new LineSplitter() };
+  for await (const chunk of stream) {
+    for (const frame of demuxer.push(chunk)) yield* splitters[frame.stream].push(frame.payload);
+  }
 }
 
 function sameSecrets(
@@ -272,6 +230,7 @@ export class DockerAgentHost implements AgentHost {
       | 'hostLogLines'
     >
   >;
+  private readonly container: ContainerSpec;
   private readonly agents = new Map<string, Agent>();
   private readonly creating = new Set<string>();
   /** Memory promised to agents being started (capacity is checked before their container exists). */
@@ -313,6 +272,16 @@ export class DockerAgentHost implements AgentHost {
       pidsLimit: config.pidsLimit ?? 4096,
       hostLogLines: config.hostLogLines ?? 200,
     };
+    this.container = new ContainerSpec({
+      command: this.command,
+      user: this.user,
+      stateDir: this.stateDir,
+      network: config.network ?? 'bridge',
+      publishAddress: this.publishAddress,
+      pidsLimit: this.options.pidsLimit,
+      readyTimeoutMs: this.options.readyTimeoutMs,
+      stopTimeoutMs: this.options.stopTimeoutMs,
+    });
   }
 
   /** The image of an OpenClaw version: `<repository of the image option>:<version>`. */
@@ -376,7 +345,7 @@ export class DockerAgentHost implements AgentHost {
         const agent = this.newAgent(record);
         this.agents.set(id, agent);
         await this.saveRecord(agent);
-        return this.exclusive(agent, async () => {
+        return exclusive(agent, async () => {
           await this.launch(agent);
           return this.observe(agent);
         });
@@ -388,7 +357,7 @@ export class DockerAgentHost implements AgentHost {
 
   async start(agentId: string): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const info = await this.inspect(agentId);
       if (agent.record.desired !== 'running') {
         agent.record.desired = 'running';
@@ -403,7 +372,7 @@ export class DockerAgentHost implements AgentHost {
 
   async stop(agentId: string): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       agent.record.desired = 'stopped';
       await this.saveRecord(agent);
       await this.stopContainer(agent);
@@ -413,7 +382,7 @@ export class DockerAgentHost implements AgentHost {
 
   async restart(agentId: string): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const running = (await this.inspect(agentId))?.State.Running === true;
       const relaunch = async () => {
         await this.stopContainer(agent);
@@ -435,7 +404,7 @@ export class DockerAgentHost implements AgentHost {
    */
   async update(agentId: string, options: { version: string }): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const record = agent.record;
       const previousVersion = record.version;
       const previousImage = record.image;
@@ -496,51 +465,51 @@ export class DockerAgentHost implements AgentHost {
         record.image = targetImage;
         record.desired = 'running';
         await this.saveRecord(agent);
-        try {
-          await this.launch(agent, { fresh: true });
-          const state = await this.waitForReady(agent, this.options.readyTimeoutMs, { failFast: true });
-          await this.pruneBackups(agent);
-          return state;
-        } catch (cause) {
-          if (cause instanceof DockerUnavailableError) throw cause;
-          const reason = messageOf(cause);
-          const output = await this.recentOutput(id);
-          this.log(agent, `[host] OpenClaw ${targetVersion} did not start (${reason}); rolling back to ${previousVersion}`);
-          for (const line of output) this.log(agent, `[host] ${targetVersion}: ${line}`);
-          try {
-            await this.discardContainer(agent);
-            await this.runHelper(
-              agent,
-              previousImage,
-              'state restore',
-              'find "$STATE" -mindepth 1 -delete && cp -a "$BACKUP/." "$STATE/"',
-              {
-                STATE: { volume: dockerStateVolumeName(id) },
-                BACKUP: { volume: backup, readOnly: true },
-              },
-            );
-            record.version = previousVersion;
-            record.image = previousImage;
-            await this.saveRecord(agent);
+        return updateWithRollback({
+          previousVersion,
+          targetVersion,
+          backup,
+          apply: async () => {
             await this.launch(agent, { fresh: true });
-          } catch (rollback) {
-            agent.lastError = `Roll-back to ${previousVersion} failed: ${messageOf(rollback)}`;
-            throw new UpdateFailedError(
-              `Update to OpenClaw ${targetVersion} failed: ${reason}. Rolling back to ${previousVersion} also failed: ${messageOf(rollback)}; the state backup is volume ${backup}.`,
-              backup,
-              previousVersion,
-              targetVersion,
-              { cause },
-            );
-          }
-          throw new UpdateFailedError(
-            `Update to OpenClaw ${targetVersion} failed: ${reason}. Rolled back to ${previousVersion}.`,
-            backup,
-            previousVersion,
-            targetVersion,
-            { cause },
-          );
-        }
+            const state = await this.waitForReady(agent, this.options.readyTimeoutMs, { failFast: true });
+            await this.pruneBackups(agent);
+            return state;
+          },
+          rollBack: async (reason, cause) => {
+            // Without the engine nothing can be rolled back: the caller gets the unavailability (a 500) as it is.
+            if (cause instanceof DockerUnavailableError) throw cause;
+            const output = await this.recentOutput(id);
+            this.log(agent, `[host] OpenClaw ${targetVersion} did not start (${reason}); rolling back to ${previousVersion}`);
+            for (const line of output) this.log(agent, `[host] ${targetVersion}: ${line}`);
+            try {
+              await this.discardContainer(agent);
+              await this.runHelper(
+                agent,
+                previousImage,
+                'state restore',
+                'find "$STATE" -mindepth 1 -delete && cp -a "$BACKUP/." "$STATE/"',
+                {
+                  STATE: { volume: dockerStateVolumeName(id) },
+                  BACKUP: { volume: backup, readOnly: true },
+                },
+              );
+              record.version = previousVersion;
+              record.image = previousImage;
+              await this.saveRecord(agent);
+              await this.launch(agent, { fresh: true });
+            } catch (rollback) {
+              agent.lastError = `Roll-back to ${previousVersion} failed: ${messageOf(rollback)}`;
+              throw new UpdateFailedError(
+                `Update to OpenClaw ${targetVersion} failed: ${reason}. Rolling back to ${previousVersion} also failed: ${messageOf(rollback)}; the state backup is volume ${backup}.`,
+                backup,
+                previousVersion,
+                targetVersion,
+                { cause },
+              );
+            }
+            return `Rolled back to ${previousVersion}.`;
+          },
+        });
       };
       return running ? attempt() : this.withCapacity(id, record.plan, attempt);
     });
@@ -548,7 +517,7 @@ export class DockerAgentHost implements AgentHost {
 
   async configure(agentId: string, changes: AgentChanges): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const record = agent.record;
       const current = openSealedSpec(this.secrets, record);
       const next = {
@@ -594,7 +563,7 @@ export class DockerAgentHost implements AgentHost {
    */
   async repair(agentId: string): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const running = (await this.inspect(agentId))?.State.Running === true;
       const fix = async () => {
         await this.discardContainer(agent);
@@ -625,7 +594,7 @@ export class DockerAgentHost implements AgentHost {
   /** Clears sessions and memory (`MEMORY_PATHS`) with a helper container; the workspace's seed files stay. */
   async resetMemory(agentId: string): Promise<AgentState> {
     const agent = await this.get(agentId);
-    return this.exclusive(agent, async () => {
+    return exclusive(agent, async () => {
       const running = (await this.inspect(agentId))?.State.Running === true;
       const reset = async () => {
         await this.stopContainer(agent);
@@ -680,7 +649,7 @@ export class DockerAgentHost implements AgentHost {
       if (!found) throw new AgentNotFoundError(agentId);
       if (failures.length > 0) throw new Error(`Agent ${agentId} deleted, but Docker kept: ${failures.join('; ')}`);
     };
-    await (agent ? this.exclusive(agent, remove) : remove());
+    await (agent ? exclusive(agent, remove) : remove());
   }
 
   /**
@@ -694,9 +663,7 @@ export class DockerAgentHost implements AgentHost {
     this.shuttingDown = true;
     await Promise.allSettled([...this.background]);
     if (!this.config.stopOnShutdown) return;
-    await Promise.all(
-      [...this.agents.values()].map((agent) => this.exclusive(agent, () => this.stopContainer(agent)).catch(() => undefined)),
-    );
+    await Promise.all([...this.agents.values()].map((agent) => exclusive(agent, () => this.stopContainer(agent)).catch(() => undefined)));
   }
 
   /**
@@ -899,20 +866,14 @@ export class DockerAgentHost implements AgentHost {
 
   /** `openclaw devices approve <requestId> --json` in the gateway's container; checks it approved our device. */
   private async approveInContainer(agent: Agent, containerId: string, requestId: string, deviceId: string): Promise<void> {
-    const command = [...(this.config.cliCommand ?? ['openclaw']), 'devices', 'approve', requestId, '--json'];
+    const command = approveCommand(this.config.cliCommand, requestId);
     const run = await this.execIn(containerId, command);
     const shown = command.slice(0, -2).join(' ');
     if (run.exitCode !== 0) {
       const why = run.stderr.trim().split('\n').at(-1) || run.stdout.trim().split('\n').at(-1) || 'no output';
       throw new Error(`${shown} <requestId> exited with code ${run.exitCode}: ${why}`);
     }
-    let answer: { requestId?: unknown; device?: { deviceId?: unknown } } | null = null;
-    try {
-      answer = JSON.parse(run.stdout);
-    } catch {
-      answer = null;
-    }
-    if (answer?.device?.deviceId !== deviceId) throw new Error(`${shown} <requestId> did not report the platform device as approved`);
+    assertApproved(run.stdout, deviceId, `${shown} <requestId>`);
     this.log(agent, `[host] approved pairing request ${requestId} of the platform device inside the container`);
   }
 
@@ -990,7 +951,7 @@ export class DockerAgentHost implements AgentHost {
   async workspace(agentId: string): Promise<AgentWorkspace> {
     await this.get(agentId);
     const info = await this.inspect(agentId);
-    if (!info?.State.Running || info.State.Restarting) throw new HttpError(409, AGENT_NOT_RUNNING);
+    if (!info?.State.Running || info.State.Restarting) throw new DomainError('WORKSPACE_AGENT_NOT_RUNNING');
     const location = {
       root: posix.join(this.stateDir, 'workspace'),
       home: posix.dirname(this.stateDir),
@@ -1036,39 +997,26 @@ export class DockerAgentHost implements AgentHost {
     }
   }
 
-  private async pumpLogs(agentId: string, start: bigint, queue: LineQueue, pollMs: number, signal: AbortSignal): Promise<void> {
-    let floor = start;
-    while (!signal.aborted) {
-      if (this.shuttingDown || !this.agents.has(agentId)) return queue.end();
-      try {
+  private pumpLogs(agentId: string, start: bigint, queue: LineQueue, pollMs: number, signal: AbortSignal): Promise<void> {
+    // Attaches fail when the engine went away or the container is being replaced; the pump attaches again.
+    return pumpLogLines({
+      start,
+      queue,
+      pollMs,
+      signal,
+      attach: async (floor) => {
+        if (this.shuttingDown || !this.agents.has(agentId)) return 'end';
         const info = await this.inspect(agentId);
-        if (info?.State.Running && !info.State.Restarting) {
-          const since = floor === 0n ? '0' : `${floor / 1_000_000_000n}.${String(floor % 1_000_000_000n).padStart(9, '0')}`;
-          const stream = (await this.engine('follow logs', () =>
-            this.docker
-              .getContainer(info.Id)
-              .logs({ follow: true, stdout: true, stderr: true, timestamps: true, since, abortSignal: signal }),
-          )) as unknown as AsyncIterable<Buffer>;
-          const demuxer = new FrameDemuxer();
-          const splitters = { 1: new LineSplitter(), 2: new LineSplitter() };
-          for await (const chunk of stream) {
-            for (const frame of demuxer.push(chunk)) {
-              for (const text of splitters[frame.stream].push(frame.payload)) {
-                const { ns, text: line } = splitTimestampNs(text);
-                // `since` is inclusive: lines of the very nanosecond already sent come again.
-                if (ns !== null && ns <= floor) continue;
-                if (ns !== null) floor = ns;
-                queue.push(line);
-              }
-            }
-          }
-        }
-      } catch {
-        if (signal.aborted) return;
-        // The engine went away or the container is being replaced: attach again after the pause.
-      }
-      await pause(pollMs, signal);
-    }
+        if (!info?.State.Running || info.State.Restarting) return null;
+        const since = floor === 0n ? '0' : `${floor / 1_000_000_000n}.${String(floor % 1_000_000_000n).padStart(9, '0')}`;
+        const stream = (await this.engine('follow logs', () =>
+          this.docker
+            .getContainer(info.Id)
+            .logs({ follow: true, stdout: true, stderr: true, timestamps: true, since, abortSignal: signal }),
+        )) as unknown as AsyncIterable<Buffer>;
+        return demuxedLines(stream);
+      },
+    });
   }
 
   // ---------------------------------------------------------------- containers
@@ -1106,11 +1054,15 @@ export class DockerAgentHost implements AgentHost {
   private async ensureContainer(agent: Agent, fresh: boolean): Promise<void> {
     const id = agent.record.agentId;
     const info = await this.inspect(id);
-    if (info && !fresh && info.Config.Labels?.[DOCKER_LABELS.configHash] === this.configHash(agent.record)) return;
+    if (info && !fresh && info.Config.Labels?.[DOCKER_LABELS.configHash] === this.container.configHash(agent.record)) return;
     if (info) await this.discardContainer(agent);
     await this.ensureImage(agent.record.image);
     const name = dockerContainerName(id);
-    await this.engine('create container', () => this.docker.createContainer(this.withQuery({ name }, this.containerBody(agent.record))));
+    await this.engine('create container', () =>
+      this.docker.createContainer(
+        this.withQuery({ name }, this.container.containerBody(agent.record, openSealedSpec(this.secrets, agent.record))),
+      ),
+    );
   }
 
   /**
@@ -1118,76 +1070,6 @@ export class DockerAgentHost implements AgentHost {
    * secrets (`secretEnv`): no platform variable can reach an agent. Limits come from the plan; the port is published
    * on `publishAddress` only, on a port Docker picks.
    */
-  private containerBody(record: DockerAgentRecord): Record<string, unknown> {
-    const spec = openSealedSpec(this.secrets, record);
-    const env: Record<string, string> = {
-      LANG: 'C.UTF-8',
-      MALLOC_ARENA_MAX: '2',
-      OPENCLAW_STATE_DIR: this.stateDir,
-      OPENCLAW_CONFIG_PATH: posix.join(this.stateDir, 'openclaw.json'),
-      OPENCLAW_NO_AUTO_UPDATE: '1',
-      OPENCLAW_DISABLE_BONJOUR: '1',
-      OPENCLAW_OFFLINE: '1',
-      ...secretEnv(spec),
-    };
-    return {
-      Image: record.image,
-      Cmd: this.command,
-      User: this.user,
-      Env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
-      Labels: {
-        ...ownLabels(record.agentId, 'gateway'),
-        [DOCKER_LABELS.userId]: record.userId,
-        [DOCKER_LABELS.plan]: record.plan,
-        [DOCKER_LABELS.version]: record.version,
-        [DOCKER_LABELS.configHash]: this.configHash(record),
-      },
-      ExposedPorts: { [PORT_KEY]: {} },
-      StopSignal: 'SIGTERM',
-      StopTimeout: Math.ceil(this.options.stopTimeoutMs / 1000),
-      Healthcheck: {
-        Test: ['CMD', 'node', '-e', READY_CHECK],
-        Interval: 30 * SECOND_NS,
-        Timeout: 5 * SECOND_NS,
-        Retries: 3,
-        StartPeriod: Math.ceil(this.options.readyTimeoutMs / 1000) * SECOND_NS,
-        StartInterval: 2 * SECOND_NS,
-      },
-      HostConfig: {
-        ...dockerLimits(record.plan),
-        PidsLimit: this.options.pidsLimit,
-        RestartPolicy: { Name: 'unless-stopped', MaximumRetryCount: 0 },
-        PortBindings: { [PORT_KEY]: [{ HostIp: this.publishAddress, HostPort: '' }] },
-        Mounts: [{ Type: 'volume', Source: dockerStateVolumeName(record.agentId), Target: this.stateDir }],
-        Init: true, // reaps the gateway's helper processes
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges:true'],
-        LogConfig: { Type: 'local', Config: { 'max-size': '10m', 'max-file': '3' } },
-        NetworkMode: this.config.network ?? 'bridge',
-      },
-    };
-  }
-
-  /** What the container was created with; sealed secrets change exactly when `configure` changes a token. */
-  private configHash(record: DockerAgentRecord): string {
-    const material = {
-      format: 1,
-      image: record.image,
-      command: this.command,
-      user: this.user,
-      stateDir: this.stateDir,
-      network: this.config.network ?? 'bridge',
-      publishAddress: this.publishAddress,
-      limits: dockerLimits(record.plan),
-      pidsLimit: this.options.pidsLimit,
-      readyTimeoutMs: this.options.readyTimeoutMs,
-      stopTimeoutMs: this.options.stopTimeoutMs,
-      secrets: record.secrets,
-      llm: record.llm,
-    };
-    return createHash('sha256').update(JSON.stringify(material)).digest('hex').slice(0, 32);
-  }
-
   /**
    * Writes `openclaw.json` into the state volume through the engine's archive endpoint (works on a created, stopped
    * or running container; OpenClaw hot-reloads a running one). The archive also carries the state dir itself, owned
@@ -1290,12 +1172,14 @@ export class DockerAgentHost implements AgentHost {
     const { Volumes: volumes } = await this.engine('list volumes', () =>
       this.docker.listVolumes({ filters: { label: [`${DOCKER_LABELS.agentId}=${agent.record.agentId}`, `${DOCKER_LABELS.role}=backup`] } }),
     );
-    const names = (volumes ?? []).map((volume) => volume.Name).sort();
-    for (const name of names.slice(0, Math.max(0, names.length - this.options.keepBackups))) {
-      await this.removeVolume(name).catch((error: unknown) =>
-        this.log(agent, `[host] could not remove old backup ${name}: ${messageOf(error)}`),
-      );
-    }
+    await pruneOldest(
+      (volumes ?? []).map((volume) => volume.Name),
+      this.options.keepBackups,
+      (name) =>
+        this.removeVolume(name).catch((error: unknown) =>
+          this.log(agent, `[host] could not remove old backup ${name}: ${messageOf(error)}`),
+        ),
+    );
   }
 
   /**
@@ -1590,7 +1474,7 @@ export class DockerAgentHost implements AgentHost {
   // ---------------------------------------------------------------- registry
 
   private registryPath(agentId: string): string {
-    return join(this.registryDir, `${agentId}.json`);
+    return recordFile(this.registryDir, agentId);
   }
 
   private ensureLoaded(): Promise<void> {
@@ -1618,7 +1502,7 @@ export class DockerAgentHost implements AgentHost {
   private async saveRecord(agent: Agent): Promise<void> {
     agent.record.updatedAt = new Date().toISOString();
     if (!existsSync(this.registryDir)) await mkdir(this.registryDir, { recursive: true, mode: 0o700 });
-    await writeFileAtomic(this.registryPath(agent.record.agentId), `${JSON.stringify(agent.record, null, 2)}\n`);
+    await writeRecord(this.registryPath(agent.record.agentId), agent.record);
   }
 
   // ---------------------------------------------------------------- internals
@@ -1647,13 +1531,6 @@ export class DockerAgentHost implements AgentHost {
       pairedFor: null,
       pairing: null,
     };
-  }
-
-  /** Runs one lifecycle operation at a time per agent. */
-  private exclusive<T>(agent: Agent, fn: () => Promise<T>): Promise<T> {
-    const run = agent.lock.then(fn, fn);
-    agent.lock = run.catch(() => undefined);
-    return run;
   }
 
   private log(agent: Agent, line: string): void {

@@ -1,4 +1,4 @@
-import type { AgentHealth } from './host.js';
+import type { AgentHealth } from '../host.js';
 
 /** What a gateway that does not answer is. */
 export const GATEWAY_DOWN: AgentHealth = { live: false, ready: false, failing: [], uptimeMs: null };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FrameDemuxer, demuxFrames } from './docker-wire.js';
-import { linesAfter } from './hosting-host.js';
+import { FrameDemuxer, demuxFrames } from '../docker/docker-wire.js';
+import { linesAfter } from '../hosting/host.js';
 import { LineQueue, LineSplitter, parseTimeNs, splitTimestampNs } from './log-follow.js';
 
 const frame = (stream: number, text: string) => {

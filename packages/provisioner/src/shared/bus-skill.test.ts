@@ -6,15 +6,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain ESM build script without type declarations
-import { buildSkills } from '../scripts/build-skills.mjs';
+import { buildSkills } from '../../scripts/build-skills.mjs';
 import { BUS_SKILL_DIR, busSkillFiles } from './bus-skill.js';
-import { startDockerEngine } from './docker-engine.test-support.js';
-import { DockerAgentHost, dockerContainerName, dockerStateVolumeName } from './docker-host.js';
+import { startDockerEngine } from '../docker/docker-engine.test-support.js';
+import { DockerAgentHost, dockerContainerName, dockerStateVolumeName } from '../docker/host.js';
 import { installFakeRuntime } from './fake-gateway.test-support.js';
-import type { AgentSpec } from './host.js';
-import { startKubeApi } from './kube-api.test-support.js';
-import { KubernetesAgentHost, kubeAgentName } from './kubernetes-host.js';
-import { LocalAgentHost } from './local-host.js';
+import type { AgentSpec } from '../host.js';
+import { startKubeApi } from '../kubernetes/kube-api.test-support.js';
+import { KubernetesAgentHost, kubeAgentName } from '../kubernetes/host.js';
+import { LocalAgentHost } from '../local/host.js';
 
 // The `underground-bus` skill: its script is bundled into one self-contained file, and every agent's workspace gets
 // the skill on create and again on repair (rewritten, never through a link the agent left there).

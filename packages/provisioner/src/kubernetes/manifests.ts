@@ -1,0 +1,424 @@
+import { createHash } from 'node:crypto';
+import type {
+  V1ConfigMap,
+  V1Deployment,
+  V1EnvVar,
+  V1Job,
+  V1ObjectMeta,
+  V1OwnerReference,
+  V1PersistentVolumeClaim,
+  V1PodSecurityContext,
+  V1ResourceRequirements,
+  V1Secret,
+  V1SecurityContext,
+  V1Service,
+  V1Volume,
+  V1VolumeMount,
+} from '@kubernetes/client-node';
+import type { AgentSpec, LlmSpec } from '../host.js';
+import { BUS_SKILL_FILES, BUS_SKILL_NAME, type SkillFile } from '../shared/bus-skill.js';
+import { buildOpenClawConfig, checkAgentEnv, secretEnv } from '../shared/openclaw-config.js';
+import type { KubernetesHostOptions } from './host.js';
+
+export const GATEWAY_PORT = 18789;
+
+export const GATEWAY_CONTAINER = 'gateway';
+export const PREPARE_CONTAINER = 'prepare';
+/** The PVC: OpenClaw state in `state/`, the gateway's HOME in `home/`. */
+export const DATA_DIR = '/var/lib/openclaw';
+export const STATE_DIR = `${DATA_DIR}/state`;
+export const HOME_DIR = `${DATA_DIR}/home`;
+const CONFIG_DIR = '/etc/openclaw';
+const CONFIG_KEY = 'openclaw.json';
+/** The stored spec (no secrets) in the agent's ConfigMap; not mounted into the pod. */
+export const RECORD_KEY = 'aop-agent.json';
+/**
+ * The platform's skills (`bus-skill.ts`) ride in the agent's ConfigMap (`skills.<skill>.<file>`), mounted into the
+ * init container only, which copies them into the workspace at every pod start (create, repair, update, restarts).
+ */
+const SKILLS_MOUNT = '/etc/openclaw-skills';
+const skillKey = (skill: string, file: string) => `skills.${skill}.${file}`;
+const SKILL_ITEMS = BUS_SKILL_FILES.map((file) => ({ key: skillKey(BUS_SKILL_NAME, file), path: `${BUS_SKILL_NAME}/${file}` }));
+/** WhatsApp links by QR code: its "token" is only a switch. Kept in the Secret but never passed to the pod. */
+export const WHATSAPP_KEY = 'aop-whatsapp-token';
+export const GATEWAY_TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
+
+/**
+ * Every key `secretEnv` can produce besides the agent's own variables: the pod gets exactly these and the `agentEnv`
+ * names of its record from the Secret (nothing else in it is exposed).
+ */
+const SECRET_ENV_KEYS = Object.keys(
+  secretEnv({
+    gatewayToken: 'x',
+    channelTokens: { telegram: 'x', discord: 'x', whatsapp: 'x' },
+    llm: { baseUrl: 'x', apiKey: 'x', model: 'x' },
+  }),
+);
+
+/**
+ * The pod's references to the agent's own variables in its Secret. Optional: a reference left behind by a name that
+ * was removed (a strategic merge patch only adds) leaves the variable unset rather than blocking the pod's start.
+ */
+export const agentEnvRefs = (secret: string, names: readonly string[]): V1EnvVar[] =>
+  names.map((key) => ({ name: key, valueFrom: { secretKeyRef: { name: secret, key, optional: true } } }));
+
+export const KUBE_LABELS = {
+  managedBy: 'app.kubernetes.io/managed-by',
+  name: 'app.kubernetes.io/name',
+  instance: 'app.kubernetes.io/instance',
+  component: 'app.kubernetes.io/component',
+  agentId: 'aop/agent-id',
+  userId: 'aop/user-id',
+  backupOf: 'aop/backup-of',
+} as const;
+
+export const KUBE_ANNOTATIONS = {
+  /** The exact ids (labels hold a DNS-safe form). */
+  agentId: 'aop/agent-id',
+  userId: 'aop/user-id',
+  plan: 'aop/plan',
+  version: 'aop/openclaw-version',
+  restartedAt: 'kubectl.kubernetes.io/restartedAt',
+} as const;
+
+export const MANAGED_BY = 'aop';
+const LABEL_VALUE = /^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/;
+const hash16 = (value: string) => createHash('sha256').update(value).digest('hex').slice(0, 16);
+const base64 = (value: string) => Buffer.from(value, 'utf8').toString('base64');
+
+/**
+ * The name of an agent's objects: `aop-agent-<id>` when the id is already a lower-case DNS label, otherwise a
+ * DNS-safe slug plus `--` and 16 hex digits of the id's SHA-256 (lower-casing alone would make `Abc` and `abc`
+ * share objects; no exact-form name contains `--`, so the two forms cannot collide either).
+ */
+export function kubeAgentName(agentId: string): string {
+  const slug = agentId
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/-+/g, '-')
+    .replace(/^-|-$/g, '');
+  if (slug === agentId && slug.length > 0 && slug.length <= 48) return `aop-agent-${slug}`;
+  const short = slug.slice(0, 32).replace(/-$/, '');
+  return `aop-agent-${short ? `${short}--` : ''}${hash16(agentId)}`;
+}
+
+/** A label value for an id: itself when valid, else a readable prefix and a hash (labels are ≤ 63 chars, alnum at both ends). */
+export function kubeLabelValue(value: string): string {
+  if (LABEL_VALUE.test(value)) return value;
+  const readable = value
+    .replace(/[^A-Za-z0-9_.-]+/g, '-')
+    .slice(0, 40)
+    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
+  return `${readable ? `${readable}.` : ''}${hash16(value)}`;
+}
+
+/** The non-secret part of the spec, stored in the agent's ConfigMap. */
+export interface AgentRecord {
+  agentId: string;
+  userId: string;
+  plan: string;
+  config: Record<string, unknown>;
+  llm: Omit<LlmSpec, 'apiKey'> | null;
+  /** The names of the agent's own variables (`agentEnv`; values only in the Secret), which the pod reads from it. */
+  envNames?: string[];
+}
+
+export interface JobMount {
+  volume: string;
+  claim: string;
+  mountPath: string;
+  readOnly?: boolean;
+}
+
+/**
+ * Init container, at every pod start: the layout and modes of the state volume, and no stale OpenClaw lock files
+ * (with `Recreate` and a ReadWriteOnce volume, no other gateway can be using this state).
+ */
+const PREPARE_SCRIPT = [
+  'set -e',
+  `mkdir -p ${STATE_DIR} ${HOME_DIR}`,
+  `chmod 700 ${STATE_DIR} ${HOME_DIR}`,
+  `rm -rf ${STATE_DIR}/tmp/openclaw*`,
+  // Each mounted skill replaces its copy in the workspace (a link left there is removed, not written through).
+  `for src in ${SKILLS_MOUNT}/*/; do`,
+  '  [ -d "$src" ] || continue',
+  `  dst="${STATE_DIR}/workspace/.agents/skills/$(basename "$src")"`,
+  '  mkdir -p "$dst"',
+  '  for f in "$src"*; do rm -rf "$dst/$(basename "$f")"; cp "$f" "$dst/"; done',
+  'done',
+].join('\n');
+
+/**
+ * The objects an agent is made of, built from its record and the host's settings; the host only sends them to the
+ * API server and reads them back.
+ */
+export class KubeManifests {
+  constructor(
+    private readonly namespace: string,
+    private readonly settings: Pick<Required<KubernetesHostOptions>, 'runAsUser' | 'storageSize' | 'jobTimeoutMs'>,
+    private readonly options: Pick<KubernetesHostOptions, 'imagePullSecrets' | 'storageClass' | 'utilityImage'>,
+    private readonly imageFor: (version: string) => string,
+    private readonly resourcesFor: (plan: string) => V1ResourceRequirements,
+  ) {}
+
+  labels(name: string, ids: { agentId: string; userId?: string }, component: string): Record<string, string> {
+    return {
+      [KUBE_LABELS.managedBy]: MANAGED_BY,
+      [KUBE_LABELS.name]: 'openclaw',
+      [KUBE_LABELS.instance]: name,
+      [KUBE_LABELS.component]: component,
+      [KUBE_LABELS.agentId]: kubeLabelValue(ids.agentId),
+      ...(ids.userId ? { [KUBE_LABELS.userId]: kubeLabelValue(ids.userId) } : {}),
+    };
+  }
+
+  metadata(name: string, ids: { agentId: string; userId: string }, component: string, owner?: V1OwnerReference): V1ObjectMeta {
+    return {
+      name,
+      namespace: this.namespace,
+      labels: this.labels(name, ids, component),
+      annotations: { [KUBE_ANNOTATIONS.agentId]: ids.agentId, [KUBE_ANNOTATIONS.userId]: ids.userId },
+      ...(owner ? { ownerReferences: [owner] } : {}),
+    };
+  }
+
+  podSecurity(): V1PodSecurityContext {
+    const id = this.settings.runAsUser;
+    return {
+      runAsNonRoot: true,
+      runAsUser: id,
+      runAsGroup: id,
+      fsGroup: id,
+      fsGroupChangePolicy: 'OnRootMismatch',
+      seccompProfile: { type: 'RuntimeDefault' },
+    };
+  }
+
+  containerSecurity(): V1SecurityContext {
+    return { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
+  }
+
+  deploymentManifest(name: string, record: AgentRecord, version: string, replicas: number): V1Deployment {
+    const image = this.imageFor(version);
+    const labels = this.labels(name, record, 'gateway');
+    const env: V1EnvVar[] = [
+      { name: 'HOME', value: HOME_DIR },
+      // Temp files, the compile cache and OpenClaw's dated log files: an emptyDir, so they never fill the state volume.
+      { name: 'TMPDIR', value: '/tmp' },
+      { name: 'LANG', value: 'C.UTF-8' },
+      { name: 'MALLOC_ARENA_MAX', value: '2' },
+      { name: 'OPENCLAW_STATE_DIR', value: STATE_DIR },
+      { name: 'OPENCLAW_CONFIG_PATH', value: `${CONFIG_DIR}/${CONFIG_KEY}` },
+      { name: 'OPENCLAW_NO_AUTO_UPDATE', value: '1' },
+      { name: 'OPENCLAW_DISABLE_BONJOUR', value: '1' },
+      { name: 'OPENCLAW_OFFLINE', value: '1' },
+      // Only these keys of the agent's own Secret reach the container.
+      ...SECRET_ENV_KEYS.map((key) => ({
+        name: key,
+        valueFrom: { secretKeyRef: { name, key, optional: key !== GATEWAY_TOKEN_ENV } },
+      })),
+      ...agentEnvRefs(name, record.envNames ?? []),
+    ];
+    const probe = (path: string, periodSeconds: number, failureThreshold: number) => ({
+      httpGet: { path, port: GATEWAY_PORT, scheme: 'HTTP' },
+      periodSeconds,
+      timeoutSeconds: 5,
+      failureThreshold,
+    });
+    return {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: {
+        ...this.metadata(name, record, 'gateway'),
+        annotations: {
+          [KUBE_ANNOTATIONS.agentId]: record.agentId,
+          [KUBE_ANNOTATIONS.userId]: record.userId,
+          [KUBE_ANNOTATIONS.plan]: record.plan,
+          [KUBE_ANNOTATIONS.version]: version,
+        },
+      },
+      spec: {
+        replicas,
+        strategy: { type: 'Recreate' },
+        revisionHistoryLimit: 3,
+        selector: { matchLabels: { [KUBE_LABELS.instance]: name, [KUBE_LABELS.component]: 'gateway' } },
+        template: {
+          metadata: { labels, annotations: {} },
+          spec: {
+            // The gateway never talks to the Kubernetes API, and other services' variables are none of its business.
+            automountServiceAccountToken: false,
+            enableServiceLinks: false,
+            terminationGracePeriodSeconds: 60,
+            securityContext: this.podSecurity(),
+            ...(this.options.imagePullSecrets?.length
+              ? { imagePullSecrets: this.options.imagePullSecrets.map((secret) => ({ name: secret })) }
+              : {}),
+            initContainers: [
+              {
+                name: PREPARE_CONTAINER,
+                image: this.options.utilityImage ?? image,
+                command: ['sh', '-c', PREPARE_SCRIPT],
+                securityContext: this.containerSecurity(),
+                resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { cpu: '200m', memory: '64Mi' } },
+                volumeMounts: [
+                  { name: 'state', mountPath: DATA_DIR },
+                  { name: 'skills', mountPath: SKILLS_MOUNT, readOnly: true },
+                ],
+              },
+            ],
+            containers: [
+              {
+                name: GATEWAY_CONTAINER,
+                image,
+                imagePullPolicy: 'IfNotPresent',
+                command: ['openclaw', 'gateway', 'run', '--bind', 'lan', '--port', String(GATEWAY_PORT)],
+                ports: [{ name: 'gateway', containerPort: GATEWAY_PORT, protocol: 'TCP' }],
+                env,
+                resources: this.resourcesFor(record.plan),
+                // Start-up takes 20-25 s of CPU (longer on a busy node): liveness only counts once /healthz answered.
+                startupProbe: probe('/healthz', 5, 60),
+                livenessProbe: probe('/healthz', 10, 6),
+                readinessProbe: probe('/readyz', 5, 3),
+                securityContext: this.containerSecurity(),
+                volumeMounts: [
+                  { name: 'state', mountPath: DATA_DIR },
+                  { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
+                  { name: 'tmp', mountPath: '/tmp' },
+                ],
+              },
+            ],
+            volumes: [
+              { name: 'state', persistentVolumeClaim: { claimName: name } },
+              // Only openclaw.json: the stored spec in the same ConfigMap is the host's, not the gateway's.
+              { name: 'config', configMap: { name, items: [{ key: CONFIG_KEY, path: CONFIG_KEY }] } },
+              // Optional: keys the ConfigMap lacks are left out instead of keeping the pod from starting.
+              { name: 'skills', configMap: { name, items: SKILL_ITEMS, optional: true } },
+              { name: 'tmp', emptyDir: { sizeLimit: '1Gi' } },
+            ],
+          },
+        },
+      },
+    };
+  }
+
+  serviceManifest(name: string, record: AgentRecord, owner: V1OwnerReference): V1Service {
+    return {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: this.metadata(name, record, 'gateway', owner),
+      spec: {
+        type: 'ClusterIP',
+        selector: { [KUBE_LABELS.instance]: name, [KUBE_LABELS.component]: 'gateway' },
+        ports: [{ name: 'gateway', port: GATEWAY_PORT, targetPort: GATEWAY_PORT, protocol: 'TCP' }],
+        // The platform probes /healthz and /readyz itself: it must reach a gateway that is not ready yet.
+        publishNotReadyAddresses: true,
+      },
+    };
+  }
+
+  pvcManifest(name: string, record: AgentRecord): V1PersistentVolumeClaim {
+    return {
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: this.metadata(name, record, 'state'),
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: this.settings.storageSize } },
+        ...(this.options.storageClass ? { storageClassName: this.options.storageClass } : {}),
+      },
+    };
+  }
+
+  /** The agent's own environment only: whatever else the backend holds never gets here. */
+  secretData(spec: AgentSpec): Record<string, string> {
+    const data: Record<string, string> = {};
+    for (const [key, value] of Object.entries(secretEnv(spec))) data[key] = base64(value);
+    if (spec.channelTokens?.whatsapp) data[WHATSAPP_KEY] = base64(spec.channelTokens.whatsapp);
+    return data;
+  }
+
+  secretManifest(name: string, record: AgentRecord, spec: AgentSpec, owner: V1OwnerReference): V1Secret {
+    return {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'Opaque',
+      metadata: this.metadata(name, record, 'gateway', owner),
+      data: this.secretData(spec),
+    };
+  }
+
+  configData(record: AgentRecord, spec: AgentSpec, skills: SkillFile[]): Record<string, string> {
+    const config = buildOpenClawConfig(spec, { port: GATEWAY_PORT, bind: 'lan', workspaceDir: `${STATE_DIR}/workspace` });
+    const data: Record<string, string> = {
+      [CONFIG_KEY]: `${JSON.stringify(config, null, 2)}\n`,
+      [RECORD_KEY]: `${JSON.stringify(record, null, 2)}\n`,
+    };
+    for (const file of skills) data[skillKey(file.path.at(-2) ?? '', file.path.at(-1) ?? '')] = file.content.toString('utf8');
+    return data;
+  }
+
+  configMapManifest(name: string, record: AgentRecord, spec: AgentSpec, owner: V1OwnerReference, skills: SkillFile[]): V1ConfigMap {
+    return {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: this.metadata(name, record, 'gateway', owner),
+      data: this.configData(record, spec, skills),
+    };
+  }
+
+  recordOf(spec: AgentSpec): AgentRecord {
+    const llm = spec.llm ? (({ apiKey: _apiKey, ...rest }) => rest)(spec.llm) : null;
+    const envNames = Object.keys(checkAgentEnv(spec.agentEnv)).sort();
+    return {
+      agentId: spec.agentId,
+      userId: spec.userId,
+      plan: spec.plan,
+      config: spec.config,
+      llm,
+      ...(envNames.length ? { envNames } : {}),
+    };
+  }
+
+  jobManifest(agentId: string, name: string, kind: string, image: string, script: string, mounts: JobMount[]): V1Job {
+    const jobName = `${name.slice(0, 40).replace(/-+$/, '')}-${kind}-${Date.now().toString(36)}`;
+    const labels = { ...this.labels(name, { agentId }, 'maintenance'), 'aop/job': kind };
+    const volumes: V1Volume[] = mounts.map((m) => ({
+      name: m.volume,
+      persistentVolumeClaim: { claimName: m.claim, readOnly: m.readOnly ?? false },
+    }));
+    const volumeMounts: V1VolumeMount[] = mounts.map((m) => ({ name: m.volume, mountPath: m.mountPath, readOnly: m.readOnly ?? false }));
+    return {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: jobName, namespace: this.namespace, labels, annotations: { [KUBE_ANNOTATIONS.agentId]: agentId } },
+      spec: {
+        backoffLimit: 1,
+        activeDeadlineSeconds: Math.ceil(this.settings.jobTimeoutMs / 1000),
+        ttlSecondsAfterFinished: 3600,
+        template: {
+          metadata: { labels },
+          spec: {
+            restartPolicy: 'Never',
+            automountServiceAccountToken: false,
+            enableServiceLinks: false,
+            securityContext: this.podSecurity(),
+            ...(this.options.imagePullSecrets?.length
+              ? { imagePullSecrets: this.options.imagePullSecrets.map((secret) => ({ name: secret })) }
+              : {}),
+            containers: [
+              {
+                name: kind,
+                image,
+                command: ['sh', '-c', script],
+                securityContext: this.containerSecurity(),
+                resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '256Mi' } },
+                volumeMounts,
+              },
+            ],
+            volumes,
+          },
+        },
+      },
+    };
+  }
+}

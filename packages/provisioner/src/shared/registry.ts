@@ -1,0 +1,23 @@
+import { rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** Write-then-rename, so a crash mid-write leaves the previous record rather than a truncated one. */
+export async function writeFileAtomic(path: string, data: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, data, { mode: 0o600 });
+  await rename(tmp, path);
+}
+
+export const recordFile = (dir: string, agentId: string) => join(dir, `${agentId}.json`);
+
+export const writeRecord = (path: string, record: object) => writeFileAtomic(path, `${JSON.stringify(record, null, 2)}\n`);
+
+/**
+ * Runs one lifecycle operation at a time per agent; a failed operation must not block the next, so the chain
+ * continues past rejections.
+ */
+export function exclusive<T>(holder: { lock: Promise<unknown> }, fn: () => Promise<T>): Promise<T> {
+  const run = holder.lock.then(fn, fn);
+  holder.lock = run.catch(() => undefined);
+  return run;
+}
