@@ -44,9 +44,7 @@ const HTTP_ERROR_EDGES = [
 describe('one error catalogue', () => {
   it('services and routes throw catalogue codes (DomainError); only the listed edges build raw HTTP errors', () => {
     const files = ['apps/web/src', 'apps/backend/src', 'apps/summarizer/src', 'packages'].flatMap((dir) =>
-      dir === 'packages'
-        ? readdirSync(join(ROOT, dir)).flatMap((pkg) => sourceFiles(`packages/${pkg}/src`))
-        : sourceFiles(dir),
+      dir === 'packages' ? readdirSync(join(ROOT, dir)).flatMap((pkg) => sourceFiles(`packages/${pkg}/src`)) : sourceFiles(dir),
     );
     expect(files.length).toBeGreaterThan(200);
     const raw = files.filter((file) => /\bHttpError\b/.test(readFileSync(join(ROOT, file), 'utf8')));
