@@ -48,7 +48,10 @@ class PGliteDriver implements Driver {
   #queue: Promise<void> = Promise.resolve();
   #release: (() => void) | undefined;
 
-  constructor(private readonly pglite: PGlite) {
+  constructor(
+    private readonly pglite: PGlite,
+    private readonly release: (pglite: PGlite) => Promise<void>,
+  ) {
     this.#connection = new PGliteConnection(pglite);
   }
 
@@ -88,17 +91,21 @@ class PGliteDriver implements Driver {
 
   async destroy(): Promise<void> {
     await this.#queue;
-    await this.pglite.close();
+    await this.release(this.pglite);
   }
 }
 
 export class PGliteDialect implements Dialect {
-  constructor(private readonly pglite: PGlite) {}
+  /** `release` runs when the Kysely instance is destroyed: closing the database, unless its owner recycles it. */
+  constructor(
+    private readonly pglite: PGlite,
+    private readonly release: (pglite: PGlite) => Promise<void> = (p) => p.close(),
+  ) {}
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PGliteDriver(this.pglite);
+    return new PGliteDriver(this.pglite, this.release);
   }
   createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
     return new PostgresIntrospector(db);
