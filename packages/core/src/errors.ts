@@ -6,6 +6,8 @@ type Catalogue = typeof ERROR_CATALOGUE;
 /** Every error a service may raise: a closed list (see error-catalogue.ts and docs/errors.md). */
 export type ErrorCode = keyof Catalogue;
 export type ErrorParams<C extends ErrorCode> = Catalogue[C]['message'] extends (params: infer P) => string ? P : undefined;
+/** The codes whose message takes no values (what a caller may pass around as "the error to answer with"). */
+export type PlainErrorCode = { [C in ErrorCode]: ErrorParams<C> extends undefined ? C : never }[ErrorCode];
 /** Extra fields some answers carry beside `error` (e.g. `{ required, balance }`), as the spec names them. */
 export type ErrorDetails = Record<string, unknown>;
 type Args<C extends ErrorCode> =

@@ -1,6 +1,7 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
+import { deleteByIdRoute } from '../../platform/http/delete-by-id.js';
 import { addMemory, deleteMemory, searchMemories } from './memory.service.js';
 
 export const MEMORY_CONTENT_MAX = 10_000;
@@ -95,21 +96,5 @@ export async function memoryRoutes(app: App): Promise<void> {
     },
   );
 
-  app.delete(
-    '/api/memory',
-    {
-      schema: {
-        tags: ['memory'],
-        querystring: Type.Object({ id: Type.Optional(Type.String({ maxLength: 200 })) }),
-        response: { 200: Type.Object({ success: Type.Literal(true) }) },
-      },
-    },
-    async (request) => {
-      const user = await requireUser(request);
-      const id = request.query.id?.trim();
-      if (!id) throw new DomainError('FIELD_REQUIRED', { field: 'id' });
-      if (!(await deleteMemory(app.db, user.id, id))) throw new DomainError('MEMORY_NOT_FOUND');
-      return { success: true as const };
-    },
-  );
+  deleteByIdRoute(app, { url: '/api/memory', tag: 'memory', remove: deleteMemory, notFound: 'MEMORY_NOT_FOUND' });
 }

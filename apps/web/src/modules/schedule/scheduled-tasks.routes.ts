@@ -1,6 +1,7 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
+import { deleteByIdRoute } from '../../platform/http/delete-by-id.js';
 import { parseSchedule } from './schedule-expression.js';
 import {
   type CheckedSchedule,
@@ -127,21 +128,5 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
     },
   );
 
-  app.delete(
-    '/api/scheduled-tasks',
-    {
-      schema: {
-        tags: ['scheduled-tasks'],
-        querystring: Type.Object({ id: Type.Optional(Type.String({ maxLength: 200 })) }),
-        response: { 200: Type.Object({ success: Type.Literal(true) }) },
-      },
-    },
-    async (request) => {
-      const user = await requireUser(request);
-      const id = request.query.id?.trim();
-      if (!id) throw new DomainError('FIELD_REQUIRED', { field: 'id' });
-      if (!(await deleteScheduledTask(app.db, user.id, id))) throw new DomainError('TASK_NOT_FOUND');
-      return { success: true as const };
-    },
-  );
+  deleteByIdRoute(app, { url: '/api/scheduled-tasks', tag: 'scheduled-tasks', remove: deleteScheduledTask, notFound: 'TASK_NOT_FOUND' });
 }
