@@ -5,3 +5,4 @@ export * from './schema.js';
 export { sql } from 'kysely';
 export * from './paths.js';
 export * from './errors.js';
+export * from './usage-ledger.js';

@@ -1,4 +1,15 @@
-import { type Tx, sql } from '@aop/db';
+import {
+  DAY_MS,
+  dayWindow,
+  type LedgerSums,
+  ledgerByDay,
+  roundMoney,
+  type Tx,
+  sql,
+  type UsageTotals,
+  usageTotalsOf,
+  utcDayStart,
+} from '@aop/db';
 
 /**
  * Backend metrics (spec §4.18 "Metrics (backend)"), from the backend's own records: the usage ledger rows it writes
@@ -6,40 +17,8 @@ import { type Tx, sql } from '@aop/db';
  * in the user's transaction, filters on `user_id` and groups in the database.
  */
 
-const DAY_MS = 86_400_000;
-const utcDayStart = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS;
-/** USD to 4 decimals, from unrounded sums. */
-const money = (value: number) => Math.round(value * 10_000) / 10_000;
-
-interface Sums {
-  calls: number;
-  tokens: number | null;
-  prompt: number | null;
-  completion: number | null;
-  cost: string | null;
-}
-
-export interface UsageFigures {
-  calls: number;
-  tokens: number;
-  promptTokens: number;
-  completionTokens: number;
-  costUsd: number;
-}
-
-const figures = (r: Sums | undefined): UsageFigures => ({
-  calls: r?.calls ?? 0,
-  tokens: Number(r?.tokens ?? 0),
-  promptTokens: Number(r?.prompt ?? 0),
-  completionTokens: Number(r?.completion ?? 0),
-  costUsd: money(Number(r?.cost ?? 0)),
-});
-
-/** The window of `days` whole UTC days ending with today. */
-export function dayWindow(days: number, now: number) {
-  const until = new Date(utcDayStart(now) + DAY_MS);
-  return { since: new Date(until.getTime() - days * DAY_MS), until };
-}
+/** The per-call ledger figures the backend answers with (the usage ledger's totals). */
+export type UsageFigures = UsageTotals;
 
 export interface HistoricalMetrics {
   days: number;
@@ -51,52 +30,20 @@ export interface HistoricalMetrics {
 }
 
 export async function historicalMetrics(trx: Tx, userId: string, days: number, now: number): Promise<HistoricalMetrics> {
-  const { since, until } = dayWindow(days, now);
-  const usage = await sql<Sums & { day: string }>`
-    select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day,
-           count(*)::int as calls,
-           sum(total_tokens)::bigint as tokens,
-           sum(prompt_tokens)::bigint as prompt,
-           sum(completion_tokens)::bigint as completion,
-           sum(cost_usd) as cost
-    from usage_events
-    where user_id = ${userId} and created_at >= ${since} and created_at < ${until}
-    group by 1`.execute(trx);
+  const { since, until, daily, totals } = await ledgerByDay(trx, userId, days, now);
   const created = await sql<{ day: string; n: number }>`
     select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day, count(*)::int as n
     from agent_deployments
     where user_id = ${userId} and created_at >= ${since} and created_at < ${until}
     group by 1`.execute(trx);
-
-  const usageByDay = new Map(usage.rows.map((r) => [r.day, r]));
   const createdByDay = new Map(created.rows.map((r) => [r.day, r.n]));
-  const series: HistoricalMetrics['series'] = [];
-  const sum = { calls: 0, tokens: 0, prompt: 0, completion: 0, cost: 0, agents: 0 };
-  for (let i = 0; i < days; i++) {
-    const date = new Date(since.getTime() + i * DAY_MS).toISOString().slice(0, 10);
-    const row = usageByDay.get(date);
-    const agentsCreated = createdByDay.get(date) ?? 0;
-    series.push({ date, agentsCreated, ...figures(row) });
-    sum.calls += row?.calls ?? 0;
-    sum.tokens += Number(row?.tokens ?? 0);
-    sum.prompt += Number(row?.prompt ?? 0);
-    sum.completion += Number(row?.completion ?? 0);
-    sum.cost += Number(row?.cost ?? 0);
-    sum.agents += agentsCreated;
-  }
+  const series = daily.map(({ date, ...day }) => ({ date, agentsCreated: createdByDay.get(date) ?? 0, ...usageTotalsOf(day) }));
   return {
     days,
     since: since.toISOString(),
     until: until.toISOString(),
     series,
-    totals: {
-      agentsCreated: sum.agents,
-      calls: sum.calls,
-      tokens: sum.tokens,
-      promptTokens: sum.prompt,
-      completionTokens: sum.completion,
-      costUsd: money(sum.cost),
-    },
+    totals: { agentsCreated: series.reduce((n, day) => n + day.agentsCreated, 0), ...usageTotalsOf(totals) },
   };
 }
 
@@ -115,7 +62,7 @@ export interface ModelPerformance {
 /** Per-model call figures over the window, by calls descending. */
 export async function callPerformance(trx: Tx, userId: string, days: number, now: number) {
   const { since, until } = dayWindow(days, now);
-  const rows = await sql<Sums & { model: string | null }>`
+  const rows = await sql<LedgerSums & { model: string | null }>`
     select model,
            count(*)::int as calls,
            sum(total_tokens)::bigint as tokens,
@@ -137,7 +84,7 @@ export async function callPerformance(trx: Tx, userId: string, days: number, now
       avgCompletionTokens: avg(r.completion, r.calls, 1),
       avgTokens: avg(r.tokens, r.calls, 1),
       avgCostUsd: avg(r.cost, r.calls, 6),
-      costUsd: money(Number(r.cost ?? 0)),
+      costUsd: roundMoney(Number(r.cost ?? 0)),
     }))
     .sort((a, b) => b.calls - a.calls || a.model.localeCompare(b.model));
   const all = rows.rows.reduce(
@@ -192,7 +139,7 @@ export async function usageSummary(trx: Tx, userId: string, now: number) {
   const block = (calls: number | undefined, tokens: number | null | undefined, cost: string | null | undefined) => ({
     calls: calls ?? 0,
     tokens: Number(tokens ?? 0),
-    costUsd: money(Number(cost ?? 0)),
+    costUsd: roundMoney(Number(cost ?? 0)),
   });
   const iso = (value: Date | string | null | undefined) => (value ? new Date(value).toISOString() : null);
   return {

@@ -1,11 +1,11 @@
 import { type CardPlan, CARD_PLANS, DomainError, isCardPlan, isPaidPlan, planTitle } from '@aop/core';
-import { type DB, type Database, type Tx, sql, writeAudit } from '@aop/db';
+import { type DB, type Database, roundMoney, type Tx, sql, writeAudit } from '@aop/db';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import Stripe from 'stripe';
 import type { WebConfig } from '../../config.js';
 import { BILLING_CURRENCY, type BillingCatalog, type CreditPack, penceToPounds } from './billing-catalog.js';
-import { periodRange, roundMoney } from '../usage/usage.service.js';
+import { periodRange } from '../usage/usage.service.js';
 
 /**
  * Card payments (spec §4.18 Billing, §6 payment provider): Checkout Sessions for plans (subscription mode), credit

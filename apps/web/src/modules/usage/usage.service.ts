@@ -1,5 +1,5 @@
 import { PLANS, newId, shownAgentLimitFor } from '@aop/core';
-import { type DB, type Tx, sql } from '@aop/db';
+import { DAY_MS, type DB, roundMoney, type Tx, sql, utcDayStart } from '@aop/db';
 import type { Kysely } from 'kysely';
 import { type BillingCatalog, monthlyPriceGbp } from '../billing/billing-catalog.js';
 
@@ -54,11 +54,6 @@ export const COST_PERIODS = ['7d', '30d', 'mtd'] as const;
 export type CostPeriod = (typeof COST_PERIODS)[number];
 export const isCostPeriod = (value: string): value is CostPeriod => (COST_PERIODS as readonly string[]).includes(value);
 
-const DAY_MS = 86_400_000;
-
-/** Midnight UTC of the day `ms` falls in. */
-const utcDayStart = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS;
-
 /**
  * The UTC days a period covers: `7d` the last 7 days including today, `30d`
  * the last 30, `mtd` from the 1st of the current month. `until` is the end of
@@ -72,8 +67,6 @@ export function periodRange(period: CostPeriod, now: number): { since: Date; unt
   return { since: new Date(since), until: new Date(today + DAY_MS), days: Math.round((today - since) / DAY_MS) + 1 };
 }
 
-/** Money is answered in USD rounded to 4 decimals. */
-export const roundMoney = (value: number) => Math.round((value + Number.EPSILON) * 10_000) / 10_000;
 const roundPercent = (value: number) => Math.round((value + Number.EPSILON) * 10) / 10;
 
 const DAY_LABEL = new Intl.DateTimeFormat('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' });
