@@ -6,7 +6,7 @@ import { sql } from '@aop/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { GATEWAY_LIMIT_PER_MINUTE } from '../../apps/web/src/modules/plugin-gateway/plugin-gateway.routes.js';
-import { parseDemoModels, DEFAULT_DEMO_MODELS } from '../../apps/web/src/modules/demo/demo-chat.service.js';
+import { parseDemoModels, DEFAULT_DEMO_MODELS } from '../../apps/web/src/modules/demo/demo.config.js';
 import { ownerTagFor } from '../../apps/web/src/platform/clients/user-gateway.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 

@@ -1,17 +1,9 @@
-import { ConfigError, DomainError, newId } from '@aop/core';
+import { DomainError, newId } from '@aop/core';
 import { type LlmMessage, LlmRequestError, chatCompletion } from '@aop/core/llm';
 import { estimateTokens, llmCostUsd } from '@aop/core/llm-prices';
 import type { Database } from '@aop/db';
-import type { WebConfig } from '../../config.js';
 import { recordUsage } from '../usage/usage.service.js';
-
-/** One model the demo offers (spec §4.6). */
-export interface DemoModel {
-  id: string;
-  name: string;
-  /** Who makes the model, for the picker (`openai`, `anthropic` …), not where it is called. */
-  provider: string;
-}
+import type { DemoConfig, DemoModel } from './demo.config.js';
 
 /** Spec §4.6 / §8: the demo answers with at most 1024 tokens and never streams. */
 export const DEMO_MAX_OUTPUT_TOKENS = 1024;
@@ -28,33 +20,6 @@ export const DEMO_USAGE_KIND = 'demo-chat';
 export const DEMO_UNAVAILABLE = 'Demo unavailable — service not configured.';
 export const DEMO_READY_MESSAGE = 'Try the agent without an account: pick a model and send a message.';
 export const UNSUPPORTED_DEMO_MODEL = 'Unsupported model: choose one listed by GET /api/demo/chat';
-
-/** Six OpenRouter models from six makers, cheapest-to-run first; the first is the default. */
-export const DEFAULT_DEMO_MODELS = [
-  'openai/gpt-4o-mini|GPT-4o mini|openai',
-  'google/gemini-2.5-flash|Gemini 2.5 Flash|google',
-  'anthropic/claude-haiku-4.5|Claude Haiku 4.5|anthropic',
-  'meta-llama/llama-3.3-70b-instruct|Llama 3.3 70B|meta',
-  'mistralai/mistral-small-3.2-24b-instruct|Mistral Small 3.2|mistral',
-  'deepseek/deepseek-chat-v3.1|DeepSeek V3.1|deepseek',
-].join(',');
-
-/** `DEMO_MODELS`: comma-separated `id|name|provider` entries; a malformed list stops the service at start. */
-export function parseDemoModels(value: string): DemoModel[] {
-  const models: DemoModel[] = [];
-  for (const entry of value.split(',')) {
-    if (entry.trim() === '') continue;
-    const parts = entry.split('|').map((p) => p.trim());
-    const [id, name, provider] = parts;
-    if (parts.length !== 3 || !id || !name || !provider) {
-      throw new ConfigError(`Invalid configuration:\n  DEMO_MODELS: each entry must be id|name|provider (got ${JSON.stringify(entry)})`);
-    }
-    if (models.some((m) => m.id === id)) throw new ConfigError(`Invalid configuration:\n  DEMO_MODELS: model ${id} is listed twice`);
-    models.push({ id, name, provider });
-  }
-  if (models.length === 0) throw new ConfigError('Invalid configuration:\n  DEMO_MODELS: at least one model is required');
-  return models;
-}
 
 /**
  * The history sent upstream: only `user` entries with string content (a client cannot put words in
@@ -77,8 +42,6 @@ export interface DemoAnswer {
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
   done: true;
 }
-
-type DemoConfig = Pick<WebConfig, 'demo'>;
 
 /**
  * One demo completion on the platform's LLM key, logged to the usage ledger as user `demo`.

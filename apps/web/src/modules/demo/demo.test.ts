@@ -18,7 +18,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
 import { loadWebConfig } from '../../config.js';
-import { DEFAULT_DEMO_MODELS, DEMO_UNAVAILABLE, UNSUPPORTED_DEMO_MODEL, parseDemoModels } from './demo-chat.service.js';
+import { DEMO_UNAVAILABLE, UNSUPPORTED_DEMO_MODEL } from './demo-chat.service.js';
+import { DEFAULT_DEMO_MODELS, parseDemoModels } from './demo.config.js';
 import { freshIp } from '../../web.test-support.js';
 
 // Spec §4.6 demo chat, §8 demo limits (1024 output tokens, 4000 characters per history entry), §7 errors.
