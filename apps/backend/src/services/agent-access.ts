@@ -1,6 +1,6 @@
-import { type App, DomainError } from '@aop/core';
+import { DomainError } from '@aop/core';
+import type { Database } from '@aop/db';
 import type { AgentHost, AgentState } from '@aop/provisioner';
-import type { FastifyRequest } from 'fastify';
 import { type DeploymentRow, hostState, isAgentId, ownDeployment } from './agents.js';
 
 /**
@@ -9,9 +9,8 @@ import { type DeploymentRow, hostState, isAgentId, ownDeployment } from './agent
  * route), and the agent's place on the host.
  */
 
-/** The caller, from the signed user context; agents always belong to a real user. */
-export function requireCaller(request: FastifyRequest): string {
-  const id = request.userContext?.userId;
+/** The caller, from the signed user context's user id; agents always belong to a real user. */
+export function requireCaller(id: string | undefined): string {
   if (!id || id === 'anonymous') throw new DomainError('USER_CONTEXT_REQUIRED');
   return id;
 }
@@ -30,22 +29,21 @@ export interface OwnedAgent {
   state: AgentState | null;
 }
 
-/** The caller's agent: 401 without a user, 404 when it is not theirs (or does not exist). */
-export async function ownedAgent(app: App, host: AgentHost | undefined, request: FastifyRequest, agentId: string): Promise<OwnedAgent> {
-  const userId = requireCaller(request);
-  const row = await app.db.withUser(userId, (trx) => ownDeployment(trx, agentId));
+/** The caller's agent (`userId` from `requireCaller`): 404 when it is not theirs (or does not exist). */
+export async function ownedAgent(db: Database, host: AgentHost | undefined, userId: string, agentId: string): Promise<OwnedAgent> {
+  const row = await db.withUser(userId, (trx) => ownDeployment(trx, agentId));
   const state = host ? await hostState(host, agentId) : null;
   return { userId, row, state };
 }
 
 /** As `ownedAgent`, and the agent must exist on the host (409 `Agent is not deployed`, as the lifecycle routes). */
 export async function deployedAgent(
-  app: App,
+  db: Database,
   host: AgentHost,
-  request: FastifyRequest,
+  userId: string,
   agentId: string,
 ): Promise<OwnedAgent & { state: AgentState }> {
-  const owned = await ownedAgent(app, host, request, agentId);
+  const owned = await ownedAgent(db, host, userId, agentId);
   if (!owned.state) throw new DomainError('AGENT_NOT_DEPLOYED');
   return { ...owned, state: owned.state };
 }

@@ -1,8 +1,8 @@
 import { DomainError } from '@aop/core';
 import { GatewayError, type GatewayConnection, connectGateway } from '@aop/gateway-client';
 import { AgentNotFoundError, type AgentHost, AgentStartError, type ControlCredentials } from '@aop/provisioner';
-import type { FastifyBaseLogger } from 'fastify';
 import { onHost } from './agents.js';
+import type { Logger } from './logger.js';
 
 /** Connection opening (socket + challenge + signed connect) within the caller's time. */
 const HANDSHAKE_MS = 15_000;
@@ -27,7 +27,7 @@ export async function openAgentControl(
   host: AgentHost,
   agentId: string,
   url: string,
-  { deadline, log }: { deadline: number; log: Pick<FastifyBaseLogger, 'warn' | 'info'> },
+  { deadline, log }: { deadline: number; log: Pick<Logger, 'warn' | 'info'> },
 ): Promise<{ conn: GatewayConnection; platformDevice: string | undefined }> {
   const credentials = async (repair: boolean): Promise<ControlCredentials> => {
     if (!host.controlCredentials) return { token: (await onHost(() => host.spec(agentId))).gatewayToken };

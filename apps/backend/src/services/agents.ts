@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DomainError, isPublicError } from '@aop/core';
-import type { Tx } from '@aop/db';
+import type { Database, Tx } from '@aop/db';
 import {
   type AgentHost,
   AgentNotFoundError,
@@ -117,6 +117,126 @@ export async function ownDeployment(trx: Tx, id: string) {
   const row = await findDeployment(trx, id);
   if (!row) throw new DomainError('AGENT_NOT_FOUND');
   return row;
+}
+
+/** Any user's agent, over the owner connection (past row-level security): only for administrators. */
+export const findAnyDeployment = (db: Database, id: string) =>
+  db.kysely.selectFrom('agent_deployments').select('id').where('id', '=', id).executeTakeFirst();
+
+/** The caller's agents, newest first. */
+export const listDeployments = (trx: Tx) => trx.selectFrom('agent_deployments').selectAll().orderBy('created_at', 'desc').execute();
+
+export interface DeploymentInput {
+  id: string;
+  userId: string;
+  userEmail: string | null;
+  name: string;
+  plan: string;
+  config: object;
+}
+
+/** A new agent row, not deployed yet (`pending`). */
+export const createDeployment = (trx: Tx, input: DeploymentInput) =>
+  trx
+    .insertInto('agent_deployments')
+    .values({
+      id: input.id,
+      user_id: input.userId,
+      user_email: input.userEmail,
+      name: input.name,
+      subdomain: subdomainFor(input.name, input.id),
+      status: 'pending',
+      plan: input.plan,
+      config: JSON.stringify(input.config),
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+
+/**
+ * Records a deployment as `deploying`: an agent the caller already has keeps its row (name and subdomain) and takes the
+ * new plan, provider and config; otherwise a new row, at the pinned OpenClaw version. An id another user holds fails
+ * with the database's unique violation.
+ */
+export async function upsertDeployment(
+  trx: Tx,
+  input: DeploymentInput & { aiProvider: string; now: Date },
+): Promise<{ row: NonNullable<DeploymentRow>; created: boolean }> {
+  const { id, plan, aiProvider, now } = input;
+  const config = JSON.stringify(input.config);
+  const existing = await trx.selectFrom('agent_deployments').selectAll().where('id', '=', id).executeTakeFirst();
+  if (existing) {
+    const updated = await trx
+      .updateTable('agent_deployments')
+      .set({ plan, ai_provider: aiProvider, config, status: 'deploying', updated_at: now })
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { row: updated, created: false };
+  }
+  const inserted = await trx
+    .insertInto('agent_deployments')
+    .values({
+      id,
+      user_id: input.userId,
+      user_email: input.userEmail,
+      name: input.name,
+      subdomain: subdomainFor(input.name, id),
+      status: 'deploying',
+      plan,
+      ai_provider: aiProvider,
+      config,
+      version: PINNED_OPENCLAW_VERSION,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return { row: inserted, created: true };
+}
+
+/** The outcome of a deployment on the host. */
+export async function setDeploymentStatus(trx: Tx, id: string, status: 'active' | 'error'): Promise<void> {
+  await trx.updateTable('agent_deployments').set({ status }).where('id', '=', id).execute();
+}
+
+/** Settings the user changed; only those given are written. */
+export interface DeploymentChanges {
+  plan?: string | undefined;
+  aiProvider?: string | undefined;
+  config?: Record<string, unknown> | undefined;
+}
+
+export const updateDeployment = (trx: Tx, id: string, changes: DeploymentChanges) =>
+  trx
+    .updateTable('agent_deployments')
+    .set({
+      ...(changes.plan ? { plan: changes.plan } : {}),
+      ...(changes.aiProvider ? { ai_provider: changes.aiProvider } : {}),
+      ...(changes.config ? { config: JSON.stringify(changes.config) } : {}),
+      updated_at: new Date(),
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+
+/** The OpenClaw version the agent runs after an update. */
+export async function setDeploymentVersion(trx: Tx, id: string, version: string): Promise<void> {
+  await trx.updateTable('agent_deployments').set({ version, updated_at: new Date() }).where('id', '=', id).execute();
+}
+
+/** The agent's verification (spec §4.15), or null to clear it. */
+export async function setVerification(trx: Tx, id: string, verification: Record<string, unknown> | null): Promise<void> {
+  await trx
+    .updateTable('agent_deployments')
+    .set({ verification: verification === null ? null : JSON.stringify(verification), updated_at: new Date() })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** Whether the caller had the agent (row-level security hides, and keeps from deleting, the others). */
+export async function deleteDeployment(trx: Tx, id: string): Promise<boolean> {
+  const result = await trx.deleteFrom('agent_deployments').where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
 }
 
 /** The backend's agent object (spec §2.3: `created`, `subdomain`, `url`). */

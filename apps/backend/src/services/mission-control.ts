@@ -16,11 +16,11 @@ import { planResources, toolsProfileFor } from '@aop/core';
 import { type Database, sql } from '@aop/db';
 import { GatewayError } from '@aop/gateway-client';
 import type { AgentHealth, AgentHost, AgentState, AgentStats } from '@aop/provisioner';
-import type { FastifyBaseLogger } from 'fastify';
 import type { BackendConfig } from '../config.js';
 import { openAgentControl } from './agent-control.js';
 import { publicUrl } from './agents.js';
 import type { FleetFitness } from './fleet-fitness.js';
+import type { Logger } from './logger.js';
 
 /**
  * Mission control (spec §4.17): the user's fleet as it is now, read live from the agent host (status, `/healthz`,
@@ -33,7 +33,7 @@ export interface MissionControlDeps {
   db: Database;
   /** Absent when no provisioner is configured: no agent is reachable then. */
   host: AgentHost | undefined;
-  log: Pick<FastifyBaseLogger, 'warn' | 'info'>;
+  log: Pick<Logger, 'warn' | 'info'>;
   /** The agents' colony fitness scores (x402 gateway), bounded in time and cached. */
   fitness: FleetFitness;
 }

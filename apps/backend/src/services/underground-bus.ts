@@ -1,10 +1,10 @@
-import { DomainError, decryptSecret } from '@aop/core';
+import { DomainError, decryptSecret, encryptSecret, randomHex } from '@aop/core';
 import type { Database, Tx } from '@aop/db';
 import { type Address, type Hex, getAddress, recoverMessageAddress, verifyMessage } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import type { BackendConfig } from '../config.js';
 import { isAgentId } from './agents.js';
-import { VENUE_MAX, parseIsoDate, scaledInteger, formatScaled, USDC_DECIMALS, AMOUNT_MAX } from './underground.js';
+import { VENUE_MAX, parseIsoDate, scaledInteger, formatScaled, USDC_DECIMALS, AMOUNT_MAX, ownAgent } from './underground.js';
 import { type DeliveryResult, deliverToWebhook } from './underground-delivery.js';
 
 /**
@@ -372,6 +372,33 @@ export interface BusDeps {
 }
 
 export const webhookSecretAad = (agentId: string) => `underground-webhook:${agentId}`;
+
+/**
+ * Where the bus delivers one of the caller's agents' messages (403 when the agent is not theirs). A new secret signs
+ * the deliveries from now on; it is stored encrypted and returned, for the caller to see once.
+ */
+export async function setWebhook(db: Database, encryptionKey: Buffer, userId: string, agentId: string, url: string): Promise<string> {
+  const secret = `whsec_${randomHex(24)}`;
+  const now = new Date();
+  await db.withUser(userId, async (trx) => {
+    await ownAgent(trx, agentId);
+    const secretEnc = encryptSecret(encryptionKey, secret, webhookSecretAad(agentId));
+    await trx
+      .insertInto('underground_webhooks')
+      .values({ agent_id: agentId, user_id: userId, url, secret_enc: secretEnc, created_at: now, updated_at: now })
+      .onConflict((oc) => oc.column('agent_id').doUpdateSet({ url, secret_enc: secretEnc, updated_at: now }))
+      .execute();
+  });
+  return secret;
+}
+
+/** The bus stops delivering to one of the caller's agents (403 when the agent is not theirs). */
+export async function removeWebhook(db: Database, userId: string, agentId: string): Promise<void> {
+  await db.withUser(userId, async (trx) => {
+    await ownAgent(trx, agentId);
+    await trx.deleteFrom('underground_webhooks').where('agent_id', '=', agentId).execute();
+  });
+}
 
 export interface FailedDelivery {
   agentId: string;

@@ -4,6 +4,7 @@ import { type Address, type PublicClient, createPublicClient, erc20Abi, formatUn
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { BackendConfig } from '../config.js';
 import { isAgentId } from './agents.js';
+import type { Logger } from './logger.js';
 
 /**
  * Underground (spec §2.9, §3.4, §4.11, §8): events, agent wallets and royalty splits. Every function here runs for
@@ -26,10 +27,6 @@ export const AMOUNT_MAX = 1_000_000_000_000;
 export const RECIPIENTS_MAX = 100;
 
 export const ADDRESS_FORMAT = /^0x[0-9a-fA-F]{40}$/;
-
-export interface Logger {
-  warn(obj: object, msg: string): void;
-}
 
 // ---------------------------------------------------------------------------
 // Exact decimals
@@ -322,7 +319,7 @@ export async function walletBalance(
   config: BackendConfig['underground'],
   userId: string,
   rawAddress: string,
-  log: Logger,
+  log: Pick<Logger, 'warn'>,
 ): Promise<BalanceView> {
   if (!ADDRESS_FORMAT.test(rawAddress)) throw new DomainError('INVALID_ADDRESS');
   const address = rawAddress.toLowerCase();

@@ -9,15 +9,22 @@ import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
 import { syncWalletEnv, walletEnvFor, withWalletEnv } from '../../services/agent-wallet-env.js';
 import {
   agentView,
+  createDeployment,
+  deleteDeployment,
   hostState,
   isAgentId,
+  listDeployments,
   llmFor,
   newGatewayToken,
   normalizeAiProvider,
   onHost,
   ownDeployment,
   publicUrl,
-  subdomainFor,
+  setDeploymentStatus,
+  setDeploymentVersion,
+  setVerification,
+  updateDeployment,
+  upsertDeployment,
 } from '../../services/agents.js';
 
 export interface AgentRoutesOptions {
@@ -103,37 +110,18 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
       const now = new Date();
 
       const { row, created } = await app.db
-        .withUser(userId, async (trx) => {
-          const existing = await trx.selectFrom('agent_deployments').selectAll().where('id', '=', agentId).executeTakeFirst();
-          if (existing) {
-            const updated = await trx
-              .updateTable('agent_deployments')
-              .set({ plan, ai_provider: aiProvider, config: JSON.stringify(agentConfig), status: 'deploying', updated_at: now })
-              .where('id', '=', agentId)
-              .returningAll()
-              .executeTakeFirstOrThrow();
-            return { row: updated, created: false };
-          }
-          const inserted = await trx
-            .insertInto('agent_deployments')
-            .values({
-              id: agentId,
-              user_id: userId,
-              user_email: request.userContext?.email ?? null,
-              name,
-              subdomain: subdomainFor(name, agentId),
-              status: 'deploying',
-              plan,
-              ai_provider: aiProvider,
-              config: JSON.stringify(agentConfig),
-              version: PINNED_OPENCLAW_VERSION,
-              created_at: now,
-              updated_at: now,
-            })
-            .returningAll()
-            .executeTakeFirstOrThrow();
-          return { row: inserted, created: true };
-        })
+        .withUser(userId, (trx) =>
+          upsertDeployment(trx, {
+            id: agentId,
+            userId,
+            userEmail: request.userContext?.email ?? null,
+            name,
+            plan,
+            aiProvider,
+            config: agentConfig,
+            now,
+          }),
+        )
         .catch((err) => {
           // An id another user already deployed is not theirs to take over.
           if (isUniqueViolation(err)) throw new DomainError('AGENT_ID_ALREADY_IN_USE');
@@ -168,14 +156,10 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
         }
         return host.create({ ...spec, ...(wallet ? { agentEnv: wallet } : {}), gatewayToken: newGatewayToken(config) });
       }).catch(async (err) => {
-        await app.db.withUser(userId, (trx) =>
-          trx.updateTable('agent_deployments').set({ status: 'error' }).where('id', '=', agentId).execute(),
-        );
+        await app.db.withUser(userId, (trx) => setDeploymentStatus(trx, agentId, 'error'));
         throw err;
       });
-      await app.db.withUser(userId, (trx) =>
-        trx.updateTable('agent_deployments').set({ status: 'active' }).where('id', '=', agentId).execute(),
-      );
+      await app.db.withUser(userId, (trx) => setDeploymentStatus(trx, agentId, 'active'));
       return reply.code(created ? 201 : 200).send({
         id: `deploy-${agentId}`,
         agentId,
@@ -198,9 +182,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
 
   app.get('/agents', { schema: { tags: ['agents'] } }, async (request) => {
     const userId = callerId(request);
-    const rows = await app.db.withUser(userId, (trx) =>
-      trx.selectFrom('agent_deployments').selectAll().orderBy('created_at', 'desc').execute(),
-    );
+    const rows = await app.db.withUser(userId, (trx) => listDeployments(trx));
     const states = new Map((await host.list()).map((s) => [s.agentId, s]));
     return rows.map((row) => agentView(config, row, states.get(row.id) ?? null));
   });
@@ -226,20 +208,14 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
       const agentConfig = typeof request.body?.config === 'object' && request.body.config !== null ? request.body.config : {};
       const id = newId('agent');
       const row = await app.db.withUser(userId, (trx) =>
-        trx
-          .insertInto('agent_deployments')
-          .values({
-            id,
-            user_id: userId,
-            user_email: request.userContext?.email ?? null,
-            name,
-            subdomain: subdomainFor(name, id),
-            status: 'pending',
-            plan: request.body?.plan ?? DEFAULT_AGENT_TIER,
-            config: JSON.stringify(agentConfig),
-          })
-          .returningAll()
-          .executeTakeFirstOrThrow(),
+        createDeployment(trx, {
+          id,
+          userId,
+          userEmail: request.userContext?.email ?? null,
+          name,
+          plan: request.body?.plan ?? DEFAULT_AGENT_TIER,
+          config: agentConfig,
+        }),
       );
       return reply.code(201).send({
         id,
@@ -290,17 +266,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
       }
       const row = await app.db.withUser(userId, async (trx) => {
         await ownDeployment(trx, request.params.id);
-        return trx
-          .updateTable('agent_deployments')
-          .set({
-            ...(body.plan ? { plan: body.plan } : {}),
-            ...(aiProvider ? { ai_provider: aiProvider } : {}),
-            ...(agentConfig ? { config: JSON.stringify(agentConfig) } : {}),
-            updated_at: new Date(),
-          })
-          .where('id', '=', request.params.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
+        return updateDeployment(trx, request.params.id, { plan: body.plan, aiProvider, config: agentConfig });
       });
       const state = await hostState(host, row.id);
       if (state && (agentConfig || body.plan || channelTokens || apiKey)) {
@@ -338,10 +304,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   // Best effort (spec §4.15): deleting an unknown agent still answers deleted.
   app.delete('/agents/:id', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
     const userId = callerId(request);
-    const owned = await app.db.withUser(userId, async (trx) => {
-      const result = await trx.deleteFrom('agent_deployments').where('id', '=', request.params.id).executeTakeFirst();
-      return Number(result.numDeletedRows) > 0;
-    });
+    const owned = await app.db.withUser(userId, (trx) => deleteDeployment(trx, request.params.id));
     if (owned) await host.delete(request.params.id).catch((err) => request.log.warn({ err }, 'agent host delete failed'));
     return { id: request.params.id, deleted: true };
   });
@@ -388,13 +351,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
       const previous = await hostState(host, request.params.id);
       try {
         const state = await lifecycle(request, (id) => host.update(id, { version: image }));
-        await app.db.withUser(callerId(request), (trx) =>
-          trx
-            .updateTable('agent_deployments')
-            .set({ version: state.version, updated_at: new Date() })
-            .where('id', '=', request.params.id)
-            .execute(),
-        );
+        await app.db.withUser(callerId(request), (trx) => setDeploymentVersion(trx, request.params.id, state.version));
         return {
           success: true,
           status: 'active',
@@ -493,12 +450,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
       const userId = callerId(request);
       const row = await app.db.withUser(userId, async (trx) => {
         await ownDeployment(trx, request.params.id);
-        return trx
-          .updateTable('agent_deployments')
-          .set({ config: JSON.stringify(next), updated_at: new Date() })
-          .where('id', '=', request.params.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
+        return updateDeployment(trx, request.params.id, { config: next as Record<string, unknown> });
       });
       // A running gateway picks the change up (OpenClaw hot-reloads its config file).
       if (await hostState(host, row.id)) await onHost(() => host.configure(row.id, { config: next as Record<string, unknown> }));
@@ -541,11 +493,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
             };
       await app.db.withUser(callerId(request), async (trx) => {
         await ownDeployment(trx, request.params.id);
-        await trx
-          .updateTable('agent_deployments')
-          .set({ verification: verification === null ? null : JSON.stringify(verification), updated_at: new Date() })
-          .where('id', '=', request.params.id)
-          .execute();
+        await setVerification(trx, request.params.id, verification);
       });
       return { success: true, agentId: request.params.id, verified: verification !== null, ...(verification ?? {}) };
     },
@@ -554,11 +502,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   app.delete('/agents/:id/verify', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
     await app.db.withUser(callerId(request), async (trx) => {
       await ownDeployment(trx, request.params.id);
-      await trx
-        .updateTable('agent_deployments')
-        .set({ verification: null, updated_at: new Date() })
-        .where('id', '=', request.params.id)
-        .execute();
+      await setVerification(trx, request.params.id, null);
     });
     return { success: true, agentId: request.params.id, verified: false };
   });

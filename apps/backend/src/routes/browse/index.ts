@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../../config.js';
 import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
-import { checkedAgentId, deployedAgent } from '../../services/agent-access.js';
+import { checkedAgentId, deployedAgent, requireCaller } from '../../services/agent-access.js';
 import { onHost } from '../../services/agents.js';
 import { GitWorkspace } from './git.js';
 import { DEFAULT_TREE_DEPTH, MAX_TREE_DEPTH, checkRelativePath, decodeContent } from './workspace.js';
@@ -63,7 +63,7 @@ export async function browseRoutes(app: App, { config, host }: BrowseRoutesOptio
 
   async function open(request: FastifyRequest, rawAgentId: unknown) {
     const agentId = checkedAgentId(rawAgentId);
-    await deployedAgent(app, host, request, agentId);
+    await deployedAgent(app.db, host, requireCaller(request.userContext?.userId), agentId);
     const openWorkspace = host.workspace?.bind(host);
     if (!openWorkspace) throw new DomainError('WORKSPACE_NOT_AVAILABLE', { provider: host.provider });
     const workspace = guarded(await onHost(() => openWorkspace(agentId)));

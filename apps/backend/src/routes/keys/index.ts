@@ -1,7 +1,8 @@
-import { type App, DomainError, sha256Hex } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { BackendConfig } from '../../config.js';
 import { requireInternalKey } from '../../plugins/auth.js';
+import { findApiKey, markApiKeyUsed } from '../../services/keys.js';
 
 const KEY_FORMAT = /^sk_[A-Za-z0-9_-]{20,128}$/;
 
@@ -28,16 +29,9 @@ export async function validateKeyRoute(app: App, { config }: { config: BackendCo
     async (request, reply) => {
       const apiKey = request.body?.apiKey;
       if (!apiKey) throw new DomainError('APIKEY_REQUIRED');
-      const row = KEY_FORMAT.test(apiKey)
-        ? await app.db.kysely
-            .selectFrom('api_keys')
-            .innerJoin('users', 'users.id', 'api_keys.user_id')
-            .select(['api_keys.id as keyId', 'api_keys.user_id as userId', 'users.plan'])
-            .where('api_keys.key_hash', '=', sha256Hex(apiKey))
-            .executeTakeFirst()
-        : undefined;
+      const row = KEY_FORMAT.test(apiKey) ? await findApiKey(app.db, apiKey) : undefined;
       if (!row) return reply.code(401).send({ valid: false as const, error: 'Invalid API key' });
-      await app.db.kysely.updateTable('api_keys').set({ last_used_at: new Date() }).where('id', '=', row.keyId).execute();
+      await markApiKeyUsed(app.db, row.keyId);
       return { valid: true as const, userId: row.userId, keyId: row.keyId, plan: row.plan };
     },
   );

@@ -45,7 +45,7 @@ export async function logRoutes(app: App, { config, host, streams: tuning = {} }
   app.addHook('preClose', async () => registry.stopAll('server shutting down'));
 
   app.get('/logs/active', { schema: { tags: ['logs'] } }, async (request) => {
-    const userId = requireCaller(request);
+    const userId = requireCaller(request.userContext?.userId);
     const streams = registry.listFor(userId).map(({ id, agentId, startedAt, linesSent }) => ({ id, agentId, startedAt, linesSent }));
     return { streams, count: streams.length, maxPerUser: registry.maxPerUser };
   });
@@ -56,7 +56,7 @@ export async function logRoutes(app: App, { config, host, streams: tuning = {} }
     async (request) => {
       const agentId = checkedAgentId(request.params.agentId);
       const limit = tailParam(request.query.limit, 'limit', DEFAULT_HISTORY, 1);
-      await deployedAgent(app, host, request, agentId);
+      await deployedAgent(app.db, host, requireCaller(request.userContext?.userId), agentId);
       const lines = await onHost(() => host.logs(agentId, { tail: limit }));
       return { agentId, provider: host.provider, limit, count: lines.length, lines };
     },
@@ -68,7 +68,7 @@ export async function logRoutes(app: App, { config, host, streams: tuning = {} }
     async (request, reply) => {
       const agentId = checkedAgentId(request.params.agentId);
       const tail = tailParam(request.query.tail, 'tail', DEFAULT_STREAM_TAIL, 0);
-      const { userId } = await deployedAgent(app, host, request, agentId);
+      const { userId } = await deployedAgent(app.db, host, requireCaller(request.userContext?.userId), agentId);
       if (!host.followLogs) throw new DomainError('LOG_STREAMING_NOT_AVAILABLE', { provider: host.provider });
       // Checked and registered with no await in between, so parallel requests cannot pass the cap together.
       if (registry.countFor(userId) >= registry.maxPerUser) {
@@ -107,7 +107,7 @@ export async function logRoutes(app: App, { config, host, streams: tuning = {} }
 
   app.post('/logs/:agentId/stop', { schema: { tags: ['logs'], params: AgentParams } }, async (request) => {
     const agentId = checkedAgentId(request.params.agentId);
-    const { userId } = await ownedAgent(app, undefined, request, agentId);
+    const { userId } = await ownedAgent(app.db, undefined, requireCaller(request.userContext?.userId), agentId);
     return { success: true, agentId, stopped: registry.stopFor(userId, agentId, 'stopped') };
   });
 }

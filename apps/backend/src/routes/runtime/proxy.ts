@@ -6,7 +6,7 @@ import { type App, DomainError, errorResponse, isPublicError } from '@aop/core';
 import type { AgentHost } from '@aop/provisioner';
 import type { BackendConfig } from '../../config.js';
 import { checkInternalKey, isAdminContext, readUserContext } from '../../plugins/auth.js';
-import { findDeployment, onHost } from '../../services/agents.js';
+import { findAnyDeployment, findDeployment, onHost } from '../../services/agents.js';
 
 /** Spec §4: request bodies are at most 1 MB, proxied ones included. */
 const MAX_BODY_BYTES = 1_048_576;
@@ -55,7 +55,7 @@ export async function runtimeProxyRoutes(app: App, { config, host }: { config: B
     if (ctx.userId === 'anonymous') throw new DomainError('USER_CONTEXT_REQUIRED');
     // Administrators reach any agent (operators debugging a gateway); everyone else only their own, under RLS.
     const deployment = isAdminContext(ctx, config.adminEmails)
-      ? await app.db.kysely.selectFrom('agent_deployments').select('id').where('id', '=', agentId).executeTakeFirst()
+      ? await findAnyDeployment(app.db, agentId)
       : await app.db.withUser(ctx.userId, (trx) => findDeployment(trx, agentId));
     if (!deployment) throw new DomainError('AGENT_NOT_FOUND');
     const [state, spec] = await onHost(() => Promise.all([host.status(agentId), host.spec(agentId)]));

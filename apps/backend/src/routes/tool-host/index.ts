@@ -13,7 +13,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../../config.js';
 import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
-import { type OwnedAgent, checkedAgentId, ownedAgent } from '../../services/agent-access.js';
+import { type OwnedAgent, checkedAgentId, ownedAgent, requireCaller } from '../../services/agent-access.js';
 import { onHost } from '../../services/agents.js';
 import {
   CatalogUnavailableError,
@@ -89,7 +89,7 @@ export async function toolHostRoutes(app: App, { config, host }: ToolHostRoutesO
     if (raw === undefined || raw === '') return null;
     const agentId = checkedAgentId(raw);
     if (!host) throw new DomainError('PROVISIONER_NOT_CONFIGURED', { provisioner: config.provisioner });
-    return ownedAgent(app, host, request, agentId);
+    return ownedAgent(app.db, host, requireCaller(request.userContext?.userId), agentId);
   }
 
   app.get('/tool-host/health', { schema: { tags: ['tool-host'] } }, async () => {

@@ -1,4 +1,4 @@
-import { type App, DomainError, encryptSecret, parseEncryptionKey, randomHex } from '@aop/core';
+import { type App, DomainError, parseEncryptionKey } from '@aop/core';
 import type { AgentHost } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -9,14 +9,13 @@ import {
   createSplit,
   createWallet,
   listEvents,
-  ownAgent,
   parseEventInput,
   parseSplitInput,
   requiredAgentId,
   walletBalance,
 } from '../../services/underground.js';
 import { syncWalletEnv } from '../../services/agent-wallet-env.js';
-import { sendBusMessage, webhookSecretAad } from '../../services/underground-bus.js';
+import { removeWebhook, sendBusMessage, setWebhook } from '../../services/underground-bus.js';
 import { checkWebhookUrl } from '../../services/underground-delivery.js';
 
 export interface UndergroundRoutesOptions {
@@ -156,17 +155,7 @@ export async function undergroundRoutes(app: App, { config, host }: UndergroundR
         const userId = callerId(request);
         const agentId = requiredAgentId(request.params.agentId);
         const url = checkWebhookUrl(body(request.body).url, config.underground.webhook.allowPrivate);
-        const secret = `whsec_${randomHex(24)}`;
-        const now = new Date();
-        await app.db.withUser(userId, async (trx) => {
-          await ownAgent(trx, agentId);
-          const secretEnc = encryptSecret(encryptionKey, secret, webhookSecretAad(agentId));
-          await trx
-            .insertInto('underground_webhooks')
-            .values({ agent_id: agentId, user_id: userId, url, secret_enc: secretEnc, created_at: now, updated_at: now })
-            .onConflict((oc) => oc.column('agent_id').doUpdateSet({ url, secret_enc: secretEnc, updated_at: now }))
-            .execute();
-        });
+        const secret = await setWebhook(app.db, encryptionKey, userId, agentId, url);
         return { agentId, url, secret };
       },
     );
@@ -177,10 +166,7 @@ export async function undergroundRoutes(app: App, { config, host }: UndergroundR
       async (request) => {
         const userId = callerId(request);
         const agentId = requiredAgentId(request.params.agentId);
-        await app.db.withUser(userId, async (trx) => {
-          await ownAgent(trx, agentId);
-          await trx.deleteFrom('underground_webhooks').where('agent_id', '=', agentId).execute();
-        });
+        await removeWebhook(app.db, userId, agentId);
         return { success: true, agentId };
       },
     );
