@@ -1,10 +1,10 @@
-import { type App, CARD_PLANS, type CardPlan, DomainError, isCardPlan, sha256Hex } from '@aop/core';
+import { type App, CARD_PLANS, type CardPlan, DomainError, isCardPlan } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type Stripe from 'stripe';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser } from '../../platform/http/auth.js';
-import { SESSION_COOKIE } from '../../platform/sessions.js';
+import { perSession } from '../../platform/http/rate-limit-keys.js';
 import {
   type BillingDeps,
   type Order,
@@ -22,12 +22,6 @@ import {
 import { findCreditPack, penceToPounds } from './billing-catalog.js';
 
 const MINUTE = 60_000;
-
-/** Limits count per signed-in session (by the hash of its cookie), so people behind one address do not share them. */
-export const perSession = (request: FastifyRequest) => {
-  const token = request.cookies[SESSION_COOKIE];
-  return token ? `session:${sha256Hex(token)}` : request.ip;
-};
 
 /** At most this many storage blocks in one purchase. */
 const STORAGE_QUANTITY_MAX = 10;

@@ -1,26 +1,15 @@
-import { type App, parseEncryptionKey, safeEqual } from '@aop/core';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { App } from '@aop/core';
+import type { FastifyRequest } from 'fastify';
 import { calculatePKCECodeChallenge, randomPKCECodeVerifier } from 'openid-client';
 import type { WebConfig } from '../../config.js';
-import { sessionCookieOptions } from '../../platform/http/auth.js';
-import {
-  AUTHORIZATION_STATE_TTL_MS,
-  callbackQuery,
-  loginError,
-  saveAuthorizationState,
-  signInWithProvider,
-  takeAuthorizationState,
-  usableEmail,
-} from './oauth-accounts.service.js';
-import { SESSION_COOKIE } from '../../platform/sessions.js';
+import { type ProviderProfile, saveAuthorizationState, usableEmail } from './oauth-accounts.service.js';
+import { type CallbackGrant, oauthSignIn } from './oauth-sign-in.js';
 
 /** Binds an authorization request to the browser that started it (login CSRF). */
 export const CODEHOST_STATE_COOKIE = 'service-codehost-state';
 const CALLBACK_PATH = '/api/auth/codehost/callback';
 const SCOPE = 'read:user user:email';
 const TIMEOUT_MS = 10_000;
-
-/** Every failure ends on the login page with the spec's error value (a relative Location). */
 
 interface CodehostTokens {
   access_token: string;
@@ -49,12 +38,31 @@ class CodehostApiError extends Error {}
 /** Spec §4.1: sign-in with the OAuth 2 code host (GitHub-compatible endpoints), `GET /api/auth/codehost` and its callback. */
 export async function codehostRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const { clientId, clientSecret } = config.codehost;
-  const configured = Boolean(clientId && clientSecret);
   const redirectUri = `${config.publicUrl}${CALLBACK_PATH}`;
-  const stateCookie = { httpOnly: true, sameSite: 'lax' as const, path: CALLBACK_PATH, secure: config.cookieSecure };
   // The code host's API refuses requests without a User-Agent.
   const userAgent = `${config.productName}-sign-in`;
-  let encryptionKey: Buffer | undefined;
+
+  const flow = oauthSignIn(app, config, {
+    provider: 'codehost',
+    logName: 'code host',
+    errorPrefix: 'Codehost',
+    stateCookie: CODEHOST_STATE_COOKIE,
+    callbackPath: CALLBACK_PATH,
+    configured: Boolean(clientId && clientSecret),
+    async authorize() {
+      const codeVerifier = randomPKCECodeVerifier();
+      const state = await saveAuthorizationState(app.counters, 'codehost', { codeVerifier });
+      const url = new URL(config.codehost.authorizeUrl);
+      url.searchParams.set('client_id', clientId!);
+      url.searchParams.set('redirect_uri', redirectUri);
+      url.searchParams.set('scope', SCOPE);
+      url.searchParams.set('state', state);
+      url.searchParams.set('code_challenge', await calculatePKCECodeChallenge(codeVerifier));
+      url.searchParams.set('code_challenge_method', 'S256');
+      return { url, state };
+    },
+    profile: providerProfile,
+  });
 
   app.get(
     '/api/auth/codehost',
@@ -65,25 +73,7 @@ export async function codehostRoutes(app: App, { config }: { config: WebConfig }
         description: `Scope \`${SCOPE}\`, PKCE S256 and state. Not configured: 302 \`/login?error=CodehostNotConfigured\`.`,
       },
     },
-    async (request, reply) => {
-      if (!configured) return loginError(reply, 'CodehostNotConfigured');
-      try {
-        const codeVerifier = randomPKCECodeVerifier();
-        const state = await saveAuthorizationState(app.counters, 'codehost', { codeVerifier });
-        const url = new URL(config.codehost.authorizeUrl);
-        url.searchParams.set('client_id', clientId!);
-        url.searchParams.set('redirect_uri', redirectUri);
-        url.searchParams.set('scope', SCOPE);
-        url.searchParams.set('state', state);
-        url.searchParams.set('code_challenge', await calculatePKCECodeChallenge(codeVerifier));
-        url.searchParams.set('code_challenge_method', 'S256');
-        reply.setCookie(CODEHOST_STATE_COOKIE, state, { ...stateCookie, maxAge: AUTHORIZATION_STATE_TTL_MS / 1000 });
-        return reply.header('cache-control', 'no-store').redirect(url.href, 302);
-      } catch (err) {
-        request.log.error({ err }, 'code host sign-in could not start');
-        return loginError(reply, 'CodehostAuthError');
-      }
-    },
+    flow.start,
   );
 
   app.get(
@@ -97,33 +87,12 @@ export async function codehostRoutes(app: App, { config }: { config: WebConfig }
           '`/login?error=AccessDenied|CodehostAuthFailed|CodehostNotConfigured|CodehostTokenFailed|CodehostNoEmail|CodehostAuthError`.',
       },
     },
-    async (request, reply) => {
-      try {
-        return await callback(request, reply);
-      } catch (err) {
-        request.log.error({ err }, 'code host sign-in failed');
-        return loginError(reply, 'CodehostAuthError');
-      }
-    },
+    flow.callback,
   );
 
-  async function callback(request: FastifyRequest, reply: FastifyReply) {
-    const query = callbackQuery(request);
-    const boundState = request.cookies[CODEHOST_STATE_COOKIE];
-    reply.clearCookie(CODEHOST_STATE_COOKIE, stateCookie);
-    // The state is spent whatever happens next: a callback URL works once.
-    const saved = await takeAuthorizationState(app.counters, 'codehost', query.get('state'));
-
-    const error = query.get('error');
-    if (error) return loginError(reply, error === 'access_denied' ? 'AccessDenied' : 'CodehostAuthFailed');
-    if (!configured) return loginError(reply, 'CodehostNotConfigured');
-    const code = query.get('code');
-    const state = query.get('state');
-    if (!code || !state || !saved) return loginError(reply, 'CodehostAuthFailed');
-    if (!boundState || !safeEqual(boundState, state)) return loginError(reply, 'CodehostAuthFailed');
-
+  async function providerProfile(request: FastifyRequest, { code, saved }: CallbackGrant): Promise<ProviderProfile | string> {
     const tokens = await exchangeCode(request, code, saved.codeVerifier);
-    if (!tokens) return loginError(reply, 'CodehostTokenFailed');
+    if (!tokens) return 'CodehostTokenFailed';
 
     const user = await getJson<CodehostUser>(config.codehost.userUrl, tokens.access_token, userAgent);
     if (!user || (typeof user.id !== 'number' && typeof user.id !== 'string') || String(user.id) === '') {
@@ -139,34 +108,26 @@ export async function codehostRoutes(app: App, { config }: { config: WebConfig }
       const verified = Array.isArray(emails) ? emails.filter((e) => e?.verified === true && usableEmail(e.email)) : [];
       email = usableEmail((verified.find((e) => e.primary === true) ?? verified[0])?.email);
     }
-    if (!email) return loginError(reply, 'CodehostNoEmail');
+    if (!email) return 'CodehostNoEmail';
 
-    encryptionKey ??= parseEncryptionKey(config.encryptionKey);
-    const result = await signInWithProvider(
-      app.db.kysely,
-      {
-        provider: 'codehost',
-        subject: String(user.id),
-        email,
-        emailVerified: true,
-        name: user.name?.trim() || user.login,
-        metadata: {
-          ...(typeof user.login === 'string' ? { login: user.login } : {}),
-          ...(typeof user.name === 'string' ? { name: user.name } : {}),
-          ...(typeof user.avatar_url === 'string' ? { picture: user.avatar_url } : {}),
-        },
-        tokens: {
-          accessToken: tokens.access_token,
-          refreshToken: tokens.refresh_token,
-          expiresAt: typeof tokens.expires_in === 'number' ? new Date(app.clock() + tokens.expires_in * 1000) : undefined,
-          scope: tokens.scope,
-        },
+    return {
+      provider: 'codehost',
+      subject: String(user.id),
+      email,
+      emailVerified: true,
+      name: user.name?.trim() || user.login,
+      metadata: {
+        ...(typeof user.login === 'string' ? { login: user.login } : {}),
+        ...(typeof user.name === 'string' ? { name: user.name } : {}),
+        ...(typeof user.avatar_url === 'string' ? { picture: user.avatar_url } : {}),
       },
-      { encryptionKey, ip: request.ip, userAgent: request.headers['user-agent'], now: app.clock() },
-    );
-    if (!result.ok) return loginError(reply, 'AccessDenied');
-    reply.setCookie(SESSION_COOKIE, result.session.token, sessionCookieOptions(config, result.session.expiresAt));
-    return reply.header('cache-control', 'no-store').redirect('/dashboard', 302);
+      tokens: {
+        accessToken: tokens.access_token,
+        refreshToken: tokens.refresh_token,
+        expiresAt: typeof tokens.expires_in === 'number' ? new Date(app.clock() + tokens.expires_in * 1000) : undefined,
+        scope: tokens.scope,
+      },
+    };
   }
 
   /**

@@ -1,25 +1,14 @@
-import { type App, parseEncryptionKey, safeEqual } from '@aop/core';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { App } from '@aop/core';
+import type { FastifyRequest } from 'fastify';
 import * as oidc from 'openid-client';
 import type { WebConfig } from '../../config.js';
-import { sessionCookieOptions } from '../../platform/http/auth.js';
-import {
-  AUTHORIZATION_STATE_TTL_MS,
-  callbackQuery,
-  loginError,
-  saveAuthorizationState,
-  signInWithProvider,
-  takeAuthorizationState,
-  usableEmail,
-} from './oauth-accounts.service.js';
-import { SESSION_COOKIE } from '../../platform/sessions.js';
+import { type ProviderProfile, saveAuthorizationState, usableEmail } from './oauth-accounts.service.js';
+import { type CallbackGrant, oauthSignIn } from './oauth-sign-in.js';
 
 /** Binds an authorization request to the browser that started it (login CSRF). */
 export const IDP_STATE_COOKIE = 'service-idp-state';
 const CALLBACK_PATH = '/api/auth/idp/callback';
 const TIMEOUT_SECONDS = 10;
-
-/** Every failure ends on the login page with the spec's error value (a relative Location). */
 
 const isLoopback = (host: string) => host === '127.0.0.1' || host === 'localhost' || host === '[::1]';
 
@@ -57,11 +46,35 @@ function discoveredConfiguration(config: WebConfig, issuer: string, clientId: st
 /** Spec §4.1: sign-in with the OIDC identity provider (`GET /api/auth/idp` and its callback). */
 export async function idpRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const { clientId, clientSecret, issuer } = config.idp;
-  const configured = Boolean(clientId && clientSecret && issuer);
-  const configuration = configured ? discoveredConfiguration(config, issuer!, clientId!, clientSecret!) : undefined;
+  const configuration = clientId && clientSecret && issuer ? discoveredConfiguration(config, issuer, clientId, clientSecret) : undefined;
   const redirectUri = `${config.publicUrl}${CALLBACK_PATH}`;
-  const stateCookie = { httpOnly: true, sameSite: 'lax' as const, path: CALLBACK_PATH, secure: config.cookieSecure };
-  let encryptionKey: Buffer | undefined;
+
+  const flow = oauthSignIn(app, config, {
+    provider: 'idp',
+    logName: 'identity provider',
+    errorPrefix: 'Idp',
+    stateCookie: IDP_STATE_COOKIE,
+    callbackPath: CALLBACK_PATH,
+    configured: configuration !== undefined,
+    async authorize() {
+      const server = await configuration!();
+      const codeVerifier = oidc.randomPKCECodeVerifier();
+      const nonce = oidc.randomNonce();
+      const state = await saveAuthorizationState(app.counters, 'idp', { codeVerifier, nonce });
+      const url = oidc.buildAuthorizationUrl(server, {
+        redirect_uri: redirectUri,
+        scope: 'openid email profile',
+        code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
+        code_challenge_method: 'S256',
+        state,
+        nonce,
+        prompt: 'select_account',
+        access_type: 'offline',
+      });
+      return { url, state };
+    },
+    profile: providerProfile,
+  });
 
   app.get(
     '/api/auth/idp',
@@ -74,30 +87,7 @@ export async function idpRoutes(app: App, { config }: { config: WebConfig }): Pr
           'Not configured: 302 `/login?error=IdpNotConfigured`.',
       },
     },
-    async (request, reply) => {
-      if (!configuration) return loginError(reply, 'IdpNotConfigured');
-      try {
-        const server = await configuration();
-        const codeVerifier = oidc.randomPKCECodeVerifier();
-        const nonce = oidc.randomNonce();
-        const state = await saveAuthorizationState(app.counters, 'idp', { codeVerifier, nonce });
-        const url = oidc.buildAuthorizationUrl(server, {
-          redirect_uri: redirectUri,
-          scope: 'openid email profile',
-          code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
-          code_challenge_method: 'S256',
-          state,
-          nonce,
-          prompt: 'select_account',
-          access_type: 'offline',
-        });
-        reply.setCookie(IDP_STATE_COOKIE, state, { ...stateCookie, maxAge: AUTHORIZATION_STATE_TTL_MS / 1000 });
-        return reply.header('cache-control', 'no-store').redirect(url.href, 302);
-      } catch (err) {
-        request.log.error({ err }, 'identity provider sign-in could not start');
-        return loginError(reply, 'IdpAuthError');
-      }
-    },
+    flow.start,
   );
 
   app.get(
@@ -111,31 +101,13 @@ export async function idpRoutes(app: App, { config }: { config: WebConfig }): Pr
           'failures redirect to `/login?error=AccessDenied|IdpAuthFailed|IdpNotConfigured|IdpTokenFailed|IdpNoEmail|IdpAuthError`.',
       },
     },
-    async (request, reply) => {
-      try {
-        return await callback(request, reply);
-      } catch (err) {
-        request.log.error({ err }, 'identity provider sign-in failed');
-        return loginError(reply, 'IdpAuthError');
-      }
-    },
+    flow.callback,
   );
 
-  async function callback(request: FastifyRequest, reply: FastifyReply) {
-    const query = callbackQuery(request);
-    const boundState = request.cookies[IDP_STATE_COOKIE];
-    reply.clearCookie(IDP_STATE_COOKIE, stateCookie);
-    // The state is spent whatever happens next: a callback URL works once.
-    const saved = await takeAuthorizationState(app.counters, 'idp', query.get('state'));
-
-    const error = query.get('error');
-    if (error) return loginError(reply, error === 'access_denied' ? 'AccessDenied' : 'IdpAuthFailed');
-    if (!configuration) return loginError(reply, 'IdpNotConfigured');
-    const state = query.get('state');
-    if (!query.get('code') || !state || !saved?.nonce) return loginError(reply, 'IdpAuthFailed');
-    if (!boundState || !safeEqual(boundState, state)) return loginError(reply, 'IdpAuthFailed');
-
-    const server = await configuration();
+  async function providerProfile(request: FastifyRequest, { state, query, saved }: CallbackGrant): Promise<ProviderProfile | string> {
+    // Every OIDC authorization request saved its nonce: a state without one is not ours.
+    if (!saved.nonce) return 'IdpAuthFailed';
+    const server = await configuration!();
     const currentUrl = new URL(redirectUri);
     for (const [name, value] of query) currentUrl.searchParams.append(name, value);
     let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
@@ -148,11 +120,11 @@ export async function idpRoutes(app: App, { config }: { config: WebConfig }): Pr
       });
     } catch (err) {
       request.log.warn({ err }, 'identity provider code exchange failed');
-      return loginError(reply, 'IdpTokenFailed');
+      return 'IdpTokenFailed';
     }
 
     const claims = tokens.claims();
-    if (!claims) return loginError(reply, 'IdpTokenFailed');
+    if (!claims) return 'IdpTokenFailed';
     let info: oidc.UserInfoResponse | undefined;
     try {
       info = await oidc.fetchUserInfo(server, tokens.access_token, claims.sub);
@@ -162,38 +134,30 @@ export async function idpRoutes(app: App, { config }: { config: WebConfig }): Pr
     }
     const profile = { ...claims, ...info };
     const email = usableEmail(profile.email);
-    if (!email) return loginError(reply, 'IdpNoEmail');
+    if (!email) return 'IdpNoEmail';
 
     const expiresIn = tokens.expiresIn();
     const name = [profile.name, [profile.given_name, profile.family_name].filter(Boolean).join(' ')].find(
       (n): n is string => typeof n === 'string' && n.trim() !== '',
     );
-    encryptionKey ??= parseEncryptionKey(config.encryptionKey);
-    const result = await signInWithProvider(
-      app.db.kysely,
-      {
-        provider: 'idp',
-        subject: claims.sub,
-        email,
-        // Some providers send the claim as the string "true".
-        emailVerified: String(profile.email_verified) === 'true',
-        name,
-        metadata: {
-          ...(typeof profile.name === 'string' ? { name: profile.name } : {}),
-          ...(typeof profile.picture === 'string' ? { picture: profile.picture } : {}),
-        },
-        tokens: {
-          accessToken: tokens.access_token,
-          refreshToken: tokens.refresh_token,
-          idToken: tokens.id_token,
-          expiresAt: expiresIn === undefined ? undefined : new Date(app.clock() + expiresIn * 1000),
-          scope: tokens.scope,
-        },
+    return {
+      provider: 'idp',
+      subject: claims.sub,
+      email,
+      // Some providers send the claim as the string "true".
+      emailVerified: String(profile.email_verified) === 'true',
+      name,
+      metadata: {
+        ...(typeof profile.name === 'string' ? { name: profile.name } : {}),
+        ...(typeof profile.picture === 'string' ? { picture: profile.picture } : {}),
       },
-      { encryptionKey, ip: request.ip, userAgent: request.headers['user-agent'], now: app.clock() },
-    );
-    if (!result.ok) return loginError(reply, 'AccessDenied');
-    reply.setCookie(SESSION_COOKIE, result.session.token, sessionCookieOptions(config, result.session.expiresAt));
-    return reply.header('cache-control', 'no-store').redirect('/dashboard', 302);
+      tokens: {
+        accessToken: tokens.access_token,
+        refreshToken: tokens.refresh_token,
+        idToken: tokens.id_token,
+        expiresAt: expiresIn === undefined ? undefined : new Date(app.clock() + expiresIn * 1000),
+        scope: tokens.scope,
+      },
+    };
   }
 }

@@ -1,4 +1,3 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type CounterStore, encryptSecret, newId, randomHex } from '@aop/core';
 import { type DB, writeAudit, isUniqueViolation } from '@aop/db';
 import type { Kysely, Transaction } from 'kysely';
@@ -207,21 +206,6 @@ async function signIn(trx: Transaction<DB>, profile: ProviderProfile, context: S
     metadata: { method: profile.provider },
   });
   return { ok: true, userId, created, session };
-}
-
-/** Where every failed provider sign-in lands: `/login?error=<value>` (spec §4.1). */
-export function loginError(reply: FastifyReply, value: string) {
-  return reply.header('cache-control', 'no-store').redirect(`/login?error=${value}`, 302);
-}
-
-/** A callback's query parameters, strings only (a repeated parameter keeps its first value). */
-export function callbackQuery(request: FastifyRequest): Map<string, string> {
-  const query = new Map<string, string>();
-  for (const [name, value] of Object.entries((request.query ?? {}) as Record<string, unknown>)) {
-    const first = Array.isArray(value) ? value[0] : value;
-    if (typeof first === 'string') query.set(name, first);
-  }
-  return query;
 }
 
 async function claimUnverifiedAccount(trx: Transaction<DB>, userId: string, at: { now: Date; ip: string; method: string }) {

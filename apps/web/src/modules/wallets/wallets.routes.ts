@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser } from '../../platform/http/auth.js';
+import { perSession } from '../../platform/http/rate-limit-keys.js';
 import {
   WALLET_LINK_STATEMENT,
   createCustodialWallet,
@@ -14,7 +15,6 @@ import {
   reverseName,
   walletBalance,
 } from './wallets.service.js';
-import { perSession } from '../billing/billing.routes.js';
 
 const MINUTE = 60_000;
 
