@@ -1,3 +1,4 @@
+import type { CostReport } from '@aop/web/usage/usage.schemas';
 import { useId, useState } from 'react';
 import { PageHeader } from '../components/layout.js';
 import { Empty, Loaded, Loading } from '../components/states.js';
@@ -12,21 +13,6 @@ const PERIODS: readonly { id: Period; label: string; phrase: string }[] = [
   { id: '30d', label: 'Last 30 days', phrase: 'the last 30 days' },
   { id: 'mtd', label: 'Month to date', phrase: 'this month so far' },
 ];
-
-/** Spec §4.14 `GET /api/dashboard/cost`. */
-interface CostReport {
-  period: string;
-  summary: { totalCost: number; totalTokens: number; totalCalls: number; avgCostPerCall: number };
-  agents: { name: string; tokens: number; cost: number; calls: number; avgCostPerCall: number; model: string }[];
-  daily: { date: string; cost: number; tokens: number }[];
-  modelBreakdown: { model: string; percent: number; cost: number }[];
-  isMockData: boolean;
-  plan: string;
-  /** Pounds: what the plan is billed at. */
-  planMonthlyCost: number;
-  agentCount: number;
-  activeAgents: number;
-}
 
 export default function CostsPage() {
   const id = useId();

@@ -1,3 +1,4 @@
+import type { DashboardStats } from '@aop/web/usage/usage.schemas';
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { PageHeader } from '../components/layout.js';
@@ -16,15 +17,9 @@ interface Agent {
   updatedAt: string;
 }
 
-interface Stats {
-  agents: { active: number; total: number; limit: number; newToday: number };
-  skills: { installed: number };
-  tasks: { total: number };
-}
-
 export default function DashboardPage() {
   const agents = useApi<{ agents: Agent[]; count: number }>('/api/agents', { refreshMs: 5_000 });
-  const stats = useApi<Stats>('/api/dashboard/stats', { refreshMs: 30_000 });
+  const stats = useApi<DashboardStats>('/api/dashboard/stats', { refreshMs: 30_000 });
   const [wizardOpen, setWizardOpen] = useState(false);
 
   return (

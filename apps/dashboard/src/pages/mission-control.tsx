@@ -1,3 +1,10 @@
+import type {
+  FleetBooking,
+  FleetBookings,
+  FleetGraph as FleetGraphData,
+  FleetTrace,
+  WebCosts,
+} from '@aop/web/mission-control/mission-control.schemas';
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { PageHeader } from '../components/layout.js';
@@ -5,51 +12,20 @@ import { Empty, Loaded } from '../components/states.js';
 import { StatusBadge } from '../components/status-badge.js';
 import { formatDateTime, formatDuration, formatInteger, formatMoney, formatPercent, formatTime } from '../format.js';
 import { useApi } from '../use-api.js';
-import { FleetGraph, type FleetGraphData, FleetLegend } from './mission-control/fleet-graph.js';
-
-interface Trace {
-  id: string;
-  status: 'completed' | 'running' | 'idle';
-  description: string;
-  startedAt: string;
-  completedAt: string | null;
-  tokensUsed: number;
-  costUSD: number;
-  model: string;
-}
-
-/** The web answers only `costs` when the backend cannot give totals: no figures rather than invented zeros. */
-interface FleetCosts {
-  costs: unknown[];
-  totalSpend?: number;
-  managedAiCost?: number;
-  coordinationRevenue?: number;
-}
-
-interface Booking {
-  id: string;
-  status: 'open' | 'accepted' | 'declined' | 'cancelled';
-  round: number;
-  requesterAgentId: string;
-  responderAgentId: string;
-  terms: Record<string, unknown>;
-  lastOfferBy: string;
-  createdAt: string;
-  updatedAt: string;
-}
+import { FleetGraph, FleetLegend } from './mission-control/fleet-graph.js';
 
 const REFRESH_MS = 10_000;
 
-const BOOKING_TONES: Record<Booking['status'], string> = { open: 'busy', accepted: 'ok', declined: 'bad', cancelled: 'idle' };
+const BOOKING_TONES: Record<FleetBooking['status'], string> = { open: 'busy', accepted: 'ok', declined: 'bad', cancelled: 'idle' };
 
 export default function MissionControlPage() {
   const [live, setLive] = useState(true);
   // useApi skips a refresh while the tab is hidden; pausing stops them altogether.
   const refreshMs = live ? REFRESH_MS : undefined;
   const graph = useApi<FleetGraphData>('/api/mission-control/fleet/graph', { refreshMs });
-  const traces = useApi<Trace[]>('/api/mission-control/fleet/traces', { refreshMs });
-  const costs = useApi<FleetCosts>('/api/mission-control/fleet/costs', { refreshMs });
-  const bookings = useApi<{ bookings: Booking[] }>('/api/mission-control/fleet/bookings', { refreshMs });
+  const traces = useApi<FleetTrace[]>('/api/mission-control/fleet/traces', { refreshMs });
+  const costs = useApi<WebCosts>('/api/mission-control/fleet/costs', { refreshMs });
+  const bookings = useApi<FleetBookings>('/api/mission-control/fleet/bookings', { refreshMs });
 
   const refreshAll = () => Promise.all([graph.reload(), traces.reload(), costs.reload(), bookings.reload()]);
   const names = new Map((graph.data?.source === 'soul' ? graph.data.nodes : []).map((n) => [n.id, n.name]));

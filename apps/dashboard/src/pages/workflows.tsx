@@ -1,3 +1,4 @@
+import type { Workflow } from '@aop/web/workflows/workflows.schemas';
 import { useCallback, useRef, useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api } from '../api.js';
@@ -6,7 +7,7 @@ import { PageHeader } from '../components/layout.js';
 import { InlineError, Loaded } from '../components/states.js';
 import { formatDateTime } from '../format.js';
 import { useAction, useApi } from '../use-api.js';
-import { type Workflow, WorkflowEditor } from './workflows/editor.js';
+import { WorkflowEditor } from './workflows/editor.js';
 
 /** `/workflows` lists the user's workflows; `/workflows/:id` opens one in the editor. */
 export default function WorkflowsPage({ workflowId }: { workflowId?: string }) {

@@ -1,3 +1,4 @@
+import type { ChatReply, Usage } from '@aop/web/chat/chat.schemas';
 import { type FormEvent, type KeyboardEvent, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { useSearchParams } from 'wouter';
 import { api, errorMessage } from '../../api.js';
@@ -11,13 +12,10 @@ import { formatTime } from './shared.js';
  * history below would lose it; `POST /api/chat` names this agent and stores both messages.
  */
 
-interface Usage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-}
-
-/** `GET /api/chat` message (apps/web/src/modules/chat/agent-chat.service.ts `HistoryMessage`). */
+/**
+ * `GET /api/chat` message (apps/web/src/modules/chat/agent-chat.service.ts `HistoryMessage`): that route declares no
+ * response schema, so this shape is written out here.
+ */
 interface ChatMessage {
   id: string;
   role: 'user' | 'assistant';
@@ -33,16 +31,6 @@ interface History {
   messages: ChatMessage[];
   hasMore: boolean;
   nextBefore: string | null;
-}
-
-interface ChatReply {
-  success: true;
-  reply: string;
-  agentId: string | null;
-  sessionKey: string;
-  messageId: string;
-  model: string | null;
-  usage: Usage;
 }
 
 const PAGE = 30;

@@ -1,3 +1,4 @@
+import type { Backup, ConfigView } from '@aop/web/agent-config/agent-config.schemas';
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { api, errorMessage } from '../../api.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
@@ -11,21 +12,11 @@ import { formatTime } from './shared.js';
  * its last ten backups serves all of the person's agents, and the page says so.
  */
 
-interface Backup {
-  id: string;
-  timestamp: string;
-}
-
-interface ConfigAnswer {
-  config: ConfigObject;
-  backups: Backup[];
-}
-
 const pretty = (config: ConfigObject) => JSON.stringify(config, null, 2);
 const newestFirst = (backups: Backup[]) => [...backups].sort((a, b) => Date.parse(b.timestamp) - Date.parse(a.timestamp));
 
 export function ConfigTab() {
-  const [saved, setSaved] = useState<ConfigAnswer>();
+  const [saved, setSaved] = useState<ConfigView>();
   const [loadError, setLoadError] = useState<string>();
   const [draft, setDraft] = useState<ConfigObject>({});
   const [jsonText, setJsonText] = useState('');
@@ -36,7 +27,7 @@ export function ConfigTab() {
   const [notice, setNotice] = useState<string>();
 
   /** Shows `config` as saved and as the starting point of the next edit. */
-  const adopt = useCallback((answer: ConfigAnswer) => {
+  const adopt = useCallback((answer: ConfigView) => {
     setSaved(answer);
     setDraft(answer.config);
     setJsonText(pretty(answer.config));
@@ -46,7 +37,7 @@ export function ConfigTab() {
   const load = useCallback(async () => {
     setLoadError(undefined);
     try {
-      adopt(await api<ConfigAnswer>('/api/config'));
+      adopt(await api<ConfigView>('/api/config'));
     } catch (err) {
       setLoadError(errorMessage(err));
     }
@@ -92,7 +83,7 @@ export function ConfigTab() {
     }
     setSaving(true);
     try {
-      const answer = await api<ConfigAnswer & { backupId: string }>('/api/config', { body: { config: draft } });
+      const answer = await api<ConfigView & { backupId: string }>('/api/config', { body: { config: draft } });
       adopt(answer);
       setNotice('Configuration saved. The previous configuration was kept as a backup.');
     } catch (err) {
@@ -106,7 +97,7 @@ export function ConfigTab() {
     setSaveError(undefined);
     setNotice(undefined);
     try {
-      const answer = await api<ConfigAnswer & { restoredFrom: string }>('/api/config', { method: 'PUT', body: { backupId: backup.id } });
+      const answer = await api<ConfigView & { restoredFrom: string }>('/api/config', { method: 'PUT', body: { backupId: backup.id } });
       adopt(answer);
       setNotice(`Restored the backup from ${formatTime(backup.timestamp)}. The configuration it replaced was kept as a backup.`);
     } catch (err) {

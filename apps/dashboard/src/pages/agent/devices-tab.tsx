@@ -1,24 +1,10 @@
+import type { Device, DeviceLists } from '@aop/web/devices/devices.schemas';
 import { type ReactNode, useState } from 'react';
 import { api, errorMessage } from '../../api.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { useApi } from '../../use-api.js';
 import { formatTime } from './shared.js';
-
-/** Spec §2.8. */
-interface Device {
-  id: string;
-  name: string;
-  ip: string;
-  firstSeen: string;
-  lastSeen: string;
-  status: 'pending' | 'approved' | 'denied' | 'revoked';
-}
-
-interface DeviceLists {
-  pending: Device[];
-  approved: Device[];
-}
 
 type Action = 'approve' | 'deny' | 'revoke';
 const DONE: Record<Action, string> = { approve: 'approved', deny: 'denied', revoke: 'revoked' };

@@ -1,36 +1,10 @@
+import type { CronJob, CronList, Heartbeat, HeartbeatWrite } from '@aop/web/schedule/schedule.schemas';
 import { type FormEvent, useEffect, useState } from 'react';
 import { api, errorMessage } from '../../api.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { useApi } from '../../use-api.js';
 import { formatEvery, formatTime } from './shared.js';
-
-/** Spec §2.4 cron job as `GET /api/cron` lists it; schedule and payload kinds the spec does not name pass through. */
-interface CronJob {
-  id: string;
-  name: string;
-  enabled: boolean;
-  schedule: { kind: string; everyMs?: number; expr?: string; tz?: string };
-  payload: { kind: string; text?: string; message?: string };
-  lastRun: string | null;
-  nextRun: string | null;
-}
-
-interface CronList {
-  jobs: CronJob[];
-  total?: number;
-  error?: string;
-  source: 'gateway' | 'gateway-error';
-}
-
-interface Heartbeat {
-  source: 'gateway' | 'db';
-  enabled: boolean;
-  frequency?: string;
-  nextRun?: string | null;
-  lastRun?: string | null;
-  message?: string;
-}
 
 /**
  * The frequencies `PUT /api/heartbeat` accepts (spec §4.10; the API names them in its 400 "frequency must be one of
@@ -49,15 +23,23 @@ const FREQUENCY_WORDS: Record<string, string> = {
 const UNIT_MS = { minutes: 60_000, hours: 3_600_000, days: 86_400_000 } as const;
 type Unit = keyof typeof UNIT_MS;
 
+/**
+ * The schema types `schedule` and `payload` by `kind` alone (other gateway kinds pass through with fields of their
+ * own), so the fields each known kind carries are read as unknown and checked.
+ */
+type Open = Record<string, unknown>;
+const asText = (value: unknown) => (typeof value === 'string' ? value : '');
+
 function scheduleText(schedule: CronJob['schedule']): string {
-  if (schedule.kind === 'every' && typeof schedule.everyMs === 'number') return formatEvery(schedule.everyMs);
-  if (schedule.kind === 'cron') return `cron ${schedule.expr ?? ''}${schedule.tz ? ` (${schedule.tz})` : ''}`;
+  const { everyMs, expr, tz } = schedule as Open;
+  if (schedule.kind === 'every' && typeof everyMs === 'number') return formatEvery(everyMs);
+  if (schedule.kind === 'cron') return `cron ${asText(expr)}${tz ? ` (${asText(tz)})` : ''}`;
   return schedule.kind;
 }
 
 function payloadText(payload: CronJob['payload']): string {
-  if (payload.kind === 'systemEvent') return payload.text ?? '';
-  if (payload.kind === 'agentTurn') return payload.message ?? '';
+  if (payload.kind === 'systemEvent') return asText((payload as Open).text);
+  if (payload.kind === 'agentTurn') return asText((payload as Open).message);
   return `(${payload.kind})`;
 }
 
@@ -317,7 +299,7 @@ function HeartbeatSettings({ agentId }: { agentId: string }) {
     setError(undefined);
     setDone(undefined);
     try {
-      const answer = await api<{ source: string; enabled: boolean; frequency: string }>('/api/heartbeat', {
+      const answer = await api<HeartbeatWrite>('/api/heartbeat', {
         method: 'PUT',
         body: { agentId, frequency, enabled },
       });

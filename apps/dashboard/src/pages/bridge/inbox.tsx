@@ -1,6 +1,7 @@
+import type { BridgeInbox } from '@aop/web/bridge/bridge.schemas';
 import { useEffect, useRef, useState } from 'react';
 import { Loaded } from '../../components/states.js';
-import { type BridgeMessage, useBridge } from './use-bridge.js';
+import { useBridge } from './use-bridge.js';
 
 /** The route answers at most this many messages (apps/web/src/modules/bridge: MAX_LIMIT). */
 const LIMIT = 100;
@@ -15,13 +16,6 @@ type PeriodId = (typeof PERIODS)[number]['id'];
 /** Longer messages start folded, so one long report does not push the rest off screen. */
 const FOLD_AT = 600;
 
-export interface InboxAnswer {
-  ok: true;
-  channel: string;
-  count: number;
-  messages: BridgeMessage[];
-}
-
 /**
  * The messages of one channel. No `reader` is sent: a named reader marks what it reads as read (that is how agents
  * claim messages), and an operator looking must never take a message away from the agent it is meant for.
@@ -30,7 +24,7 @@ export function Inbox({ channels, secret, refreshKey }: { channels: string[]; se
   const [channel, setChannel] = useState(channels[0] ?? 'general');
   const [period, setPeriod] = useState<PeriodId>('24h');
   const windowMs = PERIODS.find((p) => p.id === period)?.ms ?? 24 * HOUR;
-  const inbox = useBridge<InboxAnswer>('/api/bridge/inbox', secret, {
+  const inbox = useBridge<BridgeInbox>('/api/bridge/inbox', secret, {
     query: () => ({ channel, since: new Date(Date.now() - windowMs).toISOString(), limit: LIMIT }),
     key: `${channel}|${period}`,
     refreshMs: 10_000,

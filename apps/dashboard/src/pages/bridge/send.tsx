@@ -1,3 +1,4 @@
+import type { BridgeSent } from '@aop/web/bridge/bridge.schemas';
 import { type FormEvent, useState } from 'react';
 import { api } from '../../api.js';
 import { Announce } from '../../components/announce.js';
@@ -30,7 +31,7 @@ export function SendMessage({
   const [sent, setSent] = useState<string>();
 
   const send = useAction(async () =>
-    api<{ ok: true; message: { id: string; channel: string } }>('/api/bridge/send', {
+    api<BridgeSent>('/api/bridge/send', {
       body: { sender, channel, priority, content },
       headers: bridgeHeaders(secret),
     }),

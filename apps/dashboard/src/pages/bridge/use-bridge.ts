@@ -11,15 +11,6 @@ export interface BridgeHealth {
   timestamp: string;
 }
 
-export interface BridgeMessage {
-  id: string;
-  sender: string;
-  channel: string;
-  content: string;
-  priority: string;
-  created_at: string;
-}
-
 /**
  * The bridge routes take `X-Bridge-Secret` instead of the session (when the server sets BRIDGE_SECRET). The secret is
  * passed in from React state on every call and kept nowhere else: not in storage, not in the URL.

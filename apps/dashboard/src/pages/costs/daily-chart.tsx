@@ -1,12 +1,9 @@
+import type { CostReport } from '@aop/web/usage/usage.schemas';
 import { useRef } from 'react';
 import { formatInteger, formatMoney } from '../../format.js';
 import { useElementWidth } from '../../use-element-width.js';
 
-export interface Day {
-  date: string;
-  cost: number;
-  tokens: number;
-}
+type Day = CostReport['daily'][number];
 
 const HEIGHT = 260;
 const PAD = { top: 14, right: 8, bottom: 30, left: 64 };

@@ -1,35 +1,7 @@
+import type { FleetGraph as FleetGraphData, FleetNode } from '@aop/web/mission-control/mission-control.schemas';
 import { useRef } from 'react';
 import { formatPercent } from '../../format.js';
 import { useElementWidth } from '../../use-element-width.js';
-
-export interface FleetNode {
-  id: string;
-  name: string;
-  role: 'orchestrator' | 'specialist' | 'worker';
-  status: 'active' | 'idle' | 'stale' | 'offline';
-  x: number;
-  y: number;
-  load: number;
-  memory: number;
-  walletAddress?: string;
-  children?: number;
-  url?: string;
-}
-
-export interface FleetEdge {
-  id: string;
-  from: string;
-  to: string;
-  strength: number;
-}
-
-export interface FleetGraphData {
-  nodes: FleetNode[];
-  edges: FleetEdge[];
-  timestamp: string;
-  source: 'soul' | 'fallback' | 'unauthenticated';
-  nodeCount?: number;
-}
 
 export const ROLES: readonly FleetNode['role'][] = ['orchestrator', 'specialist', 'worker'];
 export const STATUSES: readonly FleetNode['status'][] = ['active', 'idle', 'stale', 'offline'];

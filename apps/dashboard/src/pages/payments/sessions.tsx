@@ -1,3 +1,4 @@
+import type { PaymentSession, SessionAnswer } from '@aop/web/payments/payments.schemas';
 import { type FormEvent, useState } from 'react';
 import { api } from '../../api.js';
 import { Announce } from '../../components/announce.js';
@@ -17,19 +18,6 @@ export interface Wallet {
 export interface ProviderInfo {
   configured: boolean;
   paymentChain: { chainId: number; token: string; decimals: number } | null;
-}
-
-/** `GET /api/wallet/sessions?address=` (apps/web/src/modules/payments). USD amounts are decimal strings. */
-interface PaymentSession {
-  id: string;
-  userAddress: string;
-  deposit: string;
-  spent: string;
-  remaining: string;
-  vouchers: { plugin: string; timestamp: number; amount: string }[];
-  status: 'active' | 'settling' | 'closed';
-  createdAt: number;
-  lastSettledAt: number;
 }
 
 /** The route's deposit range (apps/web/src/modules/payments/payment-sessions.service.ts). */
@@ -181,7 +169,7 @@ function OpenSession({
   const [deposit, setDeposit] = useState('');
   const [transaction, setTransaction] = useState('');
   const openSession = useAction(async () =>
-    api<{ session: PaymentSession; note?: string }>('/api/wallet/sessions', {
+    api<SessionAnswer>('/api/wallet/sessions', {
       body: { address, deposit: deposit.trim(), transaction: transaction.trim() },
     }),
   );

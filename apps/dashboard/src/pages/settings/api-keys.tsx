@@ -1,3 +1,4 @@
+import type { CreatedKey, KeyView } from '@aop/web/api-keys/api-keys.schemas';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { api } from '../../api.js';
 import { Announce } from '../../components/announce.js';
@@ -5,35 +6,20 @@ import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { useAction, useApi } from '../../use-api.js';
 
-interface ApiKeyView {
-  id: string;
-  name: string;
-  keyPreview: string;
-  createdAt: string;
-  lastUsed: string | null;
-}
-
-interface CreatedKey {
-  id: string;
-  name: string;
-  key: string;
-  createdAt: string;
-}
-
 /** The route's limit (apps/web/src/modules/api-keys/api-keys.service.ts: KEY_NAME_MAX). */
 const KEY_NAME_MAX = 64;
 
 const when = (iso: string) => new Date(iso).toLocaleString();
 
 export function ApiKeysSection() {
-  const keys = useApi<{ keys: ApiKeyView[] }>('/api/keys');
+  const keys = useApi<{ keys: KeyView[] }>('/api/keys');
   const [name, setName] = useState('');
   // The new key lives only here, only while its dialog is open: never in storage, the URL or a log.
   const [created, setCreated] = useState<CreatedKey>();
   const [revoked, setRevoked] = useState<string>();
 
   const create = useAction(async (keyName: string) => api<CreatedKey>('/api/keys', { body: { name: keyName } }));
-  const revoke = useAction(async (key: ApiKeyView) => {
+  const revoke = useAction(async (key: KeyView) => {
     await api(`/api/keys/${encodeURIComponent(key.id)}`, { method: 'DELETE' });
     return key;
   });

@@ -1,24 +1,10 @@
+import type { Settings as AccountSettings } from '@aop/web/accounts/accounts.schemas';
 import { type FormEvent, useState } from 'react';
 import { api } from '../../api.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { Announce } from '../../components/announce.js';
 import { useSession } from '../../session.js';
 import { useAction, useApi } from '../../use-api.js';
-
-/** `GET /api/settings` (apps/web/src/modules/accounts). */
-export interface AccountSettings {
-  id: string;
-  email: string;
-  emailVerified: boolean;
-  /** The address an email change waits for; it takes effect when the link mailed there is opened. */
-  pendingEmail: string | null;
-  name: string;
-  plan: string;
-  credits: number;
-  twoFactorEnabled: boolean;
-  notifications: Record<string, unknown>;
-  runtime: { managed: boolean; instanceId: string | null; url: string | null };
-}
 
 /** The route's limit (apps/web/src/modules/accounts: NAME_MAX). */
 const NAME_MAX = 100;

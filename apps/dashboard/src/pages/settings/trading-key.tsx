@@ -1,3 +1,4 @@
+import type { TradingKeyStatus } from '@aop/web/trading/trading.schemas';
 import { type FormEvent, useState } from 'react';
 import { api } from '../../api.js';
 import { Announce } from '../../components/announce.js';
@@ -13,7 +14,7 @@ const TRADING_KEY_MAX = 512;
  * page never shows it; the field is emptied as soon as the key is sent.
  */
 export function TradingKeySection() {
-  const status = useApi<{ configured: boolean }>('/api/user/trading-key');
+  const status = useApi<TradingKeyStatus>('/api/user/trading-key');
   const [value, setValue] = useState('');
   const [done, setDone] = useState<string>();
 

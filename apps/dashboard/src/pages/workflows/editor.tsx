@@ -1,3 +1,4 @@
+import type { Workflow } from '@aop/web/workflows/workflows.schemas';
 import { useCallback, useEffect, useId, useMemo, useRef, useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { api } from '../../api.js';
@@ -8,7 +9,6 @@ import { formatDateTime } from '../../format.js';
 import { useAction, useApi } from '../../use-api.js';
 import { type Selection, WorkflowCanvas } from './canvas.js';
 import {
-  type ApiNode,
   addNode,
   connect,
   connectionProblem,
@@ -29,16 +29,6 @@ import {
   updateNode,
 } from './graph.js';
 import { NodePanel } from './node-panel.js';
-
-export interface Workflow {
-  id: string;
-  name: string;
-  description: string | null;
-  enabled: boolean;
-  createdAt: string;
-  updatedAt: string;
-  nodes: ApiNode[];
-}
 
 interface Meta {
   name: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { WorkflowNode } from '@aop/web/workflows/workflows.schemas';
 import {
-  type ApiNode,
   addNode,
   connect,
   connectionProblem,
@@ -16,7 +16,7 @@ import {
   removeNodes,
 } from './graph.js';
 
-const apiNode = (id: string, type: string, config: unknown, position: unknown = { x: 0, y: 0 }): ApiNode => ({
+const apiNode = (id: string, type: string, config: unknown, position: unknown = { x: 0, y: 0 }): WorkflowNode => ({
   id,
   type,
   config: JSON.stringify(config),
@@ -43,7 +43,7 @@ describe('workflow graph', () => {
       apiNode('wn_1', 'action', {}),
       apiNode('wn_2', 'action', { key: 'n1' }),
       apiNode('wn_3', 'action', { key: 'n1' }),
-      { id: 'wn_4', type: 'action', config: 'not json', position: 'nor this' },
+      { ...apiNode('wn_4', 'action', {}), config: 'not json', position: 'nor this' },
     ]);
     const keys = graph.nodes.map((n) => n.key);
     expect(new Set(keys).size).toBe(4);

@@ -8,6 +8,8 @@
  * in `config` (`label` and any other setting) is kept as it came.
  */
 
+import type { WorkflowNode } from '@aop/web/workflows/workflows.schemas';
+
 export const NODE_TYPES = ['trigger', 'action', 'condition', 'output'] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
 
@@ -66,15 +68,6 @@ export interface Graph {
   edges: GraphEdge[];
 }
 
-/** A node as the API returns it: `config` and `position` are JSON text. */
-export interface ApiNode {
-  id: string;
-  type: string;
-  config: string;
-  position: string;
-  createdAt?: string;
-}
-
 /** A node as the API accepts it (objects are fine on the way in). */
 export interface ApiNodeInput {
   type: NodeType;
@@ -105,7 +98,7 @@ const finiteOr = (value: unknown, fallback: number) => (typeof value === 'number
  * The editor's graph from the API's nodes. A node without a usable key (made by another client, or a duplicate) gets
  * a fresh one; connections to keys that no longer exist are dropped, as are repeats and self-connections.
  */
-export function graphFromApi(apiNodes: readonly ApiNode[]): Graph {
+export function graphFromApi(apiNodes: readonly WorkflowNode[]): Graph {
   const configs = apiNodes.map((n) => parseObject(n.config));
   const taken = new Set<string>();
   const keys = configs.map((config) => {

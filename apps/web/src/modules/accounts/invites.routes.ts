@@ -2,6 +2,7 @@ import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser, type requireUser } from '../../platform/http/auth.js';
+import { CreatedInvite } from './accounts.schemas.js';
 import { checkNotReserved, isEmail, normalizeEmail } from './accounts.service.js';
 import { type InviteStatus, inviteEmail, inviteMail, listAllInvites, revokeInvite, verifyInvite } from './invites.service.js';
 import type { Mailer } from '../../platform/clients/mailer.js';
@@ -11,21 +12,6 @@ import { intQuery } from '../../platform/http/query.js';
 const tags = ['invites'];
 const STATUSES: readonly InviteStatus[] = ['pending', 'accepted', 'expired', 'revoked'];
 const ADMIN_ACTIONS = ['create', 'revoke'] as const;
-
-const InviteSchema = Type.Object({
-  id: Type.String(),
-  email: Type.String(),
-  status: Type.String({ description: '`pending`, `accepted`, `expired` or `revoked`' }),
-  createdAt: Type.String(),
-  expiresAt: Type.String(),
-  acceptedAt: Type.Union([Type.String(), Type.Null()]),
-  revokedAt: Type.Union([Type.String(), Type.Null()]),
-});
-const CreatedSchema = Type.Object({
-  invite: InviteSchema,
-  code: Type.String({ description: 'shown once; also mailed to the address' }),
-  emailSent: Type.Boolean({ description: 'false when the mail could not be sent or the address is suppressed' }),
-});
 
 /**
  * Spec §4.18 Coordination: `POST /api/invite` (session), `POST /api/invites/verify` (no auth, limited per client),
@@ -70,7 +56,7 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
         tags,
         description: `Invites an email address (signed-in session; at most ${config.invites.maxOutstanding} pending invites per user).`,
         body: Type.Object({ email: Type.Optional(Type.Unknown()) }),
-        response: { 201: CreatedSchema },
+        response: { 201: CreatedInvite },
       },
     },
     async (request, reply) => {

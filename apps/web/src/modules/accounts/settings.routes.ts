@@ -4,28 +4,10 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser, requireUser } from '../../platform/http/auth.js';
+import { Settings } from './accounts.schemas.js';
 import { checkNotReserved, checkPasswordLength, isEmail, normalizeEmail } from './accounts.service.js';
 import type { Mailer } from '../../platform/clients/mailer.js';
 import { changePassword, getSettings, patchSettings, requestEmailChange, updateSettings } from './settings.service.js';
-
-const SettingsSchema = Type.Object({
-  id: Type.String(),
-  email: Type.String(),
-  emailVerified: Type.Boolean({ description: 'whether the verification link mailed to `email` was followed' }),
-  pendingEmail: Type.Union([Type.String(), Type.Null()], {
-    description: 'the address an email change waits for: it takes effect when the link mailed there is followed',
-  }),
-  name: Type.String(),
-  plan: Type.String(),
-  credits: Type.Number({ description: 'referral credits' }),
-  twoFactorEnabled: Type.Boolean(),
-  notifications: Type.Record(Type.String(), Type.Unknown()),
-  runtime: Type.Object({
-    managed: Type.Boolean(),
-    instanceId: Type.Union([Type.String(), Type.Null()]),
-    url: Type.Union([Type.String(), Type.Null()]),
-  }),
-});
 
 /** Runs `fn`, turning anything but a public error into a 500 with the spec's message. */
 async function orFail<T>(
@@ -56,7 +38,7 @@ function checkedName(name: unknown): string | undefined {
 
 /** Spec §4.1 settings and password change; shapes from the reference (research/not-shown-facts.md). */
 export async function settingsRoutes(app: App, { config, mailer }: { config: WebConfig; mailer: Mailer }): Promise<void> {
-  const schema = { tags: ['settings'], response: { 200: SettingsSchema } };
+  const schema = { tags: ['settings'], response: { 200: Settings } };
 
   app.get('/api/settings', { schema }, async (request) => {
     const user = await requireUser(request);

@@ -1,10 +1,8 @@
 import { type App, DomainError, checkJsonText } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
+import { Backup, Config, ConfigView } from './agent-config.schemas.js';
 import { configProblem, getBackup, getConfig, isPlainObject, restoreBackup, saveConfig } from './agent-config.service.js';
-
-const BackupSchema = Type.Object({ id: Type.String(), timestamp: Type.String() });
-const ConfigSchema = Type.Record(Type.String(), Type.Unknown());
 
 /** The `config` of a POST body: an object, or a string holding one. */
 function parseConfigField(value: unknown): Record<string, unknown> {
@@ -28,14 +26,10 @@ function parseConfigField(value: unknown): Record<string, unknown> {
 export async function configRoutes(app: App): Promise<void> {
   const invalidBody = { invalidBodyMessage: 'Invalid request body' };
 
-  app.get(
-    '/api/config',
-    { schema: { tags: ['config'], response: { 200: Type.Object({ config: ConfigSchema, backups: Type.Array(BackupSchema) }) } } },
-    async (request) => {
-      const user = await requireUser(request);
-      return getConfig(app.db, user.id);
-    },
-  );
+  app.get('/api/config', { schema: { tags: ['config'], response: { 200: ConfigView } } }, async (request) => {
+    const user = await requireUser(request);
+    return getConfig(app.db, user.id);
+  });
 
   app.post(
     '/api/config',
@@ -47,9 +41,9 @@ export async function configRoutes(app: App): Promise<void> {
         response: {
           200: Type.Object({
             success: Type.Literal(true),
-            config: ConfigSchema,
+            config: Config,
             backupId: Type.String(),
-            backups: Type.Array(BackupSchema),
+            backups: Type.Array(Backup),
           }),
         },
       },
@@ -70,7 +64,7 @@ export async function configRoutes(app: App): Promise<void> {
       schema: {
         tags: ['config'],
         params: Type.Object({ backupId: Type.String({ minLength: 1, maxLength: 100 }) }),
-        response: { 200: Type.Object({ backup: Type.Object({ id: Type.String(), timestamp: Type.String(), config: ConfigSchema }) }) },
+        response: { 200: Type.Object({ backup: Type.Object({ id: Type.String(), timestamp: Type.String(), config: Config }) }) },
       },
     },
     async (request) => {
@@ -91,9 +85,9 @@ export async function configRoutes(app: App): Promise<void> {
         response: {
           200: Type.Object({
             success: Type.Literal(true),
-            config: ConfigSchema,
+            config: Config,
             restoredFrom: Type.String(),
-            backups: Type.Array(BackupSchema),
+            backups: Type.Array(Backup),
           }),
         },
       },

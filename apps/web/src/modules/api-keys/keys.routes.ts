@@ -2,27 +2,17 @@ import { type App, DomainError, isPaidPlan, planFeatures } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser, requireUser } from '../../platform/http/auth.js';
+import { CreatedKey, KeyView } from './api-keys.schemas.js';
 import { KEY_NAME_MAX, createUserApiKey, findKeyOwner, getApiKey, listApiKeys, revokeApiKey } from './api-keys.service.js';
 
-const KeyViewSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  keyPreview: Type.String(),
-  createdAt: Type.String(),
-  lastUsed: Type.Union([Type.String(), Type.Null()]),
-});
 const IdParamsSchema = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
 /** Spec §5 user API keys; shapes from the reference (research/not-shown-facts.md). */
 export async function keysRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  app.get(
-    '/api/keys',
-    { schema: { tags: ['keys'], response: { 200: Type.Object({ keys: Type.Array(KeyViewSchema) }) } } },
-    async (request) => {
-      const user = await requireUser(request);
-      return { keys: await app.db.withUser(user.id, listApiKeys) };
-    },
-  );
+  app.get('/api/keys', { schema: { tags: ['keys'], response: { 200: Type.Object({ keys: Type.Array(KeyView) }) } } }, async (request) => {
+    const user = await requireUser(request);
+    return { keys: await app.db.withUser(user.id, listApiKeys) };
+  });
 
   app.post(
     '/api/keys',
@@ -32,12 +22,7 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
         tags: ['keys'],
         body: Type.Object({ name: Type.Optional(Type.String()) }),
         response: {
-          201: Type.Object({
-            id: Type.String(),
-            name: Type.String(),
-            key: Type.String({ description: 'shown once' }),
-            createdAt: Type.String(),
-          }),
+          201: CreatedKey,
         },
       },
     },
@@ -54,7 +39,7 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
 
   app.get(
     '/api/keys/:id',
-    { schema: { tags: ['keys'], params: IdParamsSchema, response: { 200: Type.Object({ key: KeyViewSchema }) } } },
+    { schema: { tags: ['keys'], params: IdParamsSchema, response: { 200: Type.Object({ key: KeyView }) } } },
     async (request) => {
       const user = await requireUser(request);
       const key = await app.db.withUser(user.id, (trx) => getApiKey(trx, request.params.id));

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
+import { BridgeInbox, BridgeSent } from './bridge.schemas.js';
 import { BRIDGE_CHANNELS, bridgeStats, readBridgeInbox, sendBridgeMessage } from './bridge.service.js';
 
 const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
@@ -11,15 +12,6 @@ const MAX_LIMIT = 100;
 const DEFAULT_WINDOW_MS = 24 * 60 * 60 * 1000;
 const CONTENT_MAX = 100_000;
 const READER_MAX = 100;
-
-const MessageSchema = Type.Object({
-  id: Type.String(),
-  sender: Type.String(),
-  channel: Type.String(),
-  content: Type.String(),
-  priority: Type.String(),
-  created_at: Type.String(),
-});
 
 const clampLimit = (raw: unknown) => {
   const n = Number(raw);
@@ -61,7 +53,7 @@ export async function bridgeRoutes(app: App, { config }: { config: WebConfig }):
           channel: Type.Optional(Type.Unknown()),
           priority: Type.Optional(Type.Unknown()),
         }),
-        response: { 200: Type.Object({ ok: Type.Literal(true), message: Type.Omit(MessageSchema, ['content']) }) },
+        response: { 200: BridgeSent },
       },
     },
     async (request) => {
@@ -95,7 +87,7 @@ export async function bridgeRoutes(app: App, { config }: { config: WebConfig }):
           limit: Type.Optional(Type.String()),
         }),
         response: {
-          200: Type.Object({ ok: Type.Literal(true), channel: Type.String(), count: Type.Integer(), messages: Type.Array(MessageSchema) }),
+          200: BridgeInbox,
         },
       },
     },

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
+import { ChatReply } from './chat.schemas.js';
 import {
   HISTORY_DEFAULT_LIMIT,
   HISTORY_MAX_LIMIT,
@@ -18,8 +19,6 @@ const MINUTE = 60_000;
 
 /** Spec §8 "Web rate: chat 60/min". */
 export const CHAT_LIMIT_PER_MINUTE = 60;
-
-const Usage = Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Integer() });
 
 /** 401 before the body is looked at: an anonymous caller learns nothing about what a valid body is. */
 const authenticate = async (request: FastifyRequest) => {
@@ -77,15 +76,7 @@ export async function chatRoutes(app: App, { config }: { config: WebConfig }): P
           agentId: Type.Optional(Type.Unknown()),
         }),
         response: {
-          200: Type.Object({
-            success: Type.Literal(true),
-            reply: Type.String(),
-            agentId: Type.Union([Type.String(), Type.Null()]),
-            sessionKey: Type.String(),
-            messageId: Type.String(),
-            model: Type.Union([Type.String(), Type.Null()]),
-            usage: Usage,
-          }),
+          200: ChatReply,
         },
       },
     },

@@ -10,6 +10,7 @@ import {
 import { type Static, Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
+import { DeviceLists } from './devices.schemas.js';
 import {
   DEVICE_ACTIONS,
   DEVICE_MOVES,
@@ -30,16 +31,6 @@ import {
   resolveGateway,
   withGateway,
 } from '../../platform/clients/user-gateway.js';
-
-const DeviceSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  ip: Type.String(),
-  firstSeen: Type.String({ format: 'date-time' }),
-  lastSeen: Type.String({ format: 'date-time' }),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('denied'), Type.Literal('revoked')]),
-});
-const ListsSchema = { pending: Type.Array(DeviceSchema), approved: Type.Array(DeviceSchema) };
 
 // Field checks are the handler's, so each failure gets the spec's own message.
 const PostBody = Type.Object({ deviceId: Type.Optional(Type.Unknown()), action: Type.Optional(Type.Unknown()) });
@@ -93,7 +84,7 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
     }
   }
 
-  app.get('/api/devices', { schema: { tags: ['devices'], response: { 200: Type.Object(ListsSchema) } } }, async (request) => {
+  app.get('/api/devices', { schema: { tags: ['devices'], response: { 200: DeviceLists } } }, async (request) => {
     const user = await requireUser(request);
     const scope = await deviceScope(app, config, user);
     if (!scope.agentId) return { pending: [], approved: [] };
@@ -108,7 +99,7 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
       schema: {
         tags: ['devices'],
         body: PostBody,
-        response: { 200: Type.Object({ success: Type.Literal(true), ...ListsSchema }) },
+        response: { 200: Type.Object({ success: Type.Literal(true), ...DeviceLists.properties }) },
       },
     },
     async (request) => {

@@ -1,21 +1,14 @@
 import type { App } from '@aop/core';
 import { FleetBookingsSchema, FleetCostsSchema, FleetGraphSchema, FleetTracesSchema, fallbackFleetGraph } from '@aop/core/mission-control';
-import { type TSchema, Type } from '@sinclair/typebox';
+import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { FastifyRequest } from 'fastify';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { type AuthUser, backendCaller } from '../../platform/sessions.js';
+import { WebCosts } from './mission-control.schemas.js';
 
 /** The fleet graph can take a few host probes (5 s each at most, run in parallel) on the backend. */
 const BACKEND_TIMEOUT_MS = 15_000;
-
-/** Without the backend's totals the web answer is the spec's default shape: no figures rather than invented zeros. */
-const WebCostsSchema = Type.Object({
-  costs: FleetCostsSchema.properties.costs,
-  totalSpend: Type.Optional(FleetCostsSchema.properties.totalSpend),
-  managedAiCost: Type.Optional(FleetCostsSchema.properties.managedAiCost),
-  coordinationRevenue: Type.Optional(FleetCostsSchema.properties.coordinationRevenue),
-});
 
 interface Area {
   path: string;
@@ -51,7 +44,7 @@ const AREAS: Area[] = [
     path: 'costs',
     summary: "Spend from the signed-in user's usage ledger",
     backendSchema: FleetCostsSchema,
-    responseSchema: WebCostsSchema,
+    responseSchema: WebCosts,
     unauthenticated: () => ({ costs: [] }),
     fallback: () => ({ costs: [] }),
   },

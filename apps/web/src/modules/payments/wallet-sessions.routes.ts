@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import { type Address, type Hex, isAddress } from 'viem';
 import type { WebConfig } from '../../config.js';
 import { formatUsd, parseUsd } from './money.js';
+import { PaymentSession, SessionAnswer, Usd } from './payments.schemas.js';
 import {
   CLIENT_VOUCHER_NONCE,
   MAX_DEPOSIT_USD,
@@ -29,19 +30,6 @@ const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 const SIGNATURE = /^0x(?:[0-9a-fA-F]{2}){65,16384}$/;
 const TIMESTAMP = /^\d{1,16}$/;
 
-const Usd = Type.String({ description: 'USD, decimal string' });
-const SessionSchema = Type.Object({
-  id: Type.String(),
-  userAddress: Type.String(),
-  deposit: Usd,
-  spent: Usd,
-  remaining: Usd,
-  vouchers: Type.Array(Type.Object({ plugin: Type.String(), timestamp: Type.Number(), amount: Usd })),
-  status: Type.Union([Type.Literal('active'), Type.Literal('settling'), Type.Literal('closed')]),
-  createdAt: Type.Number({ description: 'epoch ms' }),
-  lastSettledAt: Type.Number({ description: 'epoch ms' }),
-});
-const SessionAnswer = Type.Object({ session: SessionSchema, note: Type.Optional(Type.String()) });
 const OwnershipHeaders = Type.Object({
   'x-wallet-signature': Type.Optional(Type.String({ description: 'EIP-191 signature of the wallet proof message' })),
   'x-wallet-timestamp': Type.Optional(Type.String({ description: 'epoch ms named in the signed message' })),
@@ -155,7 +143,7 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
         tags: ['payments'],
         headers: OwnershipHeaders,
         querystring: Type.Object({ address: Type.Optional(Type.String()), sessionId: Type.Optional(Type.String()) }),
-        response: { 200: Type.Union([Type.Object({ session: SessionSchema }), Type.Object({ sessions: Type.Array(SessionSchema) })]) },
+        response: { 200: Type.Union([Type.Object({ session: PaymentSession }), Type.Object({ sessions: Type.Array(PaymentSession) })]) },
       },
     },
     async (request) => {

@@ -3,6 +3,7 @@ import { cronAdd, cronRemove } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
+import { CronJob, CronList } from './schedule.schemas.js';
 import {
   CRON_REQUIRED,
   cronAddParams,
@@ -15,19 +16,6 @@ import {
   parseNewCronJob,
 } from './cron-jobs.service.js';
 import { resolveGateway, withGateway } from '../../platform/clients/user-gateway.js';
-
-const Open = (description: string) => Type.Object({ kind: Type.String() }, { additionalProperties: true, description });
-const NullableIso = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
-
-const CronJobSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  enabled: Type.Boolean(),
-  schedule: Open('`{ kind: "every", everyMs }` or `{ kind: "cron", expr }`; other gateway kinds pass through'),
-  payload: Open('`{ kind: "systemEvent", text }`, `{ kind: "agentTurn", message }`; other gateway kinds pass through'),
-  lastRun: NullableIso,
-  nextRun: NullableIso,
-});
 
 const CronBody = Type.Object({
   name: Type.Optional(Type.Unknown()),
@@ -53,12 +41,7 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
       schema: {
         tags: ['cron'],
         response: {
-          200: Type.Object({
-            jobs: Type.Array(CronJobSchema),
-            total: Type.Optional(Type.Integer()),
-            error: Type.Optional(Type.String()),
-            source: Type.Union([Type.Literal('gateway'), Type.Literal('gateway-error')]),
-          }),
+          200: CronList,
         },
       },
     },
@@ -85,7 +68,7 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
       schema: {
         tags: ['cron'],
         body: CronBody,
-        response: { 200: Type.Object({ success: Type.Literal(true), source: Type.Literal('gateway'), job: CronJobSchema }) },
+        response: { 200: Type.Object({ success: Type.Literal(true), source: Type.Literal('gateway'), job: CronJob }) },
       },
     },
     async (request) => {

@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { gatewayFailureMessage } from './cron-jobs.service.js';
+import { Heartbeat, HeartbeatWrite } from './schedule.schemas.js';
 import {
   DEFAULT_FREQUENCY,
   FREQUENCIES,
@@ -28,11 +29,6 @@ const HeartbeatBody = Type.Object({
   frequency: Type.Optional(Type.Unknown()),
   enabled: Type.Optional(Type.Unknown()),
 });
-
-const Source = Type.Union([Type.Literal('gateway'), Type.Literal('db')]);
-const NullableIso = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
-
-const WriteAnswer = Type.Object({ success: Type.Literal(true), source: Source, enabled: Type.Boolean(), frequency: Type.String() });
 
 /** absent, null or '' → undefined; a non-string → 400. */
 function optionalAgentId(value: unknown): string | undefined {
@@ -76,14 +72,7 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
         tags: ['heartbeat'],
         querystring: Type.Object({ agentId: Type.Optional(Type.String()) }),
         response: {
-          200: Type.Object({
-            source: Source,
-            enabled: Type.Boolean(),
-            frequency: Type.Optional(Type.String()),
-            nextRun: Type.Optional(NullableIso),
-            lastRun: Type.Optional(NullableIso),
-            message: Type.Optional(Type.String()),
-          }),
+          200: Heartbeat,
         },
       },
     },
@@ -126,7 +115,7 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
     return { success: true as const, source: 'db' as const, enabled: saved.enabled, frequency: saved.frequency };
   }
 
-  const writeOptions = { schema: { tags: ['heartbeat'], body: HeartbeatBody, response: { 200: WriteAnswer } } };
+  const writeOptions = { schema: { tags: ['heartbeat'], body: HeartbeatBody, response: { 200: HeartbeatWrite } } };
   app.put('/api/heartbeat', writeOptions, write);
   app.post(
     '/api/heartbeat',

@@ -2,6 +2,7 @@ import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import { deleteByIdRoute } from '../../platform/http/delete-by-id.js';
+import { ScheduledTask } from './schedule.schemas.js';
 import { parseSchedule } from './schedule-expression.js';
 import {
   type CheckedSchedule,
@@ -14,19 +15,6 @@ import {
 export const TASK_NAME_MAX = 200;
 export const TASK_PROMPT_MAX = 10_000;
 const AGENT_ID_MAX = 200;
-
-const TaskSchema = Type.Object({
-  id: Type.String(),
-  agentId: Type.Union([Type.String(), Type.Null()]),
-  name: Type.String(),
-  schedule: Type.String({ description: 'a 5-field cron expression (UTC) or `every:<n>m|h`' }),
-  prompt: Type.String(),
-  enabled: Type.Boolean(),
-  lastRun: Type.Union([Type.String(), Type.Null()]),
-  nextRun: Type.Union([Type.String(), Type.Null()]),
-  createdAt: Type.String(),
-  updatedAt: Type.String(),
-});
 
 function checkedText(value: unknown, field: string, max: number): string {
   if (typeof value !== 'string' || value.trim() === '') throw new DomainError('FIELD_REQUIRED', { field });
@@ -77,7 +65,7 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
         querystring: Type.Object({
           agentId: Type.Optional(Type.String({ maxLength: AGENT_ID_MAX, description: 'omitted or `all`: every task' })),
         }),
-        response: { 200: Type.Object({ tasks: Type.Array(TaskSchema) }) },
+        response: { 200: Type.Object({ tasks: Type.Array(ScheduledTask) }) },
       },
     },
     async (request) => {
@@ -91,7 +79,7 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
     '/api/scheduled-tasks',
     {
       config: { invalidBodyMessage: 'name is required' },
-      schema: { tags: ['scheduled-tasks'], body: TaskBody, response: { 201: Type.Object({ task: TaskSchema }) } },
+      schema: { tags: ['scheduled-tasks'], body: TaskBody, response: { 201: Type.Object({ task: ScheduledTask }) } },
     },
     async (request, reply) => {
       const user = await requireUser(request);
@@ -110,7 +98,7 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
     '/api/scheduled-tasks',
     {
       config: { invalidBodyMessage: 'id is required' },
-      schema: { tags: ['scheduled-tasks'], body: TaskBody, response: { 200: Type.Object({ task: TaskSchema }) } },
+      schema: { tags: ['scheduled-tasks'], body: TaskBody, response: { 200: Type.Object({ task: ScheduledTask }) } },
     },
     async (request) => {
       const user = await requireUser(request);

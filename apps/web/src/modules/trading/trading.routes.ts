@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireSessionUser } from '../../platform/http/auth.js';
+import { Success, TradingKeyStatus } from './trading.schemas.js';
 import {
   DEFAULT_CHAINS,
   TRADING_KEY_MAX,
@@ -16,7 +17,6 @@ import {
   saveTradingKey,
 } from './trading.service.js';
 
-const Success = Type.Object({ success: Type.Literal(true) });
 const CHAINS_MAX = 500;
 
 /**
@@ -38,14 +38,10 @@ export async function tradingRoutes(app: App, { config }: { config: WebConfig })
     }
   }
 
-  app.get(
-    '/api/user/trading-key',
-    { schema: { tags: ['trading'], response: { 200: Type.Object({ configured: Type.Boolean() }) } } },
-    async (request) => {
-      const user = await requireSessionUser(request);
-      return { configured: await app.db.withUser(user.id, (trx) => hasTradingKey(trx, user.id)) };
-    },
-  );
+  app.get('/api/user/trading-key', { schema: { tags: ['trading'], response: { 200: TradingKeyStatus } } }, async (request) => {
+    const user = await requireSessionUser(request);
+    return { configured: await app.db.withUser(user.id, (trx) => hasTradingKey(trx, user.id)) };
+  });
 
   app.post(
     '/api/user/trading-key',

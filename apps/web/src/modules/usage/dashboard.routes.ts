@@ -2,37 +2,8 @@ import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
+import { CostReport, DashboardStats } from './usage.schemas.js';
 import { EMPTY_STATS, costReport, dashboardStats, isCostPeriod } from './usage.service.js';
-
-const Money = Type.Number({ description: 'USD, rounded to 4 decimals' });
-
-const CostSchema = Type.Object({
-  period: Type.String(),
-  summary: Type.Object({ totalCost: Money, totalTokens: Type.Integer(), totalCalls: Type.Integer(), avgCostPerCall: Money }),
-  agents: Type.Array(
-    Type.Object({
-      name: Type.String(),
-      tokens: Type.Integer(),
-      cost: Money,
-      calls: Type.Integer(),
-      avgCostPerCall: Money,
-      model: Type.String({ description: 'the model the agent called most' }),
-    }),
-  ),
-  daily: Type.Array(Type.Object({ date: Type.String({ description: 'UTC day, e.g. `Nov 22`' }), cost: Money, tokens: Type.Integer() })),
-  modelBreakdown: Type.Array(Type.Object({ model: Type.String(), percent: Type.Number(), cost: Money })),
-  isMockData: Type.Boolean(),
-  plan: Type.String(),
-  planMonthlyCost: Type.Number({ description: 'GBP per month: the plan’s card price (PLAN_PRICES_GBP), else its list price' }),
-  agentCount: Type.Integer(),
-  activeAgents: Type.Integer(),
-});
-
-const StatsSchema = Type.Object({
-  agents: Type.Object({ active: Type.Integer(), total: Type.Integer(), limit: Type.Integer(), newToday: Type.Integer() }),
-  skills: Type.Object({ installed: Type.Integer() }),
-  tasks: Type.Object({ total: Type.Integer() }),
-});
 
 /** Spec §4.14 dashboards, computed from the usage ledger and the user's own rows. */
 export async function dashboardRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
@@ -42,7 +13,7 @@ export async function dashboardRoutes(app: App, { config }: { config: WebConfig 
       schema: {
         tags: ['dashboard'],
         querystring: Type.Object({ period: Type.Optional(Type.String({ description: '`7d` (default), `30d` or `mtd`' })) }),
-        response: { 200: CostSchema },
+        response: { 200: CostReport },
       },
     },
     async (request) => {
@@ -58,7 +29,7 @@ export async function dashboardRoutes(app: App, { config }: { config: WebConfig 
     },
   );
 
-  app.get('/api/dashboard/stats', { schema: { tags: ['dashboard'], response: { 200: StatsSchema } } }, async (request) => {
+  app.get('/api/dashboard/stats', { schema: { tags: ['dashboard'], response: { 200: DashboardStats } } }, async (request) => {
     const user = await requireUser(request);
     let stats: Awaited<ReturnType<typeof dashboardStats>>;
     try {

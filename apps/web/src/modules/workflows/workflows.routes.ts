@@ -1,6 +1,7 @@
 import { type App, DomainError, checkJsonText } from '@aop/core';
 import { type Static, Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
+import { Workflow } from './workflows.schemas.js';
 import {
   NODE_TYPES,
   type NodeRow,
@@ -19,23 +20,6 @@ const WorkflowBodySchema = Type.Object({
   nodes: Type.Optional(Type.Unknown()),
 });
 type WorkflowBody = Static<typeof WorkflowBodySchema>;
-
-const NodeSchema = Type.Object({
-  id: Type.String(),
-  type: Type.String(),
-  config: Type.String({ description: 'JSON-encoded' }),
-  position: Type.String({ description: 'JSON-encoded {x, y}' }),
-  createdAt: Type.String(),
-});
-const WorkflowSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  description: Type.Union([Type.String(), Type.Null()]),
-  enabled: Type.Boolean(),
-  createdAt: Type.String(),
-  updatedAt: Type.String(),
-  nodes: Type.Array(NodeSchema),
-});
 
 const NAME_MAX = 200;
 const MAX_NODES = 500;
@@ -96,7 +80,7 @@ export async function workflowRoutes(app: App): Promise<void> {
       schema: {
         tags: ['workflows'],
         response: {
-          200: Type.Object({ workflows: Type.Array(WorkflowSchema) }),
+          200: Type.Object({ workflows: Type.Array(Workflow) }),
           401: Type.Object({ error: Type.String(), workflows: Type.Array(Type.Never()) }),
         },
       },
@@ -113,7 +97,7 @@ export async function workflowRoutes(app: App): Promise<void> {
     '/api/workflows',
     {
       config: { invalidBodyMessage: 'Name required' },
-      schema: { tags: ['workflows'], body: WorkflowBodySchema, response: { 201: Type.Object({ workflow: WorkflowSchema }) } },
+      schema: { tags: ['workflows'], body: WorkflowBodySchema, response: { 201: Type.Object({ workflow: Workflow }) } },
     },
     async (request, reply) => {
       const user = await requireUser(request);
@@ -130,7 +114,7 @@ export async function workflowRoutes(app: App): Promise<void> {
 
   app.get(
     '/api/workflows/:workflowId',
-    { schema: { tags: ['workflows'], params: Params, response: { 200: Type.Object({ workflow: WorkflowSchema }) } } },
+    { schema: { tags: ['workflows'], params: Params, response: { 200: Type.Object({ workflow: Workflow }) } } },
     async (request) => {
       const user = await requireUser(request);
       const workflow = await getWorkflow(app.db, user.id, request.params.workflowId);
@@ -146,7 +130,7 @@ export async function workflowRoutes(app: App): Promise<void> {
         tags: ['workflows'],
         params: Params,
         body: WorkflowBodySchema,
-        response: { 200: Type.Object({ workflow: WorkflowSchema }) },
+        response: { 200: Type.Object({ workflow: Workflow }) },
       },
     },
     async (request) => {
