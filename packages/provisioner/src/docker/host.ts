@@ -33,6 +33,7 @@ import { pumpLogLines } from '../shared/log-pump.js';
 import { MESSAGING_CHANNELS, buildOpenClawConfig, checkAgentEnv, sameAgentEnv } from '../shared/openclaw-config.js';
 import { approvePlatformDevice } from '../shared/pairing.js';
 import { exclusive, recordFile, writeRecord } from '../shared/registry.js';
+import { settleWithin } from '../shared/settle-within.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
@@ -903,34 +904,28 @@ export class DockerAgentHost implements AgentHost {
       container.exec({ Cmd: command, AttachStdin: attach, AttachStdout: true, AttachStderr: true, Tty: false }),
     );
     const stream = await this.engine('start exec', () => exec.start({ hijack: true, stdin: attach, Detach: false, Tty: false }));
-    const output = await new Promise<Buffer>((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let settled = false;
-      const settle = (fn: () => void) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        fn();
-      };
-      const timer = setTimeout(() => {
-        stream.destroy();
-        settle(() => reject(new Error(`${label} did not finish within ${Math.round(timeoutMs / 1000)} s`)));
-      }, timeoutMs);
-      stream.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size <= maxBytes) chunks.push(chunk);
-        else {
-          stream.destroy();
-          settle(() => reject(new Error(`${label} wrote more than ${maxBytes} bytes`)));
-        }
-      });
-      const done = () => settle(() => resolve(Buffer.concat(chunks)));
-      stream.once('end', done);
-      stream.once('close', done);
-      stream.once('error', (error) => settle(() => reject(error)));
-      if (attach) stream.end(options.stdin);
-    });
+    const output = await settleWithin<Buffer>(
+      label,
+      timeoutMs,
+      () => stream.destroy(),
+      (resolve, reject) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        stream.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size <= maxBytes) chunks.push(chunk);
+          else {
+            stream.destroy();
+            reject(new Error(`${label} wrote more than ${maxBytes} bytes`));
+          }
+        });
+        const done = () => resolve(Buffer.concat(chunks));
+        stream.once('end', done);
+        stream.once('close', done);
+        stream.once('error', reject);
+        if (attach) stream.end(options.stdin);
+      },
+    );
     // The stream ends as the process does; the engine may take a moment to record the exit code.
     let result = await this.engine('inspect exec', () => exec.inspect());
     for (let i = 0; result.Running && i < 40; i += 1) {

@@ -56,6 +56,7 @@ import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
+import { settleWithin } from '../shared/settle-within.js';
 import {
   type AgentRecord,
   DATA_DIR,
@@ -828,28 +829,20 @@ export class KubernetesAgentHost implements AgentHost {
     const timeoutMs = options.timeoutMs ?? this.options.execTimeoutMs ?? 60_000;
     let socket: { close(): void } | null = null;
     try {
-      const status = await new Promise<V1Status>((resolve, reject) => {
-        let settled = false;
-        const settle = (fn: () => void) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          fn();
-        };
-        const timer = setTimeout(() => {
-          socket?.close();
-          settle(() => reject(new Error(`${label} did not finish within ${Math.round(timeoutMs / 1000)} s`)));
-        }, timeoutMs);
-        new Exec(this.kc)
-          .exec(this.namespace, podName, GATEWAY_CONTAINER, command, sink(out), sink(err), input, false, (s) => settle(() => resolve(s)))
-          .then(
+      const status = await settleWithin<V1Status>(
+        label,
+        timeoutMs,
+        () => socket?.close(),
+        (resolve, reject) => {
+          new Exec(this.kc).exec(this.namespace, podName, GATEWAY_CONTAINER, command, sink(out), sink(err), input, false, resolve).then(
             (ws) => {
               socket = ws;
-              ws.on('close', () => settle(() => reject(new Error(`${label}: the exec stream closed without a status`))));
+              ws.on('close', () => reject(new Error(`${label}: the exec stream closed without a status`)));
             },
-            (error: unknown) => settle(() => reject(new Error(`${label}: exec into pod ${podName} failed: ${errorText(error)}`))),
+            (error: unknown) => reject(new Error(`${label}: exec into pod ${podName} failed: ${errorText(error)}`)),
           );
-      });
+        },
+      );
       if (overflow) throw new Error(`${label} wrote more than ${maxBytes} bytes`);
       return { status, stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
     } finally {
