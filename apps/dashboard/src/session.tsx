@@ -1,12 +1,6 @@
+import type { CsrfToken, Session, SessionUser } from '@aop/web/sign-in/sign-in.schemas';
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useState } from 'react';
 import { api } from './api.js';
-
-export interface SessionUser {
-  id: string;
-  name: string;
-  email: string;
-  isAdmin: boolean;
-}
 
 interface SessionState {
   /** undefined while the first check runs; null when signed out. */
@@ -23,7 +17,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   const [user, setUser] = useState<SessionUser | null | undefined>(undefined);
 
   const refresh = useCallback(async () => {
-    const { user: current } = await api<{ user: SessionUser | null }>('/api/auth/session').catch(() => ({ user: null }));
+    const { user: current } = await api<Session>('/api/auth/session').catch(() => ({ user: null }));
     setUser(current);
     return current;
   }, []);
@@ -31,7 +25,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   const signIn = useCallback(
     async (email: string, password: string) => {
       // A CSRF token is good for one attempt: fetch a fresh one every time.
-      const { csrfToken } = await api<{ csrfToken: string }>('/api/auth/csrf');
+      const { csrfToken } = await api<CsrfToken>('/api/auth/csrf');
       await api('/api/auth/login', { body: { email, password }, headers: { 'x-csrf-token': csrfToken } });
       await refresh();
     },

@@ -1,3 +1,4 @@
+import type { Nonce, Providers } from '@aop/web/sign-in/sign-in.schemas';
 import { api, ApiError } from './api.js';
 
 /** The EIP-1193 provider a wallet injects (`window.ethereum`). */
@@ -5,11 +6,8 @@ interface Eip1193Provider {
   request(args: { method: string; params?: unknown[] }): Promise<unknown>;
 }
 
-export interface WalletSignInTarget {
-  chainId: number;
-  domain: string;
-  uri: string;
-}
+/** What a SIWE message must name, from `GET /api/auth/providers`. */
+export type WalletSignInTarget = Providers['wallet'];
 
 /** An EIP-4361 message, built by hand so the sign-in page does not ship an Ethereum library. */
 export function siweMessage(fields: {
@@ -45,7 +43,7 @@ export async function signInWithWallet(target: WalletSignInTarget): Promise<void
   const accounts = (await ethereum.request({ method: 'eth_requestAccounts' })) as string[];
   const address = accounts[0];
   if (!address) throw new Error('The wallet did not share an account.');
-  const { nonce } = await api<{ nonce: string }>('/api/auth/nonce');
+  const { nonce } = await api<Nonce>('/api/auth/nonce');
   const message = siweMessage({ domain: target.domain, address, uri: target.uri, chainId: target.chainId, nonce, issuedAt: new Date() });
   let signature: string;
   try {

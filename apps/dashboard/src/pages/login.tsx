@@ -1,10 +1,11 @@
+import type { Providers } from '@aop/web/sign-in/sign-in.schemas';
 import { type FormEvent, useEffect, useState } from 'react';
 import { Link, useLocation, useSearch } from 'wouter';
 import { errorMessage } from '../api.js';
 import { InlineError } from '../components/states.js';
 import { useSession } from '../session.js';
 import { useApi } from '../use-api.js';
-import { signInWithWallet, type WalletSignInTarget } from '../wallet.js';
+import { signInWithWallet } from '../wallet.js';
 
 /** `?error=` values the OAuth callbacks redirect with, in words. */
 const ERRORS: Record<string, string> = {
@@ -20,12 +21,6 @@ const ERRORS: Record<string, string> = {
   CodehostNoEmail: 'Your code-host account has no verified email address we can use.',
   CodehostAuthError: 'Something went wrong while signing in with the code host. Please try again.',
 };
-
-interface Providers {
-  idp: boolean;
-  codehost: boolean;
-  wallet: WalletSignInTarget;
-}
 
 /** Where to go after signing in: only a path on this site, never another origin. */
 function safeNext(next: string | null): string {

@@ -1,4 +1,5 @@
 import { planTitle } from '@aop/core/plans';
+import type { CheckoutAnswer } from '@aop/web/billing/billing.schemas';
 import { type FormEvent, type ReactNode, useEffect, useState } from 'react';
 import { Link } from 'wouter';
 import { api, errorMessage } from '../../api.js';
@@ -60,12 +61,6 @@ const planLabel = (p: PlanPrice) =>
   p.amount
     ? `${planTitle(p.plan)} — ${pounds(p.amount)} a ${p.interval ?? 'month'}`
     : `${planTitle(p.plan)} — monthly, price set by the operator`;
-
-/** Checkout answers `{ url, sessionId }`: the hosted payment page, where the browser goes next. */
-interface CheckoutAnswer {
-  url: string;
-  sessionId: string;
-}
 
 export function BillingSection() {
   const billing = useApi<Billing>('/api/billing');

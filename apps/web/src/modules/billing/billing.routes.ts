@@ -20,6 +20,7 @@ import {
   verifyCheckout,
 } from './billing.service.js';
 import { findCreditPack, penceToPounds } from './billing-catalog.js';
+import { CheckoutAnswer } from './billing.schemas.js';
 
 const MINUTE = 60_000;
 
@@ -30,8 +31,6 @@ const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
 export const BILLING_ACTIONS = ['create-checkout', 'enable-byok', 'disable-byok', 'get-usage', 'buy-credits'] as const;
 type BillingAction = (typeof BILLING_ACTIONS)[number];
 export const WEBHOOK_UNCONFIGURED = 'Payment webhook is not configured';
-
-const CheckoutAnswer = Type.Object({ url: Type.String(), sessionId: Type.String() });
 
 /** Money and billing data need a signed-in person: a leaked API key must not buy or read them. 401 before any body check. */
 const authenticate = async (request: FastifyRequest) => {

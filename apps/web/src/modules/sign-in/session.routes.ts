@@ -7,10 +7,10 @@ import { CSRF_COOKIE, CSRF_TTL_MS, issueCsrfToken, verifyCsrfToken } from '../..
 import { verifyPassword } from '../accounts/passwords.js';
 import { SESSION_COOKIE } from '../../platform/sessions.js';
 import { accountLimits } from './rate-limits.js';
+import { CsrfToken, Session } from './sign-in.schemas.js';
 import { endSession, startSession } from './sign-in.service.js';
 
 const LoginBodySchema = Type.Object({ email: Type.Optional(Type.String()), password: Type.Optional(Type.String()) });
-const SessionUserSchema = Type.Object({ id: Type.String(), name: Type.String(), email: Type.String(), isAdmin: Type.Boolean() });
 
 /** Spec §4.1 / §3.3: CSRF token, login, session, sign-out. */
 export async function sessionRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
@@ -22,15 +22,11 @@ export async function sessionRoutes(app: App, { config }: { config: WebConfig })
     maxAge: CSRF_TTL_MS / 1000,
   };
 
-  app.get(
-    '/api/auth/csrf',
-    { schema: { tags: ['accounts'], response: { 200: Type.Object({ csrfToken: Type.String({ description: '{token}:{signed}' }) }) } } },
-    async (_request, reply) => {
-      const csrfToken = issueCsrfToken(config.sessionSecret, app.clock());
-      reply.setCookie(CSRF_COOKIE, csrfToken, csrfCookie);
-      return { csrfToken };
-    },
-  );
+  app.get('/api/auth/csrf', { schema: { tags: ['accounts'], response: { 200: CsrfToken } } }, async (_request, reply) => {
+    const csrfToken = issueCsrfToken(config.sessionSecret, app.clock());
+    reply.setCookie(CSRF_COOKIE, csrfToken, csrfCookie);
+    return { csrfToken };
+  });
 
   app.post(
     '/api/auth/login',
@@ -78,14 +74,10 @@ export async function sessionRoutes(app: App, { config }: { config: WebConfig })
     },
   );
 
-  app.get(
-    '/api/auth/session',
-    { schema: { tags: ['accounts'], response: { 200: Type.Object({ user: Type.Union([SessionUserSchema, Type.Null()]) }) } } },
-    async (request) => {
-      const user = await request.currentUser();
-      return { user: user ? { id: user.id, name: user.name, email: user.email, isAdmin: user.isAdmin } : null };
-    },
-  );
+  app.get('/api/auth/session', { schema: { tags: ['accounts'], response: { 200: Session } } }, async (request) => {
+    const user = await request.currentUser();
+    return { user: user ? { id: user.id, name: user.name, email: user.email, isAdmin: user.isAdmin } : null };
+  });
 
   app.post(
     '/api/auth/signout',

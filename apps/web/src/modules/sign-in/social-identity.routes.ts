@@ -5,6 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { isAddress } from 'viem';
 import type { WebConfig } from '../../config.js';
 import { gateConfigured, wholeTokens } from '../../platform/clients/chain.js';
+import { SocialIdentityEndpoint } from './sign-in.schemas.js';
 import { checkGateBalance } from './token-gating.routes.js';
 
 const MINUTE = 60_000;
@@ -118,12 +119,6 @@ const VerifyBodySchema = Type.Union([
   Type.Null(),
 ]);
 const RefreshBodySchema = Type.Union([Type.Object({ sessionToken: Type.Optional(Type.String()) }), Type.Null()]);
-const MetadataSchema = Type.Object({
-  endpoint: Type.String(),
-  method: Type.Literal('POST'),
-  description: Type.String(),
-  body: Type.Record(Type.String(), Type.String()),
-});
 
 /**
  * Spec §4.1 social identity: `POST /api/auth/social-identity/verify` checks an
@@ -137,7 +132,7 @@ export async function socialIdentityRoutes(app: App, { config }: { config: WebCo
   const refreshLimit = app.rateLimit({ name: 'social-refresh', max: 60, windowMs: MINUTE, message: 'Too many requests' });
   const secret = config.social.sessionSecret;
 
-  app.get('/api/auth/social-identity/verify', { schema: { tags: ['accounts'], response: { 200: MetadataSchema } } }, async () => ({
+  app.get('/api/auth/social-identity/verify', { schema: { tags: ['accounts'], response: { 200: SocialIdentityEndpoint } } }, async () => ({
     endpoint: '/api/auth/social-identity/verify',
     method: 'POST' as const,
     description:
@@ -149,7 +144,7 @@ export async function socialIdentityRoutes(app: App, { config }: { config: WebCo
     },
   }));
 
-  app.get('/api/auth/social-identity/refresh', { schema: { tags: ['accounts'], response: { 200: MetadataSchema } } }, async () => ({
+  app.get('/api/auth/social-identity/refresh', { schema: { tags: ['accounts'], response: { 200: SocialIdentityEndpoint } } }, async () => ({
     endpoint: '/api/auth/social-identity/refresh',
     method: 'POST' as const,
     description: 'Exchanges a valid, unexpired session token for a fresh one valid for 24 hours.',

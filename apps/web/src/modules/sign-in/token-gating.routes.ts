@@ -4,17 +4,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import { type Address, isAddress } from 'viem';
 import type { WebConfig } from '../../config.js';
 import { type GateBalance, gateConfigured, gatingClient, readGateBalance, wholeTokens } from '../../platform/clients/chain.js';
+import { GateResult } from './sign-in.schemas.js';
 
 const MINUTE = 60_000;
-
-const GateResultSchema = Type.Object({
-  address: Type.String(),
-  allowed: Type.Boolean(),
-  balance: Type.String({ description: 'Whole tokens, as a decimal string' }),
-  required: Type.String({ description: 'The threshold in whole tokens (GATE_MIN_BALANCE)' }),
-  token: Type.String(),
-  chainId: Type.Integer(),
-});
 
 /**
  * The gate balance of `address`: 503 when gating is not configured, 400 for a
@@ -61,7 +53,7 @@ export async function tokenGatingRoutes(app: App, { config }: { config: WebConfi
     {
       onRequest: limit,
       config: { invalidBodyMessage: 'Missing address' },
-      schema: { tags: ['accounts'], body: Type.Object({ address: Type.Optional(Type.String()) }), response: { 200: GateResultSchema } },
+      schema: { tags: ['accounts'], body: Type.Object({ address: Type.Optional(Type.String()) }), response: { 200: GateResult } },
     },
     async (request) => verify(request.body?.address, request.log),
   );
@@ -73,7 +65,7 @@ export async function tokenGatingRoutes(app: App, { config }: { config: WebConfi
       schema: {
         tags: ['accounts'],
         querystring: Type.Object({ address: Type.Optional(Type.String()) }),
-        response: { 200: GateResultSchema },
+        response: { 200: GateResult },
       },
     },
     async (request) => verify(request.query.address, request.log),

@@ -6,6 +6,7 @@ import type { WebConfig } from '../../config.js';
 import { sessionCookieOptions } from '../../platform/http/auth.js';
 import { detectWalletKind, gatingClient, nonceKey, verifyContractWalletSignature } from '../../platform/clients/chain.js';
 import { SESSION_COOKIE } from '../../platform/sessions.js';
+import { Nonce } from './sign-in.schemas.js';
 import { startSession } from './sign-in.service.js';
 import { findOrCreateWalletUser } from './wallet-auth.service.js';
 
@@ -24,7 +25,6 @@ const WalletAuthBodySchema = Type.Object({
   message: Type.Optional(Type.String()),
   signature: Type.Optional(Type.String()),
 });
-const NonceSchema = Type.Object({ nonce: Type.String({ description: 'EIP-4361 nonce (96 alphanumerics), single use' }) });
 
 /**
  * Spec §4.1 wallet sign-in (SIWE, EIP-4361): `GET|POST /api/auth/nonce` and
@@ -44,7 +44,7 @@ export async function walletRoutes(app: App, { config }: { config: WebConfig }):
     await app.counters.putIfAbsent(nonceKey(nonce), '1', config.walletNonceTtlMs);
     return { nonce };
   }
-  const nonceRoute = { onRequest: nonceLimit, schema: { tags: ['accounts'], response: { 200: NonceSchema } } };
+  const nonceRoute = { onRequest: nonceLimit, schema: { tags: ['accounts'], response: { 200: Nonce } } };
   app.get('/api/auth/nonce', nonceRoute, issueNonce);
   app.post('/api/auth/nonce', nonceRoute, issueNonce);
 
