@@ -34,8 +34,6 @@ const SIGNATURE_FORMAT = /^0x[0-9a-fA-F]{130,}$/;
 export const AMPLIFY_TARGETS_MAX = 25;
 const NOTES_MAX = 2_000;
 
-export const INVALID_SIGNATURE = 'Invalid signature';
-
 // ---------------------------------------------------------------------------
 // Canonical form and signatures
 

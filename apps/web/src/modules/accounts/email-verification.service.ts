@@ -12,8 +12,6 @@ import type { Mailer } from '../../platform/clients/mailer.js';
 
 const TOKEN_FORMAT = /^[0-9a-f]{64}$/;
 
-export const INVALID_VERIFICATION_TOKEN = 'Invalid or expired verification link';
-
 export interface VerificationLink {
   userId: string;
   /** The address to prove (lower-case); the link is mailed there. */

@@ -30,7 +30,6 @@ const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
 
 export const BILLING_ACTIONS = ['create-checkout', 'enable-byok', 'disable-byok', 'get-usage', 'buy-credits'] as const;
 type BillingAction = (typeof BILLING_ACTIONS)[number];
-export const WEBHOOK_UNCONFIGURED = 'Payment webhook is not configured';
 
 /** Money and billing data need a signed-in person: a leaked API key must not buy or read them. 401 before any body check. */
 const authenticate = async (request: FastifyRequest) => {

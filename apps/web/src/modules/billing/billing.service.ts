@@ -18,11 +18,6 @@ export type StripeConfig = NonNullable<WebConfig['stripe']>;
 /** Spec §8 webhook timestamp tolerance (5 minutes), applied to the payment provider's signatures too. */
 export const WEBHOOK_TOLERANCE_SECONDS = 300;
 
-export const CARD_PAYMENTS_UNCONFIGURED = 'Card payments are not configured';
-export const PROVIDER_FAILED = 'Payment provider request failed';
-export const PAID_PLAN_REQUIRED = 'A paid plan (solo or higher) is required';
-export const ACTIVE_SUBSCRIPTION_REQUIRED = 'Active subscription required';
-
 /** One SDK client per configuration: keep-alive connections are reused across requests. */
 export function createStripeClient(config: StripeConfig): Stripe {
   return new Stripe(config.secretKey, {

@@ -1,7 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { DomainError } from '@aop/core';
 import {
-  COLONY_NOT_CONFIGURED,
   type ColonyCall,
   type ColonyResult,
   type Fitness,
@@ -13,7 +12,7 @@ import {
 import type { WebConfig } from '../../config.js';
 
 /**
- * Spec §4.5 x402 payment gateway: a proxy to an upstream colony gateway. This module holds the spec's words,
+ * Spec §4.5 x402 payment gateway: a proxy to an upstream colony gateway. This module holds
  * the fallback answers, the input checks and the one function that talks to the upstream (the shared colony client
  * of `@aop/core/colony`, which the backend's mission control also uses for fitness scores).
  */
@@ -22,17 +21,6 @@ export { type ColonyCall, type ColonyResult, type Fitness, fitnessFrom };
 
 export const X402_ACTIONS = ['join-colony', 'fitness', 'pricing', 'endpoints', 'pay'] as const;
 export type X402Action = (typeof X402_ACTIONS)[number];
-
-export const INVALID_ACTION = 'Invalid action. Use: join-colony, fitness, pricing, endpoints, or pay';
-export const AUTH_REQUIRED = 'Authentication required';
-export const AGENT_ID_REQUIRED = 'agentId required';
-export const INVALID_AMOUNT = 'Invalid amount';
-export const AMOUNT_OVER_LIMIT = 'Amount exceeds $100 limit. Contact support for higher limits.';
-export const RECIPIENT_REQUIRED = 'Recipient required';
-export const INVALID_RECIPIENT = 'Invalid recipient address';
-export const GATEWAY_ERROR = 'x402 gateway error';
-export const COLONY_UNREACHABLE = 'Colony gateway unreachable';
-export const NOT_CONFIGURED = COLONY_NOT_CONFIGURED;
 
 /** Spec §8: a payment is more than 0 and at most 100. */
 export const PAYMENT_MAX = 100;

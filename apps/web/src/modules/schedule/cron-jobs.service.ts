@@ -41,7 +41,6 @@ export interface NewCronJob {
 }
 
 export const CRON_REQUIRED = 'name, schedule, and payload required';
-export const JOB_NOT_FOUND = 'Job not found';
 export const NAME_MAX = 200;
 const EXPR_MAX = 200;
 const TEXT_MAX = 10_000;

@@ -22,7 +22,6 @@ import { type BatchWorker, createBatchWorker } from '../../platform/batch-worker
  * wrapped in `{ data }`. Knows nothing of Fastify beyond its logger type.
  */
 
-export const STREAMING_NOT_CONFIGURED = 'Streaming not configured';
 export const DEFAULT_DJ_NAME = 'Anonymous DJ';
 export const DJ_NAME_MAX = 100;
 

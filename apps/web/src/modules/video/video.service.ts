@@ -281,8 +281,6 @@ function cancelRender(video: VideoConfig, renderId: string, log: FastifyBaseLogg
     .catch(() => log.warn({ renderId }, 'render cancellation failed'));
 }
 
-export const VIDEO_NOT_CONFIGURED = 'Video generation is not configured';
-
 /**
  * Runs one job for `userId`: records it (`rendering`), renders, downloads, uploads to `videos/<user>/<job>.<ext>`
  * and completes the row with the URL. Every failure is recorded on the row (`failed`, or `timed_out` when the

@@ -29,9 +29,6 @@ import { CHAIN_RPC_TIMEOUT_MS, detectWalletKind, gatingClient, nonceKey } from '
 /** The statement a link message must carry, so a sign-in signature cannot be replayed to link a wallet. */
 export const WALLET_LINK_STATEMENT = 'Link this wallet to my account.';
 
-export const PROVIDER_UNCONFIGURED = 'Wallet provider is not configured';
-export const PAYMENT_CHAIN_UNCONFIGURED = 'Payment chain is not configured';
-
 const MAX_MESSAGE_LENGTH = 4_096;
 const MAX_SIGNATURE_LENGTH = 32_768;
 const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;

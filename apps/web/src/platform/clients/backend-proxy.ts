@@ -11,8 +11,6 @@ import { type AuthUser, backendCaller } from '../sessions.js';
  * backend's status and JSON body come back unchanged. A backend that gives no answer is 502 `Backend unreachable`.
  */
 
-export const BACKEND_UNREACHABLE = 'Backend unreachable';
-
 export type ProxyMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
 export interface ProxyCall {
