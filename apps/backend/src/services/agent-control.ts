@@ -2,7 +2,7 @@ import { DomainError } from '@aop/core';
 import { GatewayError, type GatewayConnection, connectGateway } from '@aop/gateway-client';
 import { AgentNotFoundError, type AgentHost, AgentStartError, type ControlCredentials } from '@aop/provisioner';
 import { onHost } from './agents.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '@aop/core';
 
 /** Connection opening (socket + challenge + signed connect) within the caller's time. */
 const HANDSHAKE_MS = 15_000;

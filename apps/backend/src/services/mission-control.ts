@@ -20,7 +20,7 @@ import type { BackendConfig } from '../config.js';
 import { openAgentControl } from './agent-control.js';
 import { publicUrl } from './agents.js';
 import type { FleetFitness } from './fleet-fitness.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '@aop/core';
 
 /**
  * Mission control (spec §4.17): the user's fleet as it is now, read live from the agent host (status, `/healthz`,

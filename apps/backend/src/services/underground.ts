@@ -4,7 +4,7 @@ import { type Address, type PublicClient, createPublicClient, erc20Abi, formatUn
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { BackendConfig } from '../config.js';
 import { isAgentId } from './agents.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '@aop/core';
 
 /**
  * Underground (spec §2.9, §3.4, §4.11, §8): events, agent wallets and royalty splits. Every function here runs for

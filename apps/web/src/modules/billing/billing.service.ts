@@ -1,6 +1,5 @@
-import { type CardPlan, CARD_PLANS, DomainError, isCardPlan, isPaidPlan, planTitle } from '@aop/core';
+import { type CardPlan, CARD_PLANS, DomainError, isCardPlan, isPaidPlan, type Logger, planTitle } from '@aop/core';
 import { type DB, type Database, roundMoney, type Tx, sql, writeAudit } from '@aop/db';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import Stripe from 'stripe';
 import type { WebConfig } from '../../config.js';
@@ -10,7 +9,8 @@ import { periodRange } from '../usage/usage.service.js';
 /**
  * Card payments (spec §4.18 Billing, §6 payment provider): Checkout Sessions for plans (subscription mode), credit
  * packs and storage (payment mode); fulfilment exactly once whether the webhook or `GET /api/checkout/verify` sees the
- * payment first; subscription state kept in step with the provider's events. Knows nothing of Fastify.
+ * payment first; subscription state kept in step with the provider's events. Knows nothing of HTTP: refusals are
+ * catalogue codes.
  */
 
 export type StripeConfig = NonNullable<WebConfig['stripe']>;
@@ -40,16 +40,16 @@ export function subscriptionStatusFrom(status: string): 'active' | 'past_due' | 
     case 'incomplete_expired':
       return 'canceled';
     default:
-      // past_due, unpaid, incomplete, paused: not paid up, so agents stop being provisioned (spec §7: 403).
+      // past_due, unpaid, incomplete, paused: not paid up, so agents stop being provisioned (`ACTIVE_SUBSCRIPTION_REQUIRED`).
       return 'past_due';
   }
 }
 
 /**
- * A provider failure (an SDK error: refused, unreachable, timed out) is 502 to the caller and a log line naming the
+ * A provider failure (an SDK error: refused, unreachable, timed out) is `PROVIDER_FAILED` and a log line naming the
  * error, never the key. Anything else is ours and goes on as it is.
  */
-export function providerFailure(log: FastifyBaseLogger, err: unknown, what: string): unknown {
+export function providerFailure(log: Logger, err: unknown, what: string): unknown {
   if (!(err instanceof Stripe.errors.StripeError)) return err;
   log.error({ type: err.type, code: err.code, status: err.statusCode, reason: err.message }, `payment provider: ${what} failed`);
   return new DomainError('PROVIDER_FAILED');
@@ -61,7 +61,7 @@ export interface BillingDeps {
   db: Database;
   stripe: Stripe;
   config: Pick<WebConfig, 'publicUrl' | 'productName' | 'billing'>;
-  log: FastifyBaseLogger;
+  log: Logger;
 }
 
 interface Account {
@@ -142,7 +142,8 @@ function lineItem(catalog: BillingCatalog, order: Order, productName: string): S
 
 /**
  * Opens a Checkout Session for `order` and records it. Plans: refused when the same plan is already active; a new
- * plan replaces the old subscription once paid. Storage: only on top of an active paid plan (spec §7: 402, 403).
+ * plan replaces the old subscription once paid. Storage: only on top of an active paid plan (`PAID_PLAN_REQUIRED`,
+ * `ACTIVE_SUBSCRIPTION_REQUIRED`).
  */
 export async function createCheckout(deps: BillingDeps, userId: string, order: Order): Promise<{ url: string; sessionId: string }> {
   const account = await deps.db.withUser(userId, (trx) => readAccount(trx, userId));

@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { DomainError, safeEqual } from '@aop/core';
+import { DomainError, type Logger, safeEqual } from '@aop/core';
 import type { DB } from '@aop/db';
-import type { FastifyBaseLogger } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import type { Address } from 'viem';
 import type { WebConfig } from '../../config.js';
@@ -19,7 +18,7 @@ import { type BatchWorker, createBatchWorker } from '../../platform/batch-worker
  * Live streaming (spec §2.11, §3.4, §4.16, §6) through a Mux-compatible REST API:
  * `POST /video/v1/live-streams`, `GET /video/v1/live-streams?status=active`,
  * `DELETE /video/v1/assets/:id`, HTTP Basic `<token id>:<token secret>`, answers
- * wrapped in `{ data }`. Knows nothing of Fastify beyond its logger type.
+ * wrapped in `{ data }`. Knows nothing of HTTP on our side: refusals are catalogue codes.
  */
 
 export const DEFAULT_DJ_NAME = 'Anonymous DJ';
@@ -187,13 +186,14 @@ export function streamingClient(config: StreamingConfig): StreamingClient | unde
 /**
  * Spec §4.16: the wallet must be a deployed smart-contract wallet (an address with code that is not an EIP-7702
  * delegation; EOAs and undeployed counterfactual wallets are refused) holding at least GATE_MIN_BALANCE (§8:
- * 1,250,000) whole gate tokens, scaled by the token's own decimals, on the gating network. 500 when gating is not
- * configured (streams cannot be created then), 502 when the network cannot answer, 403 with the numbers otherwise.
+ * 1,250,000) whole gate tokens, scaled by the token's own decimals, on the gating network. `STREAMING_NOT_CONFIGURED`
+ * when gating is not configured (streams cannot be created then), `GATE_CHECK_FAILED` when the network cannot answer,
+ * `INSUFFICIENT_GATE_TOKENS` with the numbers otherwise.
  */
-export async function checkStreamGate(gating: WebConfig['gating'], wallet: Address, log: FastifyBaseLogger): Promise<GateBalance> {
+export async function checkStreamGate(gating: WebConfig['gating'], wallet: Address, log: Logger): Promise<GateBalance> {
   const client = gatingClient(gating);
   if (!client || !gateConfigured(gating)) {
-    log.error('stream creation needs GATING_RPC_URL and GATE_TOKEN_ADDRESS');
+    log.error({}, 'stream creation needs GATING_RPC_URL and GATE_TOKEN_ADDRESS');
     throw new DomainError('STREAMING_NOT_CONFIGURED');
   }
   let kind: Awaited<ReturnType<typeof detectWalletKind>>;
@@ -239,7 +239,7 @@ export async function createStream(
   db: Kysely<DB>,
   client: StreamingClient,
   config: StreamingConfig,
-  { wallet, name, now, log }: { wallet: string; name: string; now: Date; log: FastifyBaseLogger },
+  { wallet, name, now, log }: { wallet: string; name: string; now: Date; log: Logger },
 ): Promise<CreatedStream> {
   const stream = await client.createLiveStream(`radio:${wallet}`);
   const playbackId = publicPlaybackId(stream);
@@ -536,7 +536,7 @@ export const DELETION_MAX_ATTEMPTS = 10;
 export async function deleteDueAssets(
   db: Kysely<DB>,
   client: StreamingClient,
-  { now, log }: { now: () => number; log?: FastifyBaseLogger },
+  { now, log }: { now: () => number; log?: Logger },
 ): Promise<{ deleted: number; failed: number }> {
   const started = now();
   const claimed = await db
@@ -591,7 +591,7 @@ export type AssetDeletionWorker = BatchWorker;
 export function createAssetDeletionWorker(
   db: Kysely<DB>,
   client: StreamingClient,
-  options: { now: () => number; log?: FastifyBaseLogger },
+  options: { now: () => number; log?: Logger },
 ): AssetDeletionWorker {
   return createBatchWorker(
     async () => {

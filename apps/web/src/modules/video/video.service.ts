@@ -1,6 +1,5 @@
-import { DomainError, newId } from '@aop/core';
+import { DomainError, type Logger, newId } from '@aop/core';
 import type { Database, VideoJobStatus } from '@aop/db';
-import type { FastifyBaseLogger } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { type BlobConfig, BlobStoreError, putObject } from '../../platform/clients/blob-store.js';
 
@@ -81,7 +80,7 @@ function httpUrl(body: Record<string, unknown>, field: string): string {
   return url.href;
 }
 
-/** The request body as one of the four inputs; 400 `Invalid video type` or `<field> …` otherwise. */
+/** The request body as one of the four inputs; `INVALID_VIDEO_TYPE` or a field's own code otherwise. */
 export function parseVideoRequest(body: unknown): VideoInput {
   if (!isObject(body) || typeof body.type !== 'string' || !(VIDEO_TYPES as readonly string[]).includes(body.type)) {
     throw new DomainError('INVALID_VIDEO_TYPE');
@@ -270,7 +269,7 @@ function videoType(...candidates: Array<string | undefined>): string {
 }
 
 /** Best effort: the render is no longer wanted. */
-function cancelRender(video: VideoConfig, renderId: string, log: FastifyBaseLogger) {
+function cancelRender(video: VideoConfig, renderId: string, log: Logger) {
   void fetch(`${video.apiUrl}/v1/renders/${encodeURIComponent(renderId)}`, {
     method: 'DELETE',
     headers: { authorization: `Bearer ${video.apiKey}` },
@@ -284,12 +283,13 @@ function cancelRender(video: VideoConfig, renderId: string, log: FastifyBaseLogg
 /**
  * Runs one job for `userId`: records it (`rendering`), renders, downloads, uploads to `videos/<user>/<job>.<ext>`
  * and completes the row with the URL. Every failure is recorded on the row (`failed`, or `timed_out` when the
- * deadline passed) and answered 500 in fixed words.
+ * deadline passed) and refused in fixed words (`VIDEO_GENERATION_FAILED`, `VIDEO_UPLOAD_FAILED`,
+ * `VIDEO_GENERATION_TIMED_OUT`).
  */
 export async function generateVideo(
   db: Database,
   { video, blob }: { video: VideoConfig | undefined; blob: BlobConfig | undefined },
-  { userId, input, log, now }: { userId: string; input: VideoInput; log: FastifyBaseLogger; now: () => number },
+  { userId, input, log, now }: { userId: string; input: VideoInput; log: Logger; now: () => number },
 ): Promise<{ url: string; jobId: string }> {
   if (!video || !blob) {
     log.error({ video: Boolean(video), blob: Boolean(blob) }, 'video generation needs VIDEO_API_URL/KEY and BLOB_* settings');
