@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import type { BaseConfig } from '../config.js';
 import { newId } from '../ids.js';
 import { loggerOptions } from '../logger.js';
+import { validatorCompiler } from './body-schema.js';
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -48,7 +49,7 @@ export function createServer({ config, logger }: ServerOptions): App {
         .send(JSON.stringify({ error: error.code === 'FST_ERR_BAD_URL' ? 'Invalid URL' : 'Bad request' }));
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
-    ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: true, allErrors: false } },
   });
+  app.setValidatorCompiler(validatorCompiler());
   return app.withTypeProvider<TypeBoxTypeProvider>();
 }

@@ -5,6 +5,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import type { CounterStore } from '../counters/store.js';
 import { DomainError, errorResponse, isPublicError } from '../errors.js';
+import { bodyErrorOf } from './body-schema.js';
 import { jsonHasInvalidCharacters, jsonNestsDeeperThan } from './json-text.js';
 import { createRateLimitHook, type RateLimitRule } from './rate-limit.js';
 
@@ -50,6 +51,11 @@ function errorBody(error: FastifyError, request: FastifyRequest): [number, Recor
   const bodyMessage = request.routeOptions.config?.invalidBodyMessage ?? DEFAULT_INVALID_BODY;
   if ((error.code && BAD_BODY_CODES.has(error.code)) || error instanceof SyntaxError) return [400, { error: bodyMessage }];
   if (error.validation) {
+    const named = error.validationContext === 'body' ? bodyErrorOf(request.routeOptions.schema?.body, error.validation) : undefined;
+    if (named) {
+      const { status, body } = errorResponse(named);
+      return [status, body];
+    }
     const message = error.validationContext === 'body' && request.routeOptions.config?.invalidBodyMessage ? bodyMessage : error.message;
     return [400, { error: message }];
   }

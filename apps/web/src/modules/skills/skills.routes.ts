@@ -1,9 +1,9 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
+import { InstallSkillBody, Skill, UpdateSkillBody } from './skills.schemas.js';
 import {
   SKILL_AGENT_ID_MAX as AGENT_ID_MAX,
-  SKILL_NAME,
   skillAgentScope as agentScope,
   checkedSkillConfig as checkedConfig,
   checkedSkillDescription as checkedDescription,
@@ -13,16 +13,6 @@ import {
 } from './skills.service.js';
 
 export { SKILL_CONFIG_MAX_BYTES, SKILL_DESCRIPTION_MAX, SKILL_NAME } from './skills.service.js';
-
-const SkillSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  description: Type.Union([Type.String(), Type.Null()]),
-  enabled: Type.Boolean(),
-  agentId: Type.Union([Type.String(), Type.Null()]),
-  config: Type.Record(Type.String(), Type.Unknown()),
-  installedAt: Type.String(),
-});
 
 /**
  * Spec §4.18 skills, installed for one agent or for all of the user's agents
@@ -37,7 +27,7 @@ export async function skillsRoutes(app: App): Promise<void> {
         querystring: Type.Object({
           agentId: Type.Optional(Type.String({ maxLength: AGENT_ID_MAX, description: 'omitted or `all`: every scope' })),
         }),
-        response: { 200: Type.Object({ skills: Type.Array(SkillSchema) }) },
+        response: { 200: Type.Object({ skills: Type.Array(Skill) }) },
       },
     },
     async (request) => {
@@ -53,27 +43,20 @@ export async function skillsRoutes(app: App): Promise<void> {
       config: { invalidBodyMessage: 'Invalid skill name' },
       schema: {
         tags: ['skills'],
-        body: Type.Object({
-          name: Type.Optional(Type.Unknown()),
-          agentId: Type.Optional(Type.Unknown()),
-          description: Type.Optional(Type.Unknown()),
-          config: Type.Optional(Type.Unknown()),
-          enabled: Type.Optional(Type.Unknown()),
-        }),
-        response: { 201: Type.Object({ skill: SkillSchema }) },
+        body: InstallSkillBody,
+        response: { 201: Type.Object({ skill: Skill }) },
       },
     },
     async (request, reply) => {
       const user = await requireUser(request);
-      const body = request.body ?? {};
-      if (typeof body.name !== 'string' || !SKILL_NAME.test(body.name)) throw new DomainError('INVALID_SKILL_NAME');
-      const name = body.name;
-      const agentId = agentScope(body.agentId);
-      const description = checkedDescription(body.description);
-      const config = body.config === undefined || body.config === null ? {} : checkedConfig(body.config);
-      if (body.enabled !== undefined && typeof body.enabled !== 'boolean') throw new DomainError('FIELD_NOT_BOOLEAN', { field: 'enabled' });
-      const enabled = body.enabled as boolean | undefined;
-      const skill = await installSkill(app.db, user.id, { name, agentId, description, config, enabled });
+      const { name, agentId, description, config, enabled } = request.body;
+      const skill = await installSkill(app.db, user.id, {
+        name,
+        agentId: agentScope(agentId),
+        description: checkedDescription(description),
+        config: config ? checkedConfig(config) : {},
+        enabled,
+      });
       if (!skill) throw new DomainError('SKILL_ALREADY_INSTALLED');
       return reply.code(201).send({ skill });
     },
@@ -87,18 +70,13 @@ export async function skillsRoutes(app: App): Promise<void> {
         tags: ['skills'],
         description: 'Updates the skill `name` of the scope `agentId` (absent: the user-wide one).',
         params: Type.Object({ name: Type.String() }),
-        body: Type.Object({
-          agentId: Type.Optional(Type.Unknown()),
-          enabled: Type.Optional(Type.Unknown()),
-          config: Type.Optional(Type.Unknown()),
-          description: Type.Optional(Type.Unknown()),
-        }),
-        response: { 200: Type.Object({ skill: SkillSchema }) },
+        body: UpdateSkillBody,
+        response: { 200: Type.Object({ skill: Skill }) },
       },
     },
     async (request) => {
       const user = await requireUser(request);
-      return { skill: await updateSkill(app.db, user.id, request.params.name, request.body ?? {}) };
+      return { skill: await updateSkill(app.db, user.id, request.params.name, request.body) };
     },
   );
 }
