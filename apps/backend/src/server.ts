@@ -7,7 +7,11 @@ import { loadBackendConfig } from './config.js';
 import { ProvisionerConfigError, createAgentHost } from './services/agent-host.js';
 
 const config = loadBackendConfig();
-const db = createDatabase({ databaseUrl: config.databaseUrl, pgliteDir: pgliteDirFor(config.dataDir, 'backend') });
+const db = createDatabase({
+  databaseUrl: config.databaseUrl,
+  poolSize: config.databasePoolSize,
+  pgliteDir: pgliteDirFor(config.dataDir, 'backend'),
+});
 await migrate(db);
 const counters = createCounterStore(config.redisUrl);
 // A provisioner whose settings are incomplete gets no host: agent routes answer 500 and /health says `disabled`.

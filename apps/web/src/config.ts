@@ -37,6 +37,9 @@ const SharedEnvSchema = Type.Object({
   GATEWAY_URL: Env.url(),
   GATEWAY_CHAT_TIMEOUT_MS: Env.int(30_000, 100),
   GATEWAY_REQUEST_TIMEOUT_MS: Env.int(10_000, 100),
+  // Who a session cookie or API key belongs to is kept this long (0: looked up on every request); see platform/auth-cache.ts.
+  SESSION_CACHE_TTL_MS: Env.int(5_000),
+  SESSION_CACHE_MAX_ENTRIES: Env.int(10_000, 1),
 });
 
 /** Every variable the web service reads: the shared ones, then each module's slice (`modules/<feature>/<feature>.config.ts`). */
@@ -88,6 +91,8 @@ export interface WebConfig
   adminEmails: ReadonlySet<string>;
   /** Session cookies carry `Secure`; on by default in production. */
   cookieSecure: boolean;
+  /** How long, and for how many credentials, who a session or key belongs to is kept in memory. */
+  authCache: { ttlMs: number; maxEntries: number };
   /** Where users reach the platform; links in emails start with it. */
   publicUrl: string;
   /** The dashboard build served at `/` (DASHBOARD_DIR); apps/dashboard/dist when unset. */
@@ -121,6 +126,7 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     encryptionKey: secrets.ENCRYPTION_KEY,
     adminEmails: new Set(splitList(parsed.ADMIN_EMAILS).map((e) => e.toLowerCase())),
     cookieSecure: parsed.COOKIE_SECURE ?? base.production,
+    authCache: { ttlMs: parsed.SESSION_CACHE_TTL_MS, maxEntries: parsed.SESSION_CACHE_MAX_ENTRIES },
     publicUrl: publicUrl.replace(/\/+$/, ''),
     dashboardDir: parsed.DASHBOARD_DIR,
     mail: { smtpUrl: parsed.SMTP_URL, from: parsed.MAIL_FROM ?? `no-reply@${parsed.PRODUCT_NAME}.localhost` },

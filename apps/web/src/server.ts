@@ -7,7 +7,11 @@ import { buildApp } from './app.js';
 import { loadWebConfig } from './config.js';
 
 const config = loadWebConfig();
-const db = createDatabase({ databaseUrl: config.databaseUrl, pgliteDir: pgliteDirFor(config.dataDir, 'web') });
+const db = createDatabase({
+  databaseUrl: config.databaseUrl,
+  poolSize: config.databasePoolSize,
+  pgliteDir: pgliteDirFor(config.dataDir, 'web'),
+});
 await migrate(db);
 // Tells `npm run cli` that this process holds the embedded database.
 const pidFile = config.databaseUrl ? null : join(config.dataDir, 'web', 'server.pid');

@@ -52,6 +52,8 @@ export const BaseEnvSchema = Type.Object({
   TRUST_PROXY: Env.optional(Type.String()),
   PRODUCT_NAME: Env.str('service'),
   REDIS_URL: Env.url(),
+  /** Connections each service process keeps to a Postgres server (DATABASE_URL). */
+  DATABASE_POOL_SIZE: Env.int(10, 1),
   /** Set by npm to where `npm …` was typed: a relative DATA_DIR means the same place for every workspace. */
   INIT_CWD: Env.optional(Type.String()),
 });
@@ -65,6 +67,7 @@ export interface BaseConfig {
   trustProxy: boolean | number | string[];
   productName: string;
   redisUrl: string | undefined;
+  databasePoolSize: number;
 }
 
 export function toBaseConfig(env: Static<typeof BaseEnvSchema>): BaseConfig {
@@ -77,6 +80,7 @@ export function toBaseConfig(env: Static<typeof BaseEnvSchema>): BaseConfig {
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     productName: env.PRODUCT_NAME,
     redisUrl: env.REDIS_URL,
+    databasePoolSize: env.DATABASE_POOL_SIZE,
   };
 }
 

@@ -35,14 +35,29 @@ export interface Database {
   withUser<T>(userId: string, fn: (trx: Tx) => Promise<T>): Promise<T>;
   /** The embedded database's files as a tarball (PGlite only; used to clone test databases). */
   dumpPglite(): Promise<Blob>;
+  /**
+   * Calls `listener` with a user's id whenever one of their sign-in facts changes: a session ended, a key revoked, the
+   * account disabled, renamed, re-addressed, verified or made administrator (migration 0020, whoever wrote it). For
+   * this process's own writes the call comes before the write's promise settles; another process's writes are heard
+   * moments after they commit. Returns the unsubscribe function.
+   */
+  onAuthChange(listener: (userId: string) => void): () => void;
   /** Answers true when a trivial query succeeds. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
 
+/** Ids the platform mints (`usr_` + base64url) and test fixtures: nothing here can end a SQL string literal. */
+const LITERAL_SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/;
+
 // Both drivers read int8 as a number (counts, sums) and numeric as a string (money).
 const INT8 = 20;
 const NUMERIC = 1700;
+
+/** The channel migration 0020's triggers notify on. */
+const AUTH_CHANGE_CHANNEL = 'aop_auth_change';
+
+type Notify = (payload: string) => void;
 
 interface Engine {
   kind: 'pglite' | 'postgres';
@@ -60,16 +75,19 @@ export function openPglite(dir?: string, template?: Blob): PGlite {
   });
 }
 
-function pgliteDatabase(options: DatabaseOptions): Engine {
+function pgliteDatabase(options: DatabaseOptions, notify: Notify): Engine {
   const pglite = options.pglite?.instance ?? openPglite(options.pgliteDir, options.pgliteTemplate);
-  const dialect = new PGliteDialect(pglite, options.pglite?.release);
+  const dialect = new PGliteDialect(pglite, options.pglite?.release, { channel: AUTH_CHANGE_CHANNEL, notify });
   return { kind: 'pglite', pglite, kysely: new Kysely<DB>({ dialect }) };
 }
 
-function postgresDatabase(url: string, poolSize: number): Engine {
+function postgresDatabase(url: string, poolSize: number, notify: Notify): Engine {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
+    // Longer than any cache fed by auth-change notifications lives (seconds): while an entry could still be served,
+    // the connection that read it is still open and listening (see `onAuthChange`).
+    idleTimeoutMillis: 30_000,
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === INT8 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
@@ -77,27 +95,64 @@ function postgresDatabase(url: string, poolSize: number): Engine {
   });
   // An idle client losing its server must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  // Every pooled connection listens: a session hears its own NOTIFY with its COMMIT's answer, so a change made here is
+  // heard before the write's promise settles; the idle ones hear other processes' changes as they commit.
+  pool.on('connect', (client) => {
+    client.on('notification', (message) => {
+      if (message.channel === AUTH_CHANGE_CHANNEL && message.payload) notify(message.payload);
+    });
+    client.query(`listen ${AUTH_CHANGE_CHANNEL}`).catch(() => undefined);
+  });
   return { kind: 'postgres', kysely: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }) };
 }
 
 export function createDatabase(options: DatabaseOptions = {}): Database {
+  const authListeners = new Set<(userId: string) => void>();
+  const notify: Notify = (userId) => {
+    for (const listener of authListeners) listener(userId);
+  };
   const { kysely, kind, pglite } = options.databaseUrl
-    ? postgresDatabase(options.databaseUrl, options.poolSize ?? 10)
-    : pgliteDatabase(options);
+    ? postgresDatabase(options.databaseUrl, options.poolSize ?? 10, notify)
+    : pgliteDatabase(options, notify);
 
   return {
     kind,
     kysely,
     withUser(userId, fn) {
-      return kysely.transaction().execute(async (trx) => {
-        // One round trip: `role` set through set_config is `SET LOCAL ROLE`.
-        await sql`select set_config('role', 'app_user', true), set_config('app.user_id', ${userId}, true)`.execute(trx);
-        return fn(trx);
+      // An id of the platform's own shape goes into the statement as a literal, so BEGIN and the caller's role travel
+      // as one simple-protocol message: one round trip instead of two. Anything else takes the parameterized path.
+      if (!LITERAL_SAFE_ID.test(userId)) {
+        return kysely.transaction().execute(async (trx) => {
+          await sql`select set_config('role', 'app_user', true), set_config('app.user_id', ${userId}, true)`.execute(trx);
+          return fn(trx);
+        });
+      }
+      return kysely.connection().execute(async (connection) => {
+        try {
+          // `role` set through set_config is `SET LOCAL ROLE`: both settings end with the transaction.
+          await sql
+            .raw(`begin; select set_config('role', 'app_user', true), set_config('app.user_id', '${userId}', true)`)
+            .execute(connection);
+          const result = await fn(connection as unknown as Tx);
+          await sql.raw('commit').execute(connection);
+          return result;
+        } catch (err) {
+          // Also after a failed BEGIN or COMMIT: the connection must go back to the pool outside any transaction.
+          await sql
+            .raw('rollback')
+            .execute(connection)
+            .catch(() => undefined);
+          throw err;
+        }
       });
     },
     async dumpPglite() {
       if (!pglite) throw new Error('Only an embedded database can be dumped');
       return pglite.dumpDataDir('none');
+    },
+    onAuthChange(listener) {
+      authListeners.add(listener);
+      return () => authListeners.delete(listener);
     },
     async ping() {
       try {

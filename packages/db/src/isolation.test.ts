@@ -101,4 +101,24 @@ describe('row-level security through withUser', () => {
     const row = await t.db.kysely.selectFrom('users').select('name').where('id', '=', alice).executeTakeFirstOrThrow();
     expect(row.name).toBe('Alice');
   });
+
+  it('an id that is not of the platform’s shape is a parameter, never SQL', async () => {
+    const odd = "usr_x'); select set_config('role', 'postgres', true); --";
+    const seen = await t.db.withUser(odd, async (trx) => ({
+      uid: (await sql<{ uid: string }>`select current_setting('app.user_id', true) as uid`.execute(trx)).rows[0]?.uid,
+      users: await trx.selectFrom('users').selectAll().execute(),
+    }));
+    expect(seen).toEqual({ uid: odd, users: [] });
+  });
+
+  it('after a failed statement the connection goes back outside any transaction and role', async () => {
+    await expect(t.db.withUser(alice, (trx) => sql`select 1 / 0`.execute(trx))).rejects.toThrow(/division by zero/);
+    const after = (
+      await sql<{
+        role: string;
+        uid: string | null;
+      }>`select current_user as role, nullif(current_setting('app.user_id', true), '') as uid`.execute(t.db.kysely)
+    ).rows[0];
+    expect(after).toEqual({ role: expect.not.stringMatching(/^app_user$/), uid: null });
+  });
 });

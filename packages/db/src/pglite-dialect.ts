@@ -43,20 +43,31 @@ function toQueryResult<R>(result: { rows: R[]; affectedRows?: number }): QueryRe
   return result.affectedRows === undefined ? { rows: result.rows } : { rows: result.rows, numAffectedRows: BigInt(result.affectedRows) };
 }
 
+/** A channel to LISTEN on for the lifetime of the driver, and who hears its notifications. */
+export interface PGliteListener {
+  channel: string;
+  notify(payload: string): void;
+}
+
 class PGliteDriver implements Driver {
   readonly #connection: PGliteConnection;
   #queue: Promise<void> = Promise.resolve();
   #release: (() => void) | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
 
   constructor(
     private readonly pglite: PGlite,
     private readonly release: (pglite: PGlite) => Promise<void>,
+    private readonly listener: PGliteListener | undefined,
   ) {
     this.#connection = new PGliteConnection(pglite);
   }
 
   async init(): Promise<void> {
     await this.pglite.waitReady;
+    // Before any transaction can hold the session (a LISTEN inside one would be undone by its rollback). PGlite hands
+    // a session its own notifications while it reads the COMMIT's answer, so they arrive before the write settles.
+    if (this.listener) this.#unlisten = await this.pglite.listen(this.listener.channel, this.listener.notify);
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
@@ -91,6 +102,7 @@ class PGliteDriver implements Driver {
 
   async destroy(): Promise<void> {
     await this.#queue;
+    await this.#unlisten?.();
     await this.release(this.pglite);
   }
 }
@@ -100,12 +112,13 @@ export class PGliteDialect implements Dialect {
   constructor(
     private readonly pglite: PGlite,
     private readonly release: (pglite: PGlite) => Promise<void> = (p) => p.close(),
+    private readonly listener?: PGliteListener,
   ) {}
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PGliteDriver(this.pglite, this.release);
+    return new PGliteDriver(this.pglite, this.release, this.listener);
   }
   createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
     return new PostgresIntrospector(db);

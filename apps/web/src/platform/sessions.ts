@@ -86,13 +86,13 @@ export async function createSession(
 
 const TOKEN_FORMAT = /^[0-9a-f]{64}$/;
 
-/** The user behind a live session token, or null (unknown, malformed or expired at `now`). */
+/** The user behind a live session token and when the session ends, or null (unknown, malformed or expired at `now`). */
 export async function findSessionUser(
   db: Kysely<DB>,
   token: string,
   adminEmails: ReadonlySet<string>,
   now = Date.now(),
-): Promise<AuthUser | null> {
+): Promise<{ user: AuthUser; expiresAt: number } | null> {
   if (!TOKEN_FORMAT.test(token)) return null;
   const row = await db
     .selectFrom('sessions')
@@ -111,7 +111,7 @@ export async function findSessionUser(
     .where('users.disabled_at', 'is', null)
     .executeTakeFirst();
   if (!row || row.expires_at.getTime() <= now) return null;
-  return { ...identityOf(row, adminEmails), via: 'session', sessionId: row.sessionId };
+  return { user: { ...identityOf(row, adminEmails), via: 'session', sessionId: row.sessionId }, expiresAt: row.expires_at.getTime() };
 }
 
 /** Deletes the session behind a token; succeeds whether or not it existed. */

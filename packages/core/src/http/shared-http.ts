@@ -1,5 +1,4 @@
 /// <reference types="@fastify/swagger" preserve="true" />
-import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -8,6 +7,7 @@ import { DomainError, errorResponse, isPublicError } from '../errors.js';
 import { bodyErrorOf } from './body-schema.js';
 import { jsonHasInvalidCharacters, jsonNestsDeeperThan } from './json-text.js';
 import { createRateLimitHook, type RateLimitRule } from './rate-limit.js';
+import { staticSecurityHeaders } from './security-headers.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -100,9 +100,15 @@ async function sharedHttp(app: FastifyInstance, opts: SharedHttpOptions): Promis
     });
   });
 
-  await app.register(helmet, {
-    global: true,
-    ...(opts.upgradeInsecureRequests === false ? { contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } } : {}),
+  // Security headers and the request id in one hook: helmet's headers do not depend on the request, so they are
+  // computed once here rather than by helmet's middleware on every request.
+  const securityHeaders = staticSecurityHeaders(
+    opts.upgradeInsecureRequests === false ? { contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } } : {},
+  );
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.headers(securityHeaders);
+    reply.header('x-request-id', request.id);
+    done();
   });
   await app.register(swagger, {
     openapi: {
@@ -111,10 +117,6 @@ async function sharedHttp(app: FastifyInstance, opts: SharedHttpOptions): Promis
     },
   });
   app.get(opts.openapi.path, { schema: { hide: true } }, async () => app.swagger());
-
-  app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const [status, body] = errorBody(error, request);

@@ -2,6 +2,7 @@ import { newId, toolsProfileFor } from '@aop/core';
 import type { Database, Tx } from '@aop/db';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { jsonArrayFrom } from 'kysely/helpers/postgres';
 
 export const DEFAULT_MODEL = 'openrouter/anthropic/claude-sonnet-4.5';
 export const DEFAULT_WORKSPACE = '/home/node/.openclaw/workspace';
@@ -146,7 +147,26 @@ async function replaceConfig(trx: Tx, userId: string, next: Record<string, unkno
 
 /** The user's configuration (saved, or the provisioning template) and their newest backups. */
 export async function getConfig(db: Database, userId: string): Promise<{ config: Record<string, unknown>; backups: BackupView[] }> {
-  return db.withUser(userId, async (trx) => ({ config: await currentConfig(trx, userId), backups: await listBackups(trx) }));
+  // One statement for the configuration, the plan its default follows, and the backup list: this is the dashboard's
+  // most frequent read, and each statement is a round trip.
+  const row = await db.withUser(userId, (trx) =>
+    trx
+      .selectFrom('users')
+      .where('users.id', '=', userId)
+      .select((eb) => [
+        'users.plan',
+        eb.selectFrom('agent_configs').select('agent_configs.config').whereRef('agent_configs.user_id', '=', 'users.id').as('config'),
+        jsonArrayFrom(
+          eb.selectFrom('config_backups').select(['config_backups.id', 'config_backups.created_at']).orderBy('seq', 'desc').limit(MAX_BACKUPS),
+        ).as('backups'),
+      ])
+      .executeTakeFirstOrThrow(),
+  );
+  return {
+    config: row.config ?? defaultAgentConfig(row.plan),
+    // Inside JSON a timestamp is Postgres's text, not a Date: read it back into the ISO form the other routes answer.
+    backups: row.backups.map((b) => ({ id: b.id, timestamp: new Date(b.created_at).toISOString() })),
+  };
 }
 
 /** Saves `config` (backing up the current one) and answers the new backup's id and the newest backups. */

@@ -1,5 +1,6 @@
 import { DomainError, newId } from '@aop/core';
 import type { Database, Tx } from '@aop/db';
+import { jsonArrayFrom } from 'kysely/helpers/postgres';
 
 /** Workflows and their nodes (spec §4.9 / §2.7), read and written as the user so row-level security scopes them. */
 
@@ -32,27 +33,23 @@ async function insertNodes(trx: Tx, userId: string, workflowId: string, nodes: N
 
 /** Workflows with their nodes: two queries however many workflows there are. */
 async function loadWorkflows(trx: Tx, ids?: string[]): Promise<WorkflowView[]> {
-  let query = trx.selectFrom('workflows').selectAll().orderBy('updated_at', 'desc').orderBy('id');
+  // The workflows and their nodes in one statement (one round trip, however many workflows there are).
+  let query = trx
+    .selectFrom('workflows')
+    .selectAll('workflows')
+    .select((eb) =>
+      jsonArrayFrom(
+        eb
+          .selectFrom('workflow_nodes')
+          .select(['workflow_nodes.id', 'workflow_nodes.type', 'workflow_nodes.config', 'workflow_nodes.position', 'workflow_nodes.created_at'])
+          .whereRef('workflow_nodes.workflow_id', '=', 'workflows.id')
+          .orderBy('workflow_nodes.seq'),
+      ).as('nodes'),
+    )
+    .orderBy('updated_at', 'desc')
+    .orderBy('id');
   if (ids) query = query.where('id', 'in', ids);
   const workflows = await query.execute();
-  if (workflows.length === 0) return [];
-  const nodes = await trx
-    .selectFrom('workflow_nodes')
-    .select(['id', 'workflow_id', 'type', 'config', 'position', 'created_at'])
-    .where(
-      'workflow_id',
-      'in',
-      workflows.map((w) => w.id),
-    )
-    .orderBy('workflow_id')
-    .orderBy('seq')
-    .execute();
-  const byWorkflow = new Map<string, WorkflowView['nodes']>();
-  for (const n of nodes) {
-    const list = byWorkflow.get(n.workflow_id) ?? [];
-    list.push({ id: n.id, type: n.type, config: n.config, position: n.position, createdAt: n.created_at.toISOString() });
-    byWorkflow.set(n.workflow_id, list);
-  }
   return workflows.map((w) => ({
     id: w.id,
     name: w.name,
@@ -60,7 +57,14 @@ async function loadWorkflows(trx: Tx, ids?: string[]): Promise<WorkflowView[]> {
     enabled: w.enabled,
     createdAt: w.created_at.toISOString(),
     updatedAt: w.updated_at.toISOString(),
-    nodes: byWorkflow.get(w.id) ?? [],
+    // Inside JSON a timestamp is Postgres's text, not a Date: read it back into ISO form.
+    nodes: w.nodes.map((n) => ({
+      id: n.id,
+      type: n.type,
+      config: n.config,
+      position: n.position,
+      createdAt: new Date(n.created_at).toISOString(),
+    })),
   }));
 }
 

@@ -1,9 +1,10 @@
 import cookie from '@fastify/cookie';
-import { DomainError } from '@aop/core';
+import { DomainError, sha256Hex } from '@aop/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { WebConfig } from '../../config.js';
 import { findKeyOwner } from '../../modules/api-keys/api-keys.service.js';
+import { AuthCache } from '../auth-cache.js';
 import { type AuthUser, SESSION_COOKIE, findSessionUser } from '../sessions.js';
 
 declare module 'fastify' {
@@ -34,12 +35,22 @@ async function auth(app: FastifyInstance, { config, clock }: { config: WebConfig
   await app.register(cookie, { secret: config.sessionSecret });
   app.decorate('clock', clock);
   const resolved = new WeakMap<FastifyRequest, Promise<AuthUser | null>>();
+  const cache = new AuthCache({ ...config.authCache, clock });
+  const stopListening = app.db.onAuthChange((userId) => cache.forgetUser(userId));
+  app.addHook('onClose', async () => stopListening());
 
+  // Keyed by the credential's hash: the raw secret is not kept beyond the request.
   async function resolve(request: FastifyRequest): Promise<AuthUser | null> {
     const key = bearerKey(request);
-    if (key) return (await findKeyOwner(app.db.kysely, key, config.adminEmails, clock()))?.user ?? null;
+    if (key) {
+      return cache.resolve(`key:${sha256Hex(key)}`, async () => {
+        const owner = await findKeyOwner(app.db.kysely, key, config.adminEmails, clock());
+        return owner && { user: owner.user };
+      });
+    }
     const token = request.cookies[SESSION_COOKIE];
-    return token ? findSessionUser(app.db.kysely, token, config.adminEmails, clock()) : null;
+    if (!token) return null;
+    return cache.resolve(`session:${sha256Hex(token)}`, () => findSessionUser(app.db.kysely, token, config.adminEmails, clock()));
   }
 
   app.decorateRequest('currentUser', function currentUser(this: FastifyRequest) {
