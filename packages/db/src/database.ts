@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import { PGliteDialect } from './pglite-dialect.js';
 import type { DB } from './schema.js';
@@ -53,6 +53,9 @@ const LITERAL_SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/;
 // Both drivers read int8 as a number (counts, sums) and numeric as a string (money).
 const INT8 = 20;
 const NUMERIC = 1700;
+
+const COMMIT = CompiledQuery.raw('commit');
+const ROLLBACK = CompiledQuery.raw('rollback');
 
 /** The channel migration 0020's triggers notify on. */
 const AUTH_CHANGE_CHANNEL = 'aop_auth_change';
@@ -130,18 +133,15 @@ export function createDatabase(options: DatabaseOptions = {}): Database {
       return kysely.connection().execute(async (connection) => {
         try {
           // `role` set through set_config is `SET LOCAL ROLE`: both settings end with the transaction.
-          await sql
-            .raw(`begin; select set_config('role', 'app_user', true), set_config('app.user_id', '${userId}', true)`)
-            .execute(connection);
+          await connection.executeQuery(
+            CompiledQuery.raw(`begin; select set_config('role', 'app_user', true), set_config('app.user_id', '${userId}', true)`),
+          );
           const result = await fn(connection as unknown as Tx);
-          await sql.raw('commit').execute(connection);
+          await connection.executeQuery(COMMIT);
           return result;
         } catch (err) {
           // Also after a failed BEGIN or COMMIT: the connection must go back to the pool outside any transaction.
-          await sql
-            .raw('rollback')
-            .execute(connection)
-            .catch(() => undefined);
+          await connection.executeQuery(ROLLBACK).catch(() => undefined);
           throw err;
         }
       });

@@ -6,3 +6,4 @@ export { sql } from 'kysely';
 export * from './paths.js';
 export * from './errors.js';
 export * from './usage-ledger.js';
+export * from './prepared.js';

@@ -1,5 +1,5 @@
 import { newId, toolsProfileFor } from '@aop/core';
-import type { Database, Tx } from '@aop/db';
+import { type Database, prepared, type Tx } from '@aop/db';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
@@ -146,22 +146,30 @@ async function replaceConfig(trx: Tx, userId: string, next: Record<string, unkno
 }
 
 /** The user's configuration (saved, or the provisioning template) and their newest backups. */
+// One statement for the configuration, the plan its default follows, and the backup list: this is the dashboard's most
+// frequent read, and each statement is a round trip.
+const configWithBackups = prepared((db, userId: string) =>
+  db
+    .selectFrom('users')
+    .where('users.id', '=', userId)
+    .select((eb) => [
+      'users.plan',
+      eb.selectFrom('agent_configs').select('agent_configs.config').whereRef('agent_configs.user_id', '=', 'users.id').as('config'),
+      jsonArrayFrom(
+        eb
+          .selectFrom('config_backups')
+          .select(['config_backups.id', 'config_backups.created_at'])
+          .orderBy('seq', 'desc')
+          .limit(MAX_BACKUPS),
+      ).as('backups'),
+    ]),
+);
+
 export async function getConfig(db: Database, userId: string): Promise<{ config: Record<string, unknown>; backups: BackupView[] }> {
-  // One statement for the configuration, the plan its default follows, and the backup list: this is the dashboard's
-  // most frequent read, and each statement is a round trip.
-  const row = await db.withUser(userId, (trx) =>
-    trx
-      .selectFrom('users')
-      .where('users.id', '=', userId)
-      .select((eb) => [
-        'users.plan',
-        eb.selectFrom('agent_configs').select('agent_configs.config').whereRef('agent_configs.user_id', '=', 'users.id').as('config'),
-        jsonArrayFrom(
-          eb.selectFrom('config_backups').select(['config_backups.id', 'config_backups.created_at']).orderBy('seq', 'desc').limit(MAX_BACKUPS),
-        ).as('backups'),
-      ])
-      .executeTakeFirstOrThrow(),
-  );
+  const {
+    rows: [row],
+  } = await db.withUser(userId, (trx) => configWithBackups(trx, userId));
+  if (!row) throw new Error('the caller has no user row');
   return {
     config: row.config ?? defaultAgentConfig(row.plan),
     // Inside JSON a timestamp is Postgres's text, not a Date: read it back into the ISO form the other routes answer.

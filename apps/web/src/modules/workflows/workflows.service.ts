@@ -1,5 +1,6 @@
 import { DomainError, newId } from '@aop/core';
-import type { Database, Tx } from '@aop/db';
+import { type DB, type Database, prepared, type Tx } from '@aop/db';
+import type { Kysely } from 'kysely';
 import { jsonArrayFrom } from 'kysely/helpers/postgres';
 
 /** Workflows and their nodes (spec §4.9 / §2.7), read and written as the user so row-level security scopes them. */
@@ -31,25 +32,33 @@ async function insertNodes(trx: Tx, userId: string, workflowId: string, nodes: N
     .execute();
 }
 
-/** Workflows with their nodes: two queries however many workflows there are. */
-async function loadWorkflows(trx: Tx, ids?: string[]): Promise<WorkflowView[]> {
-  // The workflows and their nodes in one statement (one round trip, however many workflows there are).
-  let query = trx
+/** Workflows with their nodes in one statement: one round trip however many workflows there are. */
+const workflowsWithNodes = (db: Kysely<DB>) =>
+  db
     .selectFrom('workflows')
     .selectAll('workflows')
     .select((eb) =>
       jsonArrayFrom(
         eb
           .selectFrom('workflow_nodes')
-          .select(['workflow_nodes.id', 'workflow_nodes.type', 'workflow_nodes.config', 'workflow_nodes.position', 'workflow_nodes.created_at'])
+          .select([
+            'workflow_nodes.id',
+            'workflow_nodes.type',
+            'workflow_nodes.config',
+            'workflow_nodes.position',
+            'workflow_nodes.created_at',
+          ])
           .whereRef('workflow_nodes.workflow_id', '=', 'workflows.id')
           .orderBy('workflow_nodes.seq'),
       ).as('nodes'),
     )
     .orderBy('updated_at', 'desc')
     .orderBy('id');
-  if (ids) query = query.where('id', 'in', ids);
-  const workflows = await query.execute();
+/** The whole list, the dashboard's frequent read: compiled once. */
+const allWorkflows = prepared((db) => workflowsWithNodes(db));
+
+async function loadWorkflows(trx: Tx, ids?: string[]): Promise<WorkflowView[]> {
+  const workflows = ids ? await workflowsWithNodes(trx).where('id', 'in', ids).execute() : (await allWorkflows(trx)).rows;
   return workflows.map((w) => ({
     id: w.id,
     name: w.name,
