@@ -24,7 +24,7 @@ export function prepared<Args extends unknown[], Row>(
       const placeholders = Array.from({ length: build.length - 1 }, (_, i) => placeholder(i));
       const query = build(db as Kysely<DB>, ...(placeholders as never)).compile();
       slots = query.parameters.map((value) => placeholders.indexOf(value as string));
-      for (const [i, p] of placeholders.entries()) {
+      for (const i of placeholders.keys()) {
         if (!slots.includes(i)) throw new Error(`prepared query: argument ${i} is not a value of ${query.sql}`);
       }
       compiled = query;

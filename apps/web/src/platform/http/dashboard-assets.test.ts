@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliCompressSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startWeb, type TestWeb } from '../../web.test-support.js';
 
 const INDEX = '<!doctype html><html><body><div id="root"></div><script type="module" src="/assets/index-abc123.js"></script></body></html>';
@@ -41,6 +41,14 @@ describe('the dashboard at / (issue #11)', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
     expect(res.headers.get('cache-control')).toBe('no-cache');
     expect(await res.text()).toBe(INDEX);
+  });
+
+  it('serves the page from memory, and the new one once a rebuild replaces it', async () => {
+    const rebuilt = INDEX.replace('index-abc123.js', 'index-def456.js');
+    writeFileSync(join(dir, 'index.html'), rebuilt);
+    await vi.waitFor(async () => expect(await (await fetch(`${web.url}/`)).text()).toBe(rebuilt), { timeout: 5_000, interval: 100 });
+    writeFileSync(join(dir, 'index.html'), INDEX);
+    await vi.waitFor(async () => expect(await (await fetch(`${web.url}/`)).text()).toBe(INDEX), { timeout: 5_000, interval: 100 });
   });
 
   it('an unknown page gets the page with 404 (it renders "Page not found")', async () => {

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, unwatchFile, watchFile } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type App, notFoundHandler } from '@aop/core';
@@ -39,7 +39,18 @@ export async function dashboardPlugin(app: App, { dir = DEFAULT_DASHBOARD_DIR }:
   const built = existsSync(index);
   if (!built) app.log.warn({ dir }, 'dashboard build not found: `npm run build` creates it; the API works without it');
 
+  // The page is a few hundred bytes read on every navigation: keep it in memory rather than open, read and close the
+  // file each time, and read it again when a rebuild replaces it (its asset names change with every build).
+  let page = built ? readFileSync(index) : undefined;
   if (built) {
+    watchFile(index, { interval: 1_000 }, () => {
+      try {
+        page = readFileSync(index);
+      } catch {
+        // Mid-rebuild the file may be missing for a moment: keep serving the last one until the new one lands.
+      }
+    });
+    app.addHook('onClose', async () => unwatchFile(index));
     await app.register(fastifyStatic, {
       root: join(dir, 'assets'),
       prefix: '/assets/',
@@ -61,7 +72,10 @@ export async function dashboardPlugin(app: App, { dir = DEFAULT_DASHBOARD_DIR }:
         .type('text/plain; charset=utf-8')
         .send('The dashboard has not been built. Run `npm run build` (or `npm start`, which builds it) and reload.');
     }
-    reply.code(CLIENT_ROUTES.has(segment) ? 200 : 404).header('cache-control', 'no-cache');
-    return reply.sendFile('index.html', dir, { cacheControl: false });
+    return reply
+      .code(CLIENT_ROUTES.has(segment) ? 200 : 404)
+      .header('cache-control', 'no-cache')
+      .type('text/html; charset=utf-8')
+      .send(page);
   });
 }
