@@ -46,6 +46,13 @@ export interface LedgerSums {
   cost: string | null;
 }
 
+/** The select list of `LedgerSums` over the rows a ledger query groups: one definition of what a ledger sum is. */
+export const LEDGER_SUMS = sql<LedgerSums>`count(*)::int as calls,
+  sum(total_tokens)::bigint as tokens,
+  sum(prompt_tokens)::bigint as prompt,
+  sum(completion_tokens)::bigint as completion,
+  sum(cost_usd) as cost`;
+
 export const ledgerFigures = (r: LedgerSums | undefined): LedgerFigures => ({
   calls: r?.calls ?? 0,
   tokens: Number(r?.tokens ?? 0),
@@ -68,12 +75,7 @@ export async function ledgerByDay(
 ): Promise<{ since: Date; until: Date; daily: ({ date: string } & LedgerFigures)[]; totals: LedgerFigures }> {
   const { since, until } = dayWindow(days, now);
   const rows = await sql<LedgerSums & { day: string }>`
-    select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day,
-           count(*)::int as calls,
-           sum(total_tokens)::bigint as tokens,
-           sum(prompt_tokens)::bigint as prompt,
-           sum(completion_tokens)::bigint as completion,
-           sum(cost_usd) as cost
+    select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day, ${LEDGER_SUMS}
     from usage_events
     where user_id = ${userId} and created_at >= ${since} and created_at < ${until}
     group by 1`.execute(trx);

@@ -1,6 +1,7 @@
 import {
   DAY_MS,
   dayWindow,
+  LEDGER_SUMS,
   type LedgerSums,
   ledgerByDay,
   roundMoney,
@@ -63,12 +64,7 @@ export interface ModelPerformance {
 export async function callPerformance(trx: Tx, userId: string, days: number, now: number) {
   const { since, until } = dayWindow(days, now);
   const rows = await sql<LedgerSums & { model: string | null }>`
-    select model,
-           count(*)::int as calls,
-           sum(total_tokens)::bigint as tokens,
-           sum(prompt_tokens)::bigint as prompt,
-           sum(completion_tokens)::bigint as completion,
-           sum(cost_usd) as cost
+    select model, ${LEDGER_SUMS}
     from usage_events
     where user_id = ${userId} and created_at >= ${since} and created_at < ${until}
     group by model`.execute(trx);

@@ -1,4 +1,14 @@
-import { type LedgerSums, ledgerByDay, ledgerFigures, roundMoney, type Tx, type UsageTotals, sql, usageTotalsOf } from '@aop/db';
+import {
+  LEDGER_SUMS,
+  type LedgerSums,
+  ledgerByDay,
+  ledgerFigures,
+  roundMoney,
+  type Tx,
+  type UsageTotals,
+  sql,
+  usageTotalsOf,
+} from '@aop/db';
 import { NO_AGENT_NAME } from './usage.service.js';
 
 export { type UsageTotals, utcDayStart } from '@aop/db';
@@ -21,11 +31,7 @@ export const utcMonthStart = (ms: number) => {
  */
 export async function usageTotals(trx: Tx, userId: string, since: Date, until?: Date): Promise<UsageTotals> {
   const result = await sql<LedgerSums>`
-    select count(*)::int as calls,
-           sum(total_tokens)::bigint as tokens,
-           sum(prompt_tokens)::bigint as prompt,
-           sum(completion_tokens)::bigint as completion,
-           sum(cost_usd) as cost
+    select ${LEDGER_SUMS}
     from usage_events
     where user_id = ${userId} and created_at >= ${since} ${until ? sql`and created_at < ${until}` : sql``}`.execute(trx);
   return usageTotalsOf(ledgerFigures(result.rows[0]));
