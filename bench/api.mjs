@@ -36,17 +36,21 @@ process.on('exit', () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** CPU seconds a process has used (user + system), from /proc. */
-function cpuSeconds(pid) {
+/** CPU seconds a process has used (user + system), from /proc; with `children`, also its reaped children's. */
+function cpuSeconds(pid, children = false) {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  const own = Number(fields[11]) + Number(fields[12]);
+  return (children ? own + Number(fields[13]) + Number(fields[14]) : own) / 100;
 }
-/** CPU seconds of every Postgres server process on this machine. */
+/**
+ * CPU seconds of the Postgres server: every live server process, plus what exited ones used (a backend that ends
+ * hands its time to the postmaster, whose reaped-children figures carry it).
+ */
 function postgresCpuSeconds() {
   let total = 0;
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuSeconds(pid);
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuSeconds(pid, true);
     } catch {}
   }
   return total;
