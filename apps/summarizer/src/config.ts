@@ -1,4 +1,5 @@
-import { BaseEnvSchema, type BaseConfig, Env, parseEnv, toBaseConfig } from '@aop/core';
+import { BaseEnvSchema, type BaseConfig, ConfigError, Env, parseEnv, toBaseConfig } from '@aop/core';
+import { availableParallelism } from 'node:os';
 import { Type } from '@sinclair/typebox';
 
 const SummarizerEnvSchema = Type.Composite([
@@ -10,6 +11,16 @@ const SummarizerEnvSchema = Type.Composite([
     SUMMARIZER_MAX_BYTES: Env.int(5 * 1024 * 1024, 1024),
     SUMMARIZER_MAX_REDIRECTS: Env.int(5),
     SUMMARIZER_RATE_LIMIT_PER_MINUTE: Env.int(60, 1),
+    // Revalidation cache of extractions (see services/page-cache.ts). 0 entries turns it off.
+    SUMMARIZER_CACHE_MAX_ENTRIES: Env.int(1000),
+    SUMMARIZER_CACHE_MAX_BYTES: Env.int(64 * 1024 * 1024),
+    SUMMARIZER_CACHE_MAX_AGE_MS: Env.int(60 * 60 * 1000),
+    // Extraction worker threads: a count, or 'auto' for os.availableParallelism(); 0 or 1 extracts in-process.
+    // Started on first use. On the 2-core dev machine pages of 300 KB and 1 MB went +33-62% req/s through the pool,
+    // 100 KB pages anywhere from -26% to +35% (noise), hence the size threshold below.
+    SUMMARIZER_WORKERS: Env.str('auto'),
+    // Pages shorter than this (decoded characters) are extracted in-process even with workers: the hop costs more.
+    SUMMARIZER_WORKER_MIN_BYTES: Env.int(256 * 1024),
     SUMMARIZER_PAY_TO: Env.str(''),
     SUMMARIZER_PAYMENT_NETWORK: Env.str('base'),
     SUMMARIZER_PAYMENT_CURRENCY: Env.str('USDC'),
@@ -25,6 +36,10 @@ export interface SummarizerConfig extends BaseConfig {
   maxBytes: number;
   maxRedirects: number;
   rateLimitPerMinute: number;
+  cache: { maxEntries: number; maxBytes: number; maxAgeMs: number };
+  /** Extraction worker threads; 0 = extract on the main thread. */
+  workers: number;
+  workerMinBytes: number;
   payment: { network: string; currency: string; payTo: string; note: string };
 }
 
@@ -38,6 +53,13 @@ export function loadSummarizerConfig(env: NodeJS.ProcessEnv = process.env): Summ
     maxBytes: parsed.SUMMARIZER_MAX_BYTES,
     maxRedirects: parsed.SUMMARIZER_MAX_REDIRECTS,
     rateLimitPerMinute: parsed.SUMMARIZER_RATE_LIMIT_PER_MINUTE,
+    cache: {
+      maxEntries: parsed.SUMMARIZER_CACHE_MAX_ENTRIES,
+      maxBytes: parsed.SUMMARIZER_CACHE_MAX_BYTES,
+      maxAgeMs: parsed.SUMMARIZER_CACHE_MAX_AGE_MS,
+    },
+    workers: workerCount(parsed.SUMMARIZER_WORKERS),
+    workerMinBytes: parsed.SUMMARIZER_WORKER_MIN_BYTES,
     payment: {
       network: parsed.SUMMARIZER_PAYMENT_NETWORK,
       currency: parsed.SUMMARIZER_PAYMENT_CURRENCY,
@@ -45,4 +67,13 @@ export function loadSummarizerConfig(env: NodeJS.ProcessEnv = process.env): Summ
       note: parsed.SUMMARIZER_PAYMENT_NOTE,
     },
   });
+}
+
+/** `auto` → one per available core; a number as given; 1 means in-process too (a single worker only adds a hop). */
+function workerCount(value: string): number {
+  const raw = value.trim().toLowerCase();
+  const n = raw === 'auto' ? availableParallelism() : /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isFinite(n))
+    throw new ConfigError(`Invalid configuration:\n  SUMMARIZER_WORKERS: expected 'auto' or a whole number (got ${JSON.stringify(value)})`);
+  return n <= 1 ? 0 : n;
 }

@@ -2,8 +2,8 @@ import { type App, DomainError, HttpError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { SummarizerConfig } from '../config.js';
-import { type FetchPageOptions, FetchPageError, fetchPage } from '../services/fetch-page.js';
-import { extractHtml, summarizeHtml } from '../services/summarize.js';
+import { type FetchPageOptions, FetchPageError } from '../services/fetch-page.js';
+import { ExtractFailedError, PageService } from '../services/page-service.js';
 
 export const VERSION = '1.0.0';
 
@@ -47,11 +47,24 @@ export async function summarizerRoutes(app: App, { config }: { config: Summarize
     allowPrivate: config.allowPrivate,
   };
 
+  const pages = new PageService({
+    fetch: fetchOptions,
+    cache: config.cache,
+    workers: config.workers,
+    workerMinBytes: config.workerMinBytes,
+  });
+  // Worker threads must end with the server, or they'd keep a closed app's process (and tests) alive.
+  app.addHook('onClose', async () => {
+    await pages.close();
+  });
+
   async function load(url: string) {
     try {
-      return await fetchPage(url, fetchOptions);
+      return await pages.load(url);
     } catch (err) {
       if (err instanceof FetchPageError) throw new HttpError(err.status, err.message);
+      // Spec §4.7: a page we could not parse is a 500 like one we could not fetch.
+      if (err instanceof ExtractFailedError) throw new HttpError(500, err.message);
       throw err;
     }
   }
@@ -90,8 +103,8 @@ export async function summarizerRoutes(app: App, { config }: { config: Summarize
         },
         async (request) => {
           const url = requiredUrl(request);
-          const page = await load(url);
-          return { url, ...summarizeHtml(page.html, page.url), fetchedAt: new Date().toISOString() };
+          const { summary } = await load(url);
+          return { url, ...summary, fetchedAt: new Date().toISOString() };
         },
       );
 
@@ -107,8 +120,8 @@ export async function summarizerRoutes(app: App, { config }: { config: Summarize
         },
         async (request) => {
           const url = requiredUrl(request);
-          const page = await load(url);
-          return { url, ...extractHtml(page.html, page.url), fetchedAt: new Date().toISOString() };
+          const { extraction } = await load(url);
+          return { url, ...extraction, fetchedAt: new Date().toISOString() };
         },
       );
     },

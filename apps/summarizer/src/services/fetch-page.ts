@@ -31,6 +31,19 @@ export interface FetchPageOptions {
   maxRedirects: number;
   /** Turns the SSRF guard off: for local use and tests only. */
   allowPrivate: boolean;
+  /**
+   * Validators of a copy we already hold for a URL: sent as If-None-Match /
+   * If-Modified-Since on the hop to that URL, so an unchanged page costs a 304
+   * instead of a download. Asked on every hop, since the final URL is only known
+   * after the redirects.
+   */
+  validatorsFor?: (url: string) => Validators | undefined;
+}
+
+/** A response's cache validators, as the server sent them. */
+export interface Validators {
+  etag?: string;
+  lastModified?: string;
 }
 
 export interface FetchedPage {
@@ -39,6 +52,14 @@ export interface FetchedPage {
   html: string;
   /** The Content-Type header as the server sent it. */
   contentType: string;
+  /** ETag / Last-Modified of the response, when it had them (only set if present). */
+  etag?: string;
+  lastModified?: string;
+  /**
+   * Set when the server answered 304 to the validators from `validatorsFor(url)`:
+   * the copy held for `url` is still current, and `html` is empty.
+   */
+  notModified?: true;
 }
 
 /** `status` is what the HTTP layer should answer: 400 for the caller's fault, 500 for the page's. */
@@ -78,7 +99,13 @@ export async function fetchPage(rawUrl: string, opts: FetchPageOptions = DEFAULT
   const signal = AbortSignal.timeout(opts.timeoutMs);
   try {
     for (let redirects = 0; ; redirects++) {
-      const res = await requestOnce(url, opts, signal);
+      const validators = opts.validatorsFor?.(url.href);
+      const res = await requestOnce(url, opts, signal, validators);
+      // Only a 304 to validators we sent means "your copy is current"; any other 304 stays an error below.
+      if (res.statusCode === 304 && validators) {
+        res.destroy();
+        return { url: url.href, html: '', contentType: res.headers['content-type'] ?? '', notModified: true };
+      }
       const location = res.headers.location;
       if (!REDIRECT_STATUSES.has(res.statusCode ?? 0) || !location) {
         return await readPage(res, url, opts, signal);
@@ -201,7 +228,8 @@ function familyNumber(family: dns.LookupOptions['family']): number {
 // One request
 
 /** Resolves (and checks) the host, sends the GET, and resolves with the response headers received. */
-async function requestOnce(url: URL, opts: FetchPageOptions, signal: AbortSignal): Promise<IncomingMessage> {
+async function requestOnce(url: URL, opts: FetchPageOptions, signal: AbortSignal, validators?: Validators): Promise<IncomingMessage> {
+  // The SSRF guard runs on every hop of every fetch, conditional or not: a cached copy never skips it.
   const addresses = await resolveHost(url, opts.allowPrivate, signal);
   const request = url.protocol === 'https:' ? https.request : http.request;
   return new Promise((resolve, reject) => {
@@ -213,6 +241,8 @@ async function requestOnce(url: URL, opts: FetchPageOptions, signal: AbortSignal
           'User-Agent': opts.userAgent,
           Accept: 'text/html,application/xhtml+xml',
           'Accept-Encoding': 'gzip, deflate, br',
+          ...(validators?.etag ? { 'If-None-Match': validators.etag } : {}),
+          ...(validators?.lastModified ? { 'If-Modified-Since': validators.lastModified } : {}),
         },
         // Hostname (so Host and TLS SNI) stays the original; only the address is pinned.
         lookup: pinnedLookup(addresses),
@@ -253,11 +283,15 @@ async function readPage(res: IncomingMessage, url: URL, opts: FetchPageOptions, 
   }
 
   const body = await readCapped(res, decoder, opts.maxBytes, signal);
-  return {
+  const page: FetchedPage = {
     url: url.href,
     html: decodeHtml(body, charsetFromContentType(contentType)),
     contentType,
   };
+  const { etag, 'last-modified': lastModified } = res.headers;
+  if (etag) page.etag = etag;
+  if (lastModified) page.lastModified = lastModified;
+  return page;
 }
 
 function tooLarge(maxBytes: number): FetchPageError {
