@@ -2,7 +2,7 @@ import { listen, type RunningService, request } from '@aop/testing';
 import { Type } from '@sinclair/typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryCounterStore } from '../counters/memory.js';
-import { invalidAs, orNull, refuse } from './body-schema.js';
+import { invalidAs, orNull, refuse } from '../request-schema.js';
 import { createServer } from './server.js';
 import { sharedHttpPlugin } from './shared-http.js';
 
@@ -53,6 +53,8 @@ describe('request bodies: TypeBox schemas that answer with the catalogue (spec Â
     [{}, 'Invalid skill name'],
     [{ name: 'ok', description: 5 }, 'description must be a string'],
     [{ name: 'ok', description: 'x'.repeat(11) }, 'description must be at most 10 characters'],
+    // Lengths count UTF-16 units, like String.length: 9 letters and an emoji are 11.
+    [{ name: 'ok', description: `${'x'.repeat(9)}ðŸ˜€` }, 'description must be at most 10 characters'],
     [{ name: 'ok', enabled: 'true' }, 'enabled must be a boolean'],
     [{ name: 'ok', enabled: null }, 'enabled must be a boolean'],
     [{ name: 'ok', config: [] }, 'config must be an object'],
