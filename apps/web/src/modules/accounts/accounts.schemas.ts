@@ -1,3 +1,4 @@
+import { invalidAs, orNull, refuse } from '@aop/core';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const Settings = Type.Object({
@@ -37,3 +38,46 @@ export const CreatedInvite = Type.Object({
   emailSent: Type.Boolean({ description: 'false when the mail could not be sent or the address is suppressed' }),
 });
 export type CreatedInvite = Static<typeof CreatedInvite>;
+
+// Request bodies: each field answers with the message the invite routes have always given it (see `invalidAs` in
+// @aop/core). What JSON Schema cannot say stays in the handler: `null` meaning "no address", and the address format,
+// which is checked on the trimmed text.
+
+/** `{ …, not: blank }`: refuses text that is empty once trimmed (`\s` is the set `String.prototype.trim` removes). */
+const notBlank = { not: { type: 'string', pattern: '^\\s*$' } } as const;
+
+export const InviteBody = Type.Object({
+  email: orNull(
+    Type.String({
+      minLength: 1,
+      description: 'the address to invite; `null` or empty answers "Email is required"',
+      ...invalidAs(refuse('INVALID_EMAIL_FORMAT'), { required: refuse('EMAIL_REQUIRED'), minLength: refuse('EMAIL_REQUIRED') }),
+    }),
+  ),
+});
+export type InviteBody = Static<typeof InviteBody>;
+
+export const VerifyInviteBody = Type.Object({
+  code: Type.String({
+    ...notBlank,
+    description: 'the invite code (surrounding spaces ignored)',
+    ...invalidAs(refuse('FIELD_REQUIRED', { field: 'code' })),
+  }),
+});
+export type VerifyInviteBody = Static<typeof VerifyInviteBody>;
+
+export const ADMIN_INVITE_ACTIONS = ['create', 'revoke'] as const;
+
+export const AdminInviteBody = Type.Object({
+  action: Type.Optional(
+    Type.Union([...ADMIN_INVITE_ACTIONS.map((action) => Type.Literal(action)), Type.Null()], {
+      description: 'absent or null: `create`',
+      ...invalidAs(refuse('INVALID_ACTION_CHOICE', { allowed: ADMIN_INVITE_ACTIONS.join(' or ') })),
+    }),
+  ),
+  // Which of these counts depends on `action` (a revoke ignores `email`, a create ignores `id`): typing them here
+  // would refuse a body the handler accepts, so the handler checks the one the action uses.
+  email: Type.Optional(Type.Unknown({ description: '`create`: the address to invite' })),
+  id: Type.Optional(Type.Unknown({ description: '`revoke`: the invite, a string of at most 100 characters' })),
+});
+export type AdminInviteBody = Static<typeof AdminInviteBody>;

@@ -52,6 +52,13 @@ describe('invites', () => {
     expect((await invite(alice.cookie, { email: 42 })).body).toEqual({ error: 'Invalid email format' });
     expect((await invite(alice.cookie, { email: 'not-an-email' })).body).toEqual({ error: 'Invalid email format' });
     expect((await invite(alice.cookie, { email: '0xabc@wallet.service' })).body).toEqual({ error: 'This email address is reserved' });
+    // The body schema answers as the handler did: null or empty is "required", any other non-string a bad format.
+    expect((await invite(alice.cookie, { email: null })).body).toEqual({ error: 'Email is required' });
+    for (const email of [true, ['a@example.com'], { address: 'a@example.com' }, '   ']) {
+      const res = await invite(alice.cookie, { email });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: 'Invalid email format' });
+    }
     const text = await request(`${web.url}/api/invite`, {
       body: 'email=x@example.com',
       headers: { cookie: alice.cookie, 'content-type': 'text/plain' },
@@ -116,6 +123,9 @@ describe('invites', () => {
     expect(await verify({ code: 'short' }).then((r) => r.body)).toEqual({ valid: false, reason: 'unknown', expiresAt: null });
     expect((await verify({})).body).toEqual({ error: 'code is required' });
     expect((await verify({ code: 7 })).status).toBe(400);
+    for (const code of [7, null, '', ' \t\n', ['x']]) expect((await verify({ code })).body).toEqual({ error: 'code is required' });
+    // Surrounding spaces are ignored.
+    expect((await verify({ code: `  ${carolCode} ` })).body).toMatchObject({ valid: true });
   });
 
   it('POST /api/invites/verify is limited per client address', async () => {
@@ -187,6 +197,16 @@ describe('invites', () => {
     expect((await adminPost({ action: 'revoke', id: 'inv_missing' })).status).toBe(404);
     expect((await adminPost({ action: 'revoke' })).body).toEqual({ error: 'id is required' });
     expect((await adminPost({ action: 'delete', id: 'x' })).body).toEqual({ error: 'Invalid action. Must be: create or revoke' });
+    for (const action of [5, '', 'CREATE', ['create']]) {
+      expect((await adminPost({ action, email: 'x@example.com' })).body).toEqual({ error: 'Invalid action. Must be: create or revoke' });
+    }
+    for (const id of [5, '', 'x'.repeat(101)])
+      expect((await adminPost({ action: 'revoke', id })).body).toEqual({ error: 'id is required' });
+    // Each action reads only its own field: a revoke ignores `email`, a create ignores `id`.
+    expect((await adminPost({ action: 'revoke', id: 'inv_missing', email: 42 })).status).toBe(404);
+    const withId = await adminPost({ action: null, email: 'hugo@example.com', id: 42 });
+    expect(withId.status).toBe(201);
+    expect((await adminPost({ action: 'revoke', id: withId.body.invite.id })).status).toBe(200);
     // A revoked invite frees the address for a new one.
     expect((await adminPost({ email: 'hank@example.com' })).status).toBe(201);
   });

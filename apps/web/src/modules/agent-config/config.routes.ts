@@ -1,12 +1,12 @@
 import { type App, DomainError, checkJsonText } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
-import { Backup, Config, ConfigView } from './agent-config.schemas.js';
+import { Backup, Config, ConfigView, RestoreConfigBody, SaveConfigBody } from './agent-config.schemas.js';
 import { configProblem, getBackup, getConfig, isPlainObject, restoreBackup, saveConfig } from './agent-config.service.js';
 
 /** The `config` of a POST body: an object, or a string holding one. */
-function parseConfigField(value: unknown): Record<string, unknown> {
-  let config = value;
+function parseConfigField(value: SaveConfigBody['config']): Record<string, unknown> {
+  let config: unknown = value;
   if (typeof config === 'string') {
     // JSON inside a string gets past the body parser's rules: the config is stored as jsonb and stringified again.
     checkJsonText(config);
@@ -37,7 +37,7 @@ export async function configRoutes(app: App): Promise<void> {
       config: invalidBody,
       schema: {
         tags: ['config'],
-        body: Type.Object({ config: Type.Optional(Type.Unknown()) }),
+        body: SaveConfigBody,
         response: {
           200: Type.Object({
             success: Type.Literal(true),
@@ -50,7 +50,7 @@ export async function configRoutes(app: App): Promise<void> {
     },
     async (request) => {
       const user = await requireUser(request);
-      const config = parseConfigField(request.body?.config);
+      const config = parseConfigField(request.body.config);
       const { backupId, backups } = await saveConfig(app.db, user.id, config, () => new Date(app.clock()));
       return { success: true as const, config, backupId, backups };
     },
@@ -81,7 +81,7 @@ export async function configRoutes(app: App): Promise<void> {
       config: invalidBody,
       schema: {
         tags: ['config'],
-        body: Type.Object({ backupId: Type.Optional(Type.Unknown()) }),
+        body: RestoreConfigBody,
         response: {
           200: Type.Object({
             success: Type.Literal(true),
@@ -94,8 +94,7 @@ export async function configRoutes(app: App): Promise<void> {
     },
     async (request) => {
       const user = await requireUser(request);
-      const backupId = request.body?.backupId;
-      if (typeof backupId !== 'string' || backupId === '') throw new DomainError('MISSING_BACKUPID');
+      const { backupId } = request.body;
       const restored = await restoreBackup(app.db, user.id, backupId, () => new Date(app.clock()));
       if (!restored) throw new DomainError('BACKUP_NOT_FOUND');
       return { success: true as const, config: restored.config, restoredFrom: backupId, backups: restored.backups };

@@ -1,25 +1,18 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
-import { deleteFile, getFile, listFiles, saveFile } from './files.service.js';
+import { FileInfo, SaveFileBody } from './files.schemas.js';
+import {
+  deleteFile,
+  FILE_AGENT_ID_MAX as AGENT_ID_MAX,
+  FILE_CONTENT_MAX_BYTES,
+  getFile,
+  isValidFilePath,
+  listFiles,
+  saveFile,
+} from './files.service.js';
 
-export const FILE_PATH_MAX = 512;
-/** UTF-8 bytes of one file; the whole request body is at most 1 MiB anyway (spec §8). */
-export const FILE_CONTENT_MAX_BYTES = 1_000_000;
-const AGENT_ID_MAX = 200;
-
-/**
- * A workspace path: relative, `/`-separated, at most 512 characters, without
- * empty, `.` or `..` segments, backslashes or control characters.
- */
-export function isValidFilePath(path: unknown): path is string {
-  if (typeof path !== 'string' || path.length === 0 || path.length > FILE_PATH_MAX) return false;
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
-  if (path.startsWith('/') || path.includes('\\') || /[\u0000-\u001f\u007f]/.test(path)) return false;
-  return path.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..');
-}
-
-const FileInfoSchema = Type.Object({ path: Type.String(), size: Type.Integer({ description: 'UTF-8 bytes' }), updatedAt: Type.String() });
+export { FILE_CONTENT_MAX_BYTES, FILE_PATH_MAX, isValidFilePath } from './files.service.js';
 
 function requiredAgentId(agentId: unknown): string {
   if (typeof agentId !== 'string' || agentId.trim() === '') throw new DomainError('FIELD_REQUIRED', { field: 'agentId' });
@@ -62,21 +55,16 @@ export async function filesRoutes(app: App): Promise<void> {
       schema: {
         tags: ['files'],
         description: 'Creates (201) or replaces (200) a file.',
-        body: Type.Object({
-          agentId: Type.Optional(Type.Unknown()),
-          path: Type.Optional(Type.Unknown()),
-          content: Type.Optional(Type.Unknown()),
-        }),
-        response: { 200: Type.Object({ file: FileInfoSchema }), 201: Type.Object({ file: FileInfoSchema }) },
+        body: SaveFileBody,
+        response: { 200: Type.Object({ file: FileInfo }), 201: Type.Object({ file: FileInfo }) },
       },
     },
     async (request, reply) => {
       const user = await requireUser(request);
-      const body = request.body ?? {};
-      const agentId = requiredAgentId(body.agentId);
-      const path = checkedPath(body.path);
-      const { content } = body;
-      if (typeof content !== 'string') throw new DomainError('FIELD_REQUIRED', { field: 'content' });
+      // The query's checks once more, for the lengths in UTF-16 units: the schema's maxLength counts code points.
+      const agentId = requiredAgentId(request.body.agentId);
+      const path = checkedPath(request.body.path);
+      const { content } = request.body;
       const size = Buffer.byteLength(content, 'utf8');
       if (size > FILE_CONTENT_MAX_BYTES) throw new DomainError('CONTENT_TOO_LARGE', { max: FILE_CONTENT_MAX_BYTES });
       const { file, created } = await saveFile(app.db, user.id, { agentId, path, content, size });

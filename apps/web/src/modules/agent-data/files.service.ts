@@ -4,6 +4,30 @@ import { requireOwnAgent } from '../../platform/owned-agent.js';
 
 /** The small workspace per agent of a user (spec §4.18 agent interaction files), read and written as the user. */
 
+export const FILE_PATH_MAX = 512;
+/** UTF-8 bytes of one file; the whole request body is at most 1 MiB anyway (spec §8). */
+export const FILE_CONTENT_MAX_BYTES = 1_000_000;
+export const FILE_AGENT_ID_MAX = 200;
+
+/**
+ * A workspace path: relative, `/`-separated, at most 512 characters, without
+ * empty, `.` or `..` segments, backslashes or control characters.
+ */
+export function isValidFilePath(path: unknown): path is string {
+  if (typeof path !== 'string' || path.length === 0 || path.length > FILE_PATH_MAX) return false;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused.
+  if (path.startsWith('/') || path.includes('\\') || /[\u0000-\u001f\u007f]/.test(path)) return false;
+  return path.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..');
+}
+
+/**
+ * `isValidFilePath` as a JSON Schema `pattern` (with `maxLength: FILE_PATH_MAX`), for the request body: segments of
+ * anything but `/`, backslashes and control characters, none of them `.` or `..`, joined by single slashes.
+ * files.test.ts holds the two to the same answers.
+ */
+const PATH_SEGMENT = String.raw`(?!\.{1,2}(?:/|$))[^/\\\u0000-\u001f\u007f]+`;
+export const FILE_PATH_PATTERN = `^${PATH_SEGMENT}(?:/${PATH_SEGMENT})*$`;
+
 export interface FileInfo {
   path: string;
   size: number;

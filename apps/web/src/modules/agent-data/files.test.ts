@@ -2,6 +2,7 @@ import { newId } from '@aop/core';
 import { type TestResponse, request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestWeb, startWeb } from '../../web.test-support.js';
+import { FILE_PATH_MAX, FILE_PATH_PATTERN, isValidFilePath } from './files.service.js';
 
 // Spec §4.18 Agent interaction: GET, POST, DELETE /api/files (a workspace per agent).
 describe('files', () => {
@@ -128,6 +129,37 @@ describe('files', () => {
     // Dots inside a name are fine, and so are 512 characters.
     for (const path of ['..hidden/.env', 'a..b', `d/${'x'.repeat(510)}`])
       expect((await save(cookie, { agentId, path, content: 'ok' })).status).toBe(201);
+  });
+
+  it('the body schema answers each field’s own message, in the order agentId, path, content, missing or not', async () => {
+    const { cookie, agentId } = await userWithAgent();
+    expectError(await save(cookie, { agentId: 5 }), 400, 'agentId is required');
+    expectError(await save(cookie, { agentId: null, path: '../x', content: 5 }), 400, 'agentId is required');
+    expectError(await save(cookie, { agentId, path: '../x' }), 400, 'Invalid path');
+    expectError(await save(cookie, { agentId, content: 5 }), 400, 'Invalid path');
+    expectError(await save(cookie, { agentId, path: ['a.txt'], content: 'x' }), 400, 'Invalid path');
+    expectError(await save(cookie, { agentId, path: 'a.txt' }), 400, 'content is required');
+    // Blank is "required" however long it is; lengths are UTF-16 units, as String.length counts them.
+    expectError(await save(cookie, { agentId: ' '.repeat(201), path: 'a.txt', content: 'x' }), 400, 'agentId is required');
+    expectError(await save(cookie, { agentId: 'a'.repeat(201), path: '../x', content: 'x' }), 400, 'Invalid agentId');
+    expectError(await save(cookie, { agentId: '😀'.repeat(101), path: 'a.txt', content: 'x' }), 400, 'Invalid agentId');
+    expectError(await save(cookie, { agentId, path: '😀'.repeat(257), content: 'x' }), 400, 'Invalid path');
+    expect((await save(cookie, { agentId, path: '😀'.repeat(256), content: 'x' })).status).toBe(201);
+  });
+
+  it('the body’s path pattern and isValidFilePath (the query’s check) agree', () => {
+    const pattern = new RegExp(FILE_PATH_PATTERN, 'u');
+    const viaSchema = (path: string) => path.length > 0 && [...path].length <= FILE_PATH_MAX && pattern.test(path);
+    const pieces = ['a', '.', '..', '/', '\\', '\n', '\u007f', '\u001f', ' ', 'é', '😀', '\u2028'];
+    const samples = ['', 'a', '.a', 'a.', '...', 'a/...', '.a/..b', '/a', 'a/', 'a//b', './a', 'a/.', 'a/../b', 'x'.repeat(512)];
+    // Every string of up to four pieces.
+    let layer = [''];
+    for (let n = 0; n < 4; n++) {
+      layer = layer.flatMap((head) => pieces.map((piece) => head + piece));
+      samples.push(...layer);
+    }
+    expect(samples.filter((path) => viaSchema(path) !== isValidFilePath(path))).toEqual([]);
+    expect(samples.filter((path) => isValidFilePath(path)).length).toBeGreaterThan(1000);
   });
 
   it('400 for missing content or more than 1,000,000 bytes; 413 for a body over 1 MiB', async () => {

@@ -2,35 +2,32 @@ import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import { deleteByIdRoute } from '../../platform/http/delete-by-id.js';
-import { addMemory, deleteMemory, searchMemories } from './memory.service.js';
+import { AddMemoryBody, Memory } from './memory.schemas.js';
+import {
+  addMemory,
+  deleteMemory,
+  MEMORY_AGENT_ID_MAX as AGENT_ID_MAX,
+  MEMORY_CONTENT_MAX,
+  MEMORY_TAG_LENGTH_MAX,
+  MEMORY_TAGS_MAX,
+  searchMemories,
+} from './memory.service.js';
 
-export const MEMORY_CONTENT_MAX = 10_000;
-export const MEMORY_TAGS_MAX = 50;
-export const MEMORY_TAG_LENGTH_MAX = 100;
+export { MEMORY_CONTENT_MAX, MEMORY_TAG_LENGTH_MAX, MEMORY_TAGS_MAX } from './memory.service.js';
+
 const LIMIT_DEFAULT = 50;
 const LIMIT_MAX = 200;
-const AGENT_ID_MAX = 200;
-
-const MemorySchema = Type.Object({
-  id: Type.String(),
-  agentId: Type.Union([Type.String(), Type.Null()]),
-  content: Type.String(),
-  tags: Type.Array(Type.String()),
-  createdAt: Type.String(),
-  updatedAt: Type.String(),
-});
 
 /** `all` or nothing means every agent of the user. */
 const agentFilter = (agentId: string | undefined) => (agentId === undefined || agentId === '' || agentId === 'all' ? undefined : agentId);
 
-function checkedTags(tags: unknown): string[] {
-  if (tags === undefined || tags === null) return [];
-  const invalid = () => new DomainError('INVALID_TAGS', { max: MEMORY_TAGS_MAX, length: MEMORY_TAG_LENGTH_MAX });
-  if (!Array.isArray(tags) || tags.length > MEMORY_TAGS_MAX) throw invalid();
+/** The tags trimmed, blank and repeated ones dropped; the schema has checked the array and its items' type. */
+function checkedTags(tags: readonly string[] | null | undefined): string[] {
   const out: string[] = [];
-  for (const tag of tags) {
-    if (typeof tag !== 'string' || tag.trim().length > MEMORY_TAG_LENGTH_MAX) throw invalid();
+  for (const tag of tags ?? []) {
     const trimmed = tag.trim();
+    if (trimmed.length > MEMORY_TAG_LENGTH_MAX)
+      throw new DomainError('INVALID_TAGS', { max: MEMORY_TAGS_MAX, length: MEMORY_TAG_LENGTH_MAX });
     if (trimmed && !out.includes(trimmed)) out.push(trimmed);
   }
   return out;
@@ -54,7 +51,7 @@ export async function memoryRoutes(app: App): Promise<void> {
           q: Type.Optional(Type.String({ maxLength: 1000, description: 'case-insensitive substring of the content' })),
           limit: Type.Optional(Type.String({ description: `default ${LIMIT_DEFAULT}, at most ${LIMIT_MAX}` })),
         }),
-        response: { 200: Type.Object({ memories: Type.Array(MemorySchema), total: Type.Integer() }) },
+        response: { 200: Type.Object({ memories: Type.Array(Memory), total: Type.Integer() }) },
       },
     },
     async (request) => {
@@ -72,25 +69,18 @@ export async function memoryRoutes(app: App): Promise<void> {
       config: { invalidBodyMessage: 'content is required' },
       schema: {
         tags: ['memory'],
-        body: Type.Object({
-          agentId: Type.Optional(Type.Unknown()),
-          content: Type.Optional(Type.Unknown()),
-          tags: Type.Optional(Type.Unknown()),
-        }),
-        response: { 201: Type.Object({ memory: MemorySchema }) },
+        body: AddMemoryBody,
+        response: { 201: Type.Object({ memory: Memory }) },
       },
     },
     async (request, reply) => {
       const user = await requireUser(request);
-      const body = request.body ?? {};
-      const { content } = body;
-      if (typeof content !== 'string' || content.trim() === '') throw new DomainError('FIELD_REQUIRED', { field: 'content' });
+      const { content, tags: rawTags } = request.body;
+      // Again in UTF-16 units: the schema's maxLength counts code points (see AddMemoryBody).
       if (content.length > MEMORY_CONTENT_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'content', max: MEMORY_CONTENT_MAX });
-      const agentId = body.agentId === undefined || body.agentId === null || body.agentId === 'all' ? null : body.agentId;
-      if (agentId !== null && (typeof agentId !== 'string' || agentId === '' || agentId.length > AGENT_ID_MAX)) {
-        throw new DomainError('FIELD_NOT_STRING', { field: 'agentId' });
-      }
-      const tags = checkedTags(body.tags);
+      const agentId = request.body.agentId === 'all' ? null : (request.body.agentId ?? null);
+      if (agentId !== null && agentId.length > AGENT_ID_MAX) throw new DomainError('FIELD_NOT_STRING', { field: 'agentId' });
+      const tags = checkedTags(rawTags);
       const memory = await addMemory(app.db, user.id, { agentId, content, tags });
       return reply.code(201).send({ memory });
     },

@@ -2,6 +2,12 @@ import { newId } from '@aop/core';
 import { type Database, sql } from '@aop/db';
 import { requireOwnAgent } from '../../platform/owned-agent.js';
 
+/** Limits of a memory as `POST /api/memory` takes it. */
+export const MEMORY_CONTENT_MAX = 10_000;
+export const MEMORY_TAGS_MAX = 50;
+export const MEMORY_TAG_LENGTH_MAX = 100;
+export const MEMORY_AGENT_ID_MAX = 200;
+
 /** Rows of the `memories` table (spec §4.18 memory) as the API shows them; shared by `/api/memory` and `GET /api/agent`. */
 
 export interface MemoryRow {

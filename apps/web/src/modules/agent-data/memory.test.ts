@@ -88,6 +88,32 @@ describe('memory', () => {
       expectError(await create(user.cookie, { content: 'c', agentId: 5 }), 400, 'agentId must be a string');
       expectError(await create(user.cookie, { content: 'c', agentId: 'agt_nope' }), 404, 'Agent not found');
     });
+
+    it('the body schema answers each field’s own message, in the order content, agentId, tags', async () => {
+      const user = await userWithAgent();
+      const tagsMessage = 'tags must be an array of at most 50 strings of at most 100 characters';
+      for (const content of [null, true, { text: 'x' }]) expectError(await create(user.cookie, { content }), 400, 'content is required');
+      // Blank is "required" however long it is; too long is measured in UTF-16 units, as String.length does.
+      expectError(await create(user.cookie, { content: ' '.repeat(10_001) }), 400, 'content is required');
+      expectError(await create(user.cookie, { content: '😀'.repeat(5_001) }), 400, 'content must be at most 10000 characters');
+      for (const agentId of ['', 7, false, ['a'], 'a'.repeat(201)]) {
+        expectError(await create(user.cookie, { content: 'c', agentId }), 400, 'agentId must be a string');
+      }
+      expectError(await create(user.cookie, { content: 'c', tags: 'x', agentId: 5 }), 400, 'agentId must be a string');
+      expectError(
+        await create(user.cookie, { content: 'x'.repeat(10_001), agentId: 5, tags: 'x' }),
+        400,
+        'content must be at most 10000 characters',
+      );
+      expectError(await create(user.cookie, { content: 'c', tags: [' ok ', 7] }), 400, tagsMessage);
+      // Null means absent; tags are trimmed (their limit counts the trimmed text), blank and repeated ones dropped.
+      const res = await create(user.cookie, { content: 'c', agentId: null, tags: null });
+      expect(res.status).toBe(201);
+      expect(res.body.memory).toMatchObject({ agentId: null, tags: [] });
+      const tagged = await create(user.cookie, { content: 'c', agentId: user.agentId, tags: [` ${'t'.repeat(100)} `, 'a', ' a', '  '] });
+      expect(tagged.status).toBe(201);
+      expect(tagged.body.memory).toMatchObject({ agentId: user.agentId, tags: ['t'.repeat(100), 'a'] });
+    });
   });
 
   describe('GET', () => {

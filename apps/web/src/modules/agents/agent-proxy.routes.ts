@@ -8,6 +8,15 @@ import { findWalletAddress, ownsAgent } from './agents.service.js';
 
 const Params = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
+// These fields are the backend's to check, and it does so only after the web has found the agent among the caller's
+// (404 otherwise): a type here would answer 400 for someone else's agent, so they stay untyped and pass through.
+const ConfigBody = Type.Object({
+  config: Type.Optional(Type.Unknown({ description: 'the agent configuration, an object (checked by the backend)' })),
+});
+const VerifyBody = Type.Object({
+  type: Type.Optional(Type.Unknown({ description: 'the verification type (checked by the backend)' })),
+});
+
 /**
  * Per-agent calls the web passes to the backend for the signed-in owner (spec
  * §4.15): configuration, and verification — where the web itself sets
@@ -45,25 +54,21 @@ export async function agentProxyRoutes(app: App): Promise<void> {
     '/api/agents/:id/config',
     {
       config: { invalidBodyMessage: 'Invalid config object' },
-      schema: { tags: ['agents'], params: Params, body: Type.Object({ config: Type.Optional(Type.Unknown()) }) },
+      schema: { tags: ['agents'], params: Params, body: ConfigBody },
     },
-    (request, reply) => forward(request, reply, 'PUT', '/config', { config: request.body?.config }),
+    (request, reply) => forward(request, reply, 'PUT', '/config', { config: request.body.config }),
   );
 
-  app.post(
-    '/api/agents/:id/verify',
-    { schema: { tags: ['agents'], params: Params, body: Type.Object({ type: Type.Optional(Type.Unknown()) }) } },
-    async (request, reply) => {
-      const user = await requireUser(request);
-      const walletAddress = await findWalletAddress(app.db, user.id);
-      return forward(request, reply, 'POST', '/verify', {
-        type: request.body?.type,
-        verified: true,
-        verifierAddress: walletAddress,
-        metadata: { verifiedBy: user.id, source: 'web', requestId: request.id },
-      });
-    },
-  );
+  app.post('/api/agents/:id/verify', { schema: { tags: ['agents'], params: Params, body: VerifyBody } }, async (request, reply) => {
+    const user = await requireUser(request);
+    const walletAddress = await findWalletAddress(app.db, user.id);
+    return forward(request, reply, 'POST', '/verify', {
+      type: request.body.type,
+      verified: true,
+      verifierAddress: walletAddress,
+      metadata: { verifiedBy: user.id, source: 'web', requestId: request.id },
+    });
+  });
 
   app.delete('/api/agents/:id/verify', { schema: { tags: ['agents'], params: Params } }, (request, reply) =>
     forward(request, reply, 'DELETE', '/verify'),

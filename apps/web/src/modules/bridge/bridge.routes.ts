@@ -3,14 +3,12 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
-import { BridgeInbox, BridgeSent } from './bridge.schemas.js';
+import { BRIDGE_CONTENT_MAX, BridgeInbox, BridgeSent, bridgeSendBody } from './bridge.schemas.js';
 import { BRIDGE_CHANNELS, bridgeStats, readBridgeInbox, sendBridgeMessage } from './bridge.service.js';
 
-const PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 100;
 const DEFAULT_WINDOW_MS = 24 * 60 * 60 * 1000;
-const CONTENT_MAX = 100_000;
 const READER_MAX = 100;
 
 const clampLimit = (raw: unknown) => {
@@ -47,24 +45,15 @@ export async function bridgeRoutes(app: App, { config }: { config: WebConfig }):
       config: { invalidBodyMessage: 'sender and content are required' },
       schema: {
         tags: ['bridge'],
-        body: Type.Object({
-          sender: Type.Optional(Type.Unknown()),
-          content: Type.Optional(Type.Unknown()),
-          channel: Type.Optional(Type.Unknown()),
-          priority: Type.Optional(Type.Unknown()),
-        }),
+        body: bridgeSendBody(senders),
         response: { 200: BridgeSent },
       },
     },
     async (request) => {
-      const { sender, content, channel = 'general', priority = 'normal' } = request.body ?? {};
-      if (typeof sender !== 'string' || !sender || typeof content !== 'string' || !content)
-        throw new DomainError('SENDER_CONTENT_ARE_REQUIRED');
-      if (!senders.includes(sender)) throw new DomainError('INVALID_SENDER');
-      if (typeof channel !== 'string' || !(BRIDGE_CHANNELS as readonly string[]).includes(channel))
-        throw new DomainError('INVALID_CHANNEL');
-      if (typeof priority !== 'string' || !(PRIORITIES as readonly string[]).includes(priority)) throw new DomainError('INVALID_PRIORITY');
-      if (content.length > CONTENT_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'content', max: CONTENT_MAX });
+      // The schema's defaults fill `channel` and `priority` in; the type still calls them optional.
+      const { sender, content, channel = 'general', priority = 'normal' } = request.body;
+      // Checked last, as it always was: an unknown sender, channel or priority is named before an over-long content.
+      if (content.length > BRIDGE_CONTENT_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'content', max: BRIDGE_CONTENT_MAX });
       try {
         const row = await sendBridgeMessage(app.db, { sender, content, channel, priority, createdAt: new Date(app.clock()) });
         return { ok: true as const, message: { ...row, created_at: row.created_at.toISOString() } };

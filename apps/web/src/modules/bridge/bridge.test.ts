@@ -127,6 +127,40 @@ describe('bridge bus', () => {
     expect((await send({ sender: 'atlas-main', content: 'x', channel: 'random' })).body).toEqual({ error: 'invalid channel' });
   });
 
+  // The body schema answers each field's own message, in the order the handler always checked them.
+  it.each([
+    [{ sender: 5, content: 'x' }, 'sender and content are required'],
+    [{ sender: 'atlas-main', content: 5 }, 'sender and content are required'],
+    [{ sender: '', content: 'x' }, 'sender and content are required'],
+    [{ sender: null, content: 'x' }, 'sender and content are required'],
+    // A missing or empty content is named before an unknown sender.
+    [{ sender: 'mallory', content: '' }, 'sender and content are required'],
+    [{ sender: 'mallory' }, 'sender and content are required'],
+    // The sender list is whole names, not a pattern's prefix.
+    [{ sender: 'atlas-main2', content: 'x' }, 'invalid sender'],
+    [{ sender: 'atlas', content: 'x' }, 'invalid sender'],
+    [{ sender: 'atlas-main', content: 'x', channel: null }, 'invalid channel'],
+    [{ sender: 'atlas-main', content: 'x', channel: 7 }, 'invalid channel'],
+    [{ sender: 'atlas-main', content: 'x', priority: 'meh' }, 'invalid priority'],
+    [{ sender: 'atlas-main', content: 'x', priority: null }, 'invalid priority'],
+    [{ sender: 'atlas-main', content: 'x'.repeat(100_001) }, 'content must be at most 100000 characters'],
+    // The content's length comes last.
+    [{ sender: 'atlas-main', content: 'x'.repeat(100_001), channel: 'random' }, 'invalid channel'],
+    [{ sender: 'mallory', content: 'x'.repeat(100_001) }, 'invalid sender'],
+  ])('400 with the field’s own message: %j', async (json, error) => {
+    const res = await send(json);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error });
+  });
+
+  it('accepts every channel and priority, and up to 100,000 characters of content', async () => {
+    for (const priority of ['low', 'normal', 'high', 'urgent']) {
+      const res = await send({ sender: 'atlas-main', content: 'x'.repeat(100_000), channel: 'alerts', priority });
+      expect(res.status).toBe(200);
+      expect(res.body.message).toMatchObject({ channel: 'alerts', priority });
+    }
+  });
+
   it('inbox: after since, ascending, unread per reader; reader unknown marks nothing', async () => {
     now += 60_000;
     const since = new Date(now - 1).toISOString();
