@@ -61,10 +61,7 @@ export async function filesRoutes(app: App): Promise<void> {
     },
     async (request, reply) => {
       const user = await requireUser(request);
-      // The query's checks once more, for the lengths in UTF-16 units: the schema's maxLength counts code points.
-      const agentId = requiredAgentId(request.body.agentId);
-      const path = checkedPath(request.body.path);
-      const { content } = request.body;
+      const { agentId, path, content } = request.body;
       const size = Buffer.byteLength(content, 'utf8');
       if (size > FILE_CONTENT_MAX_BYTES) throw new DomainError('CONTENT_TOO_LARGE', { max: FILE_CONTENT_MAX_BYTES });
       const { file, created } = await saveFile(app.db, user.id, { agentId, path, content, size });

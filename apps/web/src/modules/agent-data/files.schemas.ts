@@ -13,8 +13,7 @@ const notBlank = { not: { type: 'string', pattern: '^\\s*$' } } as const;
  * @aop/core), checked in the route's order: agentId, path, content. A missing field answers like a wrong one, in that
  * order too, so the body is one object per field under `allOf`: a single object would answer a missing `content`
  * before a bad `path` (Ajv checks `required` before `properties`). Ajv checks `not` before `maxLength`, so a blank
- * agentId is "required" however long it is. Left to the handler: the content's size in UTF-8 bytes, and lengths
- * again in UTF-16 units (Ajv's maxLength counts code points, the limits count `String.length`).
+ * agentId is "required" however long it is. Left to the handler: the content's size in UTF-8 bytes.
  */
 export const SaveFileBody = Type.Intersect([
   Type.Object({

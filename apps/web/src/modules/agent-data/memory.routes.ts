@@ -7,7 +7,6 @@ import {
   addMemory,
   deleteMemory,
   MEMORY_AGENT_ID_MAX as AGENT_ID_MAX,
-  MEMORY_CONTENT_MAX,
   MEMORY_TAG_LENGTH_MAX,
   MEMORY_TAGS_MAX,
   searchMemories,
@@ -76,10 +75,7 @@ export async function memoryRoutes(app: App): Promise<void> {
     async (request, reply) => {
       const user = await requireUser(request);
       const { content, tags: rawTags } = request.body;
-      // Again in UTF-16 units: the schema's maxLength counts code points (see AddMemoryBody).
-      if (content.length > MEMORY_CONTENT_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'content', max: MEMORY_CONTENT_MAX });
       const agentId = request.body.agentId === 'all' ? null : (request.body.agentId ?? null);
-      if (agentId !== null && agentId.length > AGENT_ID_MAX) throw new DomainError('FIELD_NOT_STRING', { field: 'agentId' });
       const tags = checkedTags(rawTags);
       const memory = await addMemory(app.db, user.id, { agentId, content, tags });
       return reply.code(201).send({ memory });

@@ -18,9 +18,7 @@ const notBlank = { not: { type: 'string', pattern: '^\\s*$' } } as const;
 /**
  * Each field answers with the message the route always gave it (see `invalidAs` in @aop/core), in the order it has
  * always checked them: content, agentId, tags. Ajv checks `not` before `maxLength`, so a blank content is "required"
- * however long it is. Left to the handler: `agentId: "all"`, and the tags' trimmed length and duplicates. Ajv counts
- * `maxLength` in code points where the limits count UTF-16 units (`String.length`), so the handler checks those again
- * for text beyond U+FFFF.
+ * however long it is. Left to the handler: `agentId: "all"`, and the tags' trimmed length and duplicates.
  */
 export const AddMemoryBody = Type.Object({
   content: Type.String({
