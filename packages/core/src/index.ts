@@ -7,6 +7,7 @@ export * from './http/rate-limit.js';
 export * from './http/server.js';
 export * from './http/shared-http.js';
 export * from './request-schema.js';
+export { beforeObjectBody } from './http/body-schema.js';
 export * from './ids.js';
 export * from './logger.js';
 export * from './plans.js';

@@ -1,4 +1,4 @@
-import { DomainError } from '@aop/core';
+import { beforeObjectBody, DomainError } from '@aop/core';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../config.js';
 import { isAdminContext, requireInternalKey, verifyUserContext } from './auth.js';
@@ -24,3 +24,6 @@ export function checkSubject(request: FastifyRequest, subject: string, config: B
   const caller = callerId(request);
   if (caller !== subject && !isAdminContext(request.userContext, config.adminEmails)) throw new DomainError('FORBIDDEN');
 }
+
+/** `preValidation`: the calling user ahead of the body schema on routes that act for one (see `beforeObjectBody`). */
+export const callerBeforeBody = beforeObjectBody(callerId);

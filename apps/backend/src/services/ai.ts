@@ -150,15 +150,6 @@ export function parseMessages(value: unknown): LlmMessage[] {
 export const estimatePromptTokens = (messages: readonly LlmMessage[]) =>
   messages.reduce((sum, m) => sum + estimateTokens(m.content) + MESSAGE_OVERHEAD_TOKENS, 0);
 
-/** A non-negative integer field, or the default when absent (400 naming the field otherwise). */
-export function optionalCount(value: unknown, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
-    throw new DomainError('FIELD_NOT_INTEGER_IN_RANGE', { name, max });
-  }
-  return value;
-}
-
 export interface ChatResult {
   provider: ProviderId;
   model: string;

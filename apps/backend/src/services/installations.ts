@@ -30,8 +30,8 @@ export interface HomeKey {
 }
 
 /** A raw 32-byte Ed25519 public key in base64url or base64 (as OpenClaw device identities carry it). */
-export function parsePublicKey(value: unknown): HomeKey {
-  if (typeof value !== 'string' || !/^[A-Za-z0-9+/_-]{43}={0,1}$/.test(value)) throw new DomainError('INVALID_PUBLICKEY');
+export function parsePublicKey(value: string): HomeKey {
+  if (!/^[A-Za-z0-9+/_-]{43}={0,1}$/.test(value)) throw new DomainError('INVALID_PUBLICKEY');
   const raw = Buffer.from(value.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
   if (raw.length !== 32) throw new DomainError('INVALID_PUBLICKEY');
   try {
@@ -42,10 +42,10 @@ export function parsePublicKey(value: unknown): HomeKey {
   return { raw, publicKey: raw.toString('base64url'), deviceId: createHash('sha256').update(raw).digest('hex') };
 }
 
-/** An http(s) URL without credentials in it (they would be stored and shown), or null. */
-export function parseHomeUrl(value: unknown): string | null {
+/** An http(s) URL without credentials in it (they would be stored and shown), or null when absent or empty. */
+export function parseHomeUrl(value: string | null | undefined): string | null {
   if (value === undefined || value === null || value === '') return null;
-  if (typeof value !== 'string' || value.length > URL_MAX) throw new DomainError('INVALID_URL');
+  if (value.length > URL_MAX) throw new DomainError('INVALID_URL');
   let url: URL;
   try {
     url = new URL(value);
@@ -56,14 +56,15 @@ export function parseHomeUrl(value: unknown): string | null {
   return url.toString();
 }
 
-export function parseVersion(value: unknown): string | null {
+export function parseVersion(value: string | null | undefined): string | null {
   if (value === undefined || value === null || value === '') return null;
-  if (typeof value !== 'string' || !VERSION_FORMAT.test(value)) throw new DomainError('INVALID_VERSION');
+  if (!VERSION_FORMAT.test(value)) throw new DomainError('INVALID_VERSION');
   return value;
 }
 
-export function parseName(value: unknown): string {
-  const name = typeof value === 'string' ? value.trim() : '';
+/** The request schema has refused a name that is not a string or is blank; it counts once trimmed. */
+export function parseName(value: string): string {
+  const name = value.trim();
   if (!name) throw new DomainError('FIELD_REQUIRED', { field: 'name' });
   if (name.length > NAME_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'name', max: NAME_MAX });
   return name;

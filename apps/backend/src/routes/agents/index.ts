@@ -12,7 +12,6 @@ import {
   createDeployment,
   deleteDeployment,
   hostState,
-  isAgentId,
   listDeployments,
   llmFor,
   newGatewayToken,
@@ -26,6 +25,16 @@ import {
   updateDeployment,
   upsertDeployment,
 } from '../../services/agents.js';
+import {
+  AgentConfigBody,
+  CreateAgentBody,
+  DeploymentBody,
+  SECRET_MAX,
+  UpdateAgentBody,
+  UpdateImageBody,
+  VERIFICATION_TYPES,
+  VerifyBody,
+} from './schemas.js';
 
 export interface AgentRoutesOptions {
   config: BackendConfig;
@@ -33,9 +42,6 @@ export interface AgentRoutesOptions {
 }
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
-const VERSION_FORMAT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-/** Spec §4.15 verification types. */
-const VERIFICATION_TYPES = ['eas', 'wallet-provider', 'ens', 'webauthn'];
 
 /** The caller, from the signed user context; agents always belong to a real user. */
 function callerId(request: FastifyRequest): string {
@@ -44,27 +50,28 @@ function callerId(request: FastifyRequest): string {
   return id;
 }
 
-/** Longest channel token or API key accepted (a bound on what is written into an agent's environment). */
-const SECRET_MAX = 4096;
-const CHANNELS = ['telegram', 'discord', 'whatsapp'] as const;
-
-/** A secret: a non-empty string without surrounding whitespace (the error never repeats it). */
-function checkedSecret(value: unknown, invalid: 'INVALID_CHANNEL_TOKENS' | 'INVALID_API_KEY'): string {
-  if (typeof value !== 'string' || value === '' || value.length > SECRET_MAX || value.trim() !== value) throw new DomainError(invalid);
+/**
+ * A secret the schema let through (non-empty, no surrounding whitespace, at most SECRET_MAX code points), held to
+ * SECRET_MAX UTF-16 units as well, as before (the error never repeats it).
+ */
+function checkedSecret(value: string, invalid: 'INVALID_CHANNEL_TOKENS' | 'INVALID_API_KEY'): string {
+  if (value.length > SECRET_MAX) throw new DomainError(invalid);
   return value;
 }
 
-/** `{ telegram?, discord?, whatsapp? }` with at least one token. */
-function checkedChannelTokens(value: unknown): ChannelTokens {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new DomainError('INVALID_CHANNEL_TOKENS');
-  const entries = Object.entries(value);
-  if (entries.length === 0) throw new DomainError('INVALID_CHANNEL_TOKENS');
-  const tokens: ChannelTokens = {};
-  for (const [channel, token] of entries) {
-    if (!(CHANNELS as readonly string[]).includes(channel)) throw new DomainError('INVALID_CHANNEL_TOKENS');
-    tokens[channel as (typeof CHANNELS)[number]] = checkedSecret(token, 'INVALID_CHANNEL_TOKENS');
-  }
-  return tokens;
+/** Channel tokens the schema let through (known channels, at least one), each held to SECRET_MAX UTF-16 units. */
+function checkedChannelTokens(value: ChannelTokens): ChannelTokens {
+  for (const token of Object.values(value)) if (token !== undefined) checkedSecret(token, 'INVALID_CHANNEL_TOKENS');
+  return value;
+}
+
+/**
+ * The caller ahead of the body schema: an anonymous caller gets 401 whatever fields it sent, as when the handler
+ * checked them. A body that is not a JSON object was refused (400) first, and still is.
+ */
+async function callerBeforeObjectBody(request: FastifyRequest): Promise<void> {
+  const { body } = request;
+  if (typeof body === 'object' && body !== null && !Array.isArray(body)) callerId(request);
 }
 
 /** Auth for every agent route: internal key, then the signed user context (spec §5). */
@@ -79,22 +86,15 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
     '/',
     {
       onRequest: agentAuth(config),
+      preValidation: callerBeforeObjectBody,
       config: { invalidBodyMessage: 'agentId is required' },
-      schema: {
-        tags: ['agents'],
-        body: Type.Object({
-          agentId: Type.Optional(Type.Unknown()),
-          name: Type.Optional(Type.String({ maxLength: 100 })),
-          config: Type.Optional(Type.Unknown()),
-        }),
-      },
+      schema: { tags: ['agents'], body: DeploymentBody },
     },
     async (request, reply) => {
       const userId = callerId(request);
-      const body = request.body ?? {};
-      if (body.agentId === undefined || body.agentId === null || body.agentId === '')
-        throw new DomainError('FIELD_REQUIRED', { field: 'agentId' });
-      if (typeof body.agentId !== 'string' || !isAgentId(body.agentId)) throw new DomainError('INVALID_AGENTID');
+      const body = request.body;
+      // The schema refused a missing, empty or malformed agentId; null counts as missing too.
+      if (body.agentId === null) throw new DomainError('FIELD_REQUIRED', { field: 'agentId' });
       const agentId = body.agentId;
       const deploy = (typeof body.config === 'object' && body.config !== null ? body.config : {}) as Record<string, unknown>;
       const autoProvision = deploy.autoProvision === true || deploy.agentType === 'business';
@@ -190,22 +190,16 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   app.post(
     '/agents',
     {
+      preValidation: callerBeforeObjectBody,
       config: { invalidBodyMessage: 'Name required' },
-      schema: {
-        tags: ['agents'],
-        body: Type.Object({
-          name: Type.Optional(Type.Unknown()),
-          config: Type.Optional(Type.Unknown()),
-          plan: Type.Optional(Type.String()),
-        }),
-      },
+      schema: { tags: ['agents'], body: CreateAgentBody },
     },
     async (request, reply) => {
       const userId = callerId(request);
-      const name = typeof request.body?.name === 'string' ? request.body.name.trim() : '';
-      if (!name) throw new DomainError('NAME_REQUIRED');
+      // The schema refused a blank name; its length counts once trimmed.
+      const name = request.body.name.trim();
       if (name.length > 100) throw new DomainError('NAME_AT_MOST_100_CHARACTERS');
-      const agentConfig = typeof request.body?.config === 'object' && request.body.config !== null ? request.body.config : {};
+      const agentConfig = typeof request.body.config === 'object' && request.body.config !== null ? request.body.config : {};
       const id = newId('agent');
       const row = await app.db.withUser(userId, (trx) =>
         createDeployment(trx, {
@@ -213,7 +207,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
           userId,
           userEmail: request.userContext?.email ?? null,
           name,
-          plan: request.body?.plan ?? DEFAULT_AGENT_TIER,
+          plan: request.body.plan ?? DEFAULT_AGENT_TIER,
           config: agentConfig,
         }),
       );
@@ -237,26 +231,14 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   app.put(
     '/agents/:id',
     {
-      schema: {
-        tags: ['agents'],
-        params: IdParams,
-        body: Type.Object({
-          plan: Type.Optional(Type.String()),
-          aiProvider: Type.Optional(Type.Unknown()),
-          config: Type.Optional(Type.Unknown()),
-          channelTokens: Type.Optional(Type.Unknown({ description: 'telegram, discord, whatsapp: tokens to set (merged)' })),
-          apiKey: Type.Optional(Type.Unknown({ description: "the agent's own LLM key, for its aiProvider" })),
-        }),
-      },
+      preValidation: callerBeforeObjectBody,
+      schema: { tags: ['agents'], params: IdParams, body: UpdateAgentBody },
     },
     async (request) => {
       const userId = callerId(request);
-      const body = request.body ?? {};
+      const body = request.body;
       const aiProvider = body.aiProvider === undefined ? undefined : normalizeAiProvider(body.aiProvider);
-      if (body.config !== undefined && (typeof body.config !== 'object' || body.config === null || Array.isArray(body.config))) {
-        throw new DomainError('INVALID_CONFIG_OBJECT');
-      }
-      const agentConfig = body.config as Record<string, unknown> | undefined;
+      const agentConfig = body.config;
       const channelTokens = body.channelTokens === undefined ? undefined : checkedChannelTokens(body.channelTokens);
       const apiKey = body.apiKey === undefined ? undefined : checkedSecret(body.apiKey, 'INVALID_API_KEY');
       // Tokens and keys live only in the agent's host spec: an agent that is not deployed has nowhere to keep them.
@@ -342,35 +324,30 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     };
   });
 
-  app.post(
-    '/agents/:id/update',
-    { schema: { tags: ['agents'], params: IdParams, body: Type.Object({ image: Type.Optional(Type.Unknown()) }) } },
-    async (request, reply) => {
-      const image = request.body?.image ?? PINNED_OPENCLAW_VERSION;
-      if (typeof image !== 'string' || !VERSION_FORMAT.test(image)) throw new DomainError('INVALID_DOCKER_IMAGE_VALUE');
-      const previous = await hostState(host, request.params.id);
-      try {
-        const state = await lifecycle(request, (id) => host.update(id, { version: image }));
-        await app.db.withUser(callerId(request), (trx) => setDeploymentVersion(trx, request.params.id, state.version));
-        return {
-          success: true,
-          status: 'active',
-          image,
-          previousImage: previous?.version ?? null,
-          backupPath: null,
-          openclawVersion: state.version,
-        };
-      } catch (err) {
-        // The new version did not start: the previous one runs again and the backup stays (spec §3.2).
-        if (err instanceof UpdateFailedError) {
-          return reply
-            .code(500)
-            .send({ error: err.message, backupPath: err.backupPath, previousImage: err.previousVersion, status: 'active' });
-        }
-        throw err;
+  app.post('/agents/:id/update', { schema: { tags: ['agents'], params: IdParams, body: UpdateImageBody } }, async (request, reply) => {
+    const image = request.body.image ?? PINNED_OPENCLAW_VERSION;
+    const previous = await hostState(host, request.params.id);
+    try {
+      const state = await lifecycle(request, (id) => host.update(id, { version: image }));
+      await app.db.withUser(callerId(request), (trx) => setDeploymentVersion(trx, request.params.id, state.version));
+      return {
+        success: true,
+        status: 'active',
+        image,
+        previousImage: previous?.version ?? null,
+        backupPath: null,
+        openclawVersion: state.version,
+      };
+    } catch (err) {
+      // The new version did not start: the previous one runs again and the backup stays (spec §3.2).
+      if (err instanceof UpdateFailedError) {
+        return reply
+          .code(500)
+          .send({ error: err.message, backupPath: err.backupPath, previousImage: err.previousVersion, status: 'active' });
       }
-    },
-  );
+      throw err;
+    }
+  });
 
   app.post('/agents/:id/repair', { schema: lifecycleSchema }, async (request) => {
     // Repair also hands the agent its wallet if its runtime lacks it (or a stale one, or the bus URL changed).
@@ -442,18 +419,17 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     '/agents/:id/config',
     {
       config: { invalidBodyMessage: 'Invalid config object' },
-      schema: { tags: ['agents'], params: IdParams, body: Type.Object({ config: Type.Optional(Type.Unknown()) }) },
+      schema: { tags: ['agents'], params: IdParams, body: AgentConfigBody },
     },
     async (request) => {
-      const next = request.body?.config;
-      if (typeof next !== 'object' || next === null || Array.isArray(next)) throw new DomainError('INVALID_CONFIG_OBJECT');
+      const next = request.body.config;
       const userId = callerId(request);
       const row = await app.db.withUser(userId, async (trx) => {
         await ownDeployment(trx, request.params.id);
-        return updateDeployment(trx, request.params.id, { config: next as Record<string, unknown> });
+        return updateDeployment(trx, request.params.id, { config: next });
       });
       // A running gateway picks the change up (OpenClaw hot-reloads its config file).
-      if (await hostState(host, row.id)) await onHost(() => host.configure(row.id, { config: next as Record<string, unknown> }));
+      if (await hostState(host, row.id)) await onHost(() => host.configure(row.id, { config: next }));
       return { success: true, agentId: row.id, config: row.config };
     },
   );
@@ -466,22 +442,12 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   app.post(
     '/agents/:id/verify',
     {
-      schema: {
-        tags: ['agents'],
-        params: IdParams,
-        body: Type.Object({
-          type: Type.Optional(Type.Unknown()),
-          verified: Type.Optional(Type.Boolean()),
-          verifierAddress: Type.Optional(Type.Union([Type.Null(), Type.String({ maxLength: 200 })])),
-          metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-        }),
-      },
+      schema: { tags: ['agents'], params: IdParams, body: VerifyBody },
     },
     async (request) => {
-      const body = request.body ?? {};
-      if (typeof body.type !== 'string' || !VERIFICATION_TYPES.includes(body.type)) {
-        throw new DomainError('INVALID_VERIFICATION_TYPE', { allowed: VERIFICATION_TYPES.join(', ') });
-      }
+      const body = request.body;
+      // The schema refused any other type; a missing one is refused here, after the other fields, as before.
+      if (body.type === undefined) throw new DomainError('INVALID_VERIFICATION_TYPE', { allowed: VERIFICATION_TYPES.join(', ') });
       const verification =
         body.verified === false
           ? null

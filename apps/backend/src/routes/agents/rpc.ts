@@ -7,6 +7,7 @@ import type { BackendConfig } from '../../config.js';
 import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
 import { TRANSPORT_CODES, openAgentControl } from '../../services/agent-control.js';
 import { onHost, ownDeployment } from '../../services/agents.js';
+import { RpcBody } from './schemas.js';
 
 /**
  * Gateway methods the web service may call on a user's agent through the backend: what its routes use (cron jobs and
@@ -41,9 +42,6 @@ export const AGENT_RPC_METHODS: ReadonlySet<string> = new Set([
 ]);
 
 const DEFAULT_TIMEOUT_MS = 30_000;
-/** A chat run is waited for to its end; OpenClaw's turns take seconds to minutes. */
-const MAX_TIMEOUT_MS = 120_000;
-const MIN_TIMEOUT_MS = 1_000;
 
 /** `502` body when the gateway (or the way to it) failed: the web service rebuilds the `GatewayError` from it. */
 interface GatewayFailure {
@@ -84,38 +82,20 @@ export async function agentRpcRoutes(app: App, { config, host }: { config: Backe
       schema: {
         tags: ['agents'],
         params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
-        body: Type.Object({
-          method: Type.Optional(Type.Unknown()),
-          params: Type.Optional(Type.Unknown()),
-          timeoutMs: Type.Optional(Type.Unknown()),
-        }),
+        body: RpcBody,
       },
+      preValidation: callerBeforeObjectBody,
     },
     async (request, reply) => {
       const userId = callerId(request);
-      const { method, params, timeoutMs: askedTimeout } = request.body ?? {};
-      if (typeof method !== 'string' || !method) throw new DomainError('FIELD_REQUIRED', { field: 'method' });
-      if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params))) {
-        throw new DomainError('PARAMS_OBJECT');
-      }
-      if (
-        askedTimeout !== undefined &&
-        !(
-          typeof askedTimeout === 'number' &&
-          Number.isInteger(askedTimeout) &&
-          askedTimeout >= MIN_TIMEOUT_MS &&
-          askedTimeout <= MAX_TIMEOUT_MS
-        )
-      ) {
-        throw new DomainError('TIMEOUT_MS_OUT_OF_RANGE', { min: MIN_TIMEOUT_MS, max: MAX_TIMEOUT_MS });
-      }
+      const { method, params, timeoutMs: askedTimeout } = request.body;
       if (!AGENT_RPC_METHODS.has(method)) throw new DomainError('METHOD_NOT_ALLOWED', { method });
       const agentId = request.params.id;
       await app.db.withUser(userId, (trx) => ownDeployment(trx, agentId));
 
       const state = await onHost(() => host.status(agentId));
       if (!state.url || state.status !== 'running') throw new DomainError('AGENT_NOT_RUNNING_STATE', { status: state.status });
-      const timeoutMs = (askedTimeout as number | undefined) ?? DEFAULT_TIMEOUT_MS;
+      const timeoutMs = askedTimeout ?? DEFAULT_TIMEOUT_MS;
       const deadline = Date.now() + timeoutMs;
       const url = `${state.url.replace(/^http/, 'ws')}/`;
 
@@ -133,7 +113,7 @@ export async function agentRpcRoutes(app: App, { config, host }: { config: Backe
         const remaining = Math.max(1, deadline - Date.now());
         if (method === 'chat.send') return await chatRun(conn, params ?? {}, remaining);
         // The platform's own device is not the user's to see or remove: it is how the platform controls the agent.
-        const target = (params as { deviceId?: unknown } | undefined)?.deviceId;
+        const target = params?.deviceId;
         if (method === 'device.pair.remove' && platformDevice !== undefined && target === platformDevice) {
           throw new GatewayError('INVALID_REQUEST', 'unknown deviceId');
         }
@@ -155,6 +135,15 @@ function callerId(request: FastifyRequest): string {
   const id = request.userContext?.userId;
   if (!id || id === 'anonymous') throw new DomainError('USER_CONTEXT_REQUIRED');
   return id;
+}
+
+/**
+ * The caller ahead of the body schema: an anonymous caller gets 401 whatever fields it sent, as when the handler
+ * checked them. A body that is not a JSON object was refused (400) first, and still is.
+ */
+async function callerBeforeObjectBody(request: FastifyRequest): Promise<void> {
+  const { body } = request;
+  if (typeof body === 'object' && body !== null && !Array.isArray(body)) callerId(request);
 }
 
 /** `device.pair.list` without the platform's own device: users see and manage only theirs. */

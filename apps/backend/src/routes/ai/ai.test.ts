@@ -241,6 +241,9 @@ describe('backend AI endpoints', () => {
       [{ provider: 'openai', model: 'gpt-5-imaginary' }, 'Unsupported model for openai'],
       [{ provider: 'openai', model: 'anthropic/claude-sonnet-4.5' }, 'Unsupported model for openai'],
       [{ provider: 'openai', model: 42 }, 'Unsupported model for openai'],
+      // Typed by the body schema: a wrong type answers the field's own message.
+      [{ aiProvider: 7, model: 'x' }, 'Unsupported aiProvider'],
+      [{ aiProvider: ['groq'], model: 'x' }, 'Unsupported aiProvider'],
     ])('400 for %j', async (json, error) => {
       const res = await call('POST', '/models/select', { user: 'usr_sel_bad', json });
       expect(res.status).toBe(400);
@@ -250,6 +253,13 @@ describe('backend AI endpoints', () => {
     it('needs a real user: 401 User context required for anonymous', async () => {
       const headers = { authorization: `Bearer ${KEY}`, ...userContextHeaders({}, HMAC) };
       const res = await call('POST', '/models/select', { headers, json: { provider: 'groq', model: 'llama-3.1-8b-instant' } });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ error: 'User context required' });
+    });
+
+    it('an anonymous caller gets 401 before its body is judged', async () => {
+      const headers = { authorization: `Bearer ${KEY}`, ...userContextHeaders({}, HMAC) };
+      const res = await call('POST', '/models/select', { headers, json: { aiProvider: 7 } });
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: 'User context required' });
     });
@@ -374,6 +384,11 @@ describe('backend AI endpoints', () => {
       [{ ...hello, maxTokens: 9000 }, 'maxTokens must be an integer from 1 to 8192'],
       [{ ...hello, maxTokens: '100' }, 'maxTokens must be an integer from 1 to 8192'],
       [{ ...hello, temperature: 3 }, 'temperature must be a number from 0 to 2'],
+      // Typed by the body schema (JSON is not coerced): a wrong type answers the field's own message.
+      [{ messages: null }, 'messages must be a non-empty array'],
+      [{ ...hello, maxTokens: 10.5 }, 'maxTokens must be an integer from 1 to 8192'],
+      [{ ...hello, temperature: '0.5' }, 'temperature must be a number from 0 to 2'],
+      [{ ...hello, aiProvider: 7 }, 'Unsupported aiProvider'],
     ])('400 for a bad body %#', async (json, error) => {
       const before = openrouter.chatRequests().length;
       const res = await chat('usr_bad', json);
@@ -435,6 +450,8 @@ describe('backend AI endpoints', () => {
         `completionTokens must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}`,
       ],
       [{ messages: [{ role: 'robot', content: 'x' }] }, 'messages[0].role must be one of system, user, assistant'],
+      [{ model: 'gpt-4o', promptTokens: '5' }, `promptTokens must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}`],
+      [{ aiProvider: false, promptTokens: 1 }, 'Unsupported aiProvider'],
     ])('400 for %j', async (json, error) => {
       const res = await estimate(json);
       expect(res.status).toBe(400);

@@ -8,7 +8,6 @@ import { llmCostUsd, priceOf } from '@aop/core/llm-prices';
 import {
   DEFAULT_MAX_TOKENS,
   DEFAULT_PROVIDER,
-  MAX_TOKENS_LIMIT,
   PROVIDER_IDS,
   type ProviderId,
   catalogModel,
@@ -16,7 +15,6 @@ import {
   createAiHealth,
   effectiveSelection,
   estimatePromptTokens,
-  optionalCount,
   parseMessages,
   providerOfModel,
   providerView,
@@ -26,22 +24,17 @@ import {
   storedSelection,
 } from '../../services/ai.js';
 import { normalizeAiProvider } from '../../services/agents.js';
+import { callerBeforeBody, callerId } from '../../plugins/caller.js';
+import { ChatBody, EstimateCostBody, SelectModelBody } from './schemas.js';
 
 export interface AiRoutesOptions {
   config: BackendConfig;
 }
 
-/** Routes that act for a user need a real one, not the `anonymous` default of the user context. */
-function callerId(request: FastifyRequest): string {
-  const id = request.userContext?.userId;
-  if (!id || id === 'anonymous') throw new DomainError('USER_CONTEXT_REQUIRED');
-  return id;
-}
-
 const hasUser = (request: FastifyRequest) => Boolean(request.userContext && request.userContext.userId !== 'anonymous');
 
 /** `aiProvider` is the reference's word; `provider` is accepted too. */
-const providerField = (body: { aiProvider?: unknown; provider?: unknown }) => body.aiProvider ?? body.provider;
+const providerField = (body: { aiProvider?: string | null; provider?: unknown }) => body.aiProvider ?? body.provider;
 const isAbsent = (value: unknown) => value === undefined || value === null || value === '';
 
 /**
@@ -77,15 +70,9 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
   app.post(
     '/models/select',
     {
+      preValidation: callerBeforeBody,
       config: { invalidBodyMessage: 'provider and model are required' },
-      schema: {
-        tags: ['ai'],
-        body: Type.Object({
-          provider: Type.Optional(Type.Unknown()),
-          aiProvider: Type.Optional(Type.Unknown()),
-          model: Type.Optional(Type.Unknown()),
-        }),
-      },
+      schema: { tags: ['ai'], body: SelectModelBody },
     },
     async (request) => {
       const userId = callerId(request);
@@ -102,31 +89,17 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
     '/chat',
     {
       onRequest: requirePaidPlan(),
+      preValidation: callerBeforeBody,
       config: { invalidBodyMessage: 'messages must be a non-empty array' },
-      schema: {
-        tags: ['ai'],
-        body: Type.Object({
-          messages: Type.Optional(Type.Unknown()),
-          provider: Type.Optional(Type.Unknown()),
-          aiProvider: Type.Optional(Type.Unknown()),
-          model: Type.Optional(Type.Unknown()),
-          maxTokens: Type.Optional(Type.Unknown()),
-          temperature: Type.Optional(Type.Unknown()),
-        }),
-      },
+      schema: { tags: ['ai'], body: ChatBody },
     },
     async (request) => {
       const userId = callerId(request);
       const body = request.body;
+      // The schema checked the list's length, maxTokens and temperature; each entry is checked here (its index is named).
       const messages = parseMessages(body.messages);
       const maxTokens = body.maxTokens ?? DEFAULT_MAX_TOKENS;
-      if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > MAX_TOKENS_LIMIT) {
-        throw new DomainError('MAX_TOKENS_OUT_OF_RANGE', { max: MAX_TOKENS_LIMIT });
-      }
-      const temperature = body.temperature;
-      if (temperature !== undefined && temperature !== null && (typeof temperature !== 'number' || temperature < 0 || temperature > 2)) {
-        throw new DomainError('TEMPERATURE_NUMBER_FROM_0_2');
-      }
+      const temperature = body.temperature ?? undefined;
 
       // The caller's provider (and model) win; then the user's selection; then the default.
       const selected = effectiveSelection(config, await app.db.withUser(userId, (trx) => storedSelection(trx, userId)));
@@ -146,7 +119,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
 
       const result = await runChat(
         config,
-        { provider, model, messages, maxTokens, ...(typeof temperature === 'number' ? { temperature } : {}) },
+        { provider, model, messages, maxTokens, ...(temperature !== undefined ? { temperature } : {}) },
         request.log,
       );
       await app.db.withUser(userId, (trx) => recordAiUsage(trx, userId, result));
@@ -166,18 +139,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
     '/estimate-cost',
     {
       config: { invalidBodyMessage: 'messages or promptTokens required' },
-      schema: {
-        tags: ['ai'],
-        body: Type.Object({
-          provider: Type.Optional(Type.Unknown()),
-          aiProvider: Type.Optional(Type.Unknown()),
-          model: Type.Optional(Type.Unknown()),
-          messages: Type.Optional(Type.Unknown()),
-          prompt: Type.Optional(Type.Unknown()),
-          promptTokens: Type.Optional(Type.Unknown()),
-          completionTokens: Type.Optional(Type.Unknown()),
-        }),
-      },
+      schema: { tags: ['ai'], body: EstimateCostBody },
     },
     async (request) => {
       const body = request.body;
@@ -202,7 +164,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
       let promptTokens: number;
       let estimated = true;
       if (body.promptTokens !== undefined && body.promptTokens !== null) {
-        promptTokens = optionalCount(body.promptTokens, 'promptTokens', 0);
+        promptTokens = body.promptTokens;
         estimated = false;
       } else if (body.messages !== undefined && body.messages !== null) {
         promptTokens = estimatePromptTokens(parseMessages(body.messages));
@@ -212,7 +174,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
         throw new DomainError('MESSAGES_PROMPTTOKENS_REQUIRED');
       }
       // Without a count, the answer is priced at the default answer cap: the most a default call can cost.
-      const completionTokens = optionalCount(body.completionTokens, 'completionTokens', DEFAULT_MAX_TOKENS);
+      const completionTokens = body.completionTokens ?? DEFAULT_MAX_TOKENS;
       const price = priceOf(model);
       return {
         provider,

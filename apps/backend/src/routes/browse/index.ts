@@ -7,6 +7,7 @@ import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
 import { checkedAgentId, deployedAgent, requireCaller } from '../../services/agent-access.js';
 import { onHost } from '../../services/agents.js';
 import { GitWorkspace } from './git.js';
+import { GitSyncBody, WriteFileBody } from './schemas.js';
 import { DEFAULT_TREE_DEPTH, MAX_TREE_DEPTH, checkRelativePath, decodeContent } from './workspace.js';
 
 export interface BrowseRoutesOptions {
@@ -97,18 +98,10 @@ export async function browseRoutes(app: App, { config, host }: BrowseRoutesOptio
   app.post(
     '/browse/write',
     {
-      schema: {
-        tags: ['browse'],
-        body: Type.Object({
-          agentId: Type.Optional(Type.Unknown()),
-          path: Type.Optional(Type.Unknown()),
-          content: Type.Optional(Type.Unknown()),
-          encoding: Type.Optional(Type.Unknown({ description: '`utf8` (default) or `base64`' })),
-        }),
-      },
+      schema: { tags: ['browse'], body: WriteFileBody },
     },
     async (request) => {
-      const body = request.body ?? {};
+      const body = request.body;
       const segments = checkRelativePath(body.path, { allowRoot: false });
       const data = decodeContent(body.content, body.encoding);
       const { agentId, workspace } = await open(request, body.agentId);
@@ -159,10 +152,10 @@ export async function browseRoutes(app: App, { config, host }: BrowseRoutesOptio
   app.post(
     '/browse/git-sync',
     {
-      schema: { tags: ['browse'], body: Type.Object({ agentId: Type.Optional(Type.Unknown()), message: Type.Optional(Type.Unknown()) }) },
+      schema: { tags: ['browse'], body: GitSyncBody },
     },
     async (request) => {
-      const body = request.body ?? {};
+      const body = request.body;
       const message = commitMessage(body.message);
       const { agentId, git } = await open(request, body.agentId);
       await git.requireRepository();
@@ -187,9 +180,10 @@ function guarded(access: AgentWorkspace): AgentWorkspace {
   };
 }
 
-function commitMessage(value: unknown): string {
+/** A commit message the schema let through as a string (or null): absent or empty gets the default one. */
+function commitMessage(value: string | null | undefined): string {
   if (value === undefined || value === null || value === '') return `Workspace sync ${new Date().toISOString()}`;
-  if (typeof value !== 'string' || value.includes('\0') || value.trim() === '') throw new DomainError('INVALID_MESSAGE');
+  if (value.includes('\0') || value.trim() === '') throw new DomainError('INVALID_MESSAGE');
   if (value.length > MAX_COMMIT_MESSAGE) throw new DomainError('FIELD_TOO_LONG', { field: 'message', max: MAX_COMMIT_MESSAGE });
   return value.trim();
 }

@@ -15,15 +15,13 @@ export {
   checkRelativePath,
 } from '@aop/provisioner';
 
-/** Content posted to `write`: text, or base64 for binary files. */
-export function decodeContent(content: unknown, encoding: unknown): Buffer {
+/**
+ * Content posted to `write`: text, or base64 for binary files. The request schema has typed both (a string, and
+ * `utf8` or `base64`); null stands for absent.
+ */
+export function decodeContent(content: string | null | undefined, encoding: 'utf8' | 'base64' | null | undefined): Buffer {
   if (content === undefined || content === null) throw new DomainError('FIELD_REQUIRED', { field: 'content' });
-  if (typeof content !== 'string') throw new DomainError('FIELD_NOT_STRING', { field: 'content' });
-  const kind = encoding ?? 'utf8';
-  if (kind === 'utf8') return Buffer.from(content, 'utf8');
-  if (kind === 'base64') {
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(content) || content.length % 4 !== 0) throw new DomainError('CONTENT_NOT_VALID_BASE64');
-    return Buffer.from(content, 'base64');
-  }
-  throw new DomainError('ENCODING_UTF8_BASE64');
+  if ((encoding ?? 'utf8') === 'utf8') return Buffer.from(content, 'utf8');
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(content) || content.length % 4 !== 0) throw new DomainError('CONTENT_NOT_VALID_BASE64');
+  return Buffer.from(content, 'base64');
 }

@@ -1,7 +1,7 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { BackendConfig } from '../../config.js';
-import { callerId, identityAuth } from '../../plugins/caller.js';
+import { callerBeforeBody, callerId, identityAuth } from '../../plugins/caller.js';
 import {
   linkHome,
   listInstallations,
@@ -11,22 +11,9 @@ import {
   parseVersion,
   registerHome,
 } from '../../services/installations.js';
+import { Installation as InstallationSchema, RegisterHomeBody, RegisterLinkBody } from './schemas.js';
 
 const tags = ['installations'];
-
-const InstallationSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  url: Type.Union([Type.String(), Type.Null()]),
-  publicKey: Type.String({ description: 'base64url of the raw Ed25519 public key' }),
-  deviceId: Type.String({ description: 'SHA-256 hex of the raw public key' }),
-  version: Type.Union([Type.String(), Type.Null()]),
-  status: Type.String({ description: '`pending` until the home signed its challenge, then `linked`' }),
-  createdAt: Type.String(),
-  updatedAt: Type.String(),
-  linkedAt: Type.Union([Type.String(), Type.Null()]),
-  lastSeenAt: Type.Union([Type.String(), Type.Null()]),
-});
 
 /** Spec §4.18 "Installations (backend, identity headers)": self-hosted homes linked to the caller's account. */
 export async function installationRoutes(app: App, { config }: { config: BackendConfig }): Promise<void> {
@@ -36,17 +23,13 @@ export async function installationRoutes(app: App, { config }: { config: Backend
     '/register-home',
     {
       onRequest,
+      preValidation: callerBeforeBody,
       config: { invalidBodyMessage: 'name is required' },
       schema: {
         tags,
         description:
           'Registers (or refreshes) a self-hosted home by its Ed25519 key. 201 for a new home, 200 for a known one; `link` carries the challenge and the exact message the home must sign for `/api/register-link` (10 minutes), null once linked.',
-        body: Type.Object({
-          name: Type.Optional(Type.Unknown()),
-          publicKey: Type.Optional(Type.Unknown()),
-          url: Type.Optional(Type.Unknown()),
-          version: Type.Optional(Type.Unknown()),
-        }),
+        body: RegisterHomeBody,
         response: {
           '2xx': Type.Object({
             installation: InstallationSchema,
@@ -57,7 +40,7 @@ export async function installationRoutes(app: App, { config }: { config: Backend
     },
     async (request, reply) => {
       const userId = callerId(request);
-      const body = request.body ?? {};
+      const body = request.body;
       const name = parseName(body.name);
       if (body.publicKey === undefined || body.publicKey === null || body.publicKey === '')
         throw new DomainError('FIELD_REQUIRED', { field: 'publicKey' });
@@ -73,21 +56,19 @@ export async function installationRoutes(app: App, { config }: { config: Backend
     '/register-link',
     {
       onRequest,
+      preValidation: callerBeforeBody,
       config: { invalidBodyMessage: 'installationId and signature are required' },
       schema: {
         tags,
         description:
           'Links a registered home to the account: `signature` is the base64url Ed25519 signature of the `link.message` that `/api/register-home` returned.',
-        body: Type.Object({ installationId: Type.Optional(Type.Unknown()), signature: Type.Optional(Type.Unknown()) }),
+        body: RegisterLinkBody,
         response: { 200: Type.Object({ success: Type.Literal(true), installation: InstallationSchema }) },
       },
     },
     async (request) => {
       const userId = callerId(request);
-      const { installationId, signature } = request.body ?? {};
-      if (typeof installationId !== 'string' || installationId === '' || typeof signature !== 'string' || signature === '') {
-        throw new DomainError('INSTALLATIONID_SIGNATURE_ARE_REQUIRED');
-      }
+      const { installationId, signature } = request.body;
       if (installationId.length > 64) throw new DomainError('INSTALLATION_NOT_FOUND');
       const installation = await app.db.withUser(userId, (trx) => linkHome(trx, userId, installationId, signature, new Date()));
       return { success: true as const, installation };

@@ -78,6 +78,14 @@ describe('backend installations', () => {
     expect((await call('usr_a', 'POST', '/register-home', { name: 'Home', publicKey: key, version: 'bad version!' })).body).toEqual({
       error: 'Invalid version',
     });
+    // Typed by the body schema: a wrong type answers the field's own message.
+    expect((await call('usr_a', 'POST', '/register-home', { name: 7, publicKey: key })).body).toEqual({ error: 'name is required' });
+    expect((await call('usr_a', 'POST', '/register-home', { name: 'Home', publicKey: key, version: 3 })).body).toEqual({
+      error: 'Invalid version',
+    });
+    expect((await call('usr_a', 'POST', '/register-link', { installationId: 5, signature: 'x' })).body).toEqual({
+      error: 'installationId and signature are required',
+    });
     const notJson = await request(`${backend.url}/api/register-home`, {
       method: 'POST',
       body: 'name=x',

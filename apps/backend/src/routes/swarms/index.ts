@@ -2,22 +2,13 @@ import { type App, DomainError } from '@aop/core';
 import type { AgentHost, AgentState } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { BackendConfig } from '../../config.js';
-import { callerId, identityAuth } from '../../plugins/caller.js';
+import { callerBeforeBody, callerId, identityAuth } from '../../plugins/caller.js';
 import { statusFromHost } from '../../services/agents.js';
 import { colonyHealth, countByStatus, membership, probeAgents, userAgents } from '../../services/colony.js';
 import { type SwarmRecord, createSwarm, deleteSwarm, listSwarms, parseSwarm } from '../../services/swarms.js';
+import { CreateSwarmBody, Swarm as SwarmSchema } from './schemas.js';
 
 const tags = ['coordination'];
-
-const SwarmSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  description: Type.Union([Type.String(), Type.Null()]),
-  size: Type.Integer(),
-  agents: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), status: Type.String() })),
-  createdAt: Type.String(),
-  updatedAt: Type.String(),
-});
 
 /**
  * Spec §4.18 Coordination (backend, identity headers): `GET`/`POST /api/swarms` (and `DELETE /api/swarms/:id`), and
@@ -59,21 +50,18 @@ export async function coordinationRoutes(
     '/swarms',
     {
       onRequest,
+      preValidation: callerBeforeBody,
       config: { invalidBodyMessage: 'name is required' },
       schema: {
         tags,
         description: 'Creates a swarm: `name` (unique per user, ≤ 100), `description` (≤ 500), `agentIds` (the caller’s agents, ≤ 50).',
-        body: Type.Object({
-          name: Type.Optional(Type.Unknown()),
-          description: Type.Optional(Type.Unknown()),
-          agentIds: Type.Optional(Type.Unknown()),
-        }),
+        body: CreateSwarmBody,
         response: { 201: Type.Object({ swarm: SwarmSchema }) },
       },
     },
     async (request, reply) => {
       const userId = callerId(request);
-      const input = parseSwarm(request.body ?? {});
+      const input = parseSwarm(request.body);
       const created = await app.db.withUser(userId, (trx) => createSwarm(trx, userId, input));
       const [swarm] = await swarmViews(userId, (s) => s.id === created.id);
       if (!swarm) throw new Error(`swarm ${created.id} vanished after creation`);

@@ -75,6 +75,14 @@ describe('swarms and colony status', () => {
     });
     expect((await call('usr_s', 'POST', '/swarms', { name: 'x', agentIds: [1] })).status).toBe(400);
     expect((await call('usr_s', 'POST', '/swarms', { name: 'x', description: 5 })).body).toEqual({ error: 'description must be a string' });
+    // Typed by the body schema: a wrong type answers the field's own message.
+    expect((await call('usr_s', 'POST', '/swarms', { name: 7 })).body).toEqual({ error: 'name is required' });
+    expect((await call('usr_s', 'POST', '/swarms', { name: 'x', description: 'd'.repeat(501) })).body).toEqual({
+      error: 'description must be at most 500 characters',
+    });
+    expect((await call('usr_s', 'POST', '/swarms', { name: 'x', agentIds: [''] })).body).toEqual({
+      error: 'agentIds must be an array of agent ids',
+    });
     const many = Array.from({ length: 51 }, (_, i) => `agt_${i}`);
     expect((await call('usr_s', 'POST', '/swarms', { name: 'x', agentIds: many })).body).toEqual({
       error: 'A swarm holds at most 50 agents',

@@ -29,6 +29,7 @@ import {
   toolPolicy,
 } from './catalog.js';
 import { EXAMPLES, SETUP_STEPS, TOOL_HOST_ENDPOINTS, runtimeTopics } from './docs.js';
+import { ValidateConfigBody } from './schemas.js';
 import { validateStoredConfig } from './validate.js';
 
 export interface ToolHostRoutesOptions {
@@ -256,15 +257,10 @@ export async function toolHostRoutes(app: App, { config, host }: ToolHostRoutesO
 
   await app.register(async (limited: App) => {
     limited.addHook('onRequest', limited.rateLimit(VALIDATE_LIMIT));
-    limited.post(
-      '/tool-host/validate-config',
-      { schema: { tags: ['tool-host'], body: Type.Object({ config: Type.Optional(Type.Unknown()) }) } },
-      async (request) => {
-        const value = request.body?.config;
-        if (value === undefined || value === null) throw new DomainError('FIELD_REQUIRED', { field: 'config' });
-        if (typeof value !== 'object' || Array.isArray(value)) throw new DomainError('INVALID_CONFIG_OBJECT');
-        return validateStoredConfig(pinned, value as Record<string, unknown>);
-      },
-    );
+    limited.post('/tool-host/validate-config', { schema: { tags: ['tool-host'], body: ValidateConfigBody } }, async (request) => {
+      const value = request.body.config;
+      if (value === undefined || value === null) throw new DomainError('FIELD_REQUIRED', { field: 'config' });
+      return validateStoredConfig(pinned, value);
+    });
   });
 }

@@ -1,4 +1,4 @@
-import { invalidAs, orNull, refuse } from '@aop/core';
+import { NOT_BLANK, invalidAs, orNull, refuse } from '@aop/core/request-schema';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const Settings = Type.Object({
@@ -43,9 +43,6 @@ export type CreatedInvite = Static<typeof CreatedInvite>;
 // @aop/core). What JSON Schema cannot say stays in the handler: `null` meaning "no address", and the address format,
 // which is checked on the trimmed text.
 
-/** `{ …, not: blank }`: refuses text that is empty once trimmed (`\s` is the set `String.prototype.trim` removes). */
-const notBlank = { not: { type: 'string', pattern: '^\\s*$' } } as const;
-
 export const InviteBody = Type.Object({
   email: orNull(
     Type.String({
@@ -59,7 +56,7 @@ export type InviteBody = Static<typeof InviteBody>;
 
 export const VerifyInviteBody = Type.Object({
   code: Type.String({
-    ...notBlank,
+    ...NOT_BLANK,
     description: 'the invite code (surrounding spaces ignored)',
     ...invalidAs(refuse('FIELD_REQUIRED', { field: 'code' })),
   }),

@@ -1,7 +1,7 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
-import { requireSessionUser, type requireUser } from '../../platform/http/auth.js';
+import { requireSessionUser, type requireUser, sessionUserBeforeBody } from '../../platform/http/auth.js';
 import { AdminInviteBody, CreatedInvite, InviteBody, VerifyInviteBody } from './accounts.schemas.js';
 import { checkNotReserved, isEmail, normalizeEmail } from './accounts.service.js';
 import { type InviteStatus, inviteEmail, inviteMail, listAllInvites, revokeInvite, verifyInvite } from './invites.service.js';
@@ -54,6 +54,7 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
   app.post(
     '/api/invite',
     {
+      preValidation: sessionUserBeforeBody,
       config: { invalidBodyMessage: 'Email is required' },
       schema: {
         tags,
@@ -128,6 +129,7 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
   app.post(
     '/api/admin/invites',
     {
+      preValidation: sessionUserBeforeBody,
       schema: {
         tags,
         description:

@@ -1,4 +1,4 @@
-import { invalidAs, refuse } from '@aop/core';
+import { invalidAs, refuse } from '@aop/core/request-schema';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const Backup = Type.Object({ id: Type.String(), timestamp: Type.String() });

@@ -1,6 +1,6 @@
 import { type App, DomainError, checkJsonText } from '@aop/core';
 import { Type } from '@sinclair/typebox';
-import { requireUser } from '../../platform/http/auth.js';
+import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { Backup, Config, ConfigView, RestoreConfigBody, SaveConfigBody } from './agent-config.schemas.js';
 import { configProblem, getBackup, getConfig, isPlainObject, restoreBackup, saveConfig } from './agent-config.service.js';
 
@@ -34,6 +34,7 @@ export async function configRoutes(app: App): Promise<void> {
   app.post(
     '/api/config',
     {
+      preValidation: userBeforeBody,
       config: invalidBody,
       schema: {
         tags: ['config'],
@@ -78,6 +79,7 @@ export async function configRoutes(app: App): Promise<void> {
   app.put(
     '/api/config',
     {
+      preValidation: userBeforeBody,
       config: invalidBody,
       schema: {
         tags: ['config'],

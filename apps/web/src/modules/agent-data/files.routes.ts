@@ -1,6 +1,6 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
-import { requireUser } from '../../platform/http/auth.js';
+import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { FileInfo, SaveFileBody } from './files.schemas.js';
 import {
   deleteFile,
@@ -51,6 +51,7 @@ export async function filesRoutes(app: App): Promise<void> {
   app.post(
     '/api/files',
     {
+      preValidation: userBeforeBody,
       config: { invalidBodyMessage: 'agentId is required' },
       schema: {
         tags: ['files'],

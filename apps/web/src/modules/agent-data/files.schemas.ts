@@ -1,12 +1,9 @@
-import { invalidAs, refuse } from '@aop/core';
+import { NOT_BLANK, invalidAs, refuse } from '@aop/core/request-schema';
 import { type Static, Type } from '@sinclair/typebox';
 import { FILE_AGENT_ID_MAX, FILE_CONTENT_MAX_BYTES, FILE_PATH_MAX, FILE_PATH_PATTERN } from './files.service.js';
 
 export const FileInfo = Type.Object({ path: Type.String(), size: Type.Integer({ description: 'UTF-8 bytes' }), updatedAt: Type.String() });
 export type FileInfo = Static<typeof FileInfo>;
-
-/** `{ …, not: blank }`: refuses text that is empty once trimmed (`\s` is the set `String.prototype.trim` removes). */
-const notBlank = { not: { type: 'string', pattern: '^\\s*$' } } as const;
 
 /**
  * The body of `POST /api/files`: each field answers with the message the route always gave it (see `invalidAs` in
@@ -18,7 +15,7 @@ const notBlank = { not: { type: 'string', pattern: '^\\s*$' } } as const;
 export const SaveFileBody = Type.Intersect([
   Type.Object({
     agentId: Type.String({
-      ...notBlank,
+      ...NOT_BLANK,
       maxLength: FILE_AGENT_ID_MAX,
       ...invalidAs(refuse('FIELD_REQUIRED', { field: 'agentId' }), { maxLength: refuse('INVALID_AGENTID') }),
     }),

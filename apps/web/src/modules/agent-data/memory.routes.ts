@@ -1,6 +1,6 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
-import { requireUser } from '../../platform/http/auth.js';
+import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { deleteByIdRoute } from '../../platform/http/delete-by-id.js';
 import { AddMemoryBody, Memory } from './memory.schemas.js';
 import {
@@ -65,6 +65,7 @@ export async function memoryRoutes(app: App): Promise<void> {
   app.post(
     '/api/memory',
     {
+      preValidation: userBeforeBody,
       config: { invalidBodyMessage: 'content is required' },
       schema: {
         tags: ['memory'],

@@ -1,4 +1,4 @@
-import { invalidAs, orNull, refuse } from '@aop/core';
+import { NOT_BLANK, invalidAs, orNull, refuse } from '@aop/core/request-schema';
 import { type Static, Type } from '@sinclair/typebox';
 import { MEMORY_AGENT_ID_MAX, MEMORY_CONTENT_MAX, MEMORY_TAG_LENGTH_MAX, MEMORY_TAGS_MAX } from './memory.service.js';
 
@@ -12,9 +12,6 @@ export const Memory = Type.Object({
 });
 export type Memory = Static<typeof Memory>;
 
-/** `{ …, not: blank }`: refuses text that is empty once trimmed (`\s` is the set `String.prototype.trim` removes). */
-const notBlank = { not: { type: 'string', pattern: '^\\s*$' } } as const;
-
 /**
  * Each field answers with the message the route always gave it (see `invalidAs` in @aop/core), in the order it has
  * always checked them: content, agentId, tags. Ajv checks `not` before `maxLength`, so a blank content is "required"
@@ -22,7 +19,7 @@ const notBlank = { not: { type: 'string', pattern: '^\\s*$' } } as const;
  */
 export const AddMemoryBody = Type.Object({
   content: Type.String({
-    ...notBlank,
+    ...NOT_BLANK,
     maxLength: MEMORY_CONTENT_MAX,
     ...invalidAs(refuse('FIELD_REQUIRED', { field: 'content' }), {
       maxLength: refuse('FIELD_TOO_LONG', { field: 'content', max: MEMORY_CONTENT_MAX }),

@@ -6,6 +6,7 @@ import type { WebConfig } from '../../config.js';
 import { requireSessionUser } from '../../platform/http/auth.js';
 import { perSession } from '../../platform/http/rate-limit-keys.js';
 import {
+  BILLING_ACTIONS,
   type BillingDeps,
   type Order,
   WEBHOOK_TOLERANCE_SECONDS,
@@ -20,7 +21,7 @@ import {
   verifyCheckout,
 } from './billing.service.js';
 import { findCreditPack, penceToPounds } from './billing-catalog.js';
-import { CheckoutAnswer } from './billing.schemas.js';
+import { BillingActionBody, CheckoutAnswer } from './billing.schemas.js';
 
 const MINUTE = 60_000;
 
@@ -28,8 +29,7 @@ const MINUTE = 60_000;
 const STORAGE_QUANTITY_MAX = 10;
 const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
 
-export const BILLING_ACTIONS = ['create-checkout', 'enable-byok', 'disable-byok', 'get-usage', 'buy-credits'] as const;
-type BillingAction = (typeof BILLING_ACTIONS)[number];
+export { BILLING_ACTIONS } from './billing.service.js';
 
 /** Money and billing data need a signed-in person: a leaked API key must not buy or read them. 401 before any body check. */
 const authenticate = async (request: FastifyRequest) => {
@@ -123,20 +123,13 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
       schema: {
         tags: ['billing'],
         description: `Actions: ${BILLING_ACTIONS.join(', ')}. \`create-checkout\` takes \`plan\`; \`buy-credits\` takes \`price\` (GBP).`,
-        body: Type.Object({
-          action: Type.Optional(Type.Unknown({ description: BILLING_ACTIONS.join(' | ') })),
-          plan: Type.Optional(Type.Unknown({ description: CARD_PLANS.join(' | ') })),
-          price: Type.Optional(Type.Unknown({ description: 'a credit pack price in GBP, e.g. "10"' })),
-        }),
+        body: BillingActionBody,
       },
     },
     async (request, reply) => {
       const user = await requireSessionUser(request);
-      const { action, plan, price } = request.body ?? {};
-      if (typeof action !== 'string' || !(BILLING_ACTIONS as readonly string[]).includes(action)) {
-        throw new DomainError('INVALID_ACTION_CHOICE', { allowed: BILLING_ACTIONS.join(', ') });
-      }
-      switch (action as BillingAction) {
+      const { action, plan, price } = request.body;
+      switch (action) {
         case 'create-checkout': {
           await checkoutLimit(request, reply);
           return checkout(request, reply, { kind: 'plan', plan: parsePlan(plan) }, false);

@@ -15,6 +15,9 @@ import { periodRange } from '../usage/usage.service.js';
 
 export type StripeConfig = NonNullable<WebConfig['stripe']>;
 
+/** `POST /api/billing` actions. */
+export const BILLING_ACTIONS = ['create-checkout', 'enable-byok', 'disable-byok', 'get-usage', 'buy-credits'] as const;
+
 /** Spec §8 webhook timestamp tolerance (5 minutes), applied to the payment provider's signatures too. */
 export const WEBHOOK_TOLERANCE_SECONDS = 300;
 

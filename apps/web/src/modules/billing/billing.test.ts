@@ -259,6 +259,10 @@ describe('billing and wallets', () => {
         [{ action: 'buy-credits', price: { amount: 5 } }, 400, 'Invalid price. Must be one of: 5.00, 10.00, 25.00'],
         [{ action: 'refund' }, 400, INVALID_BILLING_ACTION],
         [{}, 400, INVALID_BILLING_ACTION],
+        [{ action: 5 }, 400, INVALID_BILLING_ACTION],
+        [{ action: null, plan: 'solo' }, 400, INVALID_BILLING_ACTION],
+        // Another action's field is not looked at.
+        [{ action: 'refund', plan: 7, price: [] }, 400, INVALID_BILLING_ACTION],
         [[1, 2], 400, 'Invalid request body'],
       ];
       for (const [body, status, error] of cases) {
@@ -751,6 +755,10 @@ describe('billing and wallets', () => {
         ],
         ['missing signature', { address: account.address, message: 'x' }, 400, 'Missing: address, message, signature'],
         ['wrong types', { address: 1, message: [], signature: {} }, 400, 'Missing: address, message, signature'],
+        ['an empty address', { address: '', message: 'x', signature: '0x00' }, 400, 'Missing: address, message, signature'],
+        ['a null message', { address: account.address, message: null, signature: '0x00' }, 400, 'Missing: address, message, signature'],
+        // All three are required before the address is looked at.
+        ['bad address, missing message', { address: '0x123', signature: '0x00' }, 400, 'Missing: address, message, signature'],
         ['bad address', { address: '0x123', message: 'x', signature: '0x00' }, 400, 'Invalid wallet address'],
       ];
       for (const [name, body, status, error] of cases) {
@@ -817,6 +825,12 @@ describe('billing and wallets', () => {
       expect(foreign).toMatchObject({ status: 403, body: { error: 'Wallet not linked to this account' } });
       const bad = await post(web.url, '/api/wallet-provider', quinn.cookie, { action: 'mint' });
       expect(bad).toMatchObject({ status: 400, body: { error: INVALID_WALLET_ACTION } });
+      for (const body of [{}, { action: null }, { action: ['get_balance'] }]) {
+        expect(await post(web.url, '/api/wallet/provider', quinn.cookie, body)).toMatchObject({
+          status: 400,
+          body: { error: INVALID_WALLET_ACTION },
+        });
+      }
     });
 
     it('creates a custodial wallet, a payment and an on-ramp link through the configured provider', async () => {

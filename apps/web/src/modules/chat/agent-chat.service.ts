@@ -20,6 +20,8 @@ import {
 
 /** A chat message is at most this long (the 1 MB body limit would allow far more than any agent turn should carry). */
 export const CHAT_MESSAGE_MAX_CHARS = 32_000;
+/** Longest `agentId` a chat takes. */
+export const CHAT_AGENT_ID_MAX = 64;
 /** The session the spec defaults to (`sessionKey` omitted). */
 export const DEFAULT_SESSION_KEY = 'main';
 /**

@@ -7,6 +7,7 @@ import {
   type ChatDeps,
   type ChatLog,
   type GatewayStatus,
+  CHAT_AGENT_ID_MAX as AGENT_ID_MAX,
   SESSION_KEY_PATTERN,
   STATUS_LIST_MAX,
   gatewayStatus,
@@ -35,8 +36,6 @@ import {
 
 export const AGENT_ACTIONS = ['chat', 'create-session', 'update-skill', 'set-credential'] as const;
 export type AgentAction = (typeof AGENT_ACTIONS)[number];
-/** Same bound as `POST /api/chat`'s `agentId`. */
-const AGENT_ID_MAX = 64;
 /** A display label; OpenClaw allows 512, and the owner tag of a shared gateway is prefixed to it. */
 export const SESSION_LABEL_MAX = 100;
 export const CREDENTIAL_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -55,13 +54,7 @@ export function credentialKind(name: string): CredentialKind {
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
-// input checks (each bad body gets its own 400 words)
-
-export function checkAction(action: unknown): AgentAction {
-  if (typeof action !== 'string' || !(AGENT_ACTIONS as readonly string[]).includes(action))
-    throw new DomainError('INVALID_ACTION_CHOICE', { allowed: AGENT_ACTIONS.join(', ') });
-  return action as AgentAction;
-}
+// input checks of `POST /api/agent`'s actions (each bad body gets its own 400 words; the schema checks `action`)
 
 /** An optional agent id: absent or null is none; anything else must be a non-empty short string (`POST /api/chat`'s rule). */
 export function checkAgentId(agentId: unknown): string | undefined {

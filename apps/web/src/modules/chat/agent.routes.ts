@@ -4,10 +4,10 @@ import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { checkMessage, checkSessionKey, restAgentChat } from './agent-chat.service.js';
+import { AgentActionBody } from './chat.schemas.js';
 import {
   AGENT_ACTIONS,
   agentPanel,
-  checkAction,
   checkAgentId,
   checkCredentialName,
   checkCredentialValue,
@@ -34,8 +34,8 @@ const authenticate = async (request: FastifyRequest) => {
 
 /**
  * Spec §4.18 "Agent interaction": `GET /api/agent` is the dashboard's agent panel in one answer; `POST /api/agent`
- * takes an `action`. Session or API key. Bodies are read leniently by the schema and checked per action, so each bad
- * body gets its own words.
+ * takes an `action`. Session or API key. The schema checks the action; each action checks its own fields (see
+ * `AgentActionBody`), so each bad body gets its own words.
  */
 export async function agentInteractionRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const deps = { db: app.db, backend: app.backend, config };
@@ -76,24 +76,13 @@ export async function agentInteractionRoutes(app: App, { config }: { config: Web
       schema: {
         tags: ['agent'],
         description: `Actions: ${AGENT_ACTIONS.join(', ')}.`,
-        body: Type.Object({
-          action: Type.Optional(Type.Unknown({ description: AGENT_ACTIONS.join(' | ') })),
-          message: Type.Optional(Type.Unknown({ description: 'chat' })),
-          sessionKey: Type.Optional(Type.Unknown({ description: 'chat, create-session' })),
-          agentId: Type.Optional(Type.Unknown({ description: 'chat, create-session, update-skill (scope), set-credential (scope)' })),
-          label: Type.Optional(Type.Unknown({ description: 'create-session' })),
-          name: Type.Optional(Type.Unknown({ description: 'update-skill, set-credential' })),
-          enabled: Type.Optional(Type.Unknown({ description: 'update-skill' })),
-          description: Type.Optional(Type.Unknown({ description: 'update-skill' })),
-          config: Type.Optional(Type.Unknown({ description: 'update-skill' })),
-          value: Type.Optional(Type.Unknown({ description: 'set-credential; never returned' })),
-        }),
+        body: AgentActionBody,
       },
     },
     async (request, reply) => {
       const user = await requireUser(request);
-      const body = request.body ?? {};
-      switch (checkAction(body.action)) {
+      const body = request.body;
+      switch (body.action) {
         case 'chat': {
           await chatLimit(request, reply);
           const message = checkMessage(body.message);

@@ -1,15 +1,14 @@
-import { type App, DomainError } from '@aop/core';
+import type { App } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
-import { ChatReply } from './chat.schemas.js';
+import { ChatBody, ChatReply, GatewayChatBody } from './chat.schemas.js';
 import {
+  DEFAULT_SESSION_KEY,
   HISTORY_DEFAULT_LIMIT,
   HISTORY_MAX_LIMIT,
   chatHistory,
-  checkMessage,
-  checkSessionKey,
   gatewayChat,
   gatewayStatus,
   restAgentChat,
@@ -27,8 +26,8 @@ const authenticate = async (request: FastifyRequest) => {
 
 /**
  * Spec §4.4 chat with one's agent: `POST /api/chat` (OpenAI-style REST, stored history, `GET /api/chat`), the
- * WebSocket fallback `POST /api/gateway/chat`, and `GET /api/gateway/status`. Bodies are read leniently by the schema
- * and checked in the service, so each bad body gets the spec's words.
+ * WebSocket fallback `POST /api/gateway/chat`, and `GET /api/gateway/status`. Each body field answers with the spec's
+ * words for it (chat.schemas.ts).
  */
 export async function chatRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const deps = { db: app.db, backend: app.backend, config };
@@ -43,7 +42,7 @@ export async function chatRoutes(app: App, { config }: { config: WebConfig }): P
       config: { invalidBodyMessage: 'Message required' },
       schema: {
         tags: ['chat'],
-        body: Type.Object({ message: Type.Optional(Type.Unknown()), sessionKey: Type.Optional(Type.Unknown()) }),
+        body: GatewayChatBody,
         response: {
           200: Type.Object({ success: Type.Literal(true), reply: Type.String(), agentId: Type.String(), agentName: Type.String() }),
         },
@@ -51,8 +50,8 @@ export async function chatRoutes(app: App, { config }: { config: WebConfig }): P
     },
     async (request) => {
       const user = await requireUser(request);
-      const message = checkMessage(request.body.message);
-      const sessionKey = checkSessionKey(request.body.sessionKey);
+      const { message } = request.body;
+      const sessionKey = request.body.sessionKey || DEFAULT_SESSION_KEY;
       return gatewayChat(deps, request.log, user, { message, sessionKey });
     },
   );
@@ -70,11 +69,7 @@ export async function chatRoutes(app: App, { config }: { config: WebConfig }): P
       config: { invalidBodyMessage: 'Message required' },
       schema: {
         tags: ['chat'],
-        body: Type.Object({
-          message: Type.Optional(Type.Unknown()),
-          sessionKey: Type.Optional(Type.Unknown()),
-          agentId: Type.Optional(Type.Unknown()),
-        }),
+        body: ChatBody,
         response: {
           200: ChatReply,
         },
@@ -82,12 +77,8 @@ export async function chatRoutes(app: App, { config }: { config: WebConfig }): P
     },
     async (request) => {
       const user = await requireUser(request);
-      const { agentId } = request.body;
-      const message = checkMessage(request.body.message);
-      const sessionKey = checkSessionKey(request.body.sessionKey);
-      if (agentId !== undefined && agentId !== null && (typeof agentId !== 'string' || agentId.length === 0 || agentId.length > 64)) {
-        throw new DomainError('INVALID_AGENTID');
-      }
+      const { message, agentId } = request.body;
+      const sessionKey = request.body.sessionKey || DEFAULT_SESSION_KEY;
       return restAgentChat(deps, request.log, user, { message, sessionKey, agentId: agentId || undefined });
     },
   );

@@ -1,6 +1,7 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
+import { demoChatBody } from './demo.schemas.js';
 import { DEMO_ENTRY_MAX_CHARS, DEMO_READY_MESSAGE, DEMO_UNAVAILABLE, askDemo, demoHistory } from './demo-chat.service.js';
 
 const MINUTE = 60_000;
@@ -10,8 +11,8 @@ const Usage = Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Ty
 
 /**
  * Spec §4.6 demo chat: no account, the platform's LLM key, a fixed list of models, per-IP limit.
- * Every field is read leniently by the schema and checked here, so each bad body gets the spec's
- * `Message required` (or a model-specific message) rather than a schema error.
+ * Each body field answers with the spec's `Message required` (or a field-specific message) rather than a schema error
+ * (demo.schemas.ts).
  */
 export async function demoRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const { models } = config.demo;
@@ -35,13 +36,7 @@ export async function demoRoutes(app: App, { config }: { config: WebConfig }): P
       config: { invalidBodyMessage: 'Message required' },
       schema: {
         tags: ['demo'],
-        body: Type.Object({
-          message: Type.Optional(Type.Unknown()),
-          model: Type.Optional(Type.Unknown()),
-          // Accepted for clients of the reference; the demo has one mode.
-          mode: Type.Optional(Type.Unknown()),
-          conversation: Type.Optional(Type.Unknown()),
-        }),
+        body: demoChatBody(models.map((m) => m.id)),
         response: {
           200: Type.Object({ id: Type.String(), model: Type.String(), message: Type.String(), usage: Usage, done: Type.Literal(true) }),
         },
@@ -49,11 +44,8 @@ export async function demoRoutes(app: App, { config }: { config: WebConfig }): P
     },
     async (request) => {
       const { message, model, conversation } = request.body;
-      if (typeof message !== 'string' || message.trim() === '') throw new DomainError('MESSAGE_REQUIRED');
-      if (conversation !== undefined && conversation !== null && !Array.isArray(conversation)) {
-        throw new DomainError('CONVERSATION_ARRAY');
-      }
-      const chosen = model === undefined || model === null || model === '' ? models[0] : models.find((m) => m.id === model);
+      // The schema took only the listed ids (or none).
+      const chosen = model ? models.find((m) => m.id === model) : models[0];
       if (!chosen) throw new DomainError('UNSUPPORTED_DEMO_MODEL');
       if (!config.demo.llm) throw new DomainError('DEMO_UNAVAILABLE');
       // The visitor's own message obeys the same 4000-character cap as the history.

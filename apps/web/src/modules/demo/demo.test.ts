@@ -157,6 +157,36 @@ describe('demo chat', () => {
       expect((lastSent().body as { model: string }).model).toBe('anthropic/claude-haiku-4.5');
     });
 
+    it('null or empty model and a null conversation are absent ones; mode is accepted whatever it is', async () => {
+      for (const extra of [{ model: null }, { model: '' }, { conversation: null }, { mode: 42 }, { mode: null }]) {
+        const res = await chat(web, { message: 'hi', ...extra });
+        expect(res.status).toBe(200);
+        expect((lastSent().body as { model: string; messages: unknown[] }).model).toBe('openai/gpt-4o-mini');
+        expect((lastSent().body as { messages: unknown[] }).messages).toEqual([{ role: 'user', content: 'hi' }]);
+      }
+    });
+
+    it('the body schema tells clients each field: the listed models, and the error each answers with', async () => {
+      const doc = (await request(`${web.url}/api/openapi.json`)).body as {
+        paths: Record<string, { post: { requestBody: { content: Record<string, { schema: { properties: Record<string, unknown> } }> } } }>;
+      };
+      const properties = doc.paths['/api/demo/chat']?.post.requestBody.content['application/json']?.schema.properties;
+      expect(properties?.message).toMatchObject({ type: 'string', 'x-error': { code: 'MESSAGE_REQUIRED' } });
+      expect(properties?.model).toMatchObject({
+        enum: [
+          null,
+          '',
+          'openai/gpt-4o-mini',
+          expect.any(String),
+          expect.any(String),
+          expect.any(String),
+          expect.any(String),
+          expect.any(String),
+        ],
+      });
+      expect(properties?.conversation).toMatchObject({ type: ['array', 'null'], 'x-error': { code: 'CONVERSATION_ARRAY' } });
+    });
+
     it('keeps only user entries of the conversation, each cut to 4000 characters, then the message', async () => {
       const long = 'x'.repeat(4500);
       const res = await chat(web, {
@@ -258,6 +288,10 @@ describe('demo chat', () => {
         expect(res.status).toBe(400);
         expect(res.body).toEqual({ error: 'conversation must be an array' });
       }
+      // Checked in the order they always were: the message, the conversation, then the model.
+      const both = await chat(web, { message: 'hi', conversation: 'hi', model: 'nope' });
+      expect(both.body).toEqual({ error: 'conversation must be an array' });
+      expect((await chat(web, { message: ' ', conversation: 'hi', model: 'nope' })).body).toEqual({ error: 'Message required' });
       expect(llm.chatRequests().length).toBe(before);
     });
 

@@ -7,21 +7,11 @@ import {
   devicePairRemove,
   isUnknownPairingTarget,
 } from '@aop/gateway-client';
-import { type Static, Type } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
-import { requireUser } from '../../platform/http/auth.js';
-import { DeviceLists } from './devices.schemas.js';
-import {
-  DEVICE_ACTIONS,
-  DEVICE_MOVES,
-  type DeviceAction,
-  canMove,
-  claimMove,
-  findDevice,
-  listDevices,
-  mirrorPairingList,
-  undoMove,
-} from './devices.service.js';
+import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
+import { DeviceLists, DeviceMoveBody } from './devices.schemas.js';
+import { DEVICE_MOVES, canMove, claimMove, findDevice, listDevices, mirrorPairingList, undoMove } from './devices.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import {
   type GatewayTarget,
@@ -31,10 +21,6 @@ import {
   resolveGateway,
   withGateway,
 } from '../../platform/clients/user-gateway.js';
-
-// Field checks are the handler's, so each failure gets the spec's own message.
-const PostBody = Type.Object({ deviceId: Type.Optional(Type.Unknown()), action: Type.Optional(Type.Unknown()) });
-type PostBody = Static<typeof PostBody>;
 
 const DEVICE_ID_MAX = 256;
 
@@ -95,16 +81,19 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
   app.post(
     '/api/devices',
     {
+      preValidation: userBeforeBody,
       config: { invalidBodyMessage: 'Invalid request body' },
       schema: {
         tags: ['devices'],
-        body: PostBody,
+        body: DeviceMoveBody,
         response: { 200: Type.Object({ success: Type.Literal(true), ...DeviceLists.properties }) },
       },
     },
     async (request) => {
       const user = await requireUser(request);
-      const { deviceId, action } = parseMove(request.body);
+      const { deviceId, action } = request.body;
+      // No device id is that long; it cannot be on record.
+      if (deviceId.length > DEVICE_ID_MAX) throw new DomainError('DEVICE_NOT_FOUND');
       const scope = await deviceScope(app, config, user);
       if (!scope.agentId) throw new DomainError('DEVICE_NOT_FOUND');
       const agentId = scope.agentId;
@@ -149,17 +138,4 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
       return { success: true as const, ...(await listDevices(app.db, user.id, agentId)) };
     },
   );
-}
-
-function parseMove(body: PostBody | undefined): { deviceId: string; action: DeviceAction } {
-  const { deviceId, action } = body ?? {};
-  const missing = (v: unknown) => v === undefined || v === null || v === '';
-  if (missing(deviceId) || missing(action)) throw new DomainError('MISSING_REQUIRED_FIELDS_DEVICEID_ACTION');
-  if (typeof deviceId !== 'string') throw new DomainError('INVALID_REQUEST_BODY');
-  if (typeof action !== 'string' || !DEVICE_ACTIONS.includes(action as DeviceAction)) {
-    throw new DomainError('INVALID_ACTION_APPROVE_DENY_REVOKE');
-  }
-  // No device id is that long; it cannot be on record.
-  if (deviceId.length > DEVICE_ID_MAX) throw new DomainError('DEVICE_NOT_FOUND');
-  return { deviceId, action: action as DeviceAction };
 }

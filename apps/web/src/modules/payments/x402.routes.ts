@@ -1,6 +1,5 @@
 import { type App, DomainError, errorResponse, HttpError, isPublicError } from '@aop/core';
 import { writeAudit } from '@aop/db';
-import { Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import type { AuthUser } from '../../platform/sessions.js';
@@ -10,7 +9,6 @@ import {
   FALLBACK_FITNESS,
   type PaymentInput,
   type PaymentOrder,
-  X402_ACTIONS,
   agentIdOf,
   callColony,
   checkPayment,
@@ -18,11 +16,11 @@ import {
   fallbackPricing,
   fitnessFrom,
   isPlainObject,
-  isX402Action,
   pricingFrom,
   publicGatewayUrl,
   upstreamDetail,
 } from './x402.service.js';
+import { X402Body } from './x402.schemas.js';
 
 /** Fastify's codes for a body that is not the JSON object this route reads: there is no action to read in it. */
 const BAD_BODY_CODES = new Set([
@@ -70,18 +68,6 @@ function auditValue(value: unknown): string | number | null {
   if (typeof value === 'number' && Number.isFinite(value)) return value;
   return null;
 }
-
-const PostBody = Type.Object({
-  action: Type.Optional(Type.Unknown({ description: X402_ACTIONS.join(' | ') })),
-  agentId: Type.Optional(Type.Unknown({ description: `required for join-colony and pay; fitness and pricing default to atlas` })),
-  walletAddress: Type.Optional(Type.Unknown({ description: 'join-colony: the wallet that joins' })),
-  amount: Type.Optional(Type.Unknown({ description: 'pay: a number, more than 0 and at most 100' })),
-  currency: Type.Optional(Type.Unknown({ description: 'pay: default USDC, forwarded as is' })),
-  recipient: Type.Optional(Type.Unknown({ description: 'pay: EVM 0x + 40 hex, or Solana base58 of 32 to 44 characters' })),
-  endpoint: Type.Optional(Type.Unknown({ description: 'pay: optional' })),
-  method: Type.Optional(Type.Unknown({ description: 'pay: default "default"' })),
-});
-type PostBody = typeof PostBody.static;
 
 /**
  * Spec §4.5 x402 payment gateway: `GET /api/x402` is the upstream colony gateway's health; `POST /api/x402` takes
@@ -149,7 +135,7 @@ export async function x402Routes(app: App, { config }: { config: WebConfig }): P
   }
 
   /** Spec §4.5 `join-colony`: the upstream's answer on 200; 402 / 502 `Colony join failed: …`; 503 unreachable. */
-  async function joinColony(request: FastifyRequest, reply: FastifyReply, user: AuthUser, body: PostBody) {
+  async function joinColony(request: FastifyRequest, reply: FastifyReply, user: AuthUser, body: X402Body) {
     const agentId = agentIdOf(body.agentId);
     if (!agentId) throw new DomainError('AGENT_ID_REQUIRED');
     // The wallet is the upstream's to judge (the spec names no local check); only a string is forwarded.
@@ -237,14 +223,12 @@ export async function x402Routes(app: App, { config }: { config: WebConfig }): P
         description:
           'Actions: `join-colony` and `pay` (session with user id and email), `fitness`, `pricing`, `endpoints` (public). ' +
           'Errors are `{ success: false, error }`.',
-        body: PostBody,
+        body: X402Body,
       },
     },
     async (request, reply) => {
       const body = request.body;
-      const { action } = body;
-      if (!isX402Action(action)) throw new DomainError('X402_INVALID_ACTION');
-      switch (action) {
+      switch (body.action) {
         case 'endpoints':
           return sendJson(reply, 200, await endpoints(request));
         case 'fitness':

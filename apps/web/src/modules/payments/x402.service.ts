@@ -68,9 +68,6 @@ const SOLANA_ADDRESS = /^[1-9A-HJ-NP-Za-km-z]{32,44}$/;
 /** Spec §4.5 recipient formats: EVM `0x` plus exactly 40 hex characters, or Solana base58 of 32 to 44 characters. */
 export const isRecipientAddress = (value: string): boolean => EVM_ADDRESS.test(value) || SOLANA_ADDRESS.test(value);
 
-export const isX402Action = (value: unknown): value is X402Action =>
-  typeof value === 'string' && (X402_ACTIONS as readonly string[]).includes(value);
-
 /** A non-empty (trimmed) string, else undefined: how `agentId` is read for every action. */
 export function agentIdOf(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;

@@ -2,10 +2,11 @@ import { type App, DomainError } from '@aop/core';
 import { cronAdd, cronRemove } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
-import { requireUser } from '../../platform/http/auth.js';
-import { CronJob, CronList } from './schedule.schemas.js';
+import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
+import { CreateCronJobBody, CronJob, CronList } from './schedule.schemas.js';
 import {
   CRON_REQUIRED,
+  checkedCronJob,
   cronAddParams,
   cronJobView,
   gatewayFailure,
@@ -13,16 +14,8 @@ import {
   getOwnJob,
   isJobNotFound,
   listOwnJobs,
-  parseNewCronJob,
 } from './cron-jobs.service.js';
 import { resolveGateway, withGateway } from '../../platform/clients/user-gateway.js';
-
-const CronBody = Type.Object({
-  name: Type.Optional(Type.Unknown()),
-  schedule: Type.Optional(Type.Unknown()),
-  payload: Type.Optional(Type.Unknown()),
-  enabled: Type.Optional(Type.Unknown()),
-});
 
 /** Longest job id we pass on; OpenClaw's are UUIDs. */
 const JOB_ID_MAX = 200;
@@ -64,16 +57,17 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
   app.post(
     '/api/cron',
     {
+      preValidation: userBeforeBody,
       config: { invalidBodyMessage: CRON_REQUIRED },
       schema: {
         tags: ['cron'],
-        body: CronBody,
+        body: CreateCronJobBody,
         response: { 200: Type.Object({ success: Type.Literal(true), source: Type.Literal('gateway'), job: CronJob }) },
       },
     },
     async (request) => {
       const user = await requireUser(request);
-      const job = parseNewCronJob(request.body);
+      const job = checkedCronJob(request.body);
       try {
         const target = await resolveGateway(deps, user);
         const added = await withGateway(target, timeoutMs, (conn) => cronAdd(conn, cronAddParams(target, job)));

@@ -3,12 +3,11 @@ import type { GatewayConnection } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
-import { requireUser } from '../../platform/http/auth.js';
+import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { gatewayFailureMessage } from './cron-jobs.service.js';
-import { Heartbeat, HeartbeatWrite } from './schedule.schemas.js';
+import { DeleteHeartbeatBody, Heartbeat, HeartbeatWrite, WriteHeartbeatBody } from './schedule.schemas.js';
 import {
   DEFAULT_FREQUENCY,
-  FREQUENCIES,
   deleteHeartbeatSettings,
   findHeartbeatJob,
   findHeartbeatSettings,
@@ -21,22 +20,20 @@ import {
 import type { AuthUser } from '../../platform/sessions.js';
 import { type GatewayTarget, resolveGateway, withGateway } from '../../platform/clients/user-gateway.js';
 
-const AGENT_ID_MAX = 200;
 const AGENT_ID_REQUIRED = 'agentId required';
 
-const HeartbeatBody = Type.Object({
-  agentId: Type.Optional(Type.Unknown()),
-  frequency: Type.Optional(Type.Unknown()),
-  enabled: Type.Optional(Type.Unknown()),
-});
+/** The agent as the schema let it through, trimmed; absent, null or '' is none. */
+const trimmedAgentId = (value: string | null | undefined): string | undefined => value?.trim() || undefined;
 
-/** absent, null or '' → undefined; a non-string → 400. */
-function optionalAgentId(value: unknown): string | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string' || value.trim() === '' || value.length > AGENT_ID_MAX)
-    throw new DomainError('FIELD_NOT_STRING', { field: 'agentId' });
-  return value.trim();
-}
+/**
+ * The deprecated routes say so on every answer their handler gave, which was every answer to an object body: the
+ * header goes on before the body schema and authentication, which may refuse one now.
+ */
+const deprecatedObjectBody = async (request: FastifyRequest, reply: FastifyReply) => {
+  const { body } = request;
+  if (typeof body === 'object' && body !== null && !Array.isArray(body)) reply.header('deprecation', 'true');
+  await userBeforeBody(request);
+};
 
 /** Spec §4.10 heartbeat: the platform's heartbeat job on the caller's gateway, else settings kept in the database. */
 export async function heartbeatRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
@@ -96,16 +93,11 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
   );
 
   /** PUT, and the deprecated POST. */
-  async function write(request: FastifyRequest) {
+  async function write(request: FastifyRequest, body: WriteHeartbeatBody) {
     const user = await requireUser(request);
-    const body: Record<string, unknown> = typeof request.body === 'object' && request.body !== null ? { ...request.body } : {};
-    if (body.frequency !== undefined && (typeof body.frequency !== 'string' || !Object.hasOwn(FREQUENCIES, body.frequency))) {
-      throw new DomainError('INVALID_FREQUENCY', { allowed: Object.keys(FREQUENCIES).join(', ') });
-    }
-    const frequency = body.frequency as string | undefined;
-    if (body.enabled !== undefined && typeof body.enabled !== 'boolean') throw new DomainError('FIELD_NOT_BOOLEAN', { field: 'enabled' });
-    const enabled = typeof body.enabled === 'boolean' ? body.enabled : true;
-    const agentId = optionalAgentId(body.agentId);
+    const { frequency } = body;
+    const enabled = body.enabled ?? true;
+    const agentId = trimmedAgentId(body.agentId);
 
     const written = await onGateway(request, user, agentId, (conn, target) => upsertHeartbeatJob(conn, target, { enabled, frequency }));
     if (written) return { success: true as const, source: 'gateway' as const, enabled: written.enabled, frequency: written.frequency };
@@ -115,35 +107,36 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
     return { success: true as const, source: 'db' as const, enabled: saved.enabled, frequency: saved.frequency };
   }
 
-  const writeOptions = { schema: { tags: ['heartbeat'], body: HeartbeatBody, response: { 200: HeartbeatWrite } } };
-  app.put('/api/heartbeat', writeOptions, write);
+  const writeSchema = { tags: ['heartbeat'], body: WriteHeartbeatBody, response: { 200: HeartbeatWrite } };
+  app.put('/api/heartbeat', { preValidation: userBeforeBody, schema: writeSchema }, async (request) => write(request, request.body));
   app.post(
     '/api/heartbeat',
-    { schema: { ...writeOptions.schema, deprecated: true, description: 'Deprecated: use PUT.' } },
-    async (request, reply: FastifyReply) => {
+    { preValidation: deprecatedObjectBody, schema: { ...writeSchema, deprecated: true, description: 'Deprecated: use PUT.' } },
+    async (request, reply) => {
       reply.header('deprecation', 'true');
-      return write(request);
+      return write(request, request.body);
     },
   );
 
   app.delete(
     '/api/heartbeat',
     {
+      preValidation: deprecatedObjectBody,
       config: { invalidBodyMessage: AGENT_ID_REQUIRED },
       schema: {
         tags: ['heartbeat'],
         deprecated: true,
         description: 'Deprecated: use PUT with `enabled: false`.',
-        body: HeartbeatBody,
+        body: DeleteHeartbeatBody,
         response: { 200: Type.Object({ success: Type.Literal(true) }) },
       },
     },
     async (request, reply) => {
       reply.header('deprecation', 'true');
       const user = await requireUser(request);
-      const raw = request.body?.agentId;
-      if (typeof raw !== 'string' || raw.trim() === '') throw new DomainError('AGENT_ID_REQUIRED');
-      const agentId = optionalAgentId(raw) as string;
+      const agentId = trimmedAgentId(request.body.agentId);
+      // The schema refused a blank agentId; this is for the type.
+      if (!agentId) throw new DomainError('AGENT_ID_REQUIRED');
       // The stored settings, and the gateway job when the gateway holds this agent's heartbeat and answers.
       await deleteHeartbeatSettings(app.db, user.id, agentId);
       await onGateway(request, user, agentId, (conn, target) => removeHeartbeatJob(conn, target));

@@ -23,6 +23,8 @@ export const FREQUENCIES: Readonly<Record<string, number>> = {
   '12h': 12 * 3_600_000,
 };
 export const DEFAULT_FREQUENCY = '30m';
+/** Longest `agentId` a heartbeat write takes. */
+export const HEARTBEAT_AGENT_ID_MAX = 200;
 
 export const HEARTBEAT_JOB_NAME = 'platform-heartbeat';
 /** What the agent is told on each beat (OpenClaw's heartbeat convention: `HEARTBEAT.md`, `HEARTBEAT_OK`). */

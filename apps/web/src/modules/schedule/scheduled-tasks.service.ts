@@ -3,6 +3,12 @@ import type { Database } from '@aop/db';
 import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { type Schedule, nextRunAt, parseSchedule } from './schedule-expression.js';
 
+/** Limits of a task as `POST`/`PUT /api/scheduled-tasks` take it. */
+export const TASK_NAME_MAX = 200;
+export const TASK_PROMPT_MAX = 10_000;
+export const TASK_SCHEDULE_MAX = 200;
+export const TASK_AGENT_ID_MAX = 200;
+
 const COLUMNS = [
   'id',
   'agent_id',

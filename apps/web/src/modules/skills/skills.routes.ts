@@ -1,6 +1,6 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
-import { requireUser } from '../../platform/http/auth.js';
+import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { InstallSkillBody, Skill, UpdateSkillBody } from './skills.schemas.js';
 import {
   SKILL_AGENT_ID_MAX as AGENT_ID_MAX,
@@ -40,6 +40,7 @@ export async function skillsRoutes(app: App): Promise<void> {
   app.post(
     '/api/skills',
     {
+      preValidation: userBeforeBody,
       config: { invalidBodyMessage: 'Invalid skill name' },
       schema: {
         tags: ['skills'],
@@ -65,6 +66,7 @@ export async function skillsRoutes(app: App): Promise<void> {
   app.post(
     '/api/skills/:name',
     {
+      preValidation: userBeforeBody,
       config: { invalidBodyMessage: 'Invalid request body' },
       schema: {
         tags: ['skills'],

@@ -1,4 +1,4 @@
-import { invalidAs, orNull, refuse } from '@aop/core';
+import { invalidAs, orNull, refuse } from '@aop/core/request-schema';
 import { type Static, Type } from '@sinclair/typebox';
 import { SKILL_AGENT_ID_MAX, SKILL_DESCRIPTION_MAX, SKILL_NAME } from './skills.service.js';
 

@@ -70,6 +70,11 @@ describe('skills', () => {
       expect(off.body.skill.enabled).toBe(false);
     });
 
+    it('401 for an anonymous caller whatever fields it sent (the caller is checked before the body)', async () => {
+      expectError(await request(url(), { json: { name: 5, enabled: 'yes' } }), 401, 'Unauthorized');
+      expectError(await request(url('/web-search'), { json: { enabled: 'no' } }), 401, 'Unauthorized');
+    });
+
     it('400 Invalid skill name; 400 for bad fields; 404 for an unknown agent', async () => {
       const { cookie } = await web.signIn();
       expectError(await request(url(), { method: 'POST', headers: { cookie } }), 400, 'Invalid skill name');

@@ -1,6 +1,6 @@
 import { type App, DomainError, checkJsonText } from '@aop/core';
 import { Type } from '@sinclair/typebox';
-import { type Address, isAddress } from 'viem';
+import type { Address } from 'viem';
 import type { WebConfig } from '../../config.js';
 import {
   DEFAULT_DJ_NAME,
@@ -17,6 +17,7 @@ import {
   streamingClient,
   verifyStreamingSignature,
 } from './streaming.service.js';
+import { CreateStreamBody } from './streaming.schemas.js';
 
 export const STREAMING_WEBHOOK_PATH = '/api/webhooks/streaming';
 const MINUTE = 60_000;
@@ -132,18 +133,14 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
       schema: {
         tags: ['streaming'],
         description: `Creates a live stream for a smart-contract wallet holding at least GATE_MIN_BALANCE (1,250,000) gate tokens. \`name\` defaults to \`${DEFAULT_DJ_NAME}\`.`,
-        body: Type.Object({ wallet: Type.Optional(Type.Unknown()), name: Type.Optional(Type.Unknown()) }),
+        body: CreateStreamBody,
         response: { 200: CreatedSchema, 400: ErrorSchema, 403: ErrorSchema, 500: ErrorSchema, 502: ErrorSchema },
       },
     },
     async (request) => {
-      const body = request.body ?? {};
-      const rawWallet = typeof body.wallet === 'string' ? body.wallet.trim() : '';
-      if (!rawWallet) throw new DomainError('WALLET_ADDRESS_REQUIRED');
-      if (!isAddress(rawWallet, { strict: false })) throw new DomainError('INVALID_WALLET_ADDRESS');
-      const wallet = rawWallet.toLowerCase() as Address;
-      if (body.name !== undefined && body.name !== null && typeof body.name !== 'string') throw new DomainError('NAME_STRING');
-      const name = (typeof body.name === 'string' ? body.name.trim() : '') || DEFAULT_DJ_NAME;
+      // The schema has checked that the trimmed wallet is an address.
+      const wallet = request.body.wallet.trim().toLowerCase() as Address;
+      const name = request.body.name?.trim() || DEFAULT_DJ_NAME;
       if (name.length > DJ_NAME_MAX) throw new DomainError('NAME_TOO_LONG', { max: DJ_NAME_MAX });
 
       if (!client) {

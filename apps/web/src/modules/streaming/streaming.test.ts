@@ -197,6 +197,12 @@ describe('live streaming: /api/radio/live, /api/radio/streams, /api/webhooks/str
       expect(JSON.stringify(row)).not.toContain(created.stream_key);
     });
 
+    it('takes a wallet with surrounding whitespace as the address it surrounds', async () => {
+      const res = await post(web.url, { wallet: `\t ${rich.toUpperCase().replace('0X', '0x')} \n` });
+      expect(res.status).toBe(200);
+      expect(res.body.stream.wallet).toBe(rich.toLowerCase());
+    });
+
     it('names the stream Anonymous DJ when no (or a blank) name is given', async () => {
       for (const body of [{ wallet: rich }, { wallet: rich, name: '   ' }, { wallet: rich, name: null }]) {
         const res = await post(web.url, body);
@@ -233,6 +239,8 @@ describe('live streaming: /api/radio/live, /api/radio/streams, /api/webhooks/str
       ['an empty object', () => post(web.url, {})],
       ['an empty wallet', () => post(web.url, { wallet: '' })],
       ['a wallet that is not a string', () => post(web.url, { wallet: 12345 })],
+      ['a null wallet', () => post(web.url, { wallet: null })],
+      ['a blank wallet, even with a name that is not a string', () => post(web.url, { wallet: '   ', name: 42 })],
       ['a JSON array', () => post(web.url, [exact])],
       ['a non-JSON body', () => request(`${web.url}${STREAMS}`, { body: 'wallet=0x1', headers: { 'content-type': 'text/plain' } })],
     ])('400 Wallet address required for %s', async (_name, send) => {
@@ -243,6 +251,10 @@ describe('live streaming: /api/radio/live, /api/radio/streams, /api/webhooks/str
     it.each([
       [{ wallet: '0x1234' }, 'Invalid wallet address'],
       [{ wallet: 'not-a-wallet' }, 'Invalid wallet address'],
+      // The wallet is checked before the name.
+      [{ wallet: 'not-a-wallet', name: 42 }, 'Invalid wallet address'],
+      [{ wallet: '0x0000000000000000000000000000000000000001x' }, 'Invalid wallet address'],
+      [{ wallet: '0x0000000000000000000000000000000000000001', name: ['DJ'] }, 'Name must be a string'],
       [{ wallet: '0x0000000000000000000000000000000000000001', name: 42 }, 'Name must be a string'],
       [{ wallet: '0x0000000000000000000000000000000000000001', name: 'x'.repeat(101) }, 'Name must be at most 100 characters'],
     ])('400 for %j', async (body, error) => {

@@ -3,8 +3,8 @@ import { writeAudit } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
-import { requireSessionUser } from '../../platform/http/auth.js';
-import { Success, TradingKeyStatus } from './trading.schemas.js';
+import { requireSessionUser, sessionUserBeforeBody } from '../../platform/http/auth.js';
+import { SaveTradingKeyBody, Success, TradingKeyStatus, TradingPromptBody } from './trading.schemas.js';
 import {
   DEFAULT_CHAINS,
   TRADING_KEY_MAX,
@@ -46,15 +46,14 @@ export async function tradingRoutes(app: App, { config }: { config: WebConfig })
   app.post(
     '/api/user/trading-key',
     {
+      preValidation: sessionUserBeforeBody,
       config: { invalidBodyMessage: 'apiKey is required' },
-      schema: { tags: ['trading'], body: Type.Object({ apiKey: Type.Optional(Type.Unknown()) }), response: { 200: Success } },
+      schema: { tags: ['trading'], body: SaveTradingKeyBody, response: { 200: Success } },
     },
     async (request) => {
       const user = await requireSessionUser(request);
-      const raw = request.body?.apiKey;
       // Surrounding whitespace is a copy-and-paste accident, never part of a key.
-      const apiKey = typeof raw === 'string' ? raw.trim() : '';
-      if (!apiKey) throw new DomainError('FIELD_REQUIRED', { field: 'apiKey' });
+      const apiKey = request.body.apiKey.trim();
       if (apiKey.length > TRADING_KEY_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'apiKey', max: TRADING_KEY_MAX });
       await app.db.withUser(user.id, async (trx) => {
         await saveTradingKey(trx, config, user.id, apiKey);
@@ -85,19 +84,14 @@ export async function tradingRoutes(app: App, { config }: { config: WebConfig })
   app.post(
     '/api/trading/prompt',
     {
+      preValidation: sessionUserBeforeBody,
       config: { invalidBodyMessage: 'prompt is required' },
-      schema: {
-        tags: ['trading'],
-        body: Type.Object({ prompt: Type.Optional(Type.Unknown()), threadId: Type.Optional(Type.Unknown()) }),
-      },
+      schema: { tags: ['trading'], body: TradingPromptBody },
     },
     async (request, reply) => {
       const user = await requireSessionUser(request);
-      const { prompt, threadId } = request.body ?? {};
-      if (typeof prompt !== 'string' || prompt.trim() === '') throw new DomainError('FIELD_REQUIRED', { field: 'prompt' });
-      if (threadId !== undefined && threadId !== null && typeof threadId !== 'string')
-        throw new DomainError('FIELD_NOT_STRING', { field: 'threadId' });
-      const json = typeof threadId === 'string' && threadId !== '' ? { prompt, threadId } : { prompt };
+      const { prompt, threadId } = request.body;
+      const json = threadId ? { prompt, threadId } : { prompt };
       return proxy(request, reply, user.id, { method: 'POST', path: '/agent/prompt', json });
     },
   );

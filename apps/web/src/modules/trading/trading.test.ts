@@ -140,6 +140,17 @@ describe('trading', () => {
       expect(fake.requests.length).toBe(before);
     });
 
+    it('401 without a session before any field is checked; a body that is not a JSON object is still 400', async () => {
+      for (const [path, json, message] of [
+        ['/api/user/trading-key', { apiKey: 42 }, 'apiKey is required'],
+        ['/api/trading/prompt', { prompt: 7, threadId: 1 }, 'prompt is required'],
+      ] as const) {
+        expectError(await call(`${web.url}${path}`, { method: 'POST', json: {} }), 401, { error: 'Unauthorized' });
+        expectError(await call(`${web.url}${path}`, { method: 'POST', json }), 401, { error: 'Unauthorized' });
+        expectError(await call(`${web.url}${path}`, { method: 'POST', json: [json] }), 400, { error: message });
+      }
+    });
+
     it('403 for a user API key: trading needs a signed-in session', async () => {
       const { userId } = await web.signIn();
       const { key } = await web.database.db.withUser(userId, (trx) => createApiKey(trx, userId, 'automation'));
@@ -281,6 +292,15 @@ describe('trading', () => {
       expectError(await call(url, { method: 'POST', headers: { cookie }, json: { prompt: 'buy', threadId: { a: 1 } } }), 400, {
         error: 'threadId must be a string',
       });
+      // The prompt is checked before the thread, a blank one included.
+      expectError(await call(url, { method: 'POST', headers: { cookie }, json: { prompt: ' ', threadId: 5 } }), 400, {
+        error: 'prompt is required',
+      });
+      for (const threadId of [5, false, ['t']]) {
+        expectError(await call(url, { method: 'POST', headers: { cookie }, json: { prompt: 'buy', threadId } }), 400, {
+          error: 'threadId must be a string',
+        });
+      }
       expectError(await call(url, { headers: { cookie } }), 400, { error: 'jobId is required' });
       expectError(await call(`${url}?jobId=`, { headers: { cookie } }), 400, { error: 'jobId is required' });
       expect(fake.requests.length).toBe(before);
@@ -319,6 +339,15 @@ describe('trading', () => {
       expect(res.status).toBe(202);
       expect(res.body.threadId).toBe('thr_42');
       expect(lastUpstream().body).toEqual({ prompt: 'and SOL?', threadId: 'thr_42' });
+      for (const threadId of [null, '']) {
+        const fresh = await call(`${web.url}/api/trading/prompt`, {
+          method: 'POST',
+          headers: { cookie },
+          json: { prompt: 'and BTC?', threadId },
+        });
+        expect(fresh.status).toBe(202);
+        expect(lastUpstream().body).toEqual({ prompt: 'and BTC?' });
+      }
 
       const odd = await call(`${web.url}/api/trading/prompt?jobId=${encodeURIComponent('a/b?c=d')}`, { headers: { cookie } });
       expect(odd.status).toBe(404);

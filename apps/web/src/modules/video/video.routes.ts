@@ -2,6 +2,7 @@ import type { App } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
+import { GenerateVideoBody } from './video.schemas.js';
 import { INVALID_VIDEO_TYPE, VIDEO_TYPES, generateVideo, parseVideoRequest } from './video.service.js';
 
 const ErrorSchema = Type.Object({ error: Type.String() });
@@ -23,20 +24,7 @@ export async function videoRoutes(app: App, { config }: { config: WebConfig }): 
       schema: {
         tags: ['video'],
         description: `Renders a ${VIDEO_TYPES.join(' | ')} video (at most 5 minutes) and answers its blob-storage URL.`,
-        body: Type.Object(
-          {
-            type: Type.Optional(Type.Unknown()),
-            agentName: Type.Optional(Type.Unknown()),
-            agentDescription: Type.Optional(Type.Unknown()),
-            productName: Type.Optional(Type.Unknown()),
-            features: Type.Optional(Type.Unknown()),
-            imageUrl: Type.Optional(Type.Unknown()),
-            description: Type.Optional(Type.Unknown()),
-            topic: Type.Optional(Type.Unknown()),
-            steps: Type.Optional(Type.Unknown()),
-          },
-          { additionalProperties: true },
-        ),
+        body: GenerateVideoBody,
         response: { 200: Type.Object({ url: Type.String() }), 400: ErrorSchema, 401: ErrorSchema, 500: ErrorSchema },
       },
     },

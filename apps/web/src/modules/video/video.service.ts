@@ -2,6 +2,7 @@ import { DomainError, type Logger, newId } from '@aop/core';
 import type { Database, VideoJobStatus } from '@aop/db';
 import type { WebConfig } from '../../config.js';
 import { type BlobConfig, BlobStoreError, putObject } from '../../platform/clients/blob-store.js';
+import type { GenerateVideoBody } from './video.schemas.js';
 
 /**
  * `POST /api/generate-video` (spec §4.16, §8): renders a short video through a render API, stores it in blob
@@ -80,12 +81,12 @@ function httpUrl(body: Record<string, unknown>, field: string): string {
   return url.href;
 }
 
-/** The request body as one of the four inputs; `INVALID_VIDEO_TYPE` or a field's own code otherwise. */
-export function parseVideoRequest(body: unknown): VideoInput {
-  if (!isObject(body) || typeof body.type !== 'string' || !(VIDEO_TYPES as readonly string[]).includes(body.type)) {
-    throw new DomainError('INVALID_VIDEO_TYPE');
-  }
-  switch (body.type as VideoType) {
+/**
+ * The request body as one of the four inputs, or a field's own code. The route's schema has checked `type`; the
+ * other fields are read here, since which of them count depends on the type.
+ */
+export function parseVideoRequest(body: GenerateVideoBody): VideoInput {
+  switch (body.type) {
     case 'demo':
       return {
         type: 'demo',

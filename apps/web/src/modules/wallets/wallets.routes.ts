@@ -1,4 +1,4 @@
-import { type App, DomainError } from '@aop/core';
+import type { App } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
@@ -13,24 +13,19 @@ import {
   primaryAddress,
   providerOnramp,
   reverseName,
+  WALLET_PROVIDER_ACTIONS,
   walletBalance,
 } from './wallets.service.js';
+import { LinkWalletBody, WalletProviderBody } from './wallets.schemas.js';
 
 const MINUTE = 60_000;
 
-export const WALLET_PROVIDER_ACTIONS = ['create_wallet', 'get_balance', 'create_payment', 'onramp'] as const;
-type WalletProviderAction = (typeof WALLET_PROVIDER_ACTIONS)[number];
+export { WALLET_PROVIDER_ACTIONS } from './wallets.service.js';
+
 /** Wallets are the caller's money: a signed-in person only, 401 before any body check. */
 const authenticate = async (request: FastifyRequest) => {
   await requireSessionUser(request);
 };
-
-const ProviderBody = Type.Object({
-  action: Type.Optional(Type.Unknown({ description: WALLET_PROVIDER_ACTIONS.join(' | ') })),
-  address: Type.Optional(Type.Unknown({ description: 'get_balance: one of the caller’s wallets (the primary one by default)' })),
-  to: Type.Optional(Type.Unknown({ description: 'create_payment: recipient address' })),
-  amount: Type.Optional(Type.Unknown({ description: 'create_payment, onramp: token amount as a decimal string' })),
-});
 
 /**
  * Spec §4.18 Wallets (the payment webhook `POST /api/wallet/top-up` lives with billing): the account's wallets, linking
@@ -57,15 +52,9 @@ export async function walletAccountRoutes(app: App, { config }: { config: WebCon
       : null,
   });
 
-  async function providerAction(request: FastifyRequest) {
+  async function providerAction(request: FastifyRequest, body: WalletProviderBody) {
     const user = await requireSessionUser(request);
-    // The route's schema (ProviderBody) has checked that the body is an object with these optional fields.
-    const body = (request.body ?? {}) as { action?: unknown; address?: unknown; to?: unknown; amount?: unknown };
-    const action = body.action;
-    if (typeof action !== 'string' || !(WALLET_PROVIDER_ACTIONS as readonly string[]).includes(action)) {
-      throw new DomainError('INVALID_ACTION_CHOICE', { allowed: WALLET_PROVIDER_ACTIONS.join(', ') });
-    }
-    switch (action as WalletProviderAction) {
+    switch (body.action) {
       case 'create_wallet': {
         const { wallet, created } = await createCustodialWallet(deps(request), user.id, request.ip);
         return { wallet, created };
@@ -99,16 +88,12 @@ export async function walletAccountRoutes(app: App, { config }: { config: WebCon
         description:
           `Links a wallet: \`message\` is an EIP-4361 message for this site with the statement "${WALLET_LINK_STATEMENT}" and a nonce ` +
           'from `GET /api/auth/nonce`, signed by `address` (EIP-191).',
-        body: Type.Object({
-          address: Type.Optional(Type.Unknown()),
-          message: Type.Optional(Type.Unknown()),
-          signature: Type.Optional(Type.Unknown()),
-        }),
+        body: LinkWalletBody,
       },
     },
     async (request, reply) => {
       const user = await requireSessionUser(request);
-      const { wallet, created } = await linkWallet(deps(request), user.id, request.body ?? {}, app.clock(), request.ip);
+      const { wallet, created } = await linkWallet(deps(request), user.id, request.body, app.clock(), request.ip);
       return reply.code(created ? 201 : 200).send({ wallet });
     },
   );
@@ -141,16 +126,16 @@ export async function walletAccountRoutes(app: App, { config }: { config: WebCon
   const providerPost = {
     onRequest: [authenticate, providerLimit],
     config: { invalidBodyMessage: 'Invalid request body' },
-    schema: { tags: ['wallets'], description: `Actions: ${WALLET_PROVIDER_ACTIONS.join(', ')}.`, body: ProviderBody },
+    schema: { tags: ['wallets'], description: `Actions: ${WALLET_PROVIDER_ACTIONS.join(', ')}.`, body: WalletProviderBody },
   };
   const providerGet = {
     onRequest: authenticate,
     schema: { tags: ['wallets'], description: 'Whether a wallet provider and a payment chain are configured.' },
   };
   app.get('/api/wallet/provider', providerGet, async () => providerInfo());
-  app.post('/api/wallet/provider', providerPost, providerAction);
+  app.post('/api/wallet/provider', providerPost, (request) => providerAction(request, request.body));
   app.get('/api/wallet-provider', providerGet, async () => providerInfo());
-  app.post('/api/wallet-provider', providerPost, providerAction);
+  app.post('/api/wallet-provider', providerPost, (request) => providerAction(request, request.body));
 
   app.get(
     '/api/basename',

@@ -29,6 +29,9 @@ import { CHAIN_RPC_TIMEOUT_MS, detectWalletKind, gatingClient, nonceKey } from '
 /** The statement a link message must carry, so a sign-in signature cannot be replayed to link a wallet. */
 export const WALLET_LINK_STATEMENT = 'Link this wallet to my account.';
 
+/** `POST /api/wallet/provider` actions. */
+export const WALLET_PROVIDER_ACTIONS = ['create_wallet', 'get_balance', 'create_payment', 'onramp'] as const;
+
 const MAX_MESSAGE_LENGTH = 4_096;
 const MAX_SIGNATURE_LENGTH = 32_768;
 const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;
@@ -70,10 +73,11 @@ export async function listWallets(db: Database, userId: string): Promise<WalletV
 /** The address the wallet endpoints act on: the sign-in wallet, else the oldest linked one. */
 export const primaryAddress = (wallets: WalletView[]): string | null => wallets[0]?.address ?? null;
 
+/** The route's schema (`LinkWalletBody`) has made each a non-empty string. */
 export interface LinkRequest {
-  address?: unknown;
-  message?: unknown;
-  signature?: unknown;
+  address: string;
+  message: string;
+  signature: string;
 }
 
 /**
@@ -91,9 +95,6 @@ export async function linkWallet(
 ): Promise<{ wallet: WalletView; created: boolean }> {
   const { config } = deps;
   const { address, message, signature } = body;
-  if (typeof address !== 'string' || typeof message !== 'string' || typeof signature !== 'string' || !address || !message || !signature) {
-    throw new DomainError('MISSING_ADDRESS_MESSAGE_SIGNATURE');
-  }
   if (!isAddress(address, { strict: false })) throw new DomainError('INVALID_WALLET_ADDRESS');
   if (message.length > MAX_MESSAGE_LENGTH) throw new DomainError('INVALID_SIWE_MESSAGE_TOO_LONG');
 

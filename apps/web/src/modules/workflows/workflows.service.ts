@@ -7,6 +7,9 @@ import { jsonArrayFrom } from 'kysely/helpers/postgres';
 
 export const NODE_TYPES = ['trigger', 'action', 'condition', 'output'] as const;
 export type NodeType = (typeof NODE_TYPES)[number];
+/** Limits of a workflow as `POST`/`PUT /api/workflows` take it: the name once trimmed, and the nodes. */
+export const WORKFLOW_NAME_MAX = 200;
+export const WORKFLOW_NODES_MAX = 500;
 
 export interface NodeRow {
   type: NodeType;

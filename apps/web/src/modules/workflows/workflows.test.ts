@@ -67,6 +67,53 @@ describe('workflows', () => {
     expect((await call(cookie, 'GET')).body.workflows).toEqual([]);
   });
 
+  it('each field answers with its own message; a JSON body is taken as sent (no coercion)', async () => {
+    const { cookie } = await web.signIn();
+    const wf = (await create(cookie, { name: 'Fields' })).body.workflow;
+    const cases: [string, string, unknown, string][] = [
+      ['POST', '', { name: 'x', description: 5 }, 'description must be a string'],
+      ['POST', '', { name: 'x', nodes: 'not-an-array' }, 'nodes must be an array'],
+      ['POST', '', { name: 'x', nodes: null }, 'nodes must be an array'],
+      ['POST', '', { name: 'x', nodes: [{ type: 'loop' }] }, 'Invalid node type: use trigger, action, condition, output'],
+      ['POST', '', { name: 'x', nodes: [{}] }, 'Invalid node type: use trigger, action, condition, output'],
+      ['POST', '', { name: 'x', nodes: [5] }, 'Invalid node type: use trigger, action, condition, output'],
+      ['POST', '', { name: 'x', nodes: [{ type: 'action', config: [1] }] }, 'Invalid node config'],
+      ['POST', '', { name: 'x', nodes: [{ type: 'action', config: 7 }] }, 'Invalid node config'],
+      ['POST', '', { name: 'x', nodes: [{ type: 'action', config: '[1]' }] }, 'Invalid node config'],
+      ['POST', '', { name: 'x', nodes: [{ type: 'action', position: false }] }, 'Invalid node position'],
+      ['POST', '', { name: 'x', nodes: Array.from({ length: 501 }, () => ({ type: 'action' })) }, 'At most 500 nodes'],
+      ['POST', '', { name: 'n'.repeat(201) }, 'Name must be at most 200 characters'],
+      // Checked in the order they always were: name, description, nodes.
+      ['POST', '', { name: ' ', description: 5, nodes: 'x' }, 'Name required'],
+      ['POST', '', { name: 'x', description: 5, nodes: 'x' }, 'description must be a string'],
+      ['PUT', `/${wf.id}`, { name: null }, 'Name required'],
+      ['PUT', `/${wf.id}`, { enabled: 'false' }, 'enabled must be a boolean'],
+      ['PUT', `/${wf.id}`, { enabled: null }, 'enabled must be a boolean'],
+      ['PUT', `/${wf.id}`, { enabled: false, nodes: [{ type: 'nope' }] }, 'Invalid node type: use trigger, action, condition, output'],
+    ];
+    for (const [method, path, json, error] of cases) {
+      const res = await call(cookie, method, path, json);
+      expect({ method, json, status: res.status, body: res.body }).toEqual({ method, json, status: 400, body: { error } });
+    }
+    expect((await call(cookie, 'GET', `/${wf.id}`)).body.workflow).toEqual(wf);
+    // The name's limit counts what is left once trimmed; on create any `enabled` but true disables, as it always has.
+    const padded = await create(cookie, { name: `  ${'n'.repeat(200)}  `, enabled: 'yes', description: null });
+    expect(padded.status).toBe(201);
+    expect(padded.body.workflow).toMatchObject({ name: 'n'.repeat(200), enabled: false, description: null });
+  });
+
+  it('401 comes before any field check; a body that is not an object, or a bad id, is 400 first', async () => {
+    for (const [method, path, json] of [
+      ['POST', '', { name: 42, nodes: 'x' }],
+      ['PUT', '/wf_x', { enabled: 'no' }],
+    ] as const) {
+      const res = await call(undefined, method, path, json);
+      expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { error: 'Unauthorized' } });
+    }
+    expect((await call(undefined, 'POST', '', [1])).body).toEqual({ error: 'Name required' });
+    expect((await call(undefined, 'PUT', `/${'w'.repeat(101)}`, { name: 'x' })).status).toBe(400);
+  });
+
   it('lists newest updated first, each with its nodes', async () => {
     const { cookie } = await web.signIn();
     now += 1000;

@@ -1,5 +1,5 @@
 import cookie from '@fastify/cookie';
-import { DomainError, sha256Hex } from '@aop/core';
+import { DomainError, beforeObjectBody, sha256Hex } from '@aop/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { WebConfig } from '../../config.js';
@@ -90,3 +90,8 @@ export async function requireAdmin(request: FastifyRequest, _reply: FastifyReply
   const user = await requireUser(request);
   if (!user.isAdmin) throw new DomainError('FORBIDDEN');
 }
+
+/** `preValidation`: the signed-in user ahead of the body schema (see `beforeObjectBody`). */
+export const userBeforeBody = beforeObjectBody((request) => requireUser(request));
+/** `preValidation`: a signed-in session (not an API key) ahead of the body schema. */
+export const sessionUserBeforeBody = beforeObjectBody((request) => requireSessionUser(request));
