@@ -1,9 +1,10 @@
+import type { BridgeHealth } from '@aop/web/bridge/bridge.schemas';
 import { type FormEvent, useState } from 'react';
 import { PageHeader } from '../components/layout.js';
 import { ErrorState, InlineError, Loading } from '../components/states.js';
 import { Inbox } from './bridge/inbox.js';
 import { SendMessage } from './bridge/send.js';
-import { type BridgeHealth, useBridge } from './bridge/use-bridge.js';
+import { useBridge } from './bridge/use-bridge.js';
 
 /**
  * The operators' view of the bridge bus (spec §4.8). Its routes are guarded by `X-Bridge-Secret`, not by the session,

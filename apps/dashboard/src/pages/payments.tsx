@@ -2,15 +2,16 @@ import { Link } from 'wouter';
 import { PageHeader } from '../components/layout.js';
 import { Loaded } from '../components/states.js';
 import { useApi } from '../use-api.js';
+import type { ProviderInfo, WalletList } from '@aop/web/wallets/wallets.schemas';
 import { CardCheckouts } from './payments/card-checkouts.js';
-import { type ProviderInfo, type Wallet, WalletSessions } from './payments/sessions.js';
+import { WalletSessions } from './payments/sessions.js';
 
 /**
  * Payment sessions (deposits a wallet paid on chain, spent by paid plugin calls) and card checkouts. A session belongs
  * to a wallet, so the page starts from the account's wallets (`GET /api/wallet`).
  */
 export default function PaymentsPage() {
-  const wallets = useApi<{ address: string | null; wallets: Wallet[] }>('/api/wallet');
+  const wallets = useApi<WalletList>('/api/wallet');
   const provider = useApi<ProviderInfo>('/api/wallet/provider');
   return (
     <div className="payments-page">

@@ -1,16 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { ApiError, api, errorMessage, type RequestOptions } from '../../api.js';
 
-/** `GET /api/bridge/health` (apps/web/src/modules/bridge). */
-export interface BridgeHealth {
-  status: string;
-  total_messages: number;
-  last_message: { created_at: string; sender: string; channel: string } | null;
-  channels: string[];
-  senders: string[];
-  timestamp: string;
-}
-
 /**
  * The bridge routes take `X-Bridge-Secret` instead of the session (when the server sets BRIDGE_SECRET). The secret is
  * passed in from React state on every call and kept nowhere else: not in storage, not in the URL.

@@ -1,20 +1,7 @@
 import { planTitle } from '@aop/core/plans';
+import type { CardCheckout as Checkout, CardCheckouts as CheckoutList } from '@aop/web/billing/billing.schemas';
 import { Loaded } from '../../components/states.js';
 import { useApi } from '../../use-api.js';
-
-/** `GET /api/wallet/top-up` (apps/web/src/modules/billing/billing.service.ts: listCheckouts). */
-interface Checkout {
-  sessionId: string;
-  kind: 'plan' | 'credits' | 'storage';
-  plan: string | null;
-  credits: number;
-  storageGb: number;
-  amount: string | null;
-  currency: string | null;
-  status: 'open' | 'complete' | 'expired';
-  createdAt: string;
-  completedAt: string | null;
-}
 
 const TONE: Record<Checkout['status'], string> = { complete: 'badge-ok', open: 'badge-busy', expired: 'badge-idle' };
 const LABEL: Record<Checkout['status'], string> = { complete: 'paid', open: 'not paid yet', expired: 'expired' };
@@ -32,7 +19,7 @@ function money(c: Checkout): string {
 
 /** The caller's card checkouts, newest 20, as recorded when they were started and completed. */
 export function CardCheckouts() {
-  const checkouts = useApi<{ cardPayments: boolean; webhookConfigured: boolean; checkouts: Checkout[] }>('/api/wallet/top-up');
+  const checkouts = useApi<CheckoutList>('/api/wallet/top-up');
   return (
     <section aria-labelledby="checkouts-heading" className="stack">
       <h2 id="checkouts-heading">Card payments</h2>

@@ -1,24 +1,11 @@
-import type { PaymentSession, SessionAnswer } from '@aop/web/payments/payments.schemas';
+import type { PaymentSession, SessionAnswer, SessionClosed, SessionList } from '@aop/web/payments/payments.schemas';
+import type { ProviderInfo, WalletView as Wallet } from '@aop/web/wallets/wallets.schemas';
 import { type FormEvent, useState } from 'react';
 import { api } from '../../api.js';
 import { Announce } from '../../components/announce.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { type Resource, useAction, useApi } from '../../use-api.js';
-
-/** `GET /api/wallet` (apps/web/src/modules/wallets/wallets.service.ts). */
-export interface Wallet {
-  address: string;
-  kind: string;
-  signer: string | null;
-  createdAt: string | null;
-}
-
-/** `GET /api/wallet/provider`: the payment chain is null when payment sessions are not configured. */
-export interface ProviderInfo {
-  configured: boolean;
-  paymentChain: { chainId: number; token: string; decimals: number } | null;
-}
 
 /** The route's deposit range (apps/web/src/modules/payments/payment-sessions.service.ts). */
 const MIN_DEPOSIT = 1;
@@ -31,12 +18,10 @@ const when = (ms: number) => new Date(ms).toLocaleString();
 
 export function WalletSessions({ wallets, provider }: { wallets: Wallet[]; provider: Resource<ProviderInfo> }) {
   const [address, setAddress] = useState(wallets[0]?.address ?? '');
-  const sessions = useApi<{ sessions: PaymentSession[] }>('/api/wallet/sessions', { query: { address }, refreshMs: 30_000 });
+  const sessions = useApi<SessionList>('/api/wallet/sessions', { query: { address }, refreshMs: 30_000 });
   // What the last open or close did; kept here, not in the form, which goes away once a session is open.
   const [notice, setNotice] = useState<string>();
-  const close = useAction(async (id: string) =>
-    api<{ success: true; returned: string }>('/api/wallet/sessions', { method: 'DELETE', query: { sessionId: id } }),
-  );
+  const close = useAction(async (id: string) => api<SessionClosed>('/api/wallet/sessions', { method: 'DELETE', query: { sessionId: id } }));
   const open = sessions.data?.sessions.find((s) => s.status !== 'closed');
 
   return (

@@ -1,57 +1,17 @@
 import { planTitle } from '@aop/core/plans';
-import type { CheckoutAnswer } from '@aop/web/billing/billing.schemas';
+import type {
+  BillingOverview as Billing,
+  BillingUsage as Usage,
+  CheckoutAnswer,
+  PlanPrice,
+  VerifyResult,
+} from '@aop/web/billing/billing.schemas';
 import { type FormEvent, type ReactNode, useEffect, useState } from 'react';
 import { Link } from 'wouter';
 import { api, errorMessage } from '../../api.js';
 import { Announce } from '../../components/announce.js';
 import { ErrorState, InlineError, Loaded, Loading } from '../../components/states.js';
 import { useAction, useApi } from '../../use-api.js';
-
-/** `GET /api/billing` (apps/web/src/modules/billing/billing.service.ts: billingOverview). */
-interface Usage {
-  period: string;
-  since: string;
-  until: string;
-  totalCost: number;
-  totalTokens: number;
-  totalCalls: number;
-  byKind: { kind: string; calls: number; tokens: number; cost: number }[];
-}
-
-interface PlanPrice {
-  plan: string;
-  /** Pounds, e.g. `29.00`; absent when the operator prices the plan by a Stripe price id. */
-  amount?: string;
-  interval?: string;
-  priceId?: string;
-}
-
-interface Billing {
-  plan: string;
-  subscriptionStatus: string;
-  customerId: string | null;
-  byok: boolean;
-  credits: number;
-  extraStorageGb: number;
-  cardPayments: boolean;
-  usage: Usage;
-  prices: {
-    currency: string;
-    plans: PlanPrice[];
-    creditPacks: { price: string; credits: number }[];
-    storageUpgrade: { gb: number; price: string };
-  };
-}
-
-/** `GET /api/checkout/verify`. */
-interface VerifyResult {
-  sessionId: string;
-  kind: 'plan' | 'credits' | 'storage';
-  status: string | null;
-  paymentStatus: string;
-  paid: boolean;
-  account: { plan: string; subscriptionStatus: string; credits: number; extraStorageGb: number };
-}
 
 const pounds = (amount: string) => `£${amount}`;
 const usd = new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 4 });

@@ -21,7 +21,7 @@ import {
   verifyCheckout,
 } from './billing.service.js';
 import { findCreditPack, penceToPounds } from './billing-catalog.js';
-import { BillingActionBody, CheckoutAnswer } from './billing.schemas.js';
+import { BillingActionBody, BillingOverview, CardCheckoutFound, CardCheckouts, CheckoutAnswer, VerifyResult } from './billing.schemas.js';
 
 const MINUTE = 60_000;
 
@@ -107,6 +107,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
       schema: {
         tags: ['billing'],
         description: 'Plan, subscription status, customer, bring-your-own-key flag, credits, this month’s usage and the GBP price list.',
+        response: { 200: BillingOverview },
       },
     },
     async (request) => {
@@ -155,6 +156,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
         tags: ['billing'],
         description: 'Reads the caller’s Checkout Session from the provider and applies it when paid (once).',
         querystring: Type.Object({ session_id: Type.Optional(Type.String()) }),
+        response: { 200: VerifyResult },
       },
     },
     async (request) => {
@@ -223,6 +225,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
         tags: ['billing'],
         description: 'The caller’s checkouts (newest 20), or one by `session_id`, as recorded here.',
         querystring: Type.Object({ session_id: Type.Optional(Type.String()) }),
+        response: { 200: Type.Union([CardCheckoutFound, CardCheckouts]) },
       },
     },
     async (request) => {

@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import Stripe from 'stripe';
 import type { WebConfig } from '../../config.js';
 import { BILLING_CURRENCY, type BillingCatalog, type CreditPack, penceToPounds } from './billing-catalog.js';
+import type { AccountBilling, BillingOverview, BillingUsage, CardCheckout, PriceList, VerifyResult } from './billing.schemas.js';
 import { periodRange } from '../usage/usage.service.js';
 
 /**
@@ -15,8 +16,8 @@ import { periodRange } from '../usage/usage.service.js';
 
 export type StripeConfig = NonNullable<WebConfig['stripe']>;
 
-/** `POST /api/billing` actions. */
-export const BILLING_ACTIONS = ['create-checkout', 'enable-byok', 'disable-byok', 'get-usage', 'buy-credits'] as const;
+/** `POST /api/billing` actions (defined with the schemas, which the dashboard's type check reads). */
+export { BILLING_ACTIONS } from './billing.schemas.js';
 
 /** Spec §8 webhook timestamp tolerance (5 minutes), applied to the payment provider's signatures too. */
 export const WEBHOOK_TOLERANCE_SECONDS = 300;
@@ -440,13 +441,6 @@ export async function handleEvent(deps: BillingDeps, event: Stripe.Event): Promi
   return outcome;
 }
 
-export interface AccountBilling {
-  plan: string;
-  subscriptionStatus: string;
-  credits: number;
-  extraStorageGb: number;
-}
-
 const accountBilling = async (trx: Tx, userId: string): Promise<AccountBilling> => {
   const row = await trx
     .selectFrom('users')
@@ -455,15 +449,6 @@ const accountBilling = async (trx: Tx, userId: string): Promise<AccountBilling> 
     .executeTakeFirstOrThrow();
   return { plan: row.plan, subscriptionStatus: row.subscription_status, credits: row.credits, extraStorageGb: row.extra_storage_gb };
 };
-
-export interface VerifyResult {
-  sessionId: string;
-  kind: 'plan' | 'credits' | 'storage';
-  status: string | null;
-  paymentStatus: string;
-  paid: boolean;
-  account: AccountBilling;
-}
 
 /**
  * `GET /api/checkout/verify`: the caller's own session (another user's is not found), read from the provider, and
@@ -496,18 +481,8 @@ export async function verifyCheckout(deps: BillingDeps, userId: string, sessionI
   };
 }
 
-export interface UsageTotals {
-  period: 'mtd';
-  since: string;
-  until: string;
-  totalCost: number;
-  totalTokens: number;
-  totalCalls: number;
-  byKind: { kind: string; calls: number; tokens: number; cost: number }[];
-}
-
 /** Usage-ledger totals for the current billing period (the calendar month so far, UTC), in USD as the ledger keeps it. */
-export async function usageThisPeriod(trx: Tx, userId: string, now: number): Promise<UsageTotals> {
+export async function usageThisPeriod(trx: Tx, userId: string, now: number): Promise<BillingUsage> {
   const { since, until } = periodRange('mtd', now);
   const rows = await sql<{ kind: string; calls: number; tokens: string | number | null; cost: string | null }>`
     select kind, count(*)::int as calls, sum(total_tokens)::bigint as tokens, sum(cost_usd) as cost
@@ -533,7 +508,7 @@ export async function usageThisPeriod(trx: Tx, userId: string, now: number): Pro
 }
 
 /** The price list in GBP as clients show it: amounts as `29.00`, or the provider's price id. */
-export function priceList(catalog: BillingCatalog) {
+export function priceList(catalog: BillingCatalog): PriceList {
   return {
     currency: BILLING_CURRENCY,
     plans: CARD_PLANS.map((plan) => {
@@ -546,7 +521,13 @@ export function priceList(catalog: BillingCatalog) {
 }
 
 /** `GET /api/billing`: the account's billing state, this period's usage and the price list. */
-export async function billingOverview(db: Database, catalog: BillingCatalog, userId: string, now: number, cardPayments: boolean) {
+export async function billingOverview(
+  db: Database,
+  catalog: BillingCatalog,
+  userId: string,
+  now: number,
+  cardPayments: boolean,
+): Promise<BillingOverview> {
   return db.withUser(userId, async (trx) => {
     const row = await trx
       .selectFrom('users')
@@ -579,7 +560,7 @@ export async function setByok(db: Database, userId: string, byok: boolean, ip: s
 }
 
 /** `GET /api/wallet/top-up`: the caller's checkouts, newest first, or one by id. */
-export async function listCheckouts(db: Database, userId: string, sessionId?: string) {
+export async function listCheckouts(db: Database, userId: string, sessionId?: string): Promise<CardCheckout[]> {
   const rows = await db.withUser(userId, (trx) => {
     let query = trx
       .selectFrom('billing_checkouts')

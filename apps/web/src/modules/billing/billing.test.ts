@@ -326,8 +326,14 @@ describe('billing and wallets', () => {
 
       const unpaid = await get(web.url, `/api/checkout/verify?session_id=${sessionId}`, carol.cookie);
       expect(unpaid.status).toBe(200);
-      expect(unpaid.body).toMatchObject({ sessionId, kind: 'plan', status: 'open', paymentStatus: 'unpaid', paid: false });
-      expect(unpaid.body.account).toMatchObject({ plan: 'free', subscriptionStatus: 'none' });
+      expect(unpaid.body).toEqual({
+        sessionId,
+        kind: 'plan',
+        status: 'open',
+        paymentStatus: 'unpaid',
+        paid: false,
+        account: { plan: 'free', subscriptionStatus: 'none', credits: 0, extraStorageGb: 0 },
+      });
 
       stripe.completeCheckout(sessionId);
       // Another user can neither see nor apply it.
@@ -338,11 +344,13 @@ describe('billing and wallets', () => {
 
       const paid = await get(web.url, `/api/checkout/verify?session_id=${sessionId}`, carol.cookie);
       expect(paid.status).toBe(200);
-      expect(paid.body).toMatchObject({
+      expect(paid.body).toEqual({
+        sessionId,
+        kind: 'plan',
         status: 'complete',
         paymentStatus: 'paid',
         paid: true,
-        account: { plan: 'solo', subscriptionStatus: 'active' },
+        account: { plan: 'solo', subscriptionStatus: 'active', credits: 0, extraStorageGb: 0 },
       });
       const subscription = stripe.checkoutSessions.get(sessionId)!.subscription;
       expect((await userRow(carol.userId)).stripe_subscription_id).toBe(subscription);
@@ -381,13 +389,19 @@ describe('billing and wallets', () => {
       await get(web.url, `/api/checkout/verify?session_id=${session.id}`, dave.cookie);
       expect((await userRow(dave.userId)).credits).toBe(500);
       const top = await get(web.url, `/api/wallet/top-up?session_id=${session.id}`, dave.cookie);
-      expect(top.body.checkout).toMatchObject({
-        sessionId: session.id,
-        kind: 'credits',
-        credits: 500,
-        amount: '5.00',
-        currency: 'gbp',
-        status: 'complete',
+      expect(top.body).toEqual({
+        checkout: {
+          sessionId: session.id,
+          kind: 'credits',
+          plan: null,
+          credits: 500,
+          storageGb: 0,
+          amount: '5.00',
+          currency: 'gbp',
+          status: 'complete',
+          createdAt: expect.any(String),
+          completedAt: expect.any(String),
+        },
       });
     });
   });
@@ -531,7 +545,7 @@ describe('billing and wallets', () => {
       });
       const res = await get(web.url, '/api/billing', ivy.cookie);
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({
+      expect(res.body).toEqual({
         plan: 'free',
         subscriptionStatus: 'none',
         customerId: null,
@@ -541,6 +555,8 @@ describe('billing and wallets', () => {
         cardPayments: true,
         usage: {
           period: 'mtd',
+          since: expect.any(String),
+          until: expect.any(String),
           totalCost: 0.3,
           totalTokens: 150,
           totalCalls: 2,
@@ -620,8 +636,24 @@ describe('billing and wallets', () => {
       const other = await web.signIn();
       const res = await billing(leo.cookie, { action: 'buy-credits', price: '5' });
       const list = await get(web.url, '/api/wallet/top-up', leo.cookie);
-      expect(list.body).toMatchObject({ cardPayments: true, webhookConfigured: true });
-      expect(list.body.checkouts.map((c: { sessionId: string }) => c.sessionId)).toEqual([res.body.sessionId]);
+      expect(list.body).toEqual({
+        cardPayments: true,
+        webhookConfigured: true,
+        checkouts: [
+          {
+            sessionId: res.body.sessionId,
+            kind: 'credits',
+            plan: null,
+            credits: 500,
+            storageGb: 0,
+            amount: '5.00',
+            currency: 'gbp',
+            status: 'open',
+            createdAt: expect.any(String),
+            completedAt: null,
+          },
+        ],
+      });
       expect((await get(web.url, '/api/wallet/top-up', other.cookie)).body.checkouts).toEqual([]);
       expect((await get(web.url, `/api/wallet/top-up?session_id=${res.body.sessionId}`, other.cookie)).status).toBe(404);
     });
@@ -697,9 +729,10 @@ describe('billing and wallets', () => {
       expect(replayed).toMatchObject({ status: 401, body: { error: 'Invalid or expired nonce' } });
 
       const listed = await get(web.url, '/api/wallet', mia.cookie);
-      expect(listed.body).toMatchObject({
+      expect(listed.body).toEqual({
         address: account.address.toLowerCase(),
-        wallets: [{ address: account.address.toLowerCase(), kind: 'external' }],
+        wallets: [{ address: account.address.toLowerCase(), kind: 'external', signer: 'eoa', createdAt: expect.any(String) }],
+        linkStatement: 'Link this wallet to my account.',
       });
       expect((await get(web.url, '/api/wallet/address', mia.cookie)).body).toEqual({ address: account.address.toLowerCase() });
 
@@ -835,10 +868,13 @@ describe('billing and wallets', () => {
 
     it('creates a custodial wallet, a payment and an on-ramp link through the configured provider', async () => {
       const rex = await web.signIn();
-      expect((await get(web.url, '/api/wallet/provider', rex.cookie)).body).toMatchObject({
+      const info = {
         configured: true,
-        paymentChain: { chainId: chain.chainId },
-      });
+        actions: ['create_wallet', 'get_balance', 'create_payment', 'onramp'],
+        paymentChain: { chainId: chain.chainId, token: web.config.payments!.tokenAddress, decimals: web.config.payments!.tokenDecimals },
+      };
+      expect((await get(web.url, '/api/wallet/provider', rex.cookie)).body).toEqual(info);
+      expect((await get(web.url, '/api/wallet-provider', rex.cookie)).body).toEqual(info);
       const noWallet = await post(web.url, '/api/wallet-provider', rex.cookie, {
         action: 'create_payment',
         to: chain.accounts[3]!.address,

@@ -1,6 +1,12 @@
 import { invalidAs, refuse } from '@aop/core/request-schema';
 import { type Static, Type } from '@sinclair/typebox';
-import { BRIDGE_CHANNELS } from './bridge.service.js';
+
+/**
+ * The bridge's channels (spec §4.18); the daily brief counts messages per channel too. Kept here rather than in
+ * bridge.service.ts (which re-exports it): the dashboard's type check reads this file, and the service imports the
+ * database.
+ */
+export const BRIDGE_CHANNELS = ['general', 'tasks', 'alerts'] as const;
 
 export const BridgeMessage = Type.Object({
   id: Type.String(),
@@ -53,3 +59,14 @@ export const bridgeSendBody = (senders: readonly string[]) => {
   });
 };
 export type BridgeSendBody = Static<ReturnType<typeof bridgeSendBody>>;
+
+/** `GET /api/bridge/health` (spec §4.8); a database failure answers 500 `{ status: 'error', error }` instead. */
+export const BridgeHealth = Type.Object({
+  status: Type.Literal('ok'),
+  total_messages: Type.Integer(),
+  last_message: Type.Union([Type.Object({ created_at: Type.String(), sender: Type.String(), channel: Type.String() }), Type.Null()]),
+  channels: Type.Array(Type.String()),
+  senders: Type.Array(Type.String()),
+  timestamp: Type.String(),
+});
+export type BridgeHealth = Static<typeof BridgeHealth>;

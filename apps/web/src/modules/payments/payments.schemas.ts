@@ -17,3 +17,11 @@ export type PaymentSession = Static<typeof PaymentSession>;
 
 export const SessionAnswer = Type.Object({ session: PaymentSession, note: Type.Optional(Type.String()) });
 export type SessionAnswer = Static<typeof SessionAnswer>;
+
+/** `GET /api/wallet/sessions?address=…`: the wallet's sessions, newest first. */
+export const SessionList = Type.Object({ sessions: Type.Array(PaymentSession) });
+export type SessionList = Static<typeof SessionList>;
+
+/** `DELETE /api/wallet/sessions`: what is owed back to the wallet. */
+export const SessionClosed = Type.Object({ success: Type.Literal(true), returned: Usd });
+export type SessionClosed = Static<typeof SessionClosed>;

@@ -5,7 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import { type Address, type Hex, isAddress } from 'viem';
 import type { WebConfig } from '../../config.js';
 import { formatUsd, parseUsd } from './money.js';
-import { PaymentSession, SessionAnswer, Usd } from './payments.schemas.js';
+import { PaymentSession, SessionAnswer, SessionClosed, SessionList, Usd } from './payments.schemas.js';
 import {
   CLIENT_VOUCHER_NONCE,
   MAX_DEPOSIT_USD,
@@ -143,7 +143,7 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
         tags: ['payments'],
         headers: OwnershipHeaders,
         querystring: Type.Object({ address: Type.Optional(Type.String()), sessionId: Type.Optional(Type.String()) }),
-        response: { 200: Type.Union([Type.Object({ session: PaymentSession }), Type.Object({ sessions: Type.Array(PaymentSession) })]) },
+        response: { 200: Type.Union([Type.Object({ session: PaymentSession }), SessionList]) },
       },
     },
     async (request) => {
@@ -168,7 +168,7 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
         tags: ['payments'],
         headers: OwnershipHeaders,
         querystring: Type.Object({ sessionId: Type.Optional(Type.String()) }),
-        response: { 200: Type.Object({ success: Type.Literal(true), returned: Usd }) },
+        response: { 200: SessionClosed },
       },
     },
     async (request) => {

@@ -16,7 +16,7 @@ import {
   WALLET_PROVIDER_ACTIONS,
   walletBalance,
 } from './wallets.service.js';
-import { LinkWalletBody, WalletProviderBody } from './wallets.schemas.js';
+import { LinkWalletBody, ProviderInfo, WalletList, WalletProviderBody } from './wallets.schemas.js';
 
 const MINUTE = 60_000;
 
@@ -44,9 +44,9 @@ export async function walletAccountRoutes(app: App, { config }: { config: WebCon
   const lookupLimit = app.rateLimit({ name: 'wallet-lookup', keyBy: perSession, max: 60, windowMs: MINUTE, message: 'Too many requests' });
   const deps = (request: FastifyRequest) => ({ db: app.db, config, counters: app.counters, log: request.log });
 
-  const providerInfo = () => ({
+  const providerInfo = (): ProviderInfo => ({
     configured: Boolean(config.walletProvider),
-    actions: WALLET_PROVIDER_ACTIONS,
+    actions: [...WALLET_PROVIDER_ACTIONS],
     paymentChain: config.payments
       ? { chainId: config.payments.chainId, token: config.payments.tokenAddress, decimals: config.payments.tokenDecimals }
       : null,
@@ -70,7 +70,10 @@ export async function walletAccountRoutes(app: App, { config }: { config: WebCon
 
   app.get(
     '/api/wallet',
-    { onRequest: authenticate, schema: { tags: ['wallets'], description: 'The caller’s wallets and the primary address.' } },
+    {
+      onRequest: authenticate,
+      schema: { tags: ['wallets'], description: 'The caller’s wallets and the primary address.', response: { 200: WalletList } },
+    },
     async (request) => {
       const user = await requireSessionUser(request);
       const wallets = await listWallets(app.db, user.id);
@@ -130,7 +133,11 @@ export async function walletAccountRoutes(app: App, { config }: { config: WebCon
   };
   const providerGet = {
     onRequest: authenticate,
-    schema: { tags: ['wallets'], description: 'Whether a wallet provider and a payment chain are configured.' },
+    schema: {
+      tags: ['wallets'],
+      description: 'Whether a wallet provider and a payment chain are configured.',
+      response: { 200: ProviderInfo },
+    },
   };
   app.get('/api/wallet/provider', providerGet, async () => providerInfo());
   app.post('/api/wallet/provider', providerPost, (request) => providerAction(request, request.body));

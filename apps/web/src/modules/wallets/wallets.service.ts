@@ -19,6 +19,7 @@ import {
 import { parseSiweMessage } from 'viem/siwe';
 import type { WebConfig } from '../../config.js';
 import { CHAIN_RPC_TIMEOUT_MS, detectWalletKind, gatingClient, nonceKey } from '../../platform/clients/chain.js';
+import type { WalletView } from './wallets.schemas.js';
 
 /**
  * Wallets linked to an account (spec §4.18 Wallets): external wallets proven by a signed message, custodial wallets
@@ -29,22 +30,15 @@ import { CHAIN_RPC_TIMEOUT_MS, detectWalletKind, gatingClient, nonceKey } from '
 /** The statement a link message must carry, so a sign-in signature cannot be replayed to link a wallet. */
 export const WALLET_LINK_STATEMENT = 'Link this wallet to my account.';
 
-/** `POST /api/wallet/provider` actions. */
-export const WALLET_PROVIDER_ACTIONS = ['create_wallet', 'get_balance', 'create_payment', 'onramp'] as const;
+/** `POST /api/wallet/provider` actions (defined with the schemas, which the dashboard's type check reads). */
+export { WALLET_PROVIDER_ACTIONS } from './wallets.schemas.js';
 
 const MAX_MESSAGE_LENGTH = 4_096;
 const MAX_SIGNATURE_LENGTH = 32_768;
 const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;
 const ISSUED_AT_SKEW_MS = 60_000;
 
-export interface WalletView {
-  address: string;
-  /** `external` (linked by signature), `custodial` (made by the provider) or `sign-in` (the account's SIWE wallet). */
-  kind: 'external' | 'custodial' | 'sign-in';
-  /** `eoa`, `contract` or `counterfactual` when known. */
-  signer: string | null;
-  createdAt: string | null;
-}
+export type { WalletView } from './wallets.schemas.js';
 
 /** The account's wallets: its sign-in wallet first, then linked ones, oldest first. */
 export async function listWallets(db: Database, userId: string): Promise<WalletView[]> {
