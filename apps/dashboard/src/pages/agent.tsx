@@ -11,7 +11,7 @@ import { DevicesTab } from './agent/devices-tab.js';
 import { LifecycleTab } from './agent/lifecycle-tab.js';
 import { LogsTab } from './agent/logs-tab.js';
 import { ScheduleTab } from './agent/schedule-tab.js';
-import { type AgentRecord, agentPath, formatTime } from './agent/shared.js';
+import { type AgentAnswer, agentPath, formatTime } from './agent/shared.js';
 
 const TABS = [
   { id: 'chat', label: 'Chat' },
@@ -27,7 +27,7 @@ const isTab = (value: string | null): value is TabId => TABS.some((t) => t.id ==
 
 /** `/agents/:id`: one agent, its status kept fresh, and its tabs; the selected tab lives in `?tab=` so a reload keeps it. */
 export default function AgentPage({ agentId }: { agentId: string }) {
-  const agent = useApi<{ status: string; agent: AgentRecord }>(agentPath(agentId), { refreshMs: 5_000 });
+  const agent = useApi<AgentAnswer>(agentPath(agentId), { refreshMs: 5_000 });
   const [params, setParams] = useSearchParams();
   const asked = params.get('tab');
   const tab: TabId = isTab(asked) ? asked : 'chat';

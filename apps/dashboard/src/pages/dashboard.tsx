@@ -1,3 +1,4 @@
+import type { AgentList } from '@aop/web/agents/agents.schemas';
 import type { DashboardStats } from '@aop/web/usage/usage.schemas';
 import { useState } from 'react';
 import { Link } from 'wouter';
@@ -7,18 +8,8 @@ import { StatusBadge } from '../components/status-badge.js';
 import { useApi } from '../use-api.js';
 import { ProvisionWizard } from './provision-wizard.js';
 
-interface Agent {
-  id: string;
-  name: string;
-  model: string | null;
-  status: string;
-  url: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
 export default function DashboardPage() {
-  const agents = useApi<{ agents: Agent[]; count: number }>('/api/agents', { refreshMs: 5_000 });
+  const agents = useApi<AgentList>('/api/agents', { refreshMs: 5_000 });
   const stats = useApi<DashboardStats>('/api/dashboard/stats', { refreshMs: 30_000 });
   const [wizardOpen, setWizardOpen] = useState(false);
 

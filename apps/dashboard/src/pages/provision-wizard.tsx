@@ -1,3 +1,4 @@
+import type { AgentDoneEvent, AgentStatusEvent, Provisioned } from '@aop/web/agents/agents.schemas';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { Link } from 'wouter';
 import { ApiError, api, errorMessage } from '../api.js';
@@ -16,18 +17,8 @@ const AI_PROVIDERS = [
 
 const STEPS = ['Agent', 'AI provider', 'Channels'] as const;
 
-interface Provisioned {
-  agentId: string;
-  status: string;
-}
-
-interface Progress {
-  status: string;
-  live: boolean;
-  ready: boolean;
-  finished: boolean;
-  error?: string;
-}
+/** What the progress view shows: the latest `status` event's fields, whether `done` came, and a connection problem. */
+type Progress = Pick<AgentStatusEvent, 'status' | 'live' | 'ready'> & { finished: boolean; error?: string };
 
 /**
  * Three short steps (name, AI provider, channels), then `POST /api/provision`, then the agent's event stream
@@ -229,10 +220,11 @@ function ProvisionProgress({
           await readEventStream(
             `/api/agents/${encodeURIComponent(agentId)}/events`,
             (event) => {
-              const data = eventData(event) as { status: string; live?: boolean; ready?: boolean };
               if (event.event === 'status') {
-                setProgress((p) => ({ ...p, status: data.status, live: Boolean(data.live), ready: Boolean(data.ready), error: undefined }));
+                const data = eventData(event) as AgentStatusEvent;
+                setProgress((p) => ({ ...p, status: data.status, live: data.live, ready: data.ready, error: undefined }));
               } else if (event.event === 'done') {
+                const data = eventData(event) as AgentDoneEvent;
                 finished = true;
                 setProgress((p) => ({ ...p, status: data.status, ready: Boolean(data.ready), finished: true, error: undefined }));
               }

@@ -1,4 +1,4 @@
-import type { ChatReply, Usage } from '@aop/web/chat/chat.schemas';
+import type { ChatHistory, ChatMessage, ChatReply } from '@aop/web/chat/chat.schemas';
 import { type FormEvent, type KeyboardEvent, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { useSearchParams } from 'wouter';
 import { api, errorMessage } from '../../api.js';
@@ -11,27 +11,6 @@ import { formatTime } from './shared.js';
  * used: it always talks to the user's default agent (it takes no `agentId`) and does not store the turn, so the
  * history below would lose it; `POST /api/chat` names this agent and stores both messages.
  */
-
-/**
- * `GET /api/chat` message (apps/web/src/modules/chat/agent-chat.service.ts `HistoryMessage`): that route declares no
- * response schema, so this shape is written out here.
- */
-interface ChatMessage {
-  id: string;
-  role: 'user' | 'assistant';
-  content: string;
-  agentId: string | null;
-  sessionKey: string;
-  model: string | null;
-  usage: Usage | null;
-  createdAt: string;
-}
-
-interface History {
-  messages: ChatMessage[];
-  hasMore: boolean;
-  nextBefore: string | null;
-}
 
 const PAGE = 30;
 /** The API's rule for session keys (`SESSION_KEY_PATTERN`). */
@@ -55,7 +34,7 @@ export function ChatTab({ agentId }: { agentId: string }) {
     );
 
   // Which sessions exist: the keys of this agent's recent stored messages.
-  const recent = useApi<History>('/api/chat', { query: { agentId, limit: 200 } });
+  const recent = useApi<ChatHistory>('/api/chat', { query: { agentId, limit: 200 } });
   const [opened, setOpened] = useState<string[]>([]);
   const sessions = useMemo(() => {
     const keys = new Set<string>([DEFAULT_SESSION, sessionKey, ...opened]);
@@ -84,7 +63,7 @@ export function ChatTab({ agentId }: { agentId: string }) {
     setLoading(true);
     setLoadError(undefined);
     try {
-      const page = await api<History>('/api/chat', { query: { agentId, sessionKey, limit: PAGE } });
+      const page = await api<ChatHistory>('/api/chat', { query: { agentId, sessionKey, limit: PAGE } });
       if (mine !== generation.current) return;
       scrollIntent.current = { kind: 'bottom' };
       setMessages(page.messages);
@@ -110,7 +89,7 @@ export function ChatTab({ agentId }: { agentId: string }) {
     const mine = generation.current;
     setOlder({ loading: true });
     try {
-      const page = await api<History>('/api/chat', { query: { agentId, sessionKey, limit: PAGE, before: cursor } });
+      const page = await api<ChatHistory>('/api/chat', { query: { agentId, sessionKey, limit: PAGE, before: cursor } });
       if (mine !== generation.current) return;
       const el = logRef.current;
       scrollIntent.current = { kind: 'keep', fromBottom: el ? el.scrollHeight - el.scrollTop : 0 };

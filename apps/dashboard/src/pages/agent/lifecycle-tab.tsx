@@ -1,3 +1,4 @@
+import type { InstanceStats } from '@aop/web/agents/agents.schemas';
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { ApiError, api, errorMessage } from '../../api.js';
@@ -6,15 +7,6 @@ import { Empty, ErrorState, Loading } from '../../components/states.js';
 import { StatusBadge } from '../../components/status-badge.js';
 import { useSession } from '../../session.js';
 import { useApi } from '../../use-api.js';
-
-/** `GET /api/instance/:userId/stats`: the gateway's own health check (`cpu`/`memory` are the spec's named `N/A` fallback until the host reports readings, issue #19). */
-interface InstanceStats {
-  status: 'ok' | 'degraded';
-  agentId: string;
-  health: { ok?: boolean; status?: string; error?: string; [k: string]: unknown };
-  cpu: string;
-  memory: string;
-}
 
 type Action = 'start' | 'stop' | 'restart' | 'update' | 'repair' | 'reset-memory';
 
@@ -61,6 +53,20 @@ function describe(label: string, body: Record<string, unknown>): string {
   if (typeof body.openclawVersion === 'string') parts.push(`runtime ${body.openclawVersion}`);
   if (typeof body.previousImage === 'string') parts.push(`previously ${body.previousImage}`);
   return `${parts.join('; ')}.`;
+}
+
+/**
+ * What `GET /api/instance/:userId/stats` says of the gateway (`cpu`/`memory` are the spec's named `N/A` fallback until
+ * the host reports readings, issue #19). Its `health` is the gateway's own `/healthz` answer, passed on as it came:
+ * only an object's `ok: true` means live, and only its string `status`/`error` are shown.
+ */
+function gatewayHealth(health: InstanceStats['health']): { ok: boolean; status?: string; error?: string } {
+  const h = typeof health === 'object' && health !== null ? (health as Record<string, unknown>) : {};
+  return {
+    ok: h.ok === true,
+    ...(typeof h.status === 'string' ? { status: h.status } : {}),
+    ...(typeof h.error === 'string' ? { error: h.error } : {}),
+  };
 }
 
 /**
@@ -121,6 +127,7 @@ export function LifecycleTab({ agentId, onChanged }: { agentId: string; onChange
 
   const s = stats.data;
   const other = s.agentId !== agentId;
+  const health = gatewayHealth(s.health);
 
   return (
     <div className="stack">
@@ -138,7 +145,7 @@ export function LifecycleTab({ agentId, onChanged }: { agentId: string; onChange
             <dt>Gateway</dt>
             <dd>
               <StatusBadge status={s.status === 'ok' ? 'healthy' : 'degraded'} />{' '}
-              {s.health.ok === true ? (s.health.status ?? 'live') : (s.health.error ?? 'not answering')}
+              {health.ok ? (health.status ?? 'live') : (health.error ?? 'not answering')}
             </dd>
           </div>
           <div>

@@ -1,18 +1,7 @@
 /** Shapes the agent page reads from the public API, and small formatting helpers its tabs share. */
 
-/** `GET /api/agents/:id` → `{ status: 'ok', agent }` (web proxy shape, spec §2.3 / §4.15). */
-export interface AgentRecord {
-  id: string;
-  name: string;
-  model: string | null;
-  status: string;
-  subdomain: string | null;
-  url: string | null;
-  websocketUrl: string | null;
-  plan: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+/** `GET /api/agents/:id` → `{ status: 'ok', agent }` (web proxy shape, spec §2.3 / §4.15): the route's response schema. */
+export type { AgentAnswer, AgentRecord } from '@aop/web/agents/agents.schemas';
 
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return '—';

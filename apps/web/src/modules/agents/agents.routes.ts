@@ -4,6 +4,7 @@ import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { DeploymentWatcher } from './hosting.service.js';
+import { AgentAnswer, AgentList, Provisioned } from './agents.schemas.js';
 import {
   findAgent,
   findUserRuntime,
@@ -41,7 +42,10 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
   for (const url of ['/api/provision', '/api/agents/provision']) {
     app.post(
       url,
-      { onRequest: provisionLimit, schema: { tags: ['agents'], body: Type.Optional(Type.Record(Type.String(), Type.Unknown())) } },
+      {
+        onRequest: provisionLimit,
+        schema: { tags: ['agents'], body: Type.Optional(Type.Record(Type.String(), Type.Unknown())), response: { 200: Provisioned } },
+      },
       async (request) => {
         const user = await requireUser(request);
         return provisionAgent(app.db, app.backend, config, user, request.body ?? {}, watcher);
@@ -54,10 +58,10 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
     return { agents: await listProvisionedAgents(app.db, user.id) };
   });
 
-  app.get('/api/agents', { onRequest: agentsLimit, schema: { tags: ['agents'] } }, async (request) => {
+  app.get('/api/agents', { onRequest: agentsLimit, schema: { tags: ['agents'], response: { 200: AgentList } } }, async (request) => {
     const user = await requireUser(request);
     const agents = await listAgents(app.db, user.id);
-    return { agents, count: agents.length, status: 'ok' };
+    return { agents, count: agents.length, status: 'ok' as const };
   });
 
   // Spec §4.15: agent cloning answers 501 whatever the body.
@@ -68,12 +72,15 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
 
   app.get(
     '/api/agents/:id',
-    { onRequest: agentsLimit, schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
+    {
+      onRequest: agentsLimit,
+      schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }) }), response: { 200: AgentAnswer } },
+    },
     async (request) => {
       const user = await requireUser(request);
       const agent = await findAgent(app.db, user.id, request.params.id);
       if (!agent) throw new DomainError('AGENT_NOT_FOUND');
-      return { status: 'ok', agent };
+      return { status: 'ok' as const, agent };
     },
   );
 

@@ -1,6 +1,7 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
+import type { AgentDoneEvent, AgentStatusEvent } from './agents.schemas.js';
 import { findAgentProgress } from './agents.service.js';
 
 const POLL_MS = 1_000;
@@ -53,7 +54,12 @@ export async function agentEventRoutes(app: App): Promise<void> {
         connection: 'keep-alive',
         'x-request-id': request.id,
       });
-      const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      // The payloads are written by hand (no serializer): their types are the schemas the dashboard reads them with.
+      function send(event: 'status', data: AgentStatusEvent): void;
+      function send(event: 'done', data: AgentDoneEvent): void;
+      function send(event: string, data: unknown): void {
+        res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      }
 
       let closed = false;
       request.raw.on('close', () => {

@@ -5,6 +5,7 @@ import { requireUser } from '../../platform/http/auth.js';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { backendCaller } from '../../platform/sessions.js';
 import { findAgentUrl, findRuntimeInstanceId, setAgentStatus } from './agents.service.js';
+import { InstanceStats } from './agents.schemas.js';
 
 const ACTIONS = ['start', 'stop', 'restart', 'update', 'repair', 'reset-memory'] as const;
 const FAILED = { success: false, status: 'error' } as const;
@@ -67,19 +68,29 @@ export async function instanceRoutes(app: App): Promise<void> {
   });
 
   // The gateway's own health check; spec §4.15 fixes cpu and memory as 'N/A' here; degraded when unreachable.
-  app.get('/api/instance/:userId/stats', { schema: { tags: ['agents'], params } }, async (request, reply) => {
-    const own = await ownInstance(request, reply, request.params.userId);
-    if (!own) return reply;
-    const url = await findAgentUrl(app.db, own.user.id, own.agentId);
-    let health: Record<string, unknown> = { ok: false, error: 'no gateway URL' };
-    if (url) {
-      try {
-        const res = await fetch(new URL('/healthz', url), { signal: AbortSignal.timeout(5_000) });
-        health = res.ok ? ((await res.json()) as Record<string, unknown>) : { ok: false, error: `HTTP ${res.status}` };
-      } catch (err) {
-        health = { ok: false, error: err instanceof Error ? err.message : String(err) };
+  app.get(
+    '/api/instance/:userId/stats',
+    { schema: { tags: ['agents'], params, response: { 200: InstanceStats } } },
+    async (request, reply) => {
+      const own = await ownInstance(request, reply, request.params.userId);
+      if (!own) return reply;
+      const url = await findAgentUrl(app.db, own.user.id, own.agentId);
+      let health: Record<string, unknown> = { ok: false, error: 'no gateway URL' };
+      if (url) {
+        try {
+          const res = await fetch(new URL('/healthz', url), { signal: AbortSignal.timeout(5_000) });
+          health = res.ok ? ((await res.json()) as Record<string, unknown>) : { ok: false, error: `HTTP ${res.status}` };
+        } catch (err) {
+          health = { ok: false, error: err instanceof Error ? err.message : String(err) };
+        }
       }
-    }
-    return { status: health.ok === true ? 'ok' : 'degraded', agentId: own.agentId, health, cpu: 'N/A', memory: 'N/A' };
-  });
+      return {
+        status: health.ok === true ? ('ok' as const) : ('degraded' as const),
+        agentId: own.agentId,
+        health,
+        cpu: 'N/A',
+        memory: 'N/A',
+      };
+    },
+  );
 }

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
-import { ChatBody, ChatReply, GatewayChatBody } from './chat.schemas.js';
+import { ChatBody, ChatHistory, ChatReply, GatewayChatBody } from './chat.schemas.js';
 import {
   DEFAULT_SESSION_KEY,
   HISTORY_DEFAULT_LIMIT,
@@ -96,6 +96,7 @@ export async function chatRoutes(app: App, { config }: { config: WebConfig }): P
           limit: Type.Optional(Type.String({ maxLength: 10 })),
           before: Type.Optional(Type.String({ maxLength: 64 })),
         }),
+        response: { 200: ChatHistory },
       },
     },
     async (request) => {

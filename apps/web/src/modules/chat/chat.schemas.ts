@@ -17,6 +17,27 @@ export const ChatReply = Type.Object({
 });
 export type ChatReply = Static<typeof ChatReply>;
 
+/** One stored message of `GET /api/chat` (agent-chat.service.ts `HistoryMessage`); `usage` only on the agent's replies. */
+export const ChatMessage = Type.Object({
+  id: Type.String(),
+  role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),
+  content: Type.String(),
+  agentId: Type.Union([Type.String(), Type.Null()]),
+  sessionKey: Type.String(),
+  model: Type.Union([Type.String(), Type.Null()]),
+  usage: Type.Union([Usage, Type.Null()]),
+  createdAt: Type.String(),
+});
+export type ChatMessage = Static<typeof ChatMessage>;
+
+/** `GET /api/chat`: the caller's stored chat, newest last; `nextBefore` (a message id) pages further back while `hasMore`. */
+export const ChatHistory = Type.Object({
+  messages: Type.Array(ChatMessage),
+  hasMore: Type.Boolean(),
+  nextBefore: Type.Union([Type.String(), Type.Null()]),
+});
+export type ChatHistory = Static<typeof ChatHistory>;
+
 // ---------------------------------------------------------------------------------------------------------------------
 // Request bodies. Each field answers with the message its handler check gave before (see `invalidAs` in
 // @aop/core/request-schema), in the order the handlers checked them: message, sessionKey, agentId.
