@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import type { AgentDoneEvent, AgentStatusEvent } from './agents.schemas.js';
 import { findAgentProgress } from './agents.service.js';
+import { probeGateway } from '../../platform/clients/gateway-probe.js';
 
 const POLL_MS = 1_000;
 const HEARTBEAT_MS = 15_000;
@@ -18,14 +19,9 @@ interface Snapshot {
 /** What the gateway itself says: `/healthz` live, `/readyz` ready (5-second timeout each). */
 async function probe(url: string | null): Promise<{ live: boolean; ready: boolean }> {
   if (!url) return { live: false, ready: false };
-  const get = async (path: string) => {
-    try {
-      const res = await fetch(new URL(path, url), { signal: AbortSignal.timeout(5_000) });
-      const body = (await res.json().catch(() => ({}))) as { ok?: boolean; ready?: boolean };
-      return res.ok ? body : {};
-    } catch {
-      return {};
-    }
+  const get = async (path: '/healthz' | '/readyz') => {
+    const probe = await probeGateway(url, path);
+    return (probe.reached && probe.ok && probe.body ? probe.body : {}) as { ok?: boolean; ready?: boolean };
   };
   const [health, ready] = await Promise.all([get('/healthz'), get('/readyz')]);
   return { live: health.ok === true, ready: ready.ready === true };

@@ -6,6 +6,7 @@ import { BackendUnavailableError } from '../../platform/clients/backend-client.j
 import { backendCaller } from '../../platform/sessions.js';
 import { findAgentUrl, findRuntimeInstanceId, setAgentStatus } from './agents.service.js';
 import { InstanceStats } from './agents.schemas.js';
+import { probeGateway } from '../../platform/clients/gateway-probe.js';
 
 const ACTIONS = ['start', 'stop', 'restart', 'update', 'repair', 'reset-memory'] as const;
 const FAILED = { success: false, status: 'error' } as const;
@@ -77,12 +78,11 @@ export async function instanceRoutes(app: App): Promise<void> {
       const url = await findAgentUrl(app.db, own.user.id, own.agentId);
       let health: Record<string, unknown> = { ok: false, error: 'no gateway URL' };
       if (url) {
-        try {
-          const res = await fetch(new URL('/healthz', url), { signal: AbortSignal.timeout(5_000) });
-          health = res.ok ? ((await res.json()) as Record<string, unknown>) : { ok: false, error: `HTTP ${res.status}` };
-        } catch (err) {
-          health = { ok: false, error: err instanceof Error ? err.message : String(err) };
-        }
+        const probe = await probeGateway(url, '/healthz');
+        if (!probe.reached) health = { ok: false, error: probe.error };
+        else if (!probe.ok) health = { ok: false, error: `HTTP ${probe.status}` };
+        else if (probe.bodyError !== undefined) health = { ok: false, error: probe.bodyError };
+        else health = probe.body as Record<string, unknown>;
       }
       return {
         status: health.ok === true ? ('ok' as const) : ('degraded' as const),

@@ -6,6 +6,7 @@ import { DEFAULT_MODEL } from '../agent-config/agent-config.service.js';
 import { cronJobView, listOwnJobs } from '../schedule/cron-jobs.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { recordUsage } from '../usage/usage.service.js';
+import { probeGateway } from '../../platform/clients/gateway-probe.js';
 import {
   type GatewayDeps,
   type GatewayTarget,
@@ -464,14 +465,10 @@ function socketFailure(err: unknown): string {
 
 /** `GET /healthz` of the gateway (spec §4.10: `{ ok, status: 'live' }`). */
 async function probeHealth(baseUrl: string, timeoutMs: number): Promise<{ ok: true; status: string } | { ok: false; error: string }> {
-  let res: Response;
-  try {
-    res = await fetch(new URL('/healthz', baseUrl), { signal: AbortSignal.timeout(timeoutMs) });
-  } catch (err) {
-    return { ok: false, error: err instanceof Error && err.name === 'TimeoutError' ? 'Gateway timed out' : 'Gateway unreachable' };
-  }
-  const body = (await res.json().catch(() => null)) as { ok?: unknown; status?: unknown } | null;
-  if (!res.ok || body?.ok !== true) return { ok: false, error: `Gateway not healthy (HTTP ${res.status})` };
+  const probe = await probeGateway(baseUrl, '/healthz', timeoutMs);
+  if (!probe.reached) return { ok: false, error: probe.timedOut ? 'Gateway timed out' : 'Gateway unreachable' };
+  const body = probe.body as { ok?: unknown; status?: unknown } | null | undefined;
+  if (!probe.ok || body?.ok !== true) return { ok: false, error: `Gateway not healthy (HTTP ${probe.status})` };
   return { ok: true, status: typeof body.status === 'string' ? body.status : 'live' };
 }
 
