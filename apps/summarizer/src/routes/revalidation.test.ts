@@ -1,8 +1,8 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { type RunningService, listen, request, tempDataDir, testCounters, testEnv } from '@aop/testing';
+import { type RunningService, request, tempDataDir, testEnv } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../app.js';
 import { loadSummarizerConfig } from '../config.js';
+import { startSummarizer as startTestSummarizer } from '../summarizer.test-support.js';
 import { fetchPage } from '../services/fetch-page.js';
 import { ExtractFailedError, PageService } from '../services/page-service.js';
 import { extractPage } from '../services/summarize.js';
@@ -43,22 +43,9 @@ async function revalidatingSite() {
   };
 }
 
-async function startSummarizer(env: Record<string, string>): Promise<RunningService> {
-  const data = tempDataDir();
-  const config = loadSummarizerConfig(
-    testEnv(data.dir, { SUMMARIZER_ALLOW_PRIVATE: 'true', SUMMARIZER_RATE_LIMIT_PER_MINUTE: '10000', ...env }),
-  );
-  const counters = testCounters();
-  const running = await listen(await buildApp({ config, counters }));
-  return {
-    ...running,
-    async close() {
-      await running.close();
-      await counters.close();
-      data.remove();
-    },
-  };
-}
+/** Private addresses allowed (the local site) and a rate limit the tests never reach. */
+const startSummarizer = (env: Record<string, string>) =>
+  startTestSummarizer({ SUMMARIZER_ALLOW_PRIVATE: 'true', SUMMARIZER_RATE_LIMIT_PER_MINUTE: '10000', ...env });
 
 describe('revalidation cache', () => {
   let site: Awaited<ReturnType<typeof revalidatingSite>>;

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { type RunningService, listen, request, tempDataDir, testCounters, testEnv } from '@aop/testing';
+import { type RunningService, request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../app.js';
-import { loadSummarizerConfig } from '../config.js';
+import { startSummarizer } from '../summarizer.test-support.js';
 
 const RICH = readFileSync(new URL('../../test-fixtures/rich-page.html', import.meta.url), 'utf8');
 
@@ -45,21 +44,6 @@ async function fixtureSite() {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as { port: number };
   return { base: `http://127.0.0.1:${port}`, seen, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
-
-async function startSummarizer(env: Record<string, string>): Promise<RunningService> {
-  const data = tempDataDir();
-  const config = loadSummarizerConfig(testEnv(data.dir, env));
-  const counters = testCounters();
-  const running = await listen(await buildApp({ config, counters }));
-  return {
-    ...running,
-    async close() {
-      await running.close();
-      await counters.close();
-      data.remove();
-    },
-  };
 }
 
 // Spec §4.7 and §8 (summarizer limits).

@@ -78,3 +78,20 @@ export const AdminInviteBody = Type.Object({
   id: Type.Optional(Type.Unknown({ description: '`revoke`: the invite, a string of at most 100 characters' })),
 });
 export type AdminInviteBody = Static<typeof AdminInviteBody>;
+
+// Settings bodies: a JSON body is not coerced, so a field of the wrong type answers with the word for that field rather
+// than being taken as text (`name: 5` was "5"). Emptiness and length stay with the route (they apply once trimmed).
+const settingsName = Type.String(invalidAs(refuse('NAME_NOT_EMPTY')));
+
+export const UpdateSettingsBody = Type.Object({
+  name: Type.Optional(settingsName),
+  email: Type.Optional(Type.String(invalidAs(refuse('INVALID_EMAIL_FORMAT')))),
+  currentPassword: Type.Optional(Type.String(invalidAs(refuse('FIELD_NOT_STRING', { field: 'currentPassword' })))),
+});
+export type UpdateSettingsBody = Static<typeof UpdateSettingsBody>;
+
+export const PatchSettingsBody = Type.Object({
+  name: Type.Optional(settingsName),
+  notifications: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+export type PatchSettingsBody = Static<typeof PatchSettingsBody>;

@@ -3,8 +3,8 @@ import { isUniqueViolation } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
-import { requireSessionUser, requireUser } from '../../platform/http/auth.js';
-import { Settings } from './accounts.schemas.js';
+import { requireSessionUser, requireUser, userBeforeBody } from '../../platform/http/auth.js';
+import { PatchSettingsBody, Settings, UpdateSettingsBody } from './accounts.schemas.js';
 import { checkNotReserved, checkPasswordLength, isEmail, normalizeEmail } from './accounts.service.js';
 import type { Mailer } from '../../platform/clients/mailer.js';
 import { changePassword, getSettings, patchSettings, requestEmailChange, updateSettings } from './settings.service.js';
@@ -52,12 +52,11 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
         ...schema,
         description:
           'Updates the name, or asks to change the sign-in email (signed-in session and `currentPassword`): a link goes to the new address and a notice to the current one; the change takes effect when the link is followed (`pendingEmail` until then).',
-        body: Type.Object({
-          name: Type.Optional(Type.String()),
-          email: Type.Optional(Type.String()),
-          currentPassword: Type.Optional(Type.String()),
-        }),
+        body: UpdateSettingsBody,
       },
+      // The caller before the fields (an anonymous caller gets 401 whatever it sent); the email change's stricter
+      // session rule stays in the handler.
+      preValidation: userBeforeBody,
     },
     async (request) => {
       const body = request.body ?? {};
@@ -92,8 +91,9 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
     {
       schema: {
         ...schema,
-        body: Type.Object({ name: Type.Optional(Type.String()), notifications: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }),
+        body: PatchSettingsBody,
       },
+      preValidation: userBeforeBody,
     },
     async (request) => {
       const user = await requireUser(request);

@@ -81,6 +81,17 @@ describe('settings', () => {
   });
 
   describe('POST /api/settings', () => {
+    it('a field of the wrong type is refused with that field’s word, not taken as text; anonymous callers get 401 first', async () => {
+      const user = await registered();
+      expectError(await postSettings(user.cookie, { name: 5 }), 400, 'Name must not be empty');
+      expectError(await postSettings(user.cookie, { email: ['a@example.com'] }), 400, 'Invalid email format');
+      expectError(await postSettings(user.cookie, { email: 'b@example.com', currentPassword: 7 }), 400, 'currentPassword must be a string');
+      expectError(await patchSettings(user.cookie, { name: { first: 'Grace' } }), 400, 'Name must not be empty');
+      expect((await getSettings(user.cookie)).body.name).toBe(user.name);
+      expectError(await postSettings(undefined, { name: 5 }), 401, 'Unauthorized');
+      expectError(await patchSettings(undefined, { name: 5 }), 401, 'Unauthorized');
+    });
+
     it('updates the name (trimmed) and a later GET shows it', async () => {
       const user = await registered();
       const res = await postSettings(user.cookie, { name: '  Grace Hopper  ' });

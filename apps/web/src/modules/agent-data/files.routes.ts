@@ -12,8 +12,6 @@ import {
   saveFile,
 } from './files.service.js';
 
-export { FILE_CONTENT_MAX_BYTES, FILE_PATH_MAX, isValidFilePath } from './files.service.js';
-
 function requiredAgentId(agentId: unknown): string {
   if (typeof agentId !== 'string' || agentId.trim() === '') throw new DomainError('FIELD_REQUIRED', { field: 'agentId' });
   if (agentId.length > AGENT_ID_MAX) throw new DomainError('INVALID_AGENTID');

@@ -28,7 +28,7 @@ import {
   resolveGateway,
   withGateway,
 } from '../../platform/clients/user-gateway.js';
-import { BRIDGE_CHANNELS } from '../bridge/bridge.service.js';
+import { BRIDGE_CHANNELS } from '../bridge/bridge.schemas.js';
 
 const DAY_MS = 86_400_000;
 /** Spec §8 "status lists: up to 10 jobs": the brief lists as many cron jobs, with their total. */

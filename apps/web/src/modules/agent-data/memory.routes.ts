@@ -12,8 +12,6 @@ import {
   searchMemories,
 } from './memory.service.js';
 
-export { MEMORY_CONTENT_MAX, MEMORY_TAG_LENGTH_MAX, MEMORY_TAGS_MAX } from './memory.service.js';
-
 const LIMIT_DEFAULT = 50;
 const LIMIT_MAX = 200;
 

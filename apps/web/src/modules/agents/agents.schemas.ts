@@ -71,8 +71,8 @@ export type Provisioned = Static<typeof Provisioned>;
 
 /**
  * `GET /api/instance/:userId/stats`: the gateway's own health check. `health` is the gateway's `/healthz` answer as it
- * came (usually an object with `ok`), or `{ ok: false, error }` when it did not answer; `cpu` and `memory` are the spec's
- * `N/A` placeholders.
+ * came (usually an object with `ok`), or `{ ok: false, error }` when it did not answer; `cpu` and `memory` are the
+ * spec's named fallback `N/A` (spec §4.15: no per-agent readings here).
  */
 export const InstanceStats = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),

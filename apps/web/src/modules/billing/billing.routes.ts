@@ -6,7 +6,6 @@ import type { WebConfig } from '../../config.js';
 import { requireSessionUser } from '../../platform/http/auth.js';
 import { perSession } from '../../platform/http/rate-limit-keys.js';
 import {
-  BILLING_ACTIONS,
   type BillingDeps,
   type Order,
   WEBHOOK_TOLERANCE_SECONDS,
@@ -21,15 +20,21 @@ import {
   verifyCheckout,
 } from './billing.service.js';
 import { findCreditPack, penceToPounds } from './billing-catalog.js';
-import { BillingActionBody, BillingOverview, CardCheckoutFound, CardCheckouts, CheckoutAnswer, VerifyResult } from './billing.schemas.js';
+import {
+  BILLING_ACTIONS,
+  BillingActionBody,
+  BillingOverview,
+  CardCheckoutFound,
+  CardCheckouts,
+  CheckoutAnswer,
+  VerifyResult,
+} from './billing.schemas.js';
 
 const MINUTE = 60_000;
 
 /** At most this many storage blocks in one purchase. */
 const STORAGE_QUANTITY_MAX = 10;
 const SESSION_ID = /^cs_[A-Za-z0-9_]{1,250}$/;
-
-export { BILLING_ACTIONS } from './billing.service.js';
 
 /** Money and billing data need a signed-in person: a leaked API key must not buy or read them. 401 before any body check. */
 const authenticate = async (request: FastifyRequest) => {

@@ -15,7 +15,7 @@ import { type Address, type Hex, createWalletClient, getAddress, http, namehash,
 import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BILLING_ACTIONS } from './billing.routes.js';
+import { BILLING_ACTIONS } from './billing.schemas.js';
 
 const INVALID_BILLING_ACTION = 'Invalid action. Must be: create-checkout, enable-byok, disable-byok, get-usage, buy-credits';
 const INVALID_PLAN = 'Invalid plan. Must be: solo, collective, label, network';

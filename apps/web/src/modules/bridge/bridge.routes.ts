@@ -3,8 +3,8 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
-import { BRIDGE_CONTENT_MAX, BridgeHealth, BridgeInbox, BridgeSent, bridgeSendBody } from './bridge.schemas.js';
-import { BRIDGE_CHANNELS, bridgeStats, readBridgeInbox, sendBridgeMessage } from './bridge.service.js';
+import { BRIDGE_CHANNELS, BRIDGE_CONTENT_MAX, BridgeHealth, BridgeInbox, BridgeSent, bridgeSendBody } from './bridge.schemas.js';
+import { bridgeStats, readBridgeInbox, sendBridgeMessage } from './bridge.service.js';
 
 const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 100;

@@ -2,7 +2,6 @@ import { newId } from '@aop/core';
 import { type Database, sql } from '@aop/db';
 
 /** The bridge's channels (defined with the schemas, which the dashboard's type check reads). */
-export { BRIDGE_CHANNELS } from './bridge.schemas.js';
 
 /** The bridge message bus (spec §4.8): `bridge_messages` and the per-reader claims in `bridge_reads`. */
 

@@ -13,8 +13,6 @@ import {
   updateScheduledTask,
 } from './scheduled-tasks.service.js';
 
-export { TASK_NAME_MAX, TASK_PROMPT_MAX } from './scheduled-tasks.service.js';
-
 /**
  * A schedule the schema let through (a string of at most 200 characters) parsed: only parsing tells whether it is
  * well formed and ever fires.

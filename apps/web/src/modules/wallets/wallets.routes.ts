@@ -13,14 +13,11 @@ import {
   primaryAddress,
   providerOnramp,
   reverseName,
-  WALLET_PROVIDER_ACTIONS,
   walletBalance,
 } from './wallets.service.js';
-import { LinkWalletBody, ProviderInfo, WalletList, WalletProviderBody } from './wallets.schemas.js';
+import { LinkWalletBody, ProviderInfo, WALLET_PROVIDER_ACTIONS, WalletList, WalletProviderBody } from './wallets.schemas.js';
 
 const MINUTE = 60_000;
-
-export { WALLET_PROVIDER_ACTIONS } from './wallets.service.js';
 
 /** Wallets are the caller's money: a signed-in person only, 401 before any body check. */
 const authenticate = async (request: FastifyRequest) => {

@@ -31,7 +31,6 @@ import type { WalletView } from './wallets.schemas.js';
 export const WALLET_LINK_STATEMENT = 'Link this wallet to my account.';
 
 /** `POST /api/wallet/provider` actions (defined with the schemas, which the dashboard's type check reads). */
-export { WALLET_PROVIDER_ACTIONS } from './wallets.schemas.js';
 
 const MAX_MESSAGE_LENGTH = 4_096;
 const MAX_SIGNATURE_LENGTH = 32_768;
