@@ -18,6 +18,7 @@ const SLOW = [
   'packages/provisioner/src/kubernetes/host.test.ts',
   'packages/provisioner/src/shared/openclaw-config.test.ts',
   'test/integration/provisioning.test.ts',
+  'test/integration/agent-lifecycle.test.ts',
   'test/integration/remote-control.test.ts',
 ];
 

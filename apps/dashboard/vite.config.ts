@@ -34,9 +34,15 @@ function precompress(): Plugin {
 export default defineConfig({
   plugins: [react(), precompress()],
   resolve: {
-    // The plan catalogue is the one shared module the UI bundles (plan names). It is read from its source, which imports
-    // nothing: the bundle can never take in @aop/core's Node-only index, nor a stale dist build of the catalogue.
-    alias: { '@aop/core/plans': fileURLToPath(new URL('../../packages/core/src/plans.ts', import.meta.url)) },
+    // The shared modules the UI bundles: the plan catalogue (plan names) and the schedule parser (the cron form checks
+    // expressions as the server does). Each is read from its source, which imports nothing: the bundle can never take
+    // in @aop/core's Node-only index, nor a stale dist build.
+    alias: {
+      // The agent state machine: which lifecycle actions are valid in each state, and why the others are not.
+      '@aop/core/agent-state': fileURLToPath(new URL('../../packages/core/src/agent-state.ts', import.meta.url)),
+      '@aop/core/plans': fileURLToPath(new URL('../../packages/core/src/plans.ts', import.meta.url)),
+      '@aop/core/schedule-expression': fileURLToPath(new URL('../../packages/core/src/schedule-expression.ts', import.meta.url)),
+    },
   },
   build: {
     outDir: process.env.DASHBOARD_OUT_DIR ?? 'dist',

@@ -228,15 +228,14 @@ describe('settings, bridge and payments in a real browser', () => {
     await page.getByText('No trading key is set.').waitFor();
   });
 
-  it('a free account cannot create an agent: the wizard says why and leads to billing', async () => {
+  it('a free account cannot create an agent: the dashboard says why before any wizard step and leads to billing', async () => {
     await page.goto('/dashboard');
     await page.getByText('You have no agents yet.').waitFor();
-    await page.getByRole('button', { name: 'New agent' }).click();
-    await page.getByRole('button', { name: 'Next' }).click();
-    await page.getByRole('button', { name: 'Next' }).click();
-    await page.getByRole('button', { name: 'Create agent' }).click();
-    await page.getByRole('alert').filter({ hasText: 'A paid plan (solo or higher) is required to provision agents' }).waitFor();
-    await page.getByRole('link', { name: 'Choose a plan in Settings → Billing' }).click();
+    // Issue #19: the gate is stated up front; the wizard does not open only to refuse at its last step.
+    const gate = page.getByRole('region', { name: 'You cannot create an agent yet' });
+    await gate.getByText('A paid plan (solo or higher) is required to provision agents').waitFor();
+    expect(await page.getByRole('button', { name: 'New agent' }).isDisabled()).toBe(true);
+    await gate.getByRole('link', { name: 'Choose a plan in Settings → Billing' }).click();
     await page.waitForURL(/\/settings#billing$/);
     await page.getByRole('tab', { name: 'Billing and plan', selected: true }).waitFor();
   });
@@ -270,11 +269,17 @@ describe('settings, bridge and payments in a real browser', () => {
     await page.getByRole('button', { name: 'Dismiss' }).click();
   });
 
-  it('billing without a payment provider says so, and an action shows the API error', async () => {
+  it('billing without a payment provider says so, and its buttons are disabled with the reason', async () => {
     await lockedPage.goto('/settings#billing');
     await lockedPage.getByText('Card payments are not configured.').waitFor();
-    await lockedPage.getByRole('button', { name: 'Buy credits' }).click();
-    await lockedPage.getByRole('alert').filter({ hasText: 'Card payments are not configured' }).waitFor();
+    for (const name of ['Subscribe', 'Buy credits']) {
+      const button = lockedPage.getByRole('button', { name });
+      expect(await button.isDisabled()).toBe(true);
+      const reason = await button.getAttribute('aria-describedby');
+      expect(await lockedPage.locator(`[id="${reason}"]`).innerText()).toBe(
+        'Unavailable: card payments are not configured on this server.',
+      );
+    }
   });
 
   it('bridge behind a secret: asks for it, keeps it in memory only, reads and sends without claiming messages', async () => {

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newId } from '@aop/core';
+import { startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { request } from '@aop/testing';
@@ -100,9 +101,16 @@ describe('workflows, mission control and costs in a real browser', () => {
     await page.goto('/workflows');
     await poll(() => page.getByText('You have no workflows yet').isVisible()).toBe(true);
     await page.getByRole('button', { name: 'New workflow' }).click();
-    await page.waitForURL(/\/workflows\/[^/]+$/);
-    await poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Untitled workflow');
+    await page.waitForURL(/\/workflows\/new$/);
+    await poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('New workflow');
     await poll(() => page.getByText('This workflow has no steps yet').isVisible()).toBe(true);
+    expect(await page.getByLabel('Workflow name').inputValue()).toBe('Untitled workflow');
+    await poll(() => page.getByRole('status').filter({ hasText: 'Not saved yet' }).count()).toBe(1);
+
+    // Nothing is stored until the first save: an abandoned "New workflow" leaves no empty workflow behind.
+    const storedWorkflows = async () =>
+      (await request(`${web.url}/api/workflows`, { headers: { cookie: owner.cookie } })).body.workflows as { id: string }[];
+    expect(await storedWorkflows()).toEqual([]);
 
     await page.getByLabel('Workflow name').fill('Morning digest');
     await page.getByLabel('Description').fill('Summarise the inbox every morning');
@@ -115,7 +123,22 @@ describe('workflows, mission control and costs in a real browser', () => {
     // A new step is selected and takes the focus, so the keyboard can carry on with it.
     await poll(() => output.getAttribute('aria-pressed')).toBe('true');
     await poll(() => page.evaluate<string | undefined>('document.activeElement?.getAttribute("aria-label")')).toBe('Output: Output 1');
-    await poll(() => page.getByRole('status').filter({ hasText: 'Unsaved changes' }).count()).toBe(1);
+    await poll(() => page.getByRole('status').filter({ hasText: 'Not saved yet' }).count()).toBe(1);
+
+    // A fourth step lands inside the canvas on screen, whatever its type's column (here, beside the side panel).
+    await page.getByRole('button', { name: 'Add condition' }).click();
+    const canvasBox = (await page.locator('.wf-canvas').boundingBox())!;
+    for (const node of await page.locator('.wf-node').all()) {
+      const box = (await node.boundingBox())!;
+      expect(box.x).toBeGreaterThanOrEqual(canvasBox.x);
+      expect(box.y).toBeGreaterThanOrEqual(canvasBox.y);
+      expect(box.x + box.width).toBeLessThanOrEqual(canvasBox.x + canvasBox.width);
+      expect(box.y + box.height).toBeLessThanOrEqual(canvasBox.y + canvasBox.height);
+    }
+    await screenshot(page, 'workflow-four-steps');
+    // The new step has the focus: the Delete key takes it away again.
+    await page.keyboard.press('Delete');
+    await poll(() => page.locator('.wf-node').count()).toBe(3);
 
     // Mouse: drag the trigger down, then drag from its output handle onto the action.
     const before = await positionOf(trigger);
@@ -154,6 +177,23 @@ describe('workflows, mission control and costs in a real browser', () => {
     await page.getByLabel('Operation').fill('summarise new mail');
     await page.getByLabel('Other settings (JSON)').fill('[1]');
     await poll(() => page.getByRole('alert').filter({ hasText: 'must be a JSON object' }).count()).toBe(1);
+    // Settings that do not parse are not dropped in silence: saving is refused, in words, and nothing is stored.
+    await page.getByLabel('Other settings (JSON)').fill('{"retries": 2');
+    await poll(() => page.getByRole('alert').filter({ hasText: 'must be valid JSON' }).count()).toBe(1);
+    // Another step selected and back: the text as typed is still there, and still refused.
+    await trigger.click();
+    await page.getByRole('button', { name: 'Action: Summarise inbox' }).click();
+    expect(await page.getByLabel('Other settings (JSON)').inputValue()).toBe('{"retries": 2');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await poll(() =>
+      page.getByRole('alert').filter({ hasText: 'Not saved: the other settings of “Summarise inbox” are not valid JSON' }).count(),
+    ).toBe(1);
+    await poll(() =>
+      page.getByRole('status').filter({ hasText: 'Not saved: the settings of “Summarise inbox” are not valid JSON' }).count(),
+    ).toBe(1);
+    expect(await page.getByRole('status').filter({ hasText: 'Saved at' }).count()).toBe(0);
+    expect(await storedWorkflows()).toEqual([]);
+    await screenshot(page, 'workflow-invalid-settings');
     await page.getByLabel('Other settings (JSON)').fill('{"retries": 2}');
     await poll(() => page.getByRole('alert').filter({ hasText: 'JSON' }).count()).toBe(0);
     await poll(() => page.getByRole('button', { name: 'Action: Summarise inbox' }).count()).toBe(1);
@@ -162,6 +202,9 @@ describe('workflows, mission control and costs in a real browser', () => {
     await page.getByRole('button', { name: 'Save', exact: true }).click();
     await poll(() => page.getByRole('status').filter({ hasText: 'Saved at' }).count()).toBe(1);
     await poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Morning digest');
+    // The first save created the workflow, and the address is now its own.
+    await page.waitForURL(/\/workflows\/wf_[^/]+$/);
+    expect((await storedWorkflows()).map((w) => w.id)).toEqual([page.url().split('/').pop()]);
 
     // What the API holds: three nodes, the connections in config.next by stable keys, the settings kept.
     const id = page.url().split('/').pop()!;
@@ -251,6 +294,12 @@ describe('workflows, mission control and costs in a real browser', () => {
       await touch(handle, { x: box!.x + 20, y: box!.y + box!.height / 2 });
       // Trigger → Summarise inbox exists since the discard, so the touch connection reaches the editor and is refused.
       await poll(() => p.getByRole('alert').filter({ hasText: 'already connected' }).count()).toBe(1);
+      // On a phone too, a new step lands in the part of the canvas on screen.
+      await p.getByRole('button', { name: 'Add condition' }).click();
+      const added = (await p.getByRole('button', { name: 'Condition: Condition 1' }).boundingBox())!;
+      const canvas = (await p.locator('.wf-canvas').boundingBox())!;
+      expect(added.x).toBeGreaterThanOrEqual(canvas.x);
+      expect(added.x + added.width).toBeLessThanOrEqual(canvas.x + canvas.width);
       await screenshot(p, 'workflow-editor-phone');
       expect(phoneProblems).toEqual([]);
     } finally {
@@ -408,4 +457,133 @@ describe('workflows, mission control and costs in a real browser', () => {
     await page.setViewportSize({ width: 1280, height: 900 });
     expect(problems).toEqual([]);
   });
+
+  it('shows OpenClaw’s own jobs read-only, checks cron expressions before sending, and runs a workflow on the agent', async () => {
+    // The owner's agent (provisioned for mission control) now answers on a gateway speaking OpenClaw's protocol, with
+    // OpenClaw's own jobs on it: its heartbeat monitor and memory-core's dreaming sweep.
+    const agent = await web.database.db.kysely
+      .selectFrom('agents')
+      .select(['id', 'name'])
+      .where('user_id', '=', owner.userId)
+      .executeTakeFirstOrThrow();
+    const { gatewayToken } = await host.spec(agent.id);
+    const gateway = await startFakeGatewayWs({ token: gatewayToken, reply: (m) => `Digest: ${m.split('\n').at(-1)}` });
+    const now = Date.now();
+    gateway.jobs.set('hb-main', {
+      id: 'hb-main',
+      name: 'heartbeat-main',
+      declarationKey: 'heartbeat:main',
+      enabled: true,
+      createdAtMs: now,
+      updatedAtMs: now,
+      schedule: { kind: 'every', everyMs: 1_800_000 },
+      payload: { kind: 'heartbeat' },
+      sessionTarget: 'main',
+      wakeMode: 'next-heartbeat',
+      state: { nextRunAtMs: now + 1_800_000 },
+    });
+    gateway.jobs.set('dream', {
+      id: 'dream',
+      name: 'Memory Dreaming Promotion',
+      declarationKey: 'memory-core:memory-dreaming-promotion',
+      description: '[managed-by=memory-core.short-term-promotion] Promote weighted short-term recalls into MEMORY.md.',
+      enabled: true,
+      createdAtMs: now,
+      updatedAtMs: now,
+      schedule: { kind: 'cron', expr: '0 3 * * *' },
+      payload: { kind: 'agentTurn', message: '__openclaw_memory_core_short_term_promotion_dream__' },
+      sessionTarget: 'isolated',
+      wakeMode: 'now',
+      state: {},
+    });
+    await web.database.db.kysely.updateTable('agents').set({ url: gateway.httpUrl }).where('id', '=', agent.id).execute();
+    try {
+      await page.goto(`/agents/${agent.id}`);
+      await page.getByRole('tab', { name: 'Schedule' }).click();
+      const jobs = page.locator('tr[data-system]');
+      await poll(() => jobs.count()).toBe(2);
+      // Read-only: no Delete button on OpenClaw's jobs, a description in words instead of the raw token.
+      expect(await page.getByRole('button', { name: /Delete job heartbeat-main|Delete job Memory Dreaming/ }).count()).toBe(0);
+      expect(
+        await page
+          .getByRole('row', { name: /heartbeat-main/ })
+          .getByText('Read-only')
+          .count(),
+      ).toBe(1);
+      expect(await page.getByText('__openclaw_memory_core').count()).toBe(0);
+      expect(
+        await page
+          .getByRole('row', { name: /Memory Dreaming Promotion/ })
+          .getByText(/OpenClaw memory maintenance/)
+          .count(),
+      ).toBe(1);
+      // The heartbeat section agrees with the table: OpenClaw's own heartbeat is named, not denied.
+      await poll(() => page.getByText(/OpenClaw's own heartbeat \(“heartbeat-main”, listed above as a system job\)/).count()).toBe(1);
+
+      // A bad cron expression is explained before anything is sent.
+      const adds = () => gateway.received.filter((f) => f.method === 'cron.add').length;
+      await page.getByLabel('Job name').fill('nightly');
+      await page.getByLabel('Cron expression').fill('0 25 * * *');
+      await poll(() => page.getByText('the hour field 25 is out of range (use 0-23)').count()).toBe(1);
+      await page.getByLabel('Message text').fill('Summarise the day.');
+      await page.getByRole('button', { name: 'Add job' }).click();
+      await poll(() =>
+        page.getByRole('alert').filter({ hasText: 'Cron expression: the hour field 25 is out of range (use 0-23).' }).count(),
+      ).toBe(1);
+      expect(adds()).toBe(0);
+      await page.getByLabel('Cron expression').fill('0 22 * * *');
+      await page.getByRole('button', { name: 'Add job' }).click();
+      await page.getByRole('button', { name: 'Delete job nightly' }).waitFor();
+      expect(adds()).toBe(1);
+
+      // Saving the heartbeat refreshes the table: the platform heartbeat appears there, set from the form.
+      await page.getByRole('button', { name: 'Save heartbeat' }).click();
+      await poll(() =>
+        page
+          .getByRole('row', { name: /platform-heartbeat/ })
+          .getByText('Set under Heartbeat')
+          .count(),
+      ).toBe(1);
+      await screenshot(page, 'agent-schedule-system-jobs');
+      await page.setViewportSize({ width: 390, height: 844 });
+      await screenshot(page, 'agent-schedule-system-jobs-phone');
+      await page.setViewportSize({ width: 1280, height: 900 });
+
+      // A workflow run: the action is a turn of the agent, the editor shows the run and its result.
+      const created = await request(`${web.url}/api/workflows`, {
+        headers: { cookie: owner.cookie },
+        json: {
+          name: 'Inbox digest',
+          nodes: [
+            { type: 'trigger', config: { label: 'New mail', key: 't', next: ['a'] }, position: { x: 32, y: 32 } },
+            {
+              type: 'action',
+              config: { label: 'Summarise', key: 'a', next: ['o'], action: 'Summarise this' },
+              position: { x: 264, y: 32 },
+            },
+            { type: 'output', config: { label: 'Send digest', key: 'o' }, position: { x: 496, y: 32 } },
+          ],
+        },
+      });
+      expect(created.status).toBe(201);
+      await page.goto(`/workflows/${created.body.workflow.id}`);
+      await page.getByText('No runs yet.').waitFor();
+      await page.getByLabel('Input for the trigger').fill('three new mails');
+      await page.getByRole('button', { name: 'Run workflow' }).click();
+      await poll(() => page.getByRole('status').filter({ hasText: 'The run finished.' }).count(), { timeout: 20_000 }).toBe(1);
+      const runs = page.getByRole('list', { name: 'Last runs' });
+      await poll(() => runs.getByText('succeeded').count()).toBe(1);
+      expect(await runs.getByText('Digest: three new mails').count()).toBeGreaterThanOrEqual(1);
+      await runs.getByText('Steps', { exact: true }).click();
+      expect(await runs.getByText(/Summarise \(action\): done/).count()).toBe(1);
+      await screenshot(page, 'workflow-run');
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await noSidewaysScroll(page)).toBe(true);
+      await screenshot(page, 'workflow-run-phone');
+      await page.setViewportSize({ width: 1280, height: 900 });
+      expect(problems).toEqual([]);
+    } finally {
+      await gateway.close();
+    }
+  }, 90_000);
 });

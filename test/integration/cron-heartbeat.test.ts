@@ -44,6 +44,26 @@ function seedHeartbeatMain(gateway: FakeGatewayWs) {
   });
 }
 
+/** memory-core's dreaming sweep as OpenClaw keeps it: an ordinary agentTurn job with a declaration key and a raw token. */
+function seedMemoryDreaming(gateway: FakeGatewayWs) {
+  const now = Date.now();
+  gateway.jobs.set('dream', {
+    id: 'dream',
+    name: 'Memory Dreaming Promotion',
+    declarationKey: 'memory-core:memory-dreaming-promotion',
+    description: '[managed-by=memory-core.short-term-promotion] Promote weighted short-term recalls into MEMORY.md (limit=10).',
+    enabled: true,
+    createdAtMs: now,
+    updatedAtMs: now,
+    schedule: { kind: 'cron', expr: '0 3 * * *' },
+    payload: { kind: 'agentTurn', message: '__openclaw_memory_core_short_term_promotion_dream__', lightContext: true },
+    sessionTarget: 'isolated',
+    wakeMode: 'now',
+    delivery: { mode: 'none' },
+    state: {},
+  });
+}
+
 // Spec §4.3 (cron) and §4.10 (heartbeat) end to end: web → backend (gateway tokens) → gateways speaking OpenClaw's
 // protocol v4 on 127.0.0.1. Users without an agent of their own share the platform gateway (GATEWAY_URL).
 describe('cron and heartbeat', () => {
@@ -83,6 +103,7 @@ describe('cron and heartbeat', () => {
     await agentUrl(`http://127.0.0.1:${agentGw.port}`);
     seedHeartbeatMain(agentGw);
     seedHeartbeatMain(shared);
+    seedMemoryDreaming(agentGw);
   });
   afterAll(async () => {
     await shared.close();
@@ -346,6 +367,7 @@ describe('cron and heartbeat', () => {
         payload: { kind: 'heartbeat' },
         lastRun: null,
         nextRun: expect.stringMatching(ISO),
+        system: { kind: 'heartbeat', description: expect.stringMatching(/^OpenClaw's own heartbeat for agent “main”/), deletable: false },
       });
       expect(received(agentGw, 'cron.list').at(-1)?.params).toEqual({ includeDisabled: true, enabled: 'all', limit: 200, offset: 0 });
       expect(received(shared, 'cron.list').every((f) => f.params.query !== undefined)).toBe(true);
@@ -385,14 +407,65 @@ describe('cron and heartbeat', () => {
       expect(shared.jobs.has(res.body.job.id)).toBe(false);
     });
 
-    it('DELETE: 404 for an unknown job; 502 with the reason when the gateway refuses (its own heartbeat job)', async () => {
+    it('DELETE: 404 for an unknown job; 403 in words for OpenClaw’s own jobs, which stay', async () => {
       const unknown = await call(web.url, '/api/cron?jobId=nope', owner, { method: 'DELETE' });
       expect(unknown.status).toBe(404);
       expect(unknown.body).toEqual({ error: 'Job not found' });
-      const refused = await call(web.url, '/api/cron?jobId=hb-main', owner, { method: 'DELETE' });
-      expect(refused.status).toBe(502);
-      expect(refused.body.error).toMatch(/^Gateway rejected the request: .*system-owned/);
-      expect(agentGw.jobs.has('hb-main')).toBe(true);
+      const removes = received(agentGw, 'cron.remove').length;
+      for (const id of ['hb-main', 'dream']) {
+        const refused = await call(web.url, `/api/cron?jobId=${id}`, owner, { method: 'DELETE' });
+        expect(refused.status, id).toBe(403);
+        expect(refused.body).toEqual({
+          error: 'This is a system job kept by OpenClaw; it cannot be deleted here (change it through the agent configuration)',
+        });
+        expect(agentGw.jobs.has(id)).toBe(true);
+      }
+      // Refused before the gateway is asked: memory-core's job is not system-owned to OpenClaw, which would remove it.
+      expect(received(agentGw, 'cron.remove')).toHaveLength(removes);
+    });
+
+    it('marks OpenClaw’s memory job as a system job with a readable description instead of its raw token', async () => {
+      const list = await call(web.url, '/api/cron', owner);
+      const dream = list.body.jobs.find((j: { id: string }) => j.id === 'dream');
+      expect(dream).toMatchObject({
+        name: 'Memory Dreaming Promotion',
+        schedule: { kind: 'cron', expr: '0 3 * * *' },
+        system: { kind: 'memory', description: expect.stringContaining('MEMORY.md'), deletable: false },
+      });
+      expect(dream.system.description).not.toContain('__openclaw');
+      // The user's own jobs carry no system mark.
+      expect(list.body.jobs.find((j: { name: string }) => j.name === 'standup')).not.toHaveProperty('system');
+    });
+
+    it('400 in words for a cron expression or time zone the shared parser refuses; nothing reaches the gateway', async () => {
+      const adds = received(agentGw, 'cron.add').length;
+      const payload = { kind: 'systemEvent', text: 'hello' };
+      const cases: [Record<string, unknown>, string][] = [
+        [{ expr: '61 * * * *' }, 'Invalid schedule: the minute field 61 is out of range (use 0-59)'],
+        [{ expr: '0 24 * * *' }, 'Invalid schedule: the hour field 24 is out of range (use 0-23)'],
+        [
+          { expr: '0 9 * *' },
+          'Invalid schedule: a cron expression has 5 fields (minute hour day-of-month month day-of-week), this one has 4',
+        ],
+        [
+          { expr: '0 9 * * funday' },
+          'Invalid schedule: the day-of-week field “funday” is not a day-of-week (use 0-7 (0 and 7 are Sunday) or sun-sat)',
+        ],
+        [{ expr: '0 0 30 2 *' }, 'Invalid schedule: it never runs: no month in it has that day (for example 30 2 is 30 February)'],
+        [
+          { expr: '0 9 * * *', tz: 'Mars/Olympus' },
+          'Invalid schedule: “Mars/Olympus” is not a time zone: use a name like Europe/London or UTC',
+        ],
+      ];
+      for (const [schedule, error] of cases) {
+        const res = await call(web.url, '/api/cron', owner, { json: { name: 'bad', schedule: { kind: 'cron', ...schedule }, payload } });
+        expect({ schedule, status: res.status, body: res.body }).toEqual({ schedule, status: 400, body: { error } });
+      }
+      expect(received(agentGw, 'cron.add')).toHaveLength(adds);
+      const good = await call(web.url, '/api/cron', owner, {
+        json: { name: 'weekday mornings', schedule: { kind: 'cron', expr: '30 8 * * mon-fri', tz: 'Europe/London' }, payload },
+      });
+      expect(good.status).toBe(200);
     });
 
     it('gateway down: GET answers 200 gateway-error, POST and DELETE 502; a wrong token is a refusal', async () => {
@@ -662,6 +735,10 @@ describe('cron and heartbeat', () => {
           frequency: '1h',
         });
         expect((await call(web.url, '/api/heartbeat', owner)).body).toMatchObject({ source: 'gateway', frequency: '1h' });
+        // The job list shows it as the platform heartbeat (set through this endpoint), beside OpenClaw's own.
+        const jobs = (await call(web.url, '/api/cron', owner)).body.jobs as { name: string; system?: { kind: string } }[];
+        expect(jobs.find((j) => j.name === 'platform-heartbeat')?.system).toMatchObject({ kind: 'platform-heartbeat', deletable: true });
+        expect(jobs.find((j) => j.name === 'heartbeat-main')?.system).toMatchObject({ kind: 'heartbeat', deletable: false });
 
         const other = await call(web.url, '/api/heartbeat', owner, { method: 'PUT', json: { agentId: otherAgent, frequency: '12h' } });
         expect(other.body).toEqual({ success: true, source: 'db', enabled: true, frequency: '12h' });

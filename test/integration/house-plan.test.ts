@@ -25,13 +25,12 @@ const sourceFiles = (dir: string): string[] =>
     .filter((name) => name.endsWith('.ts') && !/\.test(-support)?\.ts$|\.d\.ts$/.test(name))
     .map((name) => `${dir}/${name}`);
 /**
- * The only places that build an answer from a status and message themselves: the shared HTTP layer (a route's own
- * invalid-body message, a rate limit rule's message), x402's `{ success: false }` reshaping of every answer, and two
+ * The only places that build an answer from a status and message themselves: the shared HTTP layer (a rate limit
+ * rule's message), x402's `{ success: false }` reshaping of every answer, and two
  * relays of another program's status and message (the summarizer's page fetch, the workspace program).
  */
 const HTTP_ERROR_EDGES = [
   'packages/core/src/errors.ts',
-  'packages/core/src/http/json-text.ts',
   'packages/core/src/http/rate-limit.ts',
   'apps/web/src/modules/payments/x402.routes.ts',
   'apps/web/src/modules/plugin-gateway/plugin-gateway.routes.ts',

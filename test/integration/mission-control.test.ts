@@ -81,9 +81,9 @@ describe('mission control through the web service', () => {
     expect((await view(web, 'graph', 'service-session=not-a-session')).body.source).toBe('unauthenticated');
   });
 
-  it("relays the signed-in user's fleet from the backend", async () => {
-    // The ledger the backend reads (the services share it in a real deployment).
-    await backend.database.db.kysely
+  it("relays the signed-in user's fleet from the backend, and reads their spend from the web's ledger", async () => {
+    // The web's own ledger, where its chats record usage: with embedded databases the backend has another one.
+    await web.database.db.kysely
       .insertInto('usage_events')
       .values([
         { id: newId('usage'), user_id: owner.userId, agent_id: agentId, kind: 'chat', total_tokens: 40, cost_usd: '0.2' },
@@ -116,6 +116,9 @@ describe('mission control through the web service', () => {
     });
     const costs = await view(web, 'costs', owner.cookie);
     expect(costs.body).toEqual({ costs: [], totalSpend: 0.25, managedAiCost: 0.05, coordinationRevenue: 0 });
+    // One spend, two views (issue #19): the cost dashboard's total for the same rows is the same figure.
+    const board = await request(`${web.url}/api/dashboard/cost?period=7d`, { headers: { cookie: owner.cookie } });
+    expect(board.body.summary.totalCost).toBe(costs.body.totalSpend);
     expect((await view(web, 'bookings', owner.cookie)).body).toEqual({ bookings: [] });
 
     // Another user's fleet is their own: no agents, so the backend's fallback graph and nothing spent.
@@ -150,7 +153,8 @@ describe('mission control through the web service', () => {
         expect(graph.body).toEqual({ nodes: [ATLAS], edges: [], timestamp: expect.stringMatching(ISO), source: 'fallback' });
         for (const [what, body] of [
           ['traces', []],
-          ['costs', { costs: [] }],
+          // Spend is the web's own ledger: it does not depend on the backend answering.
+          ['costs', { costs: [], totalSpend: 0, managedAiCost: 0, coordinationRevenue: 0 }],
           ['bookings', { bookings: [] }],
         ] as const) {
           const res = await view(service, what, user.cookie);

@@ -111,12 +111,13 @@ describe('provisioning an agent from the web API', () => {
     expect(runtime.body).toEqual({ url: res.body.url, instanceId: res.body.agentId, token: expect.stringMatching(/^[0-9a-f]{48}$/) });
 
     const stop = await request(`${web.url}/api/instance/${userId}/stop`, { method: 'POST', headers: { cookie } });
-    expect(stop.body).toEqual({ success: true, status: 'stopped' });
+    // The backend's answer, and the state the agent is in when the call answers (issue #19: once it is reached).
+    expect(stop.body).toMatchObject({ success: true, status: 'stopped', agentId: res.body.agentId, state: 'stopped', pending: false });
     const stats = await request(`${web.url}/api/instance/${userId}/stats`, { headers: { cookie } });
     expect(stats.body).toMatchObject({ status: 'degraded', cpu: 'N/A', memory: 'N/A' });
     const start = await request(`${web.url}/api/instance/${userId}/start`, { method: 'POST', headers: { cookie } });
-    expect(start.body).toEqual({ success: true, status: 'active' });
-    await host.waitUntilReady(res.body.agentId, { timeoutMs: 10_000 });
+    expect(start.body).toMatchObject({ success: true, status: 'active', state: 'live', pending: false });
+    // Live means the gateway is ready at the moment the call answers, with no further wait.
     expect((await request(`${web.url}/api/instance/${userId}/stats`, { headers: { cookie } })).body.status).toBe('ok');
     const stats2 = await request(`${web.url}/api/agents/${res.body.agentId}/stats`, { headers: { cookie } });
     expect(stats2.body).toMatchObject({ status: 'ok', stats: { agentId: res.body.agentId, status: 'active', network: 'N/A' } });

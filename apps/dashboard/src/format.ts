@@ -22,6 +22,14 @@ const percentFormat = new Intl.NumberFormat(undefined, { style: 'percent', maxim
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 const timeOnly = new Intl.DateTimeFormat(undefined, { timeStyle: 'medium' });
 
+/**
+ * Two currencies, never mixed in one figure: usage (the ledger) is in US dollars, as the AI providers charge it; plans,
+ * credit packs and storage are billed in pounds sterling. A view shows its money in one of them and says which; where a
+ * plan's price stands beside usage, the price keeps its own currency, named.
+ */
+export const USD_NOTE = 'Usage is counted in US dollars (USD), at the AI providers’ prices.';
+export const GBP_NOTE = 'Plans are billed in pounds sterling (GBP).';
+
 /** US dollars: cents for amounts of a dollar or more, up to four decimals below that. */
 export function formatMoney(usd: number): string {
   return Math.abs(usd) >= 1 || usd === 0 ? usdWhole.format(usd) : usdSmall.format(usd);

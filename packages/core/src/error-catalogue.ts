@@ -276,6 +276,14 @@ export const ERROR_CATALOGUE = {
     message: ({ plan, limit }: P<'plan' | 'limit'>) => `Agent limit reached for the ${plan} plan (${limit})`,
   },
   AI_PROVIDER_NOT_SELECTABLE: { status: 400, message: ({ aiProvider }: P<'aiProvider'>) => `AI provider ${aiProvider} cannot be chosen` },
+  AI_PROVIDER_KEY_REQUIRED: {
+    status: 400,
+    message: ({ aiProvider }: P<'aiProvider'>) => `An API key for ${aiProvider} is required: this platform has no ${aiProvider} key for agents`,
+  },
+  PLATFORM_AI_KEY_MISSING: {
+    status: 400,
+    message: 'This platform has no AI provider key for agents: choose an AI provider and give your own API key',
+  },
   AT_LEAST_ONE_CHANNEL_TOKEN: { status: 400, message: 'At least one channel token (Telegram, WhatsApp or Discord) is required' },
   PAID_PLAN_TO_PROVISION: { status: 402, message: 'A paid plan (solo or higher) is required to provision agents' },
   PROVISIONING_BACKEND_FAILED: { status: 502, message: ({ detail }: P<'detail'>) => `Provisioning failed: ${detail}` },
@@ -449,11 +457,16 @@ export const ERROR_CATALOGUE = {
     status: 400,
     message: 'Invalid schedule: everyMs must be a positive integer (milliseconds)',
   },
+  INVALID_SCHEDULE_PROBLEM: { status: 400, message: ({ problem }: P<'problem'>) => `Invalid schedule: ${problem}` },
   INVALID_SCHEDULE_EXPR_NON_EMPTY: { status: 400, message: 'Invalid schedule: expr must be a non-empty cron expression' },
   INVALID_SCHEDULE_KIND_EVERY_CRON: { status: 400, message: "Invalid schedule: kind must be 'every' or 'cron'" },
   INVALID_SCHEDULE_TZ_TIME_ZONE: { status: 400, message: 'Invalid schedule: tz must be a time zone name' },
   JOBID_REQUIRED: { status: 400, message: 'jobId required' },
   JOB_NOT_FOUND: { status: 404, message: 'Job not found' },
+  SYSTEM_JOB_READ_ONLY: {
+    status: 403,
+    message: 'This is a system job kept by OpenClaw; it cannot be deleted here (change it through the agent configuration)',
+  },
   TASK_NOT_FOUND: { status: 404, message: 'Task not found' },
 
   // web: sign-in
@@ -552,5 +565,8 @@ export const ERROR_CATALOGUE = {
   INVALID_NODE_TYPE: { status: 400, message: ({ allowed }: P<'allowed'>) => `Invalid node type: use ${allowed}` },
   NODES_ARRAY: { status: 400, message: 'nodes must be an array' },
   TOO_MANY_NODES: { status: 400, message: ({ max }: P<'max'>) => `At most ${max} nodes` },
+  WORKFLOW_ALREADY_RUNNING: { status: 409, message: 'This workflow is already running: wait for its run to finish' },
+  WORKFLOW_DISABLED: { status: 409, message: 'Workflow is disabled: enable it to run it' },
   WORKFLOW_NOT_FOUND: { status: 404, message: 'Workflow not found' },
+  WORKFLOW_NO_TRIGGER: { status: 400, message: 'Workflow has no trigger step to start from' },
 } as const satisfies Record<string, Entry>;

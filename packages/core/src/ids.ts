@@ -15,6 +15,7 @@ export const ID_PREFIXES = {
   agent: 'agt',
   workflow: 'wf',
   workflowNode: 'wfn',
+  workflowRun: 'wfr',
   device: 'dev',
   message: 'msg',
   memory: 'mem',

@@ -238,3 +238,24 @@ export function planFeatures(plan: string): string[] {
   if (tier.agentLimit >= FLEET_VIEW_AGENTS) features.push('mission-control');
   return features;
 }
+
+/** What stops an account creating another agent (spec §4.15, in its order): no paid plan, no active subscription, the limit. */
+export type ProvisioningBlock = { reason: 'paid-plan' } | { reason: 'subscription' } | { reason: 'agent-limit'; limit: number };
+
+/**
+ * Whether an account may create another agent, and if not why: the one rule `POST /api/provision` enforces and the
+ * dashboard states before its wizard opens, so the two cannot disagree. `agents` counts the account's agents that are
+ * not in `error` (errored ones do not count against the limit). Administrators are never blocked.
+ */
+export function provisioningBlock(account: {
+  plan: string;
+  subscriptionStatus: string;
+  agents: number;
+  isAdmin: boolean;
+}): ProvisioningBlock | null {
+  if (account.isAdmin) return null;
+  if (!isPaidPlan(account.plan)) return { reason: 'paid-plan' };
+  if (account.subscriptionStatus !== 'active') return { reason: 'subscription' };
+  const limit = agentLimitFor(account.plan);
+  return account.agents >= limit ? { reason: 'agent-limit', limit } : null;
+}

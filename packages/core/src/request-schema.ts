@@ -5,7 +5,7 @@ import type { ErrorCode, ErrorParams } from './errors.js';
  * Request bodies are described with real TypeBox schemas (so the OpenAPI document tells clients every field), yet the
  * spec fixes a message per field ("Invalid skill name", "enabled must be a boolean"), not Ajv's. A property names its
  * catalogue error with `invalidAs(refuse(code))`; when Ajv refuses a body, the nearest such name on the path to the
- * failing keyword is the answer. A field without one falls back to the route's `invalidBodyMessage`.
+ * failing keyword is the answer. A field without one falls back to the route's `invalidBody`.
  */
 export const ERROR_KEYWORD = 'x-error';
 

@@ -35,6 +35,7 @@ export const signUserContext = (secret: string, claims: UserContextClaims): stri
 export function userContextHeaders(
   context: { userId?: string | undefined; email?: string | undefined; role?: string | undefined },
   secret: string | undefined,
+  // The real time by default: the backend judges `x-user-ts` by its own wall clock, not by the sender's app clock.
   nowMs: number = Date.now(),
 ): Record<string, string> {
   // Empty values count as absent, as the backend reads them, so what is signed is what the backend will rebuild.

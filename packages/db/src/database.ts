@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { CompiledQuery, Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
+import { corkingSocket } from './corking-socket.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import type { DB } from './schema.js';
 
@@ -33,6 +34,11 @@ export interface Database {
    * even from a query that forgets its `where`.
    */
   withUser<T>(userId: string, fn: (trx: Tx) => Promise<T>): Promise<T>;
+  /**
+   * `withUser` for reads: a `read only` transaction whose answer is handed back without waiting for its COMMIT (a
+   * read-only COMMIT decides nothing; the connection's next statement queues behind it). For the hottest reads.
+   */
+  readAsUser<T>(userId: string, fn: (trx: Tx) => Promise<T>): Promise<T>;
   /** The embedded database's files as a tarball (PGlite only; used to clone test databases). */
   dumpPglite(): Promise<Blob>;
   /**
@@ -55,6 +61,11 @@ const INT8 = 20;
 const NUMERIC = 1700;
 
 const COMMIT = CompiledQuery.raw('commit');
+/** BEGIN and the caller's role in one simple-protocol message; `userId` must match `LITERAL_SAFE_ID`. */
+const beginAs = (userId: string, readOnly: boolean) =>
+  CompiledQuery.raw(
+    `begin${readOnly ? ' read only' : ''}; select set_config('role', 'app_user', true), set_config('app.user_id', '${userId}', true)`,
+  );
 const ROLLBACK = CompiledQuery.raw('rollback');
 
 /** The channel migration 0020's triggers notify on. */
@@ -88,6 +99,10 @@ function postgresDatabase(url: string, poolSize: number, notify: Notify): Engine
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
+    // A connection sends each statement without waiting for the previous one's answer (they still run in order):
+    // `asUser` lets BEGIN travel with the first statement and a read-only COMMIT with the next checkout's.
+    pipeline: true,
+    stream: corkingSocket,
     // Longer than any cache fed by auth-change notifications lives (seconds): while an entry could still be served,
     // the connection that read it is still open and listening (see `onAuthChange`).
     idleTimeoutMillis: 30_000,
@@ -118,34 +133,50 @@ export function createDatabase(options: DatabaseOptions = {}): Database {
     ? postgresDatabase(options.databaseUrl, options.poolSize ?? 10, notify)
     : pgliteDatabase(options, notify);
 
+  function asUser<T>(userId: string, fn: (trx: Tx) => Promise<T>, readOnly: boolean): Promise<T> {
+    // An id of the platform's own shape goes into the statement as a literal, so BEGIN and the caller's role travel
+    // as one simple-protocol message: one round trip instead of two. Anything else takes the parameterized path.
+    if (!LITERAL_SAFE_ID.test(userId)) {
+      const transaction = kysely.transaction();
+      return (readOnly ? transaction.setAccessMode('read only') : transaction).execute(async (trx) => {
+        await sql`select set_config('role', 'app_user', true), set_config('app.user_id', ${userId}, true)`.execute(trx);
+        return fn(trx);
+      });
+    }
+    return kysely.connection().execute(async (connection) => {
+      // The bare connection, to send BEGIN and COMMIT past Kysely's one-statement-at-a-time queue: on a server the
+      // pool's connections pipeline (see `postgresDatabase`), so BEGIN is not waited for but travels with `fn`'s first
+      // statement (one write, one round trip), which Postgres runs after it. `role` set through set_config is `SET
+      // LOCAL ROLE`: both settings end with the transaction. A failed `begin; set_config` leaves the transaction
+      // aborted and every statement behind it refused ("current transaction is aborted"), so nothing of `fn` can run
+      // outside the caller's role; `begin` itself fails only with the connection, which fails what follows too.
+      const bare = await connection.getExecutor().provideConnection(async (c) => c);
+      const begun = bare.executeQuery(beginAs(userId, readOnly));
+      begun.catch(() => undefined);
+      try {
+        const result = await fn(connection as unknown as Tx);
+        await begun;
+        const committed = bare.executeQuery(COMMIT);
+        // A read-only transaction has nothing left to decide at COMMIT: its rows were read from its snapshot. The
+        // answer goes out now; the connection returns to the pool with COMMIT in flight, and the next statement on it
+        // waits behind it (pipelined, in order).
+        if (readOnly && kind === 'postgres') committed.catch(() => undefined);
+        else await committed;
+        return result;
+      } catch (err) {
+        // Also after a failed BEGIN or COMMIT: the connection must go back to the pool outside any transaction.
+        await begun.catch(() => undefined);
+        await bare.executeQuery(ROLLBACK).catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
   return {
     kind,
     kysely,
-    withUser(userId, fn) {
-      // An id of the platform's own shape goes into the statement as a literal, so BEGIN and the caller's role travel
-      // as one simple-protocol message: one round trip instead of two. Anything else takes the parameterized path.
-      if (!LITERAL_SAFE_ID.test(userId)) {
-        return kysely.transaction().execute(async (trx) => {
-          await sql`select set_config('role', 'app_user', true), set_config('app.user_id', ${userId}, true)`.execute(trx);
-          return fn(trx);
-        });
-      }
-      return kysely.connection().execute(async (connection) => {
-        try {
-          // `role` set through set_config is `SET LOCAL ROLE`: both settings end with the transaction.
-          await connection.executeQuery(
-            CompiledQuery.raw(`begin; select set_config('role', 'app_user', true), set_config('app.user_id', '${userId}', true)`),
-          );
-          const result = await fn(connection as unknown as Tx);
-          await connection.executeQuery(COMMIT);
-          return result;
-        } catch (err) {
-          // Also after a failed BEGIN or COMMIT: the connection must go back to the pool outside any transaction.
-          await connection.executeQuery(ROLLBACK).catch(() => undefined);
-          throw err;
-        }
-      });
-    },
+    withUser: (userId, fn) => asUser(userId, fn, false),
+    readAsUser: (userId, fn) => asUser(userId, fn, true),
     async dumpPglite() {
       if (!pglite) throw new Error('Only an embedded database can be dumped');
       return pglite.dumpDataDir('none');

@@ -121,4 +121,39 @@ describe('row-level security through withUser', () => {
     ).rows[0];
     expect(after).toEqual({ role: expect.not.stringMatching(/^app_user$/), uid: null });
   });
+  it('readAsUser reads as the caller in a read-only transaction', async () => {
+    const seen = await t.db.readAsUser(alice, async (trx) => ({
+      users: (await trx.selectFrom('users').select('id').execute()).map((u) => u.id),
+      readOnly: (await sql<{ ro: string }>`select current_setting('transaction_read_only') as ro`.execute(trx)).rows[0]?.ro,
+    }));
+    expect(seen).toEqual({ users: [alice], readOnly: 'on' });
+    await expect(
+      t.db.readAsUser(alice, (trx) => trx.updateTable('users').set({ name: 'x' }).where('id', '=', alice).execute()),
+    ).rejects.toThrow(/read-only transaction/);
+    const row = await t.db.kysely.selectFrom('users').select('name').where('id', '=', alice).executeTakeFirstOrThrow();
+    expect(row.name).toBe('Alice');
+  });
+
+  // BEGIN travels with the first statement and a read's COMMIT with the next checkout's (pipelined connections): many
+  // callers at once on the same few connections must each still see exactly their own rows, and leave no transaction.
+  it('interleaved reads and writes of two users each see only their own rows', async () => {
+    const calls = Array.from({ length: 60 }, (_, i) => {
+      const user = i % 2 ? alice : bob;
+      const read = (trx: Parameters<Parameters<typeof t.db.withUser>[1]>[0]) =>
+        trx
+          .selectFrom('users')
+          .select('id')
+          .execute()
+          .then((rows) => ({ user, ids: rows.map((r) => r.id) }));
+      return i % 3 ? t.db.readAsUser(user, read) : t.db.withUser(user, read);
+    });
+    for (const { user, ids } of await Promise.all(calls)) expect(ids).toEqual([user]);
+    const after = (
+      await sql<{
+        role: string;
+        uid: string | null;
+      }>`select current_user as role, nullif(current_setting('app.user_id', true), '') as uid`.execute(t.db.kysely)
+    ).rows[0];
+    expect(after).toEqual({ role: expect.not.stringMatching(/^app_user$/), uid: null });
+  });
 });

@@ -169,6 +169,32 @@ export interface WorkflowNodesTable {
   created_at: Timestamp;
 }
 
+/** One step of a workflow run, as `workflow_runs.steps` keeps it. */
+export interface WorkflowRunStep {
+  key: string;
+  type: 'trigger' | 'action' | 'condition' | 'output';
+  label: string;
+  status: 'succeeded' | 'failed' | 'stopped';
+  input: string;
+  output: string | null;
+  error: string | null;
+  startedAt: string;
+  finishedAt: string;
+}
+
+export interface WorkflowRunsTable {
+  id: string;
+  workflow_id: string;
+  user_id: string;
+  status: 'running' | 'succeeded' | 'failed';
+  input: string;
+  result: string | null;
+  error: string | null;
+  steps: Json<WorkflowRunStep[]>;
+  started_at: Timestamp;
+  finished_at: NullableTimestamp;
+}
+
 export interface BridgeMessagesTable {
   id: string;
   sender: string;
@@ -725,6 +751,7 @@ export interface DB {
   config_backups: ConfigBackupsTable;
   workflows: WorkflowsTable;
   workflow_nodes: WorkflowNodesTable;
+  workflow_runs: WorkflowRunsTable;
   bridge_messages: BridgeMessagesTable;
   bridge_reads: BridgeReadsTable;
   trading_keys: TradingKeysTable;

@@ -94,3 +94,31 @@ export async function ledgerByDay(
   }
   return { since, until, daily, totals };
 }
+
+/**
+ * Ledger kinds the platform pays for on its own AI keys: the backend's `/api/ai/chat` (`ai-chat`) and paid plugin
+ * calls (`plugin`). Mission control reports them as `managedAiCost`.
+ */
+export const MANAGED_AI_KINDS = ['ai-chat', 'plugin'] as const;
+
+/** A user's spend in USD, unrounded: every call, and the calls on the platform's own AI keys. */
+export interface LedgerSpend {
+  total: number;
+  managed: number;
+}
+
+/**
+ * What the user spent in `[since, until)` (all time when no range is given): the one sum the cost dashboard's total
+ * and mission control's spend both read, so the two cannot show different figures for the same rows.
+ */
+export async function ledgerSpend(trx: Tx, userId: string, range?: { since: Date; until: Date }): Promise<LedgerSpend> {
+  const managed = sql.join(MANAGED_AI_KINDS.map((kind) => sql`${kind}`));
+  const window = range ? sql`and created_at >= ${range.since} and created_at < ${range.until}` : sql``;
+  const result = await sql<{ total: string | null; managed: string | null }>`
+    select sum(cost_usd) as total,
+           sum(cost_usd) filter (where kind in (${managed})) as managed
+    from usage_events
+    where user_id = ${userId} ${window}`.execute(trx);
+  const row = result.rows[0];
+  return { total: Number(row?.total ?? 0), managed: Number(row?.managed ?? 0) };
+}

@@ -249,7 +249,7 @@ function connectOnce(opts: ConnectGatewayOptions): Promise<Connection> {
   const role = opts.role ?? 'operator';
   const scopes = opts.scopes ?? DEFAULT_SCOPES;
   const platform = opts.platform ?? process.platform;
-  const startedAt = Date.now();
+  const startedAt = performance.now();
 
   return new Promise<Connection>((resolve, reject) => {
     let settled = false;
@@ -299,7 +299,7 @@ function connectOnce(opts: ConnectGatewayOptions): Promise<Connection> {
         });
         params.device = { id: opts.device.deviceId, publicKey: opts.device.publicKeyRaw, signature, signedAt: ts, nonce };
       }
-      const remaining = Math.max(1, handshakeTimeoutMs - (Date.now() - startedAt));
+      const remaining = Math.max(1, handshakeTimeoutMs - (performance.now() - startedAt));
       conn.request<HelloOk>('connect', params, { timeoutMs: remaining }).then(
         (hello) => {
           if (settled) return;
@@ -334,14 +334,14 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * `retryDeadlineMs`; any other rejection surfaces as a `GatewayError` carrying the server's code.
  */
 export async function connectGateway(opts: ConnectGatewayOptions): Promise<GatewayConnection> {
-  const deadline = Date.now() + (opts.retryDeadlineMs ?? 30_000);
+  const deadline = performance.now() + (opts.retryDeadlineMs ?? 30_000);
   for (;;) {
     try {
       return await connectOnce(opts);
     } catch (err) {
       if (!(err instanceof GatewayError) || !err.retryable || err.code === 'TIMEOUT') throw err;
       const delay = err.retryAfterMs ?? 1000;
-      if (Date.now() + delay > deadline) throw err;
+      if (performance.now() + delay > deadline) throw err;
       await sleep(delay);
     }
   }

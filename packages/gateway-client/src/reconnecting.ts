@@ -61,9 +61,9 @@ export class ReconnectingGateway {
   /** Sends a request on the current connection, waiting up to the request timeout for one to be open. */
   async request<T = unknown>(method: string, params: unknown = {}, opts: RequestOptions = {}): Promise<T> {
     const timeoutMs = opts.timeoutMs ?? 60_000;
-    const started = Date.now();
+    const started = performance.now();
     const conn = await this.connection(timeoutMs);
-    return conn.request<T>(method, params, { timeoutMs: Math.max(1, timeoutMs - (Date.now() - started)) });
+    return conn.request<T>(method, params, { timeoutMs: Math.max(1, timeoutMs - (performance.now() - started)) });
   }
 
   /** Subscribes to one event name (or `'*'`) on every connection, present and future; returns the unsubscribe function. */

@@ -1,4 +1,4 @@
-import { DomainError, isPaidPlan } from '@aop/core';
+import { DomainError, ERROR_CATALOGUE, isPaidPlan } from '@aop/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
@@ -8,8 +8,8 @@ declare module 'fastify' {
   }
 }
 
-export const PAID_PLAN_REQUIRED = 'Paid plan required (minimum solo): send x-user-plan';
-export const SUBSCRIPTION_REQUIRED = 'Active subscription required: send x-billing-subscription-id';
+export const PAID_PLAN_REQUIRED = ERROR_CATALOGUE.PAID_PLAN_HEADER_REQUIRED.message;
+export const SUBSCRIPTION_REQUIRED = ERROR_CATALOGUE.SUBSCRIPTION_REQUIRED.message;
 
 const SUBSCRIPTION_ID = /^[\w.:-]{1,200}$/;
 

@@ -27,7 +27,7 @@ export async function openAgentControl(
   host: AgentHost,
   agentId: string,
   url: string,
-  { deadline, log }: { deadline: number; log: Pick<Logger, 'warn' | 'info'> },
+  { deadline, log }: { /** By `performance.now()`: a time bound, not a date. */ deadline: number; log: Pick<Logger, 'warn' | 'info'> },
 ): Promise<{ conn: GatewayConnection; platformDevice: string | undefined }> {
   const credentials = async (repair: boolean): Promise<ControlCredentials> => {
     if (!host.controlCredentials) return { token: (await onHost(() => host.spec(agentId))).gatewayToken };
@@ -47,7 +47,7 @@ export async function openAgentControl(
       url,
       token: c.token,
       device: c.device?.identity,
-      handshakeTimeoutMs: Math.max(1, Math.min(HANDSHAKE_MS, deadline - Date.now())),
+      handshakeTimeoutMs: Math.max(1, Math.min(HANDSHAKE_MS, deadline - performance.now())),
       retryDeadlineMs: 0,
     }),
     platformDevice: c.device?.identity.deviceId,

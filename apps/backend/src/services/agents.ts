@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DomainError, isPublicError } from '@aop/core';
+import { type AgentAction, type AgentStateView, deriveAgentState } from '@aop/core/agent-state';
 import type { Database, Tx } from '@aop/db';
 import {
   type AgentHost,
@@ -46,8 +47,8 @@ export function llmFor(
 /** Spec §4.15: the token is the shared one when set, else 24 random bytes as 48 hex characters. */
 export const newGatewayToken = (config: BackendConfig) => config.gatewaySharedToken ?? randomBytes(24).toString('hex');
 
-const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
-export const isAgentId = (value: string) => AGENT_ID.test(value);
+export const AGENT_ID_FORMAT = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+export const isAgentId = (value: string) => AGENT_ID_FORMAT.test(value);
 
 /** `my-agent-3f9a1c`: readable, unique, and valid as a DNS label. */
 export function subdomainFor(name: string, id: string): string {
@@ -256,4 +257,41 @@ export function agentView(config: BackendConfig, row: NonNullable<DeploymentRow>
     updatedAt: row.updated_at.toISOString(),
     verified: row.verification !== null,
   };
+}
+
+/** What `GET /agents/:id/state` answers: the shared state machine's view, with the evidence it was derived from. */
+export interface AgentLifecycleView extends AgentStateView {
+  agentId: string;
+  /** The host's word for the process/container; null when the host has no such agent. */
+  host: AgentState['status'] | null;
+  /** `/healthz` answered; false when there was no process to ask. */
+  live: boolean;
+  /** `/readyz` answered ready; null when there was no process to ask or the gateway did not answer. */
+  ready: boolean | null;
+  failing: string[];
+}
+
+/**
+ * The agent's state (issue #19): the host's process state, and — only when there is a process — the gateway's own
+ * `/healthz` and `/readyz` (the host's `health`, 5 s each). `pending` is an action this backend is carrying out on it.
+ */
+export async function agentLifecycleState(
+  host: AgentHost,
+  row: { id: string; status: string },
+  pending: AgentAction | null,
+): Promise<AgentLifecycleView> {
+  const state = await hostState(host, row.id);
+  const running = state !== null && (state.status === 'running' || state.status === 'starting' || state.status === 'restarting');
+  const health = running ? await host.health(row.id).catch(() => null) : null;
+  // A gateway that does not answer /healthz said nothing about readiness either: "not reached", not "not ready".
+  const ready = health ? (health.live ? health.ready : null) : null;
+  const view = deriveAgentState({
+    host: state?.status ?? null,
+    ready,
+    record: row.status,
+    pending,
+    lastError: state?.lastError ?? null,
+    failing: health?.failing ?? [],
+  });
+  return { agentId: row.id, ...view, host: state?.status ?? null, live: health?.live ?? false, ready, failing: health?.failing ?? [] };
 }

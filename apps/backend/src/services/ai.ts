@@ -289,7 +289,8 @@ export function createAiHealth(config: AiConfig, ttlMs = 15_000): () => Promise<
     };
   };
   return () => {
-    const now = Date.now();
+    // The cache's age only: monotonic, so a clock step cannot keep a stale answer or drop a fresh one.
+    const now = performance.now();
     if (!cached || now - cached.at >= ttlMs) cached = { at: now, value: check() };
     return cached.value;
   };

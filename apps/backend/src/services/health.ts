@@ -88,7 +88,8 @@ export interface HealthSnapshot {
 export function createHealthProbe(config: BackendConfig, host?: AgentHost, ttlMs = 5_000): () => Promise<HealthSnapshot> {
   let cached: { at: number; value: Promise<HealthSnapshot> } | undefined;
   return () => {
-    const now = Date.now();
+    // The cache's age only: monotonic, so a clock step cannot keep a stale answer or drop a fresh one.
+    const now = performance.now();
     if (!cached || now - cached.at > ttlMs) {
       const value = Promise.all([pingDocker(config.dockerSocket), provisioningStatus(config, host)]).then(([docker, provisioning]) => ({
         docker,

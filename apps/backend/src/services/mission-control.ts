@@ -13,7 +13,7 @@ import {
   fallbackFleetGraph,
 } from '@aop/core/mission-control';
 import { planResources, toolsProfileFor } from '@aop/core';
-import { type Database, sql } from '@aop/db';
+import { type Database, ledgerSpend, roundMoney, sql } from '@aop/db';
 import { GatewayError } from '@aop/gateway-client';
 import type { AgentHealth, AgentHost, AgentState, AgentStats } from '@aop/provisioner';
 import type { BackendConfig } from '../config.js';
@@ -51,8 +51,6 @@ const SPECIALIST_PROFILES = new Set(['coding', 'full']);
 const GIB = 1024 ** 3;
 /** Bookings listed at most (newest first); a fleet view, not an archive. */
 export const BOOKINGS_MAX = 100;
-/** Usage-ledger kinds the platform runs on its own AI provider keys: backend AI calls and plugin-gateway calls. */
-export const MANAGED_AI_KINDS = ['ai-chat', 'plugin'] as const;
 
 interface AgentRow {
   id: string;
@@ -227,7 +225,7 @@ function fleetEdges(
  * `endpoints`, `cycles`, `regime` and `freeEnergy` are left out: nothing the platform records measures them.
  * Edges: see `fleetEdges`. `soul` when at least one agent answers `/healthz`; otherwise the spec's fallback node.
  */
-export async function fleetGraph(deps: MissionControlDeps, userId: string, now = Date.now()): Promise<FleetGraph> {
+export async function fleetGraph(deps: MissionControlDeps, userId: string, now: number): Promise<FleetGraph> {
   const agents = await userAgents(deps.db, userId);
   if (agents.length === 0) return fallbackFleetGraph('fallback', new Date(now));
   // Fitness is asked alongside the probes so the colony gateway's time bound overlaps theirs instead of adding to it.
@@ -347,7 +345,7 @@ async function agentTraces(deps: MissionControlDeps, host: AgentHost, agent: Age
   try {
     // Through the host's control credentials: a container or hosted gateway gives a token-only connection no scopes.
     const { conn } = await openAgentControl(host, agent.id, state.url.replace(/^http/, 'ws'), {
-      deadline: Date.now() + GATEWAY_TIMEOUT_MS,
+      deadline: performance.now() + GATEWAY_TIMEOUT_MS,
       log: deps.log,
     });
     try {
@@ -386,29 +384,15 @@ export async function fleetTraces(deps: MissionControlDeps, userId: string): Pro
 // ---------------------------------------------------------------------------------------------------------------------
 // costs and bookings
 
-const roundMoney = (value: number) => Math.round((value + Number.EPSILON) * 10_000) / 10_000;
-
 /**
  * Spec §4.17 costs from the user's usage ledger (all time): `totalSpend` is every call, `managedAiCost` the calls the
- * platform runs on its own AI keys (backend AI, plugin gateway). No per-item costs and no coordination revenue are
- * kept yet, so `costs` is empty and `coordinationRevenue` 0, as the spec states.
+ * platform runs on its own AI keys (`MANAGED_AI_KINDS` of @aop/db). The same sum the web's mission control and cost
+ * dashboard read (`ledgerSpend`). No per-item costs and no coordination revenue are kept yet, so `costs` is empty and
+ * `coordinationRevenue` 0, as the spec states.
  */
 export async function fleetCosts(db: Database, userId: string): Promise<FleetCosts> {
-  const managed = sql.join(MANAGED_AI_KINDS.map((k) => sql`${k}`));
-  const result = await db.withUser(userId, (trx) =>
-    sql<{ total: string | null; managed: string | null }>`
-      select sum(cost_usd) as total,
-             sum(cost_usd) filter (where kind in (${managed})) as managed
-      from usage_events
-      where user_id = ${userId}`.execute(trx),
-  );
-  const row = result.rows[0];
-  return {
-    costs: [],
-    totalSpend: roundMoney(Number(row?.total ?? 0)),
-    managedAiCost: roundMoney(Number(row?.managed ?? 0)),
-    coordinationRevenue: 0,
-  };
+  const spend = await db.withUser(userId, (trx) => ledgerSpend(trx, userId));
+  return { costs: [], totalSpend: roundMoney(spend.total), managedAiCost: roundMoney(spend.managed), coordinationRevenue: 0 };
 }
 
 /**

@@ -19,18 +19,18 @@ import { type DeliveryResult, deliverToWebhook } from './underground-delivery.js
 export interface UnsignedAgentMessage {
   messageId: string;
   action: string;
-  fromAgentId?: string;
-  toAgentId?: string;
+  fromAgentId?: string | null;
+  toAgentId?: string | null;
   payload?: unknown;
   [field: string]: unknown;
 }
 
-/** An `AgentMessage`: `messageId`, `action`, `signature` required. */
+/** An `AgentMessage`: `messageId`, `action`, `signature` required (their formats: `AgentMessageBody` of the routes). */
 export type AgentMessage = UnsignedAgentMessage & { signature: Hex };
 
 export const MESSAGE_ID_FORMAT = /^[A-Za-z0-9._:-]{1,128}$/;
 export const ACTION_FORMAT = /^[A-Z][A-Z0-9_]{0,63}$/;
-const SIGNATURE_FORMAT = /^0x[0-9a-fA-F]{130,}$/;
+export const SIGNATURE_FORMAT = /^0x[0-9a-fA-F]{130,}$/;
 export const AMPLIFY_TARGETS_MAX = 25;
 const NOTES_MAX = 2_000;
 
@@ -64,28 +64,7 @@ export async function signAgentMessage(privateKey: Hex, message: UnsignedAgentMe
 }
 
 // ---------------------------------------------------------------------------
-// Parsing and the sender
-
-function optionalAgentId(value: unknown, field: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string' || !isAgentId(value)) throw new DomainError('INVALID_PARAMETER', { name: field });
-  return value;
-}
-
-/** Required strings first (400), then formats; a signature that is not hex of a signature's length is 401. */
-export function parseAgentMessage(body: unknown): AgentMessage {
-  const message = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as Record<string, unknown>;
-  const { messageId, action, signature } = message;
-  if (typeof messageId !== 'string' || typeof action !== 'string' || typeof signature !== 'string' || !messageId || !action || !signature) {
-    throw new DomainError('MESSAGEID_ACTION_SIGNATURE_ARE_REQUIRED');
-  }
-  if (!MESSAGE_ID_FORMAT.test(messageId)) throw new DomainError('INVALID_MESSAGEID');
-  if (!ACTION_FORMAT.test(action)) throw new DomainError('INVALID_ACTION');
-  optionalAgentId(message.fromAgentId, 'fromAgentId');
-  optionalAgentId(message.toAgentId, 'toAgentId');
-  if (!SIGNATURE_FORMAT.test(signature)) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
-  return message as AgentMessage;
-}
+// The sender
 
 export interface Sender {
   agentId: string;
@@ -367,6 +346,8 @@ export interface BusDeps {
   db: Database;
   config: BackendConfig;
   encryptionKey: Buffer;
+  /** The app's clock (ms), for the timestamps deliveries are signed with. */
+  clock: () => number;
 }
 
 export const webhookSecretAad = (agentId: string) => `underground-webhook:${agentId}`;
@@ -409,9 +390,8 @@ export interface FailedDelivery {
  * with the negotiation move, deliver to every recipient's webhook (3 attempts each), record the outcome. Any
  * recipient not reached makes the answer 500 `Delivery failed`, with per-recipient details outside production.
  */
-export async function sendBusMessage(deps: BusDeps, body: unknown): Promise<{ success: true; messageId: string }> {
+export async function sendBusMessage(deps: BusDeps, message: AgentMessage): Promise<{ success: true; messageId: string }> {
   const { db, config } = deps;
-  const message = parseAgentMessage(body);
   const sender = await identifySender(db, message);
   const kind = messageKind(message.action);
   const recipients = recipientsOf(message, kind, sender);
@@ -457,7 +437,7 @@ export async function sendBusMessage(deps: BusDeps, body: unknown): Promise<{ su
     ...(claimed.negotiation ? { negotiation: claimed.negotiation.after } : {}),
     ...(kind === 'amplify' ? { amplification: { targets: recipients.length } } : {}),
   };
-  const options = { ...config.underground.webhook, userAgent: `${config.productName}-underground/1.0` };
+  const options = { ...config.underground.webhook, userAgent: `${config.productName}-underground/1.0`, clock: deps.clock };
   const results = await Promise.all(
     recipients.map(async (agentId): Promise<[string, DeliveryResult]> => {
       const hook = byAgent.get(agentId) as (typeof webhooks)[number];

@@ -78,14 +78,14 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
   };
 }
 
-const WEBHOOK_URL_MAX = 2048;
+export const WEBHOOK_URL_MAX = 2048;
 
 /**
  * A webhook URL a user registers: absolute http(s), no credentials in it, and (unless private addresses are allowed)
  * not a literal private address or a `localhost` name. Names are checked again, resolved, at every delivery.
  */
-export function checkWebhookUrl(raw: unknown, allowPrivate: boolean): string {
-  if (typeof raw !== 'string' || raw === '' || raw.length > WEBHOOK_URL_MAX) throw new DomainError('URL_NOT_HTTP');
+export function checkWebhookUrl(raw: string, allowPrivate: boolean): string {
+  // Type and length are the body schema's (`WebhookBody`); what `new URL` reads is checked here.
   let url: URL;
   try {
     url = new URL(raw);
@@ -109,6 +109,8 @@ export interface DeliveryOptions {
   backoffMs: number;
   allowPrivate: boolean;
   userAgent: string;
+  /** The app's clock (ms): the signed `t` is a date the recipient compares with its own. */
+  clock: () => number;
 }
 
 export interface DeliveryResult {
@@ -184,7 +186,7 @@ export async function deliverToWebhook(
   }
   let last: AttemptResult = { ok: false, retryable: false };
   for (let n = 1; n <= options.attempts; n++) {
-    const t = Math.floor(Date.now() / 1000);
+    const t = Math.floor(options.clock() / 1000);
     const headers = {
       'content-type': 'application/json',
       'user-agent': options.userAgent,

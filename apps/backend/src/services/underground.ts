@@ -83,20 +83,15 @@ export function requiredAgentId(value: unknown): string {
   return value;
 }
 
-/** `name`: required, trimmed, at most 200 characters (spec §8). */
-export function requiredName(value: unknown): string {
-  const name = typeof value === 'string' ? value.trim() : '';
+/**
+ * `name`, trimmed: present, and at most 200 characters once trimmed (spec §8). That it is a string and not blank is
+ * the body schema's; a `maxLength` there would count the spaces around it.
+ */
+export function requiredName(value: string | undefined): string {
+  const name = value?.trim();
   if (!name) throw new DomainError('FIELD_REQUIRED', { field: 'name' });
   if (name.length > NAME_MAX) throw new DomainError('FIELD_TOO_LONG', { field: 'name', max: NAME_MAX });
   return name;
-}
-
-/** An optional text: absent or null → null; otherwise a string of at most `max` characters. */
-function optionalText(value: unknown, field: string, max: number): string | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') throw new DomainError('FIELD_NOT_STRING', { field });
-  if (value.length > max) throw new DomainError('FIELD_TOO_LONG', { field, max });
-  return value;
 }
 
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
@@ -161,34 +156,42 @@ export interface EventInput {
   totalTickets: number;
 }
 
-/** `POST /api/underground/events` body, checked field by field in the spec's order (400 naming the field). */
-export function parseEventInput(body: Record<string, unknown>): EventInput {
+/** What `POST /api/underground/events` sends, its types and ranges already checked by the route's schema. */
+export interface EventBody {
+  agentId: string | null;
+  name?: string;
+  description?: string | null;
+  venue?: string | null;
+  eventDate?: string | null;
+  ticketPriceUsdc?: number | null;
+  totalTickets?: number | null;
+}
+
+/** The event to create, with what the body schema cannot check: a null agentId, the name trimmed, the calendar, decimals. */
+export function parseEventInput(body: EventBody): EventInput {
   const agentId = requiredAgentId(body.agentId);
   const name = requiredName(body.name);
-  const description = optionalText(body.description, 'description', DESCRIPTION_MAX);
-  const venue = optionalText(body.venue, 'venue', VENUE_MAX);
   let eventDate: Date | null = null;
   if (body.eventDate !== undefined && body.eventDate !== null) {
-    const parsed = typeof body.eventDate === 'string' ? parseIsoDate(body.eventDate) : undefined;
+    const parsed = parseIsoDate(body.eventDate);
     if (!parsed) throw new DomainError('EVENTDATE_ISO_8601_DATE');
     eventDate = parsed;
   }
   let ticketPriceUsdc = formatScaled(BigInt(DEFAULT_TICKET_PRICE_USDC), USDC_DECIMALS);
   if (body.ticketPriceUsdc !== undefined && body.ticketPriceUsdc !== null) {
-    const price = body.ticketPriceUsdc;
-    const scaled = typeof price === 'number' && price <= AMOUNT_MAX ? scaledInteger(price, USDC_DECIMALS) : undefined;
+    const scaled = scaledInteger(body.ticketPriceUsdc, USDC_DECIMALS);
     if (scaled === undefined) throw new DomainError('TICKETPRICEUSDC_NON_NEGATIVE_NUMBER');
     ticketPriceUsdc = formatScaled(scaled, USDC_DECIMALS);
   }
-  let totalTickets = DEFAULT_TOTAL_TICKETS;
-  if (body.totalTickets !== undefined && body.totalTickets !== null) {
-    const tickets = body.totalTickets;
-    if (typeof tickets !== 'number' || !Number.isInteger(tickets) || tickets < 1 || tickets > TOTAL_TICKETS_MAX) {
-      throw new DomainError('TOTALTICKETS_POSITIVE_INTEGER');
-    }
-    totalTickets = tickets;
-  }
-  return { agentId, name, description, venue, eventDate, ticketPriceUsdc, totalTickets };
+  return {
+    agentId,
+    name,
+    description: body.description ?? null,
+    venue: body.venue ?? null,
+    eventDate,
+    ticketPriceUsdc,
+    totalTickets: body.totalTickets ?? DEFAULT_TOTAL_TICKETS,
+  };
 }
 
 type EventRow = {
@@ -366,20 +369,24 @@ export interface SplitInput {
   recipients: { address: string; share: bigint }[];
 }
 
-/** `POST /api/underground/splits` body: every field checked exactly (spec §4.11, §8), shares summed as integers. */
-export function parseSplitInput(body: Record<string, unknown>): SplitInput {
+/** What `POST /api/underground/splits` sends: `totalAmount`'s range and the list's length are the schema's. */
+export interface SplitBody {
+  agentId: string | null;
+  name?: string;
+  totalAmount: number;
+  /** Checked here: their errors name the entry's index, which a schema's error cannot. */
+  recipients: unknown[];
+}
+
+/** The split to record: amounts exact to the cent, each recipient checked, shares summed as integers (spec §4.11, §8). */
+export function parseSplitInput(body: SplitBody): SplitInput {
   const agentId = requiredAgentId(body.agentId);
   const name = requiredName(body.name);
-  const amount = body.totalAmount;
-  if (typeof amount !== 'number' || !(amount > 0) || amount > AMOUNT_MAX) throw new DomainError('TOTALAMOUNT_POSITIVE_NUMBER');
-  const total = scaledInteger(amount, MONEY_DECIMALS);
+  const total = scaledInteger(body.totalAmount, MONEY_DECIMALS);
   if (total === undefined) throw new DomainError('TOTALAMOUNT_HAVE_AT_MOST_2');
   if (total === 0n) throw new DomainError('TOTALAMOUNT_POSITIVE_NUMBER');
-  const list = body.recipients;
-  if (!Array.isArray(list) || list.length === 0) throw new DomainError('RECIPIENTS_NON_EMPTY_ARRAY');
-  if (list.length > RECIPIENTS_MAX) throw new DomainError('TOO_MANY_RECIPIENTS', { max: RECIPIENTS_MAX });
   const seen = new Set<string>();
-  const recipients = list.map((entry: unknown, i) => {
+  const recipients = body.recipients.map((entry: unknown, i) => {
     const item = (typeof entry === 'object' && entry !== null && !Array.isArray(entry) ? entry : {}) as Record<string, unknown>;
     if (typeof item.address !== 'string' || !ADDRESS_FORMAT.test(item.address)) {
       throw new DomainError('RECIPIENT_ADDRESS_INVALID', { i });

@@ -1,6 +1,7 @@
 import { type ReactNode, useEffect, useRef, useState } from 'react';
 import { Link, useLocation } from 'wouter';
 import { useSession } from '../session.js';
+import { useTableCards } from './table-cards.js';
 
 const NAV = [
   { href: '/dashboard', label: 'Agents' },
@@ -20,6 +21,8 @@ export function Layout({ children }: { children: ReactNode }) {
   const [location, navigate] = useLocation();
   const [menuOpen, setMenuOpen] = useState(false);
   const main = useRef<HTMLElement>(null);
+  // Every data table of every page: stacked cards on a phone (table-cards.ts, styles.css "Tables").
+  useTableCards(main);
 
   // A new page: close the phone menu and move focus to the content, as a full page load would.
   useEffect(() => {

@@ -1,7 +1,15 @@
-/** Agent and gateway states in one palette: green running, amber on the way, red failed, grey stopped. */
+import type { AgentHealthView } from '@aop/web/agents/agents.schemas';
+import { useApi } from '../use-api.js';
+
+/**
+ * Agent and gateway states in one palette: green running, amber on the way, red failed, grey stopped. The agent state
+ * machine's states (`@aop/core/agent-state`) are all here: live, provisioning/starting/degraded/stopping/updating,
+ * failed, stopped.
+ */
 const TONES: Record<string, string> = {
   running: 'ok',
   active: 'ok',
+  live: 'ok',
   healthy: 'ok',
   online: 'ok',
   approved: 'ok',
@@ -12,6 +20,7 @@ const TONES: Record<string, string> = {
   pending: 'busy',
   updating: 'busy',
   degraded: 'busy',
+  stopping: 'busy',
   stale: 'busy',
   error: 'bad',
   failed: 'bad',
@@ -25,4 +34,25 @@ const TONES: Record<string, string> = {
 
 export function StatusBadge({ status }: { status: string }) {
   return <span className={`badge badge-${TONES[status] ?? 'idle'}`}>{status}</span>;
+}
+
+/**
+ * An agent's state in a list (`GET /api/agents/:id/health`, the state machine's state), read again every 30 seconds
+ * (each is a look at the agent's host and gateway, and a long list shares the `/api/agents` rate limit).
+ * Until the first answer it shows the record's word, marked as such; the reason is the badge's tooltip.
+ */
+export function AgentStateBadge({ agentId, recorded }: { agentId: string; recorded: string }) {
+  const health = useApi<AgentHealthView>(`/api/agents/${encodeURIComponent(agentId)}/health`, { refreshMs: 30_000 });
+  if (!health.data) {
+    return (
+      <span title={health.error ? `The state could not be read: ${health.error}` : 'Checking the agent…'}>
+        <StatusBadge status={recorded} />
+      </span>
+    );
+  }
+  return (
+    <span title={health.data.reason} data-agent-state={health.data.state}>
+      <StatusBadge status={health.data.state} />
+    </span>
+  );
 }

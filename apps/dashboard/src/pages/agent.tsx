@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import { Link, useSearchParams } from 'wouter';
+import { api, errorMessage } from '../api.js';
 import { PageHeader } from '../components/layout.js';
 import { ErrorState, Loading } from '../components/states.js';
 import { StatusBadge } from '../components/status-badge.js';
@@ -11,7 +12,7 @@ import { DevicesTab } from './agent/devices-tab.js';
 import { LifecycleTab } from './agent/lifecycle-tab.js';
 import { LogsTab } from './agent/logs-tab.js';
 import { ScheduleTab } from './agent/schedule-tab.js';
-import { type AgentAnswer, agentPath, formatTime } from './agent/shared.js';
+import { type AgentAnswer, agentPath, formatTime, useAgentState } from './agent/shared.js';
 
 const TABS = [
   { id: 'chat', label: 'Chat' },
@@ -28,6 +29,10 @@ const isTab = (value: string | null): value is TabId => TABS.some((t) => t.id ==
 /** `/agents/:id`: one agent, its status kept fresh, and its tabs; the selected tab lives in `?tab=` so a reload keeps it. */
 export default function AgentPage({ agentId }: { agentId: string }) {
   const agent = useApi<AgentAnswer>(agentPath(agentId), { refreshMs: 5_000 });
+  // The state machine's state, pushed by the agent's event stream: the badge, the health card and the buttons follow it.
+  const live = useAgentState(agentId);
+  const [primaryBusy, setPrimaryBusy] = useState(false);
+  const [primaryError, setPrimaryError] = useState<string>();
   const [params, setParams] = useSearchParams();
   const asked = params.get('tab');
   const tab: TabId = isTab(asked) ? asked : 'chat';
@@ -60,6 +65,18 @@ export default function AgentPage({ agentId }: { agentId: string }) {
   }
 
   const a = agent.data.agent;
+  const makePrimary = async () => {
+    setPrimaryBusy(true);
+    setPrimaryError(undefined);
+    try {
+      await api(`${agentPath(agentId)}/primary`, { method: 'PUT' });
+      await agent.reload();
+    } catch (err) {
+      setPrimaryError(errorMessage(err));
+    } finally {
+      setPrimaryBusy(false);
+    }
+  };
   const panel = (id: TabId) => ({
     role: 'tabpanel' as const,
     'aria-label': TABS.find((t) => t.id === id)?.label,
@@ -79,7 +96,36 @@ export default function AgentPage({ agentId }: { agentId: string }) {
           <div>
             <dt>Status</dt>
             <dd>
-              <StatusBadge status={a.status} />
+              {/* Until the stream's first event, the record's word, marked as such. */}
+              {live.state ? (
+                <span className="agent-state">
+                  <StatusBadge status={live.state.state} /> <span className="hint">{live.state.reason}</span>
+                </span>
+              ) : (
+                <span className="agent-state">
+                  <StatusBadge status={a.status} /> <span className="hint">as last recorded; checking the agent…</span>
+                </span>
+              )}
+            </dd>
+          </div>
+          <div>
+            <dt>Primary agent</dt>
+            <dd>
+              {a.primary ? (
+                <span>Yes: your account’s primary agent</span>
+              ) : (
+                <>
+                  <button type="button" className="button secondary" disabled={primaryBusy} onClick={() => void makePrimary()}>
+                    Make primary
+                  </button>{' '}
+                  <span className="hint">The primary agent is the one your account’s runtime and instance API act on.</span>
+                </>
+              )}
+              {primaryError ? (
+                <p className="inline-error" role="alert">
+                  {primaryError}
+                </p>
+              ) : null}
             </dd>
           </div>
           <div>
@@ -119,7 +165,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
       ) : null}
       {tab === 'config' ? (
         <div {...panel('config')}>
-          <ConfigTab />
+          <ConfigTab agentName={a.name} />
         </div>
       ) : null}
       {tab === 'schedule' ? (
@@ -129,7 +175,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
       ) : null}
       {tab === 'devices' ? (
         <div {...panel('devices')}>
-          <DevicesTab />
+          <DevicesTab agentId={agentId} primary={a.primary} onMadePrimary={() => void agent.reload()} />
         </div>
       ) : null}
       {tab === 'logs' ? (
@@ -139,7 +185,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
       ) : null}
       {tab === 'lifecycle' ? (
         <div {...panel('lifecycle')}>
-          <LifecycleTab agentId={agentId} onChanged={() => void agent.reload()} />
+          <LifecycleTab agentId={agentId} live={live} onChanged={() => void agent.reload()} />
         </div>
       ) : null}
     </div>

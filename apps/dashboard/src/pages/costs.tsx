@@ -1,8 +1,9 @@
+import { planTitle } from '@aop/core/plans';
 import type { CostReport } from '@aop/web/usage/usage.schemas';
 import { useId, useState } from 'react';
 import { PageHeader } from '../components/layout.js';
 import { Empty, Loaded, Loading } from '../components/states.js';
-import { formatInteger, formatMoney, formatPercent, formatPounds } from '../format.js';
+import { formatInteger, formatMoney, formatPercent, formatPounds, USD_NOTE } from '../format.js';
 import { useApi } from '../use-api.js';
 import { DailyChart } from './costs/daily-chart.js';
 
@@ -50,7 +51,7 @@ export default function CostsPage() {
                 <div className="grid">
                   <div className="card stat">
                     <div className="value">{formatMoney(r.summary.totalCost)}</div>
-                    <div className="label">total cost</div>
+                    <div className="label">total cost (USD)</div>
                   </div>
                   <div className="card stat">
                     <div className="value">{formatInteger(r.summary.totalCalls)}</div>
@@ -62,17 +63,18 @@ export default function CostsPage() {
                   </div>
                   <div className="card stat">
                     <div className="value">{formatMoney(r.summary.avgCostPerCall)}</div>
-                    <div className="label">average per call</div>
+                    <div className="label">average per call (USD)</div>
                   </div>
                 </div>
                 <p className="muted">
-                  Plan <strong>{r.plan}</strong>, {formatPounds(r.planMonthlyCost)} a month · {r.activeAgents} of {r.agentCount} agent
-                  {r.agentCount === 1 ? '' : 's'} running.
+                  {USD_NOTE} Your plan, <strong>{planTitle(r.plan)}</strong>, is billed in pounds sterling:{' '}
+                  {formatPounds(r.planMonthlyCost)} (GBP) a month · {r.activeAgents} of {r.agentCount} agent{r.agentCount === 1 ? '' : 's'}{' '}
+                  running.
                 </p>
               </section>
 
               <section aria-labelledby={`${id}-daily`}>
-                <h2 id={`${id}-daily`}>Cost per day</h2>
+                <h2 id={`${id}-daily`}>Cost per day (USD)</h2>
                 {r.daily.length === 0 ? (
                   <Empty>No days in this period yet.</Empty>
                 ) : (
@@ -88,7 +90,7 @@ export default function CostsPage() {
                             <tr>
                               <th scope="col">Day</th>
                               <th scope="col" className="num">
-                                Cost
+                                Cost (USD)
                               </th>
                               <th scope="col" className="num">
                                 Tokens
@@ -130,10 +132,10 @@ export default function CostsPage() {
                             Tokens
                           </th>
                           <th scope="col" className="num">
-                            Cost
+                            Cost (USD)
                           </th>
                           <th scope="col" className="num">
-                            Per call
+                            Per call (USD)
                           </th>
                         </tr>
                       </thead>

@@ -1,27 +1,45 @@
 import type { AgentList } from '@aop/web/agents/agents.schemas';
-import type { DashboardStats } from '@aop/web/usage/usage.schemas';
+import type { CronList } from '@aop/web/schedule/schedule.schemas';
+import type { DashboardStats, NewAgentGate } from '@aop/web/usage/usage.schemas';
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { PageHeader } from '../components/layout.js';
 import { Loaded } from '../components/states.js';
-import { StatusBadge } from '../components/status-badge.js';
-import { useApi } from '../use-api.js';
+import { AgentStateBadge } from '../components/status-badge.js';
+import { type Resource, useApi } from '../use-api.js';
 import { ProvisionWizard } from './provision-wizard.js';
 
 export default function DashboardPage() {
   const agents = useApi<AgentList>('/api/agents', { refreshMs: 5_000 });
   const stats = useApi<DashboardStats>('/api/dashboard/stats', { refreshMs: 30_000 });
+  // What stands between this user and a new agent, read before the wizard opens rather than learnt at its last step.
+  const gate = useApi<NewAgentGate>('/api/dashboard/new-agent', { refreshMs: 30_000 });
+  // The Schedule tab's own list: the dashboard counts the jobs it shows, from the agent's gateway.
+  const cron = useApi<CronList>('/api/cron', { refreshMs: 60_000 });
   const [wizardOpen, setWizardOpen] = useState(false);
+  const blocked = gate.data !== undefined && !gate.data.allowed;
+  // Until the gate is known the button waits too: opening the wizard and refusing at its end is what this prevents.
+  // If the gate cannot be read at all, the wizard stays open to try (provisioning still applies the same rule).
+  const canStart = gate.data ? gate.data.allowed : gate.error !== undefined;
 
   return (
     <>
       <PageHeader title="Your agents">
         {!wizardOpen ? (
-          <button type="button" className="button primary" onClick={() => setWizardOpen(true)}>
+          <button
+            type="button"
+            className="button primary"
+            disabled={!canStart}
+            aria-describedby={blocked ? 'new-agent-gate' : undefined}
+            onClick={() => setWizardOpen(true)}
+          >
             New agent
           </button>
         ) : null}
       </PageHeader>
+
+      {gate.data && !gate.data.allowed ? <NewAgentGateNotice gate={gate.data} /> : null}
+      {gate.error ? <p className="state state-error">Whether you can create an agent could not be checked: {gate.error}</p> : null}
 
       <section aria-labelledby="usage-heading">
         <h2 id="usage-heading" className="visually-hidden">
@@ -31,13 +49,28 @@ export default function DashboardPage() {
           {(s) => (
             <div className="grid">
               <div className="card stat">
-                <div className="value">
-                  {s.agents.total} / {s.agents.limit}
-                </div>
-                <div className="label">agents on your plan</div>
-                <div className="meter" aria-hidden="true">
-                  <span style={{ width: `${Math.min(100, (s.agents.total / Math.max(1, s.agents.limit)) * 100)}%` }} />
-                </div>
+                {gate.data?.admin ? (
+                  <>
+                    <div className="value">{s.agents.total}</div>
+                    <div className="label">agents (administrator: no plan limit)</div>
+                  </>
+                ) : gate.data?.reason === 'paid-plan' ? (
+                  // An unpaid plan runs no agent at all, whatever its nominal limit: say that, not "0 / 1".
+                  <>
+                    <div className="value">{s.agents.total}</div>
+                    <div className="label">agents: the {gate.data.planTitle} plan includes none</div>
+                  </>
+                ) : (
+                  <>
+                    <div className="value">
+                      {s.agents.total} / {s.agents.limit}
+                    </div>
+                    <div className="label">agents on your plan{gate.data ? ` (${gate.data.planTitle})` : ''}</div>
+                    <div className="meter" aria-hidden="true">
+                      <span style={{ width: `${Math.min(100, (s.agents.total / Math.max(1, s.agents.limit)) * 100)}%` }} />
+                    </div>
+                  </>
+                )}
               </div>
               <div className="card stat">
                 <div className="value">{s.agents.active}</div>
@@ -47,10 +80,7 @@ export default function DashboardPage() {
                 <div className="value">{s.skills.installed}</div>
                 <div className="label">skills installed</div>
               </div>
-              <div className="card stat">
-                <div className="value">{s.tasks.total}</div>
-                <div className="label">scheduled tasks</div>
-              </div>
+              <ScheduledJobsStat cron={cron} noAgents={s.agents.total === 0} />
             </div>
           )}
         </Loaded>
@@ -59,9 +89,11 @@ export default function DashboardPage() {
       {wizardOpen ? (
         <ProvisionWizard
           onClose={() => setWizardOpen(false)}
+          platformKeyProviders={gate.data?.platformKeyProviders ?? []}
           onCreated={() => {
             void agents.reload();
             void stats.reload();
+            void gate.reload();
           }}
         />
       ) : null}
@@ -74,9 +106,17 @@ export default function DashboardPage() {
           empty={
             <>
               <p>You have no agents yet.</p>
-              <button type="button" className="button primary" onClick={() => setWizardOpen(true)}>
-                Create your first agent
-              </button>
+              {wizardOpen ? null : (
+                <button
+                  type="button"
+                  className="button primary"
+                  disabled={!canStart}
+                  aria-describedby={blocked ? 'new-agent-gate' : undefined}
+                  onClick={() => setWizardOpen(true)}
+                >
+                  Create your first agent
+                </button>
+              )}
             </>
           }
         >
@@ -96,9 +136,15 @@ export default function DashboardPage() {
                     <tr key={agent.id}>
                       <td>
                         <Link href={`/agents/${agent.id}`}>{agent.name}</Link>
+                        {agent.primary ? (
+                          <span className="hint" title="Your account’s runtime and instance API act on this agent">
+                            {' '}
+                            (primary)
+                          </span>
+                        ) : null}
                       </td>
                       <td>
-                        <StatusBadge status={agent.status} />
+                        <AgentStateBadge agentId={agent.id} recorded={agent.status} />
                       </td>
                       <td className="mono">{agent.model ?? '—'}</td>
                       <td>{new Date(agent.createdAt).toLocaleString()}</td>
@@ -111,5 +157,77 @@ export default function DashboardPage() {
         </Loaded>
       </section>
     </>
+  );
+}
+
+/**
+ * Why no agent can be created yet, in the words provisioning would answer, and the way forward: the billing page where
+ * plans can be bought, else the operator command that puts the account on a plan.
+ */
+function NewAgentGateNotice({ gate }: { gate: NewAgentGate }) {
+  const title = gate.reason === 'agent-limit' ? 'Your plan’s agents are all in use' : 'You cannot create an agent yet';
+  return (
+    <section id="new-agent-gate" className="notice stack new-agent-gate" aria-labelledby="new-agent-gate-heading">
+      <h2 id="new-agent-gate-heading" className="new-agent-gate-title">
+        {title}
+      </h2>
+      <p>
+        {gate.message}. You are on the <strong>{gate.planTitle}</strong> plan
+        {gate.subscriptionStatus === 'none' ? '' : ` (subscription ${gate.subscriptionStatus.replace('_', ' ')})`}
+        {gate.agents.limit !== null && gate.reason !== 'paid-plan'
+          ? `, with ${gate.agents.count} of ${gate.agents.limit} agents in use`
+          : ''}
+        .
+      </p>
+      {gate.cardPayments ? (
+        <p>
+          <Link href="/settings#billing">
+            {gate.reason === 'agent-limit' ? 'Choose a bigger plan in Settings → Billing' : 'Choose a plan in Settings → Billing'}
+          </Link>
+        </p>
+      ) : (
+        <>
+          <p>
+            Plans cannot be bought on this server: card payments are not configured. The platform’s operator can put your account on a plan
+            from the server with:
+          </p>
+          {gate.operatorCommand ? <code className="operator-command">{gate.operatorCommand}</code> : null}
+        </>
+      )}
+    </section>
+  );
+}
+
+/**
+ * The number of scheduled jobs the Schedule tab lists, from the same answer (`GET /api/cron`, the agent gateway's
+ * cron list). When the gateway cannot be asked the count is unknown, and says so, rather than a zero.
+ */
+function ScheduledJobsStat({ cron, noAgents }: { cron: Resource<CronList>; noAgents: boolean }) {
+  const list = cron.data;
+  const known = list?.source === 'gateway';
+  const jobs = known ? list.jobs : [];
+  const system = jobs.filter((job) => job.system).length;
+  // Without an agent there is no gateway to ask, and nothing on it: that zero is a fact, not a guess.
+  if (!known && noAgents && !cron.loading) {
+    return (
+      <div className="card stat">
+        <div className="value">0</div>
+        <div className="label">scheduled jobs</div>
+        <div className="hint">None until you have an agent.</div>
+      </div>
+    );
+  }
+  return (
+    <div className="card stat">
+      <div className="value">{known ? jobs.length : '—'}</div>
+      <div className="label">
+        scheduled job{known && jobs.length === 1 ? '' : 's'}
+        {known && system > 0 ? `, ${system} of them system jobs` : ''}
+      </div>
+      {!known && !cron.loading ? (
+        <div className="hint">Unknown: {list?.error ?? cron.error ?? 'the agent gateway did not answer'}.</div>
+      ) : null}
+      {cron.loading && !list ? <div className="hint">Asking the agent gateway…</div> : null}
+    </div>
   );
 }

@@ -10,9 +10,10 @@ import { Link } from 'wouter';
 import { PageHeader } from '../components/layout.js';
 import { Empty, Loaded } from '../components/states.js';
 import { StatusBadge } from '../components/status-badge.js';
-import { formatDateTime, formatDuration, formatInteger, formatMoney, formatPercent, formatTime } from '../format.js';
+import { formatDateTime, formatDuration, formatInteger, formatMoney, formatPercent, formatTime, USD_NOTE } from '../format.js';
 import { useApi } from '../use-api.js';
 import { FleetGraph, FleetLegend } from './mission-control/fleet-graph.js';
+import { traceSession } from './mission-control/session-label.js';
 
 const REFRESH_MS = 10_000;
 
@@ -52,7 +53,7 @@ export default function MissionControlPage() {
       </section>
 
       <section aria-labelledby="mc-spend-heading">
-        <h2 id="mc-spend-heading">Spend</h2>
+        <h2 id="mc-spend-heading">Spend (USD)</h2>
         <Loaded resource={costs}>
           {(c) =>
             c.totalSpend === undefined ? (
@@ -64,7 +65,7 @@ export default function MissionControlPage() {
                 <div className="grid">
                   <div className="card stat">
                     <div className="value">{formatMoney(c.totalSpend)}</div>
-                    <div className="label">total spend</div>
+                    <div className="label">total spend, all time</div>
                   </div>
                   <div className="card stat">
                     <div className="value">{formatMoney(c.managedAiCost ?? 0)}</div>
@@ -75,6 +76,7 @@ export default function MissionControlPage() {
                     <div className="label">coordination revenue</div>
                   </div>
                 </div>
+                <p className="hint">{USD_NOTE} The same ledger as the Costs page.</p>
                 <p>
                   <Link href="/costs">Costs by agent, day and model</Link>
                 </p>
@@ -110,7 +112,9 @@ export default function MissionControlPage() {
                 <tbody>
                   {t.map((trace) => (
                     <tr key={trace.id}>
-                      <td>{trace.description || <span className="muted">(untitled)</span>}</td>
+                      <td>
+                        <SessionName description={trace.description} />
+                      </td>
                       <td>
                         <StatusBadge status={trace.status} />
                       </td>
@@ -181,6 +185,27 @@ export default function MissionControlPage() {
           )}
         </Loaded>
       </section>
+    </>
+  );
+}
+
+/**
+ * A session as words (channel, user, session name), read from its key when it has no label of its own. The raw key
+ * stays on the page: on hover (title) and as a one-line code beneath, selected whole with one click for copying.
+ */
+function SessionName({ description }: { description: string }) {
+  if (!description) return <span className="muted">(untitled)</span>;
+  const session = traceSession(description);
+  if (!session.key) return <>{description}</>;
+  return (
+    <>
+      <span title={session.key}>
+        {session.agent ? `${session.agent}: ` : ''}
+        {session.label}
+      </span>
+      <code className="mc-session-key" title={session.key}>
+        {session.key}
+      </code>
     </>
   );
 }

@@ -7,13 +7,15 @@ import { InlineError } from '../components/states.js';
 import { StatusBadge } from '../components/status-badge.js';
 
 const AI_PROVIDERS = [
-  { id: '', label: 'Platform default' },
   { id: 'openrouter', label: 'OpenRouter' },
   { id: 'anthropic', label: 'Anthropic' },
   { id: 'openai', label: 'OpenAI' },
   { id: 'gemini', label: 'Google Gemini' },
   { id: 'groq', label: 'Groq' },
 ] as const;
+
+/** The `aiProvider` that asks for the platform's own key (`POST /api/provision` refuses it when there is none). */
+const PLATFORM_DEFAULT = 'platform';
 
 const STEPS = ['Agent', 'AI provider', 'Channels'] as const;
 
@@ -24,10 +26,21 @@ type Progress = Pick<AgentStatusEvent, 'status' | 'live' | 'ready'> & { finished
  * Three short steps (name, AI provider, channels), then `POST /api/provision`, then the agent's event stream
  * (`/api/agents/:id/events`) followed until the gateway is ready or the agent is in `error`.
  */
-export function ProvisionWizard({ onClose, onCreated }: { onClose: () => void; onCreated: () => void }) {
+export function ProvisionWizard({
+  onClose,
+  onCreated,
+  platformKeyProviders,
+}: {
+  onClose: () => void;
+  onCreated: () => void;
+  /** AI providers whose platform key a new agent gets (`GET /api/dashboard/new-agent`): "Platform default" needs one. */
+  platformKeyProviders: readonly string[];
+}) {
   const [step, setStep] = useState(0);
   const [name, setName] = useState('');
-  const [aiProvider, setAiProvider] = useState('');
+  const platformDefault = platformKeyProviders.length > 0;
+  // No platform key: the user picks a provider and gives their key, since an agent without one fails every chat.
+  const [aiProvider, setAiProvider] = useState<string>(platformDefault ? PLATFORM_DEFAULT : '');
   const [apiKey, setApiKey] = useState('');
   const [autoProvision, setAutoProvision] = useState(true);
   const [telegramToken, setTelegramToken] = useState('');
@@ -40,9 +53,15 @@ export function ProvisionWizard({ onClose, onCreated }: { onClose: () => void; o
   const [needsPlan, setNeedsPlan] = useState(false);
 
   const hasToken = Boolean(telegramToken.trim() || discordToken.trim() || whatsappToken.trim());
+  const keyRequired = aiProvider !== PLATFORM_DEFAULT && !platformKeyProviders.includes(aiProvider);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
+    if (step === 1) {
+      if (!aiProvider) return setError('Choose the AI provider your agent uses.');
+      if (keyRequired && !apiKey.trim()) return setError('Enter your API key for this provider: the platform has none for agents.');
+    }
+    setError(undefined);
     if (step < STEPS.length - 1) {
       setStep(step + 1);
       return;
@@ -58,7 +77,7 @@ export function ProvisionWizard({ onClose, onCreated }: { onClose: () => void; o
         body: {
           name: name.trim() || undefined,
           aiProvider: aiProvider || undefined,
-          apiKey: apiKey.trim() || undefined,
+          apiKey: aiProvider === PLATFORM_DEFAULT ? undefined : apiKey.trim() || undefined,
           autoProvision,
           telegramToken: telegramToken.trim() || undefined,
           discordToken: discordToken.trim() || undefined,
@@ -111,20 +130,45 @@ export function ProvisionWizard({ onClose, onCreated }: { onClose: () => void; o
           <>
             <div>
               <label htmlFor="ai-provider">AI provider</label>
-              <select id="ai-provider" value={aiProvider} onChange={(e) => setAiProvider(e.target.value)}>
+              <select
+                id="ai-provider"
+                value={aiProvider}
+                aria-describedby={platformDefault ? undefined : 'ai-provider-hint'}
+                onChange={(e) => setAiProvider(e.target.value)}
+              >
+                {platformDefault ? (
+                  <option value={PLATFORM_DEFAULT}>Platform default</option>
+                ) : (
+                  <option value="" disabled>
+                    Choose a provider
+                  </option>
+                )}
                 {AI_PROVIDERS.map((p) => (
                   <option key={p.id} value={p.id}>
                     {p.label}
                   </option>
                 ))}
               </select>
+              {platformDefault ? null : (
+                <p className="hint" id="ai-provider-hint">
+                  This platform has no AI provider key of its own for agents, so your agent uses your key with the provider you choose.
+                </p>
+              )}
             </div>
-            {aiProvider ? (
+            {aiProvider && aiProvider !== PLATFORM_DEFAULT ? (
               <div>
                 <label htmlFor="api-key">
-                  API key <span className="hint">(optional; kept sealed, only your agent's host receives it)</span>
+                  API key{' '}
+                  <span className="hint">({keyRequired ? 'required' : 'optional'}; kept sealed, only your agent's host receives it)</span>
                 </label>
-                <input id="api-key" type="password" autoComplete="off" value={apiKey} onChange={(e) => setApiKey(e.target.value)} />
+                <input
+                  id="api-key"
+                  type="password"
+                  autoComplete="off"
+                  required={keyRequired}
+                  value={apiKey}
+                  onChange={(e) => setApiKey(e.target.value)}
+                />
               </div>
             ) : null}
           </>

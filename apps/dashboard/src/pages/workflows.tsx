@@ -7,7 +7,7 @@ import { PageHeader } from '../components/layout.js';
 import { InlineError, Loaded } from '../components/states.js';
 import { formatDateTime } from '../format.js';
 import { useAction, useApi } from '../use-api.js';
-import { WorkflowEditor } from './workflows/editor.js';
+import { NEW_WORKFLOW, WorkflowEditor } from './workflows/editor.js';
 
 /** `/workflows` lists the user's workflows; `/workflows/:id` opens one in the editor. */
 export default function WorkflowsPage({ workflowId }: { workflowId?: string }) {
@@ -28,13 +28,10 @@ function WorkflowList() {
   const list = useApi<{ workflows: Workflow[] }>('/api/workflows');
   const heading = useRef<HTMLHeadingElement>(null);
   const [announcement, setAnnouncement] = useState('');
-  const create = useAction(useCallback((name: string) => api<{ workflow: Workflow }>('/api/workflows', { body: { name, nodes: [] } }), []));
   const remove = useAction(useCallback((id: string) => api(`/api/workflows/${encodeURIComponent(id)}`, { method: 'DELETE' }), []));
 
-  const onCreate = async () => {
-    const created = await create.run(untitledName(list.data?.workflows ?? []));
-    if (created) navigate(`/workflows/${created.workflow.id}`);
-  };
+  // Nothing is stored until the editor's first save: an abandoned "New workflow" leaves no empty workflow behind.
+  const onCreate = () => navigate(`/workflows/${NEW_WORKFLOW}`, { state: { name: untitledName(list.data?.workflows ?? []) } });
 
   const onDelete = async (workflow: Workflow) => {
     const done = await remove.run(workflow.id);
@@ -46,15 +43,14 @@ function WorkflowList() {
   };
 
   const newButton = (text: string) => (
-    <button type="button" className="button primary" disabled={create.pending} onClick={() => void onCreate()}>
-      {create.pending ? 'Creating…' : text}
+    <button type="button" className="button primary" onClick={onCreate}>
+      {text}
     </button>
   );
 
   return (
     <>
       <PageHeader title="Workflows">{newButton('New workflow')}</PageHeader>
-      <InlineError message={create.error} />
       <InlineError message={remove.error} />
       <p className="visually-hidden" role="status">
         {announcement}

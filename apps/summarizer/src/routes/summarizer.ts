@@ -89,7 +89,7 @@ export async function summarizerRoutes(app: App, { config }: { config: Summarize
         'onRequest',
         api.rateLimit({ name: 'summarizer', max: config.rateLimitPerMinute, windowMs: 60_000, message: 'Too many requests' }),
       );
-      const routeConfig = { invalidBodyMessage: 'url required' };
+      const routeConfig = { invalidBody: 'URL_REQUIRED' as const };
 
       api.post(
         '/summarize',

@@ -65,6 +65,7 @@ export async function createSession(
   db: Kysely<DB>,
   userId: string,
   meta: { ip?: string | null; userAgent?: string | null } = {},
+  // Routes pass the app's clock; the default is for test fixtures, which sign a user in without an app.
   now = Date.now(),
 ): Promise<NewSession> {
   const token = randomHex(32);
@@ -91,7 +92,7 @@ export async function findSessionUser(
   db: Kysely<DB>,
   token: string,
   adminEmails: ReadonlySet<string>,
-  now = Date.now(),
+  now: number,
 ): Promise<{ user: AuthUser; expiresAt: number } | null> {
   if (!TOKEN_FORMAT.test(token)) return null;
   const row = await db

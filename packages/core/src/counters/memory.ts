@@ -6,7 +6,11 @@ interface Entry {
   expiresAt: number;
 }
 
-/** A single-process CounterStore. Expired entries are swept once a minute. */
+/**
+ * A single-process CounterStore. Expired entries are swept once a minute. Times are the wall clock (`Date.now()`):
+ * `resetAt` is an epoch time by the CounterStore contract, as the Redis store computes it, and no clock is injected
+ * into counter stores (they are built before the app that holds one).
+ */
 export class MemoryCounterStore implements CounterStore {
   readonly #entries = new Map<string, Entry>();
   readonly #sweeper: NodeJS.Timeout;

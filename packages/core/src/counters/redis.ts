@@ -23,6 +23,7 @@ export class RedisCounterStore implements CounterStore {
   async hit(key: string, windowMs: number) {
     const hit = (this.#redis as unknown as { aopHit(k: string, ms: number): Promise<[number, number]> }).aopHit;
     const [count, ttl] = await hit.call(this.#redis, this.#prefix + key, windowMs);
+    // Wall clock: `resetAt` is an epoch time by the CounterStore contract; the window itself runs on Redis's TTL.
     return { count, resetAt: Date.now() + (ttl > 0 ? ttl : windowMs) };
   }
 

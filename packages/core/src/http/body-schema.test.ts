@@ -31,7 +31,7 @@ describe('request bodies: TypeBox schemas that answer with the catalogue (spec Â
       counters: new MemoryCounterStore(),
       openapi: { path: '/openapi.json', title: 't', description: 'd' },
     });
-    app.post('/skills', { config: { invalidBodyMessage: 'Invalid request body' }, schema: { body: SkillBody } }, async (req) => ({
+    app.post('/skills', { config: { invalidBody: 'INVALID_REQUEST_BODY' }, schema: { body: SkillBody } }, async (req) => ({
       got: req.body,
     }));
     app.get('/items', { schema: { querystring: Type.Object({ limit: Type.Integer() }) } }, async (req) => ({ query: req.query }));

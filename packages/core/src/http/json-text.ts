@@ -2,15 +2,10 @@
  * Checks on JSON text before it is trusted. Both are single linear passes over the raw string, with no recursion, so
  * a hostile body cannot overflow the stack while being checked.
  */
-import { HttpError } from '../errors.js';
+import { DomainError, type PlainErrorCode } from '../errors.js';
 
 /** Containers (`[`, `{`) nested deeper than this are refused: nothing the platform accepts comes close. */
 export const MAX_JSON_DEPTH = 64;
-
-/** The answer to U+0000 in a request's path or query, or to U+0000 or half a surrogate pair in its JSON. */
-export const INVALID_CHARACTERS = 'Invalid characters in request';
-/** The answer to JSON nested deeper than MAX_JSON_DEPTH. */
-export const NESTED_TOO_DEEPLY = 'Request body nested too deeply';
 
 /** Index of the `"` that closes the string opened at `open` (text.length when it never closes: not JSON). */
 function closingQuote(text: string, open: number): number {
@@ -74,10 +69,10 @@ export function jsonHasInvalidCharacters(text: string): boolean {
 
 /**
  * The shared JSON body parser's rules, for JSON text it never saw: a raw body read for its signature, or a field
- * whose value is a string holding JSON. Call before `JSON.parse`; throws 400 with `message`, or with the shared
- * parser's own messages.
+ * whose value is a string holding JSON. Call before `JSON.parse`; throws the 400 `code` names, or the shared parser's
+ * own (`NESTED_TOO_DEEPLY`, `INVALID_CHARACTERS`: U+0000 or half a surrogate pair).
  */
-export function checkJsonText(text: string, message?: string): void {
-  if (jsonNestsDeeperThan(text)) throw new HttpError(400, message ?? NESTED_TOO_DEEPLY);
-  if (jsonHasInvalidCharacters(text)) throw new HttpError(400, message ?? INVALID_CHARACTERS);
+export function checkJsonText(text: string, code?: PlainErrorCode): void {
+  if (jsonNestsDeeperThan(text)) throw new DomainError(code ?? 'NESTED_TOO_DEEPLY');
+  if (jsonHasInvalidCharacters(text)) throw new DomainError(code ?? 'INVALID_CHARACTERS');
 }

@@ -23,6 +23,7 @@ export function createRateLimitHook(store: CounterStore, rule: RateLimitRule) {
   return async function rateLimitHook(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const who = rule.keyBy ? rule.keyBy(request) : request.ip;
     const { count, resetAt } = await store.hit(`rl:${rule.name}:${who}`, rule.windowMs);
+    // Wall clock: `resetAt` is the store's epoch time (see MemoryCounterStore); the hook has no app clock in reach.
     const resetSeconds = Math.max(0, Math.ceil((resetAt - Date.now()) / 1000));
     reply.header('RateLimit-Limit', rule.max);
     reply.header('RateLimit-Remaining', Math.max(0, rule.max - count));

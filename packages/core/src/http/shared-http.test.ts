@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryCounterStore } from '../counters/memory.js';
 import { HttpError } from '../errors.js';
+import { refuse } from '../request-schema.js';
 import { createServer } from './server.js';
 import { sharedHttpPlugin } from './shared-http.js';
 
@@ -14,9 +15,13 @@ async function start(trustProxy: boolean | string[]): Promise<RunningService> {
   });
   app.post(
     '/api/config',
-    { config: { invalidBodyMessage: 'Invalid request body' }, schema: { body: Type.Object({ config: Type.Object({}) }) } },
+    { config: { invalidBody: 'INVALID_REQUEST_BODY' }, schema: { body: Type.Object({ config: Type.Object({}) }) } },
     async (req) => ({ got: req.body }),
   );
+  // A code with values, and one whose own status is not 400: a bad body answers 400 with its message either way.
+  const Named = { schema: { body: Type.Object({ agentId: Type.String() }) } };
+  app.post('/api/named', { ...Named, config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'agentId' }) } }, async () => ({}));
+  app.post('/api/named-401', { ...Named, config: { invalidBody: 'MISSING_SESSION_TOKEN' } }, async () => ({}));
   app.post('/api/echo', async (req) => ({ body: req.body ?? null }));
   app.get('/api/items/:id', async (req) => ({ params: req.params, query: req.query }));
   app.get('/api/ip', async (req) => ({ ip: req.ip }));
@@ -52,6 +57,22 @@ describe('shared HTTP rules', () => {
   afterAll(async () => {
     await svc.close();
     await proxied.close();
+  });
+
+  it('a route’s invalidBody names the catalogue message of a body that is not JSON or not the object it needs, always 400', async () => {
+    const text = { body: 'agentId=a', headers: { 'content-type': 'text/plain' } };
+    for (const [path, error] of [
+      ['/api/named', 'agentId is required'],
+      ['/api/named-401', 'Missing session token'],
+    ]) {
+      for (const init of [text, { json: [1] }, { json: { agentId: 7 } }, { body: '{', headers: { 'content-type': 'application/json' } }]) {
+        const res = await request(`${svc.url}${path}`, { method: 'POST', ...init });
+        expect([path, init, res.status, res.body]).toEqual([path, init, 400, { error }]);
+      }
+    }
+    // Without one: `Invalid request body` for text that is not JSON, Ajv's own words for a failing keyword.
+    const bare = await request(`${svc.url}/api/echo`, { body: '{', headers: { 'content-type': 'application/json' } });
+    expect([bare.status, bare.body]).toEqual([400, { error: 'Invalid request body' }]);
   });
 
   it('413 { error: "Request body too large" } over 1 MB', async () => {

@@ -3,7 +3,8 @@ import swagger from '@fastify/swagger';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { CounterStore } from '../counters/store.js';
-import { DomainError, errorResponse, isPublicError } from '../errors.js';
+import { DomainError, type ErrorCode, errorResponse, isPublicError, type PlainErrorCode } from '../errors.js';
+import type { Refusal } from '../request-schema.js';
 import { bodyErrorOf } from './body-schema.js';
 import { jsonHasInvalidCharacters, jsonNestsDeeperThan } from './json-text.js';
 import { createRateLimitHook, type RateLimitRule } from './rate-limit.js';
@@ -16,8 +17,13 @@ declare module 'fastify' {
     rateLimit(rule: RateLimitRule): (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   }
   interface FastifyContextConfig {
-    /** The spec's 400 message for this route when the body is missing, not JSON, or malformed. */
-    invalidBodyMessage?: string;
+    /**
+     * The catalogue error whose message this route answers (always with 400) when the body is missing, not JSON, or
+     * fails a schema keyword that names no error of its own: a code (`'CRON_REQUIRED'`) or, for a message with
+     * values, `refuse('FIELD_REQUIRED', { field: 'agentId' })`. Without one: `Invalid request body` for a body
+     * that is not JSON, Ajv's own words for a failing keyword.
+     */
+    invalidBody?: PlainErrorCode | Refusal;
   }
 }
 
@@ -32,7 +38,14 @@ export interface SharedHttpOptions {
   upgradeInsecureRequests?: boolean;
 }
 
-const DEFAULT_INVALID_BODY = 'Invalid request body';
+/**
+ * The message of a route's `invalidBody`. The status is 400 whatever the code's own: the body is what is wrong, even
+ * where the same message answers 401 elsewhere (`Missing session token` for a missing cookie).
+ */
+function invalidBodyMessage(invalidBody: PlainErrorCode | Refusal | undefined): string {
+  const refusal: Refusal = typeof invalidBody === 'string' ? { code: invalidBody } : (invalidBody ?? { code: 'INVALID_REQUEST_BODY' });
+  return new (DomainError as new (code: ErrorCode, params?: unknown) => DomainError)(refusal.code, refusal.params).message;
+}
 
 /** Fastify error codes that mean "the body is not the JSON this route needs". */
 const BAD_BODY_CODES = new Set([
@@ -48,15 +61,16 @@ function errorBody(error: FastifyError, request: FastifyRequest): [number, Recor
     return [status, body];
   }
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return [413, { error: new DomainError('REQUEST_BODY_TOO_LARGE').message }];
-  const bodyMessage = request.routeOptions.config?.invalidBodyMessage ?? DEFAULT_INVALID_BODY;
-  if ((error.code && BAD_BODY_CODES.has(error.code)) || error instanceof SyntaxError) return [400, { error: bodyMessage }];
+  const invalidBody = request.routeOptions.config?.invalidBody;
+  if ((error.code && BAD_BODY_CODES.has(error.code)) || error instanceof SyntaxError)
+    return [400, { error: invalidBodyMessage(invalidBody) }];
   if (error.validation) {
     const named = error.validationContext === 'body' ? bodyErrorOf(request.routeOptions.schema?.body, error.validation) : undefined;
     if (named) {
       const { status, body } = errorResponse(named);
       return [status, body];
     }
-    const message = error.validationContext === 'body' && request.routeOptions.config?.invalidBodyMessage ? bodyMessage : error.message;
+    const message = error.validationContext === 'body' && invalidBody ? invalidBodyMessage(invalidBody) : error.message;
     return [400, { error: message }];
   }
   const status = error.statusCode ?? 500;

@@ -153,6 +153,7 @@ export interface EngineStats {
  * host's CPU time between the two samples the engine takes, times the online CPUs (so 100 = one full core);
  * memory is usage less the inactive page cache (`inactive_file` on cgroup v2, `total_inactive_file` on v1).
  */
+// `now` is the wall clock by default: uptime is measured from the engine's `startedAt`, a date.
 export function dockerStats(stats: EngineStats, startedAt: string | null, now = Date.now()): AgentStats {
   const cpu = stats.cpu_stats;
   const pre = stats.precpu_stats;

@@ -801,8 +801,8 @@ export class DockerAgentHost implements AgentHost {
   }
 
   private async pairWhenReady(agent: Agent): Promise<void> {
-    const deadline = Date.now() + this.options.readyTimeoutMs + 5_000;
-    while (!this.shuttingDown && this.agents.get(agent.record.agentId) === agent && Date.now() < deadline) {
+    const deadline = performance.now() + this.options.readyTimeoutMs + 5_000;
+    while (!this.shuttingDown && this.agents.get(agent.record.agentId) === agent && performance.now() < deadline) {
       const state = await this.observe(agent);
       if (state.status === 'running') {
         await this.ensurePaired(agent, false);
@@ -1328,6 +1328,7 @@ export class DockerAgentHost implements AgentHost {
         return { ...running, status: 'running', readyAt: agent.readyAt === null ? null : new Date(agent.readyAt).toISOString() };
       }
       if (health === 'unhealthy') return { ...running, status: 'error', lastError: 'Gateway failed its health check (/readyz)' };
+      // Wall clock: measured from the engine's `StartedAt`, a date (the host has no injected clock).
       if (Date.now() - Date.parse(s.StartedAt) > this.options.readyTimeoutMs) {
         return {
           ...running,
@@ -1353,6 +1354,7 @@ export class DockerAgentHost implements AgentHost {
     return first === undefined || Number.isNaN(first) ? null : first;
   }
 
+  /** `readyAt` is reported as a date and compared with the engine's `StartedAt`: the wall clock, not a monotonic one. */
   private markReady(agent: Agent, startedAt: string, at: number | null = Date.now()): void {
     if (agent.readyFor === startedAt) return;
     agent.readyFor = startedAt;
@@ -1376,7 +1378,7 @@ export class DockerAgentHost implements AgentHost {
   }
 
   private async waitForReady(agent: Agent, timeoutMs: number, options: { failFast: boolean }): Promise<AgentState> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     for (;;) {
       const state = await this.observe(agent);
       if (state.status === 'running') return state;
@@ -1385,9 +1387,9 @@ export class DockerAgentHost implements AgentHost {
       if (!busy && (state.status === 'error' || state.status === 'stopped' || (options.failFast && state.status === 'restarting'))) {
         throw new AgentStartError(state.lastError ?? `Agent ${agent.record.agentId} is ${state.status}`);
       }
-      if (Date.now() >= deadline)
+      if (performance.now() >= deadline)
         throw new AgentStartError(`Agent ${agent.record.agentId} not ready within ${Math.round(timeoutMs / 1000)} s`);
-      await sleep(Math.min(this.options.readyPollMs, Math.max(1, deadline - Date.now())));
+      await sleep(Math.min(this.options.readyPollMs, Math.max(1, deadline - performance.now())));
     }
   }
 
@@ -1529,6 +1531,7 @@ export class DockerAgentHost implements AgentHost {
   }
 
   private log(agent: Agent, line: string): void {
+    // Wall clock: the line's date, shown beside the engine's own log lines.
     agent.events.push({ at: Date.now(), line });
     for (const listener of this.logListeners.get(agent.record.agentId) ?? []) listener(line);
     if (agent.events.length > this.options.hostLogLines) agent.events.splice(0, agent.events.length - this.options.hostLogLines);

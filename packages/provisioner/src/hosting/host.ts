@@ -325,7 +325,7 @@ export class HostingAgentHost implements AgentHost {
         backup: previous.deploymentId,
         apply: async () => {
           await this.redeploy(agent, 'update');
-          return await this.settle(agent, Date.now() + this.readyTimeoutMs);
+          return await this.settle(agent, performance.now() + this.readyTimeoutMs);
         },
         rollBack: async (reason) => {
           try {
@@ -455,7 +455,7 @@ export class HostingAgentHost implements AgentHost {
   async waitUntilReady(agentId: string, options: WaitOptions = {}): Promise<AgentState> {
     const agent = await this.get(agentId);
     // By default long enough for the host's own ready timeout to decide (`running` or `error`).
-    return this.settle(agent, Date.now() + (options.timeoutMs ?? this.readyTimeoutMs + this.pollMs));
+    return this.settle(agent, performance.now() + (options.timeoutMs ?? this.readyTimeoutMs + this.pollMs));
   }
 
   /** The container's output from the provider's `deploymentLogs`, last `tail` lines (default 200). */
@@ -599,6 +599,7 @@ export class HostingAgentHost implements AgentHost {
       readyAt ??= new Date().toISOString();
       lastError = null;
     } else if (readyAt) status = 'restarting';
+    // Wall clock: measured from the hosting API's `startedAt`, a date.
     else if (record.startedAt && Date.now() - Date.parse(record.startedAt) > this.readyTimeoutMs) {
       status = 'error';
       lastError = `Gateway not ready within ${Math.round(this.readyTimeoutMs / 1000)} s of deployment ${deploymentId}`;
@@ -627,7 +628,7 @@ export class HostingAgentHost implements AgentHost {
         if (!(err instanceof HostingApiError)) throw err;
         last = err.message;
       }
-      const left = deadline - Date.now();
+      const left = deadline - performance.now();
       if (left <= 0) throw new AgentStartError(`Agent ${agent.record.agentId} was not ready in time (${last})`);
       await sleep(Math.min(this.pollMs, left));
     }

@@ -311,7 +311,7 @@ export class HostingApi {
    * and polling goes on (a provider hiccup is not a failed deployment); `signal` ends the wait early as `timeout`.
    */
   async waitForDeployment(id: string, options: { pollMs: number; timeoutMs: number; signal?: AbortSignal }): Promise<DeploymentOutcome> {
-    const deadline = Date.now() + options.timeoutMs;
+    const deadline = performance.now() + options.timeoutMs;
     let status: string | null = null;
     let error: string | null = null;
     for (;;) {
@@ -324,7 +324,7 @@ export class HostingApi {
       } catch (err) {
         error = err instanceof Error ? err.message : String(err);
       }
-      const left = deadline - Date.now();
+      const left = deadline - performance.now();
       if (left <= 0) return { outcome: 'timeout', status, error };
       await sleep(Math.min(options.pollMs, left), options.signal);
     }

@@ -720,6 +720,7 @@ export class KubernetesAgentHost implements AgentHost {
       cpuPercent: Math.round(parseKubeQuantity(usage.cpu) * 100 * 10) / 10,
       memoryBytes: Math.round(parseKubeQuantity(usage.memory)),
       pids: 0,
+      // Wall clock: measured from the pod's start time, a date.
       uptimeMs: startedAt === null ? 0 : Math.max(0, Date.now() - startedAt),
     };
   }
@@ -1167,9 +1168,9 @@ export class KubernetesAgentHost implements AgentHost {
   }
 
   private async waitForNoPods(name: string): Promise<void> {
-    const deadline = Date.now() + this.settings.stopTimeoutMs;
+    const deadline = performance.now() + this.settings.stopTimeoutMs;
     while ((await this.pods(name)).length > 0) {
-      if (Date.now() >= deadline)
+      if (performance.now() >= deadline)
         throw new Error(`The pod of ${name} was still there ${seconds(this.settings.stopTimeoutMs)} after scaling to 0`);
       await sleep(this.settings.pollMs);
     }
@@ -1177,14 +1178,14 @@ export class KubernetesAgentHost implements AgentHost {
 
   /** Resolves once the current pod template is rolled out and ready; rejects on `error`, `restarting`, `stopped` or timeout. */
   private async waitForRollout(agentId: string, name: string, timeoutMs: number): Promise<AgentState> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     for (;;) {
       const state = await this.stateOf(name);
       if (state.status === 'running') return state;
       if (state.status === 'error' || state.status === 'restarting')
         throw new AgentStartError(state.lastError ?? `Agent ${agentId} is ${state.status}`);
       if (state.status === 'stopped' || state.status === 'stopping') throw new AgentStartError(`Agent ${agentId} is ${state.status}`);
-      if (Date.now() >= deadline) {
+      if (performance.now() >= deadline) {
         throw new AgentStartError(
           `Agent ${agentId} not ready within ${seconds(timeoutMs)}${state.lastError ? ` (${state.lastError})` : ''}`,
         );
@@ -1260,7 +1261,7 @@ export class KubernetesAgentHost implements AgentHost {
     const body = this.manifests.jobManifest(agentId, name, kind, image, script, mounts);
     const jobName = body.metadata!.name!;
     await this.k8s(`create job ${jobName}`, () => this.batch.createNamespacedJob({ namespace: this.namespace, body }));
-    const deadline = Date.now() + this.settings.jobTimeoutMs;
+    const deadline = performance.now() + this.settings.jobTimeoutMs;
     try {
       for (;;) {
         const job = await this.k8s(`read job ${jobName}`, () => this.batch.readNamespacedJob({ name: jobName, namespace: this.namespace }));
@@ -1268,7 +1269,7 @@ export class KubernetesAgentHost implements AgentHost {
         const failedCondition = job.status?.conditions?.find((c) => c.type === 'Failed' && c.status === 'True');
         if (failedCondition)
           throw new Error(`Job ${jobName} failed: ${failedCondition.message ?? failedCondition.reason ?? 'unknown reason'}`);
-        if (Date.now() >= deadline) throw new Error(`Job ${jobName} did not finish within ${seconds(this.settings.jobTimeoutMs)}`);
+        if (performance.now() >= deadline) throw new Error(`Job ${jobName} did not finish within ${seconds(this.settings.jobTimeoutMs)}`);
         await sleep(this.settings.pollMs);
       }
     } finally {

@@ -380,6 +380,7 @@ export class KubeManifests {
   }
 
   jobManifest(agentId: string, name: string, kind: string, image: string, script: string, mounts: JobMount[]): V1Job {
+    // The wall clock only makes the name unique and readable in order; manifests have no clock to take.
     const jobName = `${name.slice(0, 40).replace(/-+$/, '')}-${kind}-${Date.now().toString(36)}`;
     const labels = { ...this.labels(name, { agentId }, 'maintenance'), 'aop/job': kind };
     const volumes: V1Volume[] = mounts.map((m) => ({

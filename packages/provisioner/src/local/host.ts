@@ -773,6 +773,7 @@ export class LocalAgentHost implements AgentHost {
     agent.child = child;
     agent.supervise = options.supervise;
     agent.stopping = false;
+    // Wall clock: `startedAt` and `readyAt` are reported as dates, and the ready deadline and the healthy time run from them.
     agent.startedAt = Date.now();
     agent.readyAt = null;
     agent.exited = new Promise((resolve) => {
@@ -890,8 +891,8 @@ export class LocalAgentHost implements AgentHost {
     if (!cmdline.includes('openclaw')) return; // the pid was reused by something else
     const tree = await processTree(pid);
     killQuietly(pid, 'SIGTERM');
-    const deadline = Date.now() + this.options.stopTimeoutMs;
-    while (isAlive(pid) && Date.now() < deadline) await sleep(200);
+    const deadline = performance.now() + this.options.stopTimeoutMs;
+    while (isAlive(pid) && performance.now() < deadline) await sleep(200);
     for (const p of tree) if (isAlive(p)) killQuietly(p, 'SIGKILL');
   }
 

@@ -163,13 +163,63 @@ describe('backend agents and deployments', () => {
     expect(running.body.status).toBe('active');
   });
 
+  it('GET /agents/:id/state follows the state machine: stopped, starting, live; never live before /readyz', async () => {
+    await host.waitUntilReady('agt_alpha', { timeoutMs: 10_000 });
+    const live = await call('usr_a', 'GET', '/agents/agt_alpha/state');
+    expect(live.body).toEqual({
+      agentId: 'agt_alpha',
+      state: 'live',
+      reason: 'the gateway answers /readyz',
+      actions: ['stop', 'restart', 'update', 'repair', 'reset-memory'],
+      host: 'running',
+      live: true,
+      ready: true,
+      failing: [],
+    });
+    await call('usr_a', 'POST', '/agents/agt_alpha/stop');
+    // A stopped agent says so: no probe of a gateway that is not there, no "degraded".
+    expect((await call('usr_a', 'GET', '/agents/agt_alpha/state')).body).toMatchObject({
+      state: 'stopped',
+      actions: ['start', 'update', 'repair'],
+      host: 'stopped',
+      live: false,
+      ready: null,
+    });
+    await call('usr_a', 'POST', '/agents/agt_alpha/start');
+    // Every answer before the host saw /readyz ready is a state on the way, never `live`.
+    const seen = new Set<string>();
+    await until(
+      async () => (await call('usr_a', 'GET', '/agents/agt_alpha/state')).body,
+      (b: { state: string; host: string; ready: boolean | null }) => {
+        seen.add(b.state);
+        if (b.state === 'live') expect(b).toMatchObject({ host: 'running', ready: true });
+        else expect(['starting', 'degraded']).toContain(b.state);
+        return b.state === 'live';
+      },
+    );
+    expect(seen.has('live')).toBe(true);
+    // Another user's agent is 404 like a missing one.
+    expect((await call('usr_b', 'GET', '/agents/agt_alpha/state')).status).toBe(404);
+    expect((await call('usr_a', 'GET', '/agents/agt_missing/state')).status).toBe(404);
+  });
+
   it('update: to a new version, and a failed one rolls back with a backup path (500)', async () => {
     const bad = await call('usr_a', 'POST', '/agents/agt_alpha/update', { image: 'not a version!' });
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({ error: 'Invalid docker image value' });
 
-    const ok = await call('usr_a', 'POST', '/agents/agt_alpha/update', { image: '1.1.0' });
+    // While the update runs (the host stops the gateway, backs up, starts the new version and waits for /readyz), the
+    // state is `updating`, with no action offered: not `stopped`, not `degraded`.
+    const updating = call('usr_a', 'POST', '/agents/agt_alpha/update', { image: '1.1.0' });
+    const during = await until(
+      async () => (await call('usr_a', 'GET', '/agents/agt_alpha/state')).body,
+      (b: { state: string }) => b.state === 'updating',
+      5_000,
+    );
+    expect(during).toMatchObject({ state: 'updating', actions: [] });
+    const ok = await updating;
     expect(ok.status).toBe(200);
+    expect((await call('usr_a', 'GET', '/agents/agt_alpha/state')).body.state).not.toBe('updating');
     expect(ok.body).toEqual({
       success: true,
       status: 'active',

@@ -1,3 +1,4 @@
+import { refuse } from '@aop/core/request-schema';
 import { totalmem } from 'node:os';
 import { type App, DEFAULT_AGENT_TIER, DomainError, isDomainError, newId, parseEncryptionKey } from '@aop/core';
 import { isUniqueViolation } from '@aop/db';
@@ -8,6 +9,7 @@ import type { BackendConfig } from '../../config.js';
 import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
 import { syncWalletEnv, walletEnvFor, withWalletEnv } from '../../services/agent-wallet-env.js';
 import {
+  agentLifecycleState,
   agentView,
   createDeployment,
   deleteDeployment,
@@ -87,7 +89,7 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
     {
       onRequest: agentAuth(config),
       preValidation: callerBeforeObjectBody,
-      config: { invalidBodyMessage: 'agentId is required' },
+      config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'agentId' }) },
       schema: { tags: ['agents'], body: DeploymentBody },
     },
     async (request, reply) => {
@@ -191,7 +193,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     '/agents',
     {
       preValidation: callerBeforeObjectBody,
-      config: { invalidBodyMessage: 'Name required' },
+      config: { invalidBody: 'NAME_REQUIRED' },
       schema: { tags: ['agents'], body: CreateAgentBody },
     },
     async (request, reply) => {
@@ -301,6 +303,15 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   }
 
   const lifecycleSchema = { tags: ['agents'], params: IdParams };
+  /** Agents this backend is updating now (their state is `updating` until the update settles). */
+  const updating = new Set<string>();
+
+  // Issue #19: the one agent state machine (`@aop/core/agent-state`), derived from the host's process state and the
+  // gateway's /readyz each time it is asked; the web relays it on `/api/agents/:id/health` and the event stream.
+  app.get('/agents/:id/state', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
+    const row = await app.db.withUser(callerId(request), (trx) => ownDeployment(trx, request.params.id));
+    return onHost(() => agentLifecycleState(host, row, updating.has(row.id) ? 'update' : null));
+  });
 
   app.post('/agents/:id/start', { schema: lifecycleSchema }, async (request) => {
     await lifecycle(request, (id) => host.start(id));
@@ -327,6 +338,8 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   app.post('/agents/:id/update', { schema: { tags: ['agents'], params: IdParams, body: UpdateImageBody } }, async (request, reply) => {
     const image = request.body.image ?? PINNED_OPENCLAW_VERSION;
     const previous = await hostState(host, request.params.id);
+    // While the update runs the gateway is down on purpose: the state says `updating`, not `stopped` or `degraded`.
+    updating.add(request.params.id);
     try {
       const state = await lifecycle(request, (id) => host.update(id, { version: image }));
       await app.db.withUser(callerId(request), (trx) => setDeploymentVersion(trx, request.params.id, state.version));
@@ -346,6 +359,8 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
           .send({ error: err.message, backupPath: err.backupPath, previousImage: err.previousVersion, status: 'active' });
       }
       throw err;
+    } finally {
+      updating.delete(request.params.id);
     }
   });
 
@@ -418,7 +433,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   app.put(
     '/agents/:id/config',
     {
-      config: { invalidBodyMessage: 'Invalid config object' },
+      config: { invalidBody: 'INVALID_CONFIG_OBJECT' },
       schema: { tags: ['agents'], params: IdParams, body: AgentConfigBody },
     },
     async (request) => {

@@ -96,7 +96,7 @@ export async function agentRpcRoutes(app: App, { config, host }: { config: Backe
       const state = await onHost(() => host.status(agentId));
       if (!state.url || state.status !== 'running') throw new DomainError('AGENT_NOT_RUNNING_STATE', { status: state.status });
       const timeoutMs = askedTimeout ?? DEFAULT_TIMEOUT_MS;
-      const deadline = Date.now() + timeoutMs;
+      const deadline = performance.now() + timeoutMs;
       const url = `${state.url.replace(/^http/, 'ws')}/`;
 
       let conn: GatewayConnection;
@@ -110,7 +110,7 @@ export async function agentRpcRoutes(app: App, { config, host }: { config: Backe
         return reply.code(502).send(failure(err));
       }
       try {
-        const remaining = Math.max(1, deadline - Date.now());
+        const remaining = Math.max(1, deadline - performance.now());
         if (method === 'chat.send') return await chatRun(conn, params ?? {}, remaining);
         // The platform's own device is not the user's to see or remove: it is how the platform controls the agent.
         const target = params?.deviceId;

@@ -71,7 +71,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
     '/models/select',
     {
       preValidation: callerBeforeBody,
-      config: { invalidBodyMessage: 'provider and model are required' },
+      config: { invalidBody: 'PROVIDER_MODEL_ARE_REQUIRED' },
       schema: { tags: ['ai'], body: SelectModelBody },
     },
     async (request) => {
@@ -90,7 +90,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
     {
       onRequest: requirePaidPlan(),
       preValidation: callerBeforeBody,
-      config: { invalidBodyMessage: 'messages must be a non-empty array' },
+      config: { invalidBody: 'MESSAGES_NON_EMPTY_ARRAY' },
       schema: { tags: ['ai'], body: ChatBody },
     },
     async (request) => {
@@ -138,7 +138,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
   app.post(
     '/estimate-cost',
     {
-      config: { invalidBodyMessage: 'messages or promptTokens required' },
+      config: { invalidBody: 'MESSAGES_PROMPTTOKENS_REQUIRED' },
       schema: { tags: ['ai'], body: EstimateCostBody },
     },
     async (request) => {

@@ -1,3 +1,4 @@
+import { refuse } from '@aop/core/request-schema';
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { BackendConfig } from '../../config.js';
@@ -24,7 +25,7 @@ export async function installationRoutes(app: App, { config }: { config: Backend
     {
       onRequest,
       preValidation: callerBeforeBody,
-      config: { invalidBodyMessage: 'name is required' },
+      config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'name' }) },
       schema: {
         tags,
         description:
@@ -57,7 +58,7 @@ export async function installationRoutes(app: App, { config }: { config: Backend
     {
       onRequest,
       preValidation: callerBeforeBody,
-      config: { invalidBodyMessage: 'installationId and signature are required' },
+      config: { invalidBody: 'INSTALLATIONID_SIGNATURE_ARE_REQUIRED' },
       schema: {
         tags,
         description:

@@ -16,7 +16,7 @@ export async function validateKeyRoute(app: App, { config }: { config: BackendCo
     '/validate-key',
     {
       onRequest: requireInternalKey(config.internalApiKey),
-      config: { invalidBodyMessage: 'apiKey required' },
+      config: { invalidBody: 'APIKEY_REQUIRED' },
       schema: {
         tags: ['keys'],
         body: Type.Object({ apiKey: Type.Optional(Type.String()) }),

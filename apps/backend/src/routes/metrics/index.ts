@@ -46,7 +46,7 @@ export async function metricsRoutes(app: App, { config, host }: { config: Backen
     async (request) => {
       const userId = subject(request);
       const days = daysOf(request.query.days, 30, 365);
-      const metrics = await app.db.withUser(userId, (trx) => historicalMetrics(trx, userId, days, Date.now()));
+      const metrics = await app.db.withUser(userId, (trx) => historicalMetrics(trx, userId, days, app.clock()));
       return { userId, ...metrics, currency: 'USD' as const };
     },
   );
@@ -66,7 +66,7 @@ export async function metricsRoutes(app: App, { config, host }: { config: Backen
     async (request) => {
       const userId = subject(request);
       const days = daysOf(request.query.days, 7, 90);
-      const now = Date.now();
+      const now = app.clock();
       const { calls, rows } = await app.db.withUser(userId, async (trx) => ({
         calls: await callPerformance(trx, userId, days, now),
         rows: await userAgents(trx),
@@ -103,7 +103,7 @@ export async function metricsRoutes(app: App, { config, host }: { config: Backen
     },
     async (request) => {
       const userId = subject(request);
-      const now = Date.now();
+      const now = app.clock();
       const { usage, rows, counts } = await app.db.withUser(userId, async (trx) => ({
         usage: await usageSummary(trx, userId, now),
         rows: await userAgents(trx),

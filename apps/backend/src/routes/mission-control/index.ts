@@ -55,7 +55,7 @@ export async function missionControlRoutes(app: App, { config, host }: MissionCo
   app.get(
     '/mission-control/fleet/graph',
     { schema: schema(FleetGraphSchema, "The user's agents as a graph, live from the agent host") },
-    async (request) => fleetGraph(deps, fleetUser(request, config)),
+    async (request) => fleetGraph(deps, fleetUser(request, config), app.clock()),
   );
 
   app.get(

@@ -1,3 +1,4 @@
+import { refuse } from '@aop/core/request-schema';
 import { execFileSync } from 'node:child_process';
 import { type App, DomainError } from '@aop/core';
 import { type AgentHost, PINNED_OPENCLAW_VERSION, defaultNodeBin } from '@aop/provisioner';
@@ -72,7 +73,7 @@ export async function runtimeRoutes(app: App, { config, host }: { config: Backen
     admin.post(
       '/runtime/maintenance',
       {
-        config: { invalidBodyMessage: 'agentId is required' },
+        config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'agentId' }) },
         schema: {
           tags: ['runtime'],
           body: Type.Object({ agentId: Type.Optional(Type.String({ maxLength: 64 })), action: Type.Optional(Type.String()) }),

@@ -1,3 +1,4 @@
+import { refuse } from '@aop/core/request-schema';
 import { type App, DomainError } from '@aop/core';
 import type { AgentHost, AgentState } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
@@ -51,7 +52,7 @@ export async function coordinationRoutes(
     {
       onRequest,
       preValidation: callerBeforeBody,
-      config: { invalidBodyMessage: 'name is required' },
+      config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'name' }) },
       schema: {
         tags,
         description: 'Creates a swarm: `name` (unique per user, ≤ 100), `description` (≤ 500), `agentIds` (the caller’s agents, ≤ 50).',
@@ -101,7 +102,7 @@ export async function coordinationRoutes(
       const userId = callerId(request);
       // Spec §4.10: provisioning-dependent endpoints answer 500 when the provisioner is not configured.
       if (!host) throw new DomainError('PROVISIONER_NOT_CONFIGURED', { provisioner: config.provisioner });
-      const now = Date.now();
+      const now = app.clock();
       const { rows, swarms, members } = await app.db.withUser(userId, async (trx) => ({
         rows: await userAgents(trx),
         swarms: await listSwarms(trx),

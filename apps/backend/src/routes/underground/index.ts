@@ -1,4 +1,5 @@
 import { type App, DomainError, parseEncryptionKey } from '@aop/core';
+import { refuse } from '@aop/core/request-schema';
 import type { AgentHost } from '@aop/provisioner';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -15,8 +16,9 @@ import {
   walletBalance,
 } from '../../services/underground.js';
 import { syncWalletEnv } from '../../services/agent-wallet-env.js';
-import { removeWebhook, sendBusMessage, setWebhook } from '../../services/underground-bus.js';
+import { type AgentMessage, removeWebhook, sendBusMessage, setWebhook } from '../../services/underground-bus.js';
 import { checkWebhookUrl } from '../../services/underground-delivery.js';
+import { AgentMessageBody, EventBody, SplitBody, WalletBody, WebhookBody } from './schemas.js';
 
 export interface UndergroundRoutesOptions {
   config: BackendConfig;
@@ -37,11 +39,6 @@ function callerId(request: FastifyRequest): string {
   return ctx.userId;
 }
 
-const body = (value: unknown): Record<string, unknown> =>
-  (typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {}) as Record<string, unknown>;
-
-const AnyBody = Type.Unknown({ description: 'JSON object; fields are checked by the handler so errors name the field.' });
-
 /**
  * Underground (spec §4.11, under `/api/underground`): the agent-to-agent bus (its own signature auth), and events,
  * wallets, splits and agents' bus webhooks for the calling user (internal key + signed user context; the agent named
@@ -54,16 +51,17 @@ export async function undergroundRoutes(app: App, { config, host }: UndergroundR
   app.post(
     '/bus/send',
     {
-      config: { invalidBodyMessage: 'messageId, action and signature are required' },
+      config: { invalidBody: 'MESSAGEID_ACTION_SIGNATURE_ARE_REQUIRED' },
       schema: {
         tags: ['underground'],
         summary: 'Send an agent-to-agent message',
         description:
           '`AgentMessage`: `messageId`, `action`, `signature` (EIP-191 signature by the sending agent’s wallet over the canonical JSON of the message without `signature`), optional `fromAgentId`, `toAgentId`, `payload`. `BOOKING_*` actions negotiate a booking, `AMPLIFY_*` fan out to `payload.targets`.',
-        body: AnyBody,
+        body: AgentMessageBody,
       },
     },
-    async (request) => sendBusMessage({ db: app.db, config, encryptionKey }, request.body),
+    // The schema held `signature` to 0x and hex digits.
+    async (request) => sendBusMessage({ db: app.db, config, encryptionKey, clock: app.clock }, request.body as AgentMessage),
   );
 
   await app.register(async (user: App) => {
@@ -83,12 +81,12 @@ export async function undergroundRoutes(app: App, { config, host }: UndergroundR
     user.post(
       '/events',
       {
-        config: { invalidBodyMessage: 'agentId is required' },
-        schema: { tags: ['underground'], summary: 'Create an event', body: AnyBody },
+        config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'agentId' }) },
+        schema: { tags: ['underground'], summary: 'Create an event', body: EventBody },
       },
       async (request, reply) => {
         const userId = callerId(request);
-        const event = await createEvent(app.db, userId, parseEventInput(body(request.body)));
+        const event = await createEvent(app.db, userId, parseEventInput(request.body));
         return reply.code(201).send(event);
       },
     );
@@ -96,12 +94,12 @@ export async function undergroundRoutes(app: App, { config, host }: UndergroundR
     user.post(
       '/wallets',
       {
-        config: { invalidBodyMessage: 'agentId is required' },
-        schema: { tags: ['underground'], summary: 'Create the agent’s wallet (one per agent)', body: AnyBody },
+        config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'agentId' }) },
+        schema: { tags: ['underground'], summary: 'Create the agent’s wallet (one per agent)', body: WalletBody },
       },
       async (request, reply) => {
         const userId = callerId(request);
-        const agentId = requiredAgentId(body(request.body).agentId);
+        const agentId = requiredAgentId(request.body.agentId);
         const { wallet, created } = await createWallet(app.db, encryptionKey, userId, agentId);
         // The agent signs its own bus messages: its runtime gets the key (an existing wallet too, if it lacks it).
         // The wallet stands either way; an agent not reached now gets the key at its next deployment or repair.
@@ -132,12 +130,12 @@ export async function undergroundRoutes(app: App, { config, host }: UndergroundR
     user.post(
       '/splits',
       {
-        config: { invalidBodyMessage: 'agentId is required' },
-        schema: { tags: ['underground'], summary: 'Record a royalty split', body: AnyBody },
+        config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'agentId' }) },
+        schema: { tags: ['underground'], summary: 'Record a royalty split', body: SplitBody },
       },
       async (request) => {
         const userId = callerId(request);
-        const splitId = await createSplit(app.db, userId, parseSplitInput(body(request.body)));
+        const splitId = await createSplit(app.db, userId, parseSplitInput(request.body));
         return { success: true, splitId, status: 'completed' as const };
       },
     );
@@ -148,13 +146,13 @@ export async function undergroundRoutes(app: App, { config, host }: UndergroundR
     user.put(
       '/agents/:agentId/webhook',
       {
-        config: { invalidBodyMessage: 'url must be an http(s) URL' },
-        schema: { tags: ['underground'], summary: 'Set the agent’s bus webhook', params: AgentParams, body: AnyBody },
+        config: { invalidBody: 'URL_NOT_HTTP' },
+        schema: { tags: ['underground'], summary: 'Set the agent’s bus webhook', params: AgentParams, body: WebhookBody },
       },
       async (request) => {
         const userId = callerId(request);
         const agentId = requiredAgentId(request.params.agentId);
-        const url = checkWebhookUrl(body(request.body).url, config.underground.webhook.allowPrivate);
+        const url = checkWebhookUrl(request.body.url, config.underground.webhook.allowPrivate);
         const secret = await setWebhook(app.db, encryptionKey, userId, agentId, url);
         return { agentId, url, secret };
       },

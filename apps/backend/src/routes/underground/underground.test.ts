@@ -880,4 +880,115 @@ describe('backend underground: events, wallets, splits, bus', () => {
       expect([res.status, res.body]).toEqual([500, { error: 'Failed to fetch balance' }]);
     });
   });
+
+  describe('typed bodies (spec §4.11, §7): each field keeps its message whatever the JSON type sent', () => {
+    const r = (n: number) => `0x${String(n).repeat(40).slice(0, 40)}`;
+    const one = [{ address: r(1), share: 100 }];
+    const event = { agentId: 'agt_a1', name: 'Night' };
+    const splitBody = { agentId: 'agt_a1', name: 'Royalties', totalAmount: 10, recipients: one };
+
+    it('a wrong JSON type, a missing field or a body that is not an object answers the field’s own 400', async () => {
+      const cases: [string, string, unknown, string][] = [
+        ['POST', '/events', { ...event, agentId: { id: 'agt_a1' } }, 'Invalid agentId'],
+        ['POST', '/events', { ...event, agentId: null }, 'agentId is required'],
+        ['POST', '/events', { agentId: 'agt_a1', name: ['Night'] }, 'name is required'],
+        ['POST', '/events', { name: 'Night' }, 'agentId is required'],
+        ['POST', '/events', { ...event, description: ['d'] }, 'description must be a string'],
+        ['POST', '/events', { ...event, description: 'd'.repeat(5001) }, 'description must be at most 5000 characters'],
+        ['POST', '/events', { ...event, venue: 'v'.repeat(201) }, 'venue must be at most 200 characters'],
+        ['POST', '/events', { ...event, eventDate: { at: '2025-06-01' } }, 'eventDate must be an ISO 8601 date'],
+        ['POST', '/events', { ...event, ticketPriceUsdc: [5] }, 'ticketPriceUsdc must be a non-negative number'],
+        ['POST', '/events', { ...event, totalTickets: true }, 'totalTickets must be a positive integer'],
+        ['POST', '/events', 'agt_a1', 'agentId is required'],
+        ['POST', '/wallets', { agentId: 7 }, 'Invalid agentId'],
+        ['POST', '/wallets', { agentId: null }, 'agentId is required'],
+        ['POST', '/wallets', ['agt_a1'], 'agentId is required'],
+        ['POST', '/splits', { ...splitBody, name: 5 }, 'name is required'],
+        ['POST', '/splits', { ...splitBody, name: undefined }, 'name is required'],
+        ['POST', '/splits', { ...splitBody, totalAmount: [10] }, 'totalAmount must be a positive number'],
+        ['POST', '/splits', { ...splitBody, totalAmount: 1e13 }, 'totalAmount must be a positive number'],
+        ['POST', '/splits', { ...splitBody, recipients: 'x' }, 'recipients must be a non-empty array'],
+        [
+          'POST',
+          '/splits',
+          { ...splitBody, recipients: Array.from({ length: 101 }, (_, i) => ({ address: r(i), share: 1 })) },
+          'recipients must have at most 100 entries',
+        ],
+        ['POST', '/splits', { ...splitBody, recipients: [null] }, 'recipients[0].address must be an address (0x and 40 hex characters)'],
+        ['PUT', '/agents/agt_a1/webhook', { url: ['https://agents.example.com/a1'] }, 'url must be an http(s) URL'],
+        ['PUT', '/agents/agt_a1/webhook', { url: `https://agents.example.com/${'a'.repeat(2048)}` }, 'url must be an http(s) URL'],
+        ['PUT', '/agents/agt_a1/webhook', [], 'url must be an http(s) URL'],
+      ];
+      for (const [method, path, json, error] of cases) {
+        const res = await call('usr_a', method, path, json);
+        expect([path, json, res.status, res.body]).toEqual([path, json, 400, { error }]);
+      }
+      const message = { messageId: 'm-typed', action: 'HELLO', toAgentId: 'agt_b1', signature: `0x${'0'.repeat(130)}` };
+      const bus: [unknown, number, string][] = [
+        [{ ...message, signature: 5 }, 400, 'messageId, action and signature are required'],
+        [{ ...message, signature: null }, 400, 'messageId, action and signature are required'],
+        [{ ...message, action: ['HELLO'] }, 400, 'messageId, action and signature are required'],
+        [{ ...message, fromAgentId: 5 }, 400, 'Invalid fromAgentId'],
+        [{ ...message, toAgentId: ['agt_b1'] }, 400, 'Invalid toAgentId'],
+        [{ ...message, signature: `0x${'g'.repeat(130)}` }, 401, 'Invalid signature'],
+        ['hello', 400, 'messageId, action and signature are required'],
+      ];
+      for (const [json, status, error] of bus) {
+        const res = await send(json);
+        expect([json, res.status, res.body]).toEqual([json, status, { error }]);
+      }
+    });
+
+    it('a caller without a full user context gets 401 whatever the body holds', async () => {
+      const bad: [string, string, unknown][] = [
+        ['POST', '/events', { agentId: 42, name: [] }],
+        ['POST', '/wallets', ['agt_a1']],
+        ['POST', '/splits', { totalAmount: 'ten' }],
+        ['PUT', '/agents/agt_a1/webhook', { url: 42 }],
+      ];
+      for (const [method, path, json] of bad) {
+        const res = await request(`${backend.url}/api/underground${path}`, { method, headers: { ...as(null), ...forwarded() }, json });
+        expect([path, res.status, res.body]).toEqual([path, 401, { error: 'User context required' }]);
+      }
+    });
+
+    it('U+0000 in any field is 400 Invalid characters in request, nothing recorded', async () => {
+      const refused = [400, { error: 'Invalid characters in request' }];
+      const before = (await call('usr_a', 'GET', '/events')).body.length;
+      for (const [method, path, json] of [
+        ['POST', '/events', { ...event, name: 'Ni\u0000ght' }],
+        ['POST', '/events', { ...event, venue: '\u0000' }],
+        ['POST', '/splits', { ...splitBody, name: 'R\u0000' }],
+        ['PUT', '/agents/agt_a1/webhook', { url: 'https://agents.example.com/\u0000' }],
+      ] as const) {
+        const res = await call('usr_a', method, path, json);
+        expect([path, res.status, res.body]).toEqual([path, ...refused]);
+      }
+      expect((await call('usr_a', 'GET', '/events')).body.length).toBe(before);
+      const bus = await send({ messageId: 'm\u0000', action: 'HELLO', toAgentId: 'agt_b1', signature: `0x${'0'.repeat(130)}` });
+      expect([bus.status, bus.body]).toEqual(refused);
+    });
+
+    it('the OpenAPI document shows every field of the underground bodies', async () => {
+      const doc = (await request(`${backend.url}/openapi.json`)).body;
+      const fields = (path: string, method: string) => {
+        const schema = doc.paths[path][method].requestBody.content['application/json'].schema;
+        return { properties: Object.keys(schema.properties), required: schema.required };
+      };
+      expect(fields('/api/underground/events', 'post')).toEqual({
+        properties: ['agentId', 'name', 'description', 'venue', 'eventDate', 'ticketPriceUsdc', 'totalTickets'],
+        required: ['agentId'],
+      });
+      expect(fields('/api/underground/wallets', 'post')).toEqual({ properties: ['agentId'], required: ['agentId'] });
+      expect(fields('/api/underground/splits', 'post')).toEqual({
+        properties: ['agentId', 'name', 'totalAmount', 'recipients'],
+        required: ['agentId', 'totalAmount', 'recipients'],
+      });
+      expect(fields('/api/underground/agents/{agentId}/webhook', 'put')).toEqual({ properties: ['url'], required: ['url'] });
+      expect(fields('/api/underground/bus/send', 'post')).toEqual({
+        properties: ['messageId', 'action', 'fromAgentId', 'toAgentId', 'payload', 'signature'],
+        required: ['messageId', 'action', 'signature'],
+      });
+    });
+  });
 });

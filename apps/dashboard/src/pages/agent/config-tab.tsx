@@ -8,14 +8,16 @@ import { diffJson, foldUnchanged, stableStringify } from './line-diff.js';
 import { formatTime } from './shared.js';
 
 /**
- * The agent configuration (`/api/config`, spec §4.2). It is kept per account, not per agent: one configuration with
- * its last ten backups serves all of the person's agents, and the page says so.
+ * The saved configuration (`/api/config`, spec §4.2). Spec §4.2 keeps it per account (one document and its last ten
+ * backups), and nothing writes it into an agent's gateway: each agent's running OpenClaw configuration is its own
+ * (`/api/agents/:id/config`, applied by its host). The page says exactly that rather than claiming it applies to any
+ * agent (issue #19).
  */
 
 const pretty = (config: ConfigObject) => JSON.stringify(config, null, 2);
 const newestFirst = (backups: Backup[]) => [...backups].sort((a, b) => Date.parse(b.timestamp) - Date.parse(a.timestamp));
 
-export function ConfigTab() {
+export function ConfigTab({ agentName }: { agentName: string }) {
   const [saved, setSaved] = useState<ConfigView>();
   const [loadError, setLoadError] = useState<string>();
   const [draft, setDraft] = useState<ConfigObject>({});
@@ -112,8 +114,8 @@ export function ConfigTab() {
   return (
     <div className="stack">
       <p className="notice">
-        This configuration belongs to your account and applies to all of your agents. Saving keeps the previous version as a backup (the ten
-        newest are kept).
+        This is the configuration saved with your account, with its ten newest backups. Saving it does not change the configuration “
+        {agentName}” runs with now.
       </p>
 
       <fieldset className="row view-switch">

@@ -9,8 +9,53 @@ import { formatTime } from './shared.js';
 type Action = 'approve' | 'deny' | 'revoke';
 const DONE: Record<Action, string> = { approve: 'approved', deny: 'denied', revoke: 'revoked' };
 
-/** Devices paired with the agent gateway (`/api/devices`, spec §4.12), read again every 10 seconds. */
-export function DevicesTab() {
+/**
+ * Devices paired with the agent gateway (`/api/devices`, spec §4.12), read again every 10 seconds. `/api/devices` serves
+ * the account's primary agent's gateway (it takes no agent id), so on another agent's page the list would be that
+ * other agent's: the tab says so and offers to make this agent primary instead of showing someone else's devices.
+ */
+export function DevicesTab(props: { agentId: string; primary: boolean; onMadePrimary: () => void }) {
+  if (!props.primary) return <NotPrimary {...props} />;
+  return <PrimaryDevices />;
+}
+
+function NotPrimary({ agentId, onMadePrimary }: { agentId: string; onMadePrimary: () => void }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  return (
+    <div className="stack">
+      <p className="notice" id="devices-not-primary">
+        Device pairing is managed on your account’s primary agent, and this is not it. Make this agent primary to see and approve the
+        devices that asked to pair with its gateway.
+      </p>
+      <div>
+        <button
+          type="button"
+          className="button secondary"
+          disabled={busy}
+          aria-describedby="devices-not-primary"
+          onClick={async () => {
+            setBusy(true);
+            setError(undefined);
+            try {
+              await api(`/api/agents/${encodeURIComponent(agentId)}/primary`, { method: 'PUT' });
+              onMadePrimary();
+            } catch (err) {
+              setError(errorMessage(err));
+            } finally {
+              setBusy(false);
+            }
+          }}
+        >
+          Make this agent primary
+        </button>
+      </div>
+      <InlineError message={error} />
+    </div>
+  );
+}
+
+function PrimaryDevices() {
   const devices = useApi<DeviceLists>('/api/devices', { refreshMs: 10_000 });
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<string>();

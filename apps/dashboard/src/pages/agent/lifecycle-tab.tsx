@@ -1,14 +1,13 @@
-import type { InstanceStats } from '@aop/web/agents/agents.schemas';
+import { type AgentAction, actionBlockedReason } from '@aop/core/agent-state';
+import type { LifecycleAnswer } from '@aop/web/agents/agents.schemas';
 import { useState } from 'react';
-import { Link } from 'wouter';
 import { ApiError, api, errorMessage } from '../../api.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
-import { Empty, ErrorState, Loading } from '../../components/states.js';
+import { Loading } from '../../components/states.js';
 import { StatusBadge } from '../../components/status-badge.js';
-import { useSession } from '../../session.js';
-import { useApi } from '../../use-api.js';
+import { agentPath, formatTime, type useAgentState } from './shared.js';
 
-type Action = 'start' | 'stop' | 'restart' | 'update' | 'repair' | 'reset-memory';
+type Action = AgentAction;
 
 const ACTIONS: readonly { action: Action; label: string; question: string; danger?: boolean; hint: string }[] = [
   { action: 'start', label: 'Start', question: 'Start the agent?', hint: 'Starts a stopped agent.' },
@@ -44,47 +43,43 @@ interface Outcome {
   text: string;
 }
 
-/** Words for an action's answer: its `message`, else its status and the versions it names. */
-function describe(label: string, body: Record<string, unknown>): string {
+/**
+ * Words for an action's answer: done when the state it asked for was reached, on the way (202) otherwise, with the
+ * runtime version it names.
+ */
+function describe(label: string, answer: LifecycleAnswer): string {
   const parts: string[] = [];
-  if (typeof body.message === 'string') parts.push(body.message);
-  else parts.push(`${label} done`);
-  if (typeof body.status === 'string') parts.push(`status ${body.status}`);
-  if (typeof body.openclawVersion === 'string') parts.push(`runtime ${body.openclawVersion}`);
-  if (typeof body.previousImage === 'string') parts.push(`previously ${body.previousImage}`);
+  if (answer.pending) parts.push(`${label} accepted; the agent is ${answer.state} (${answer.reason}). This page follows it`);
+  else parts.push(`${label} done; the agent is ${answer.state}`);
+  if (typeof answer.message === 'string') parts.push(answer.message.replace(/\.$/, ''));
+  if (typeof answer.openclawVersion === 'string') parts.push(`runtime ${answer.openclawVersion}`);
+  if (typeof answer.previousImage === 'string') parts.push(`previously ${answer.previousImage}`);
   return `${parts.join('; ')}.`;
 }
 
 /**
- * What `GET /api/instance/:userId/stats` says of the gateway (`cpu`/`memory` are the spec's named `N/A` fallback until
- * the host reports readings, issue #19). Its `health` is the gateway's own `/healthz` answer, passed on as it came:
- * only an object's `ok: true` means live, and only its string `status`/`error` are shown.
+ * Start, stop, restart, update, repair and memory reset of this page's agent (`POST /api/agents/:id/<action>`, issue
+ * #19). The health card and the buttons follow the agent's state as its event stream pushes it (the one state machine,
+ * `@aop/core/agent-state`): only the actions valid in that state are enabled, each other one says why in words. A call
+ * answers once the state it asked for is reached (200), or says the agent is on its way (202) and the stream shows the
+ * rest.
  */
-function gatewayHealth(health: InstanceStats['health']): { ok: boolean; status?: string; error?: string } {
-  const h = typeof health === 'object' && health !== null ? (health as Record<string, unknown>) : {};
-  return {
-    ok: h.ok === true,
-    ...(typeof h.status === 'string' ? { status: h.status } : {}),
-    ...(typeof h.error === 'string' ? { error: h.error } : {}),
-  };
-}
-
-/**
- * Start, stop, restart, update, repair and memory reset of the person's agent (`POST /api/instance/:userId/<action>`,
- * spec §4.15). Those routes act on the account's deployed agent; when that is another agent than this page's, the
- * buttons are off and the page links to it, so nobody restarts the wrong agent.
- */
-export function LifecycleTab({ agentId, onChanged }: { agentId: string; onChanged: () => void }) {
-  const { user } = useSession();
-  const userPath = user ? `/api/instance/${encodeURIComponent(user.id)}` : null;
-  const stats = useApi<InstanceStats>(userPath ? `${userPath}/stats` : null, { refreshMs: 15_000 });
+export function LifecycleTab({
+  agentId,
+  live,
+  onChanged,
+}: {
+  agentId: string;
+  live: ReturnType<typeof useAgentState>;
+  onChanged: () => void;
+}) {
   const [running, setRunning] = useState<Action | null>(null);
   const [outcome, setOutcome] = useState<Outcome>();
   const [version, setVersion] = useState('');
   const [versionError, setVersionError] = useState<string>();
+  const current = live.state;
 
   const run = async (action: Action, label: string) => {
-    if (!userPath) return;
     const wanted = version.trim();
     if (action === 'update' && wanted && !VERSION.test(wanted)) {
       setVersionError('A version is letters, digits, dots, dashes and underscores (at most 64), for example 2026.9.6.');
@@ -95,8 +90,9 @@ export function LifecycleTab({ agentId, onChanged }: { agentId: string; onChange
     setOutcome(undefined);
     try {
       const body = action === 'update' && wanted ? { image: wanted } : {};
-      const answer = await api<Record<string, unknown>>(`${userPath}/${action}`, { method: 'POST', body });
-      setOutcome({ action, ok: true, text: describe(label, answer ?? {}) });
+      const answer = await api<LifecycleAnswer>(`${agentPath(agentId)}/${action}`, { method: 'POST', body });
+      live.adopt(answer);
+      setOutcome({ action, ok: true, text: describe(label, answer) });
     } catch (err) {
       let text = errorMessage(err);
       // A failed update says where the previous state was kept and which version runs again.
@@ -109,61 +105,47 @@ export function LifecycleTab({ agentId, onChanged }: { agentId: string; onChange
     } finally {
       setRunning(null);
       onChanged();
-      void stats.reload();
     }
   };
 
-  if (stats.data === undefined) {
-    if (stats.error === 'No agent found') {
-      return (
-        <Empty>
-          <p>Your account has no deployed agent yet, so there is nothing to start or stop. Lifecycle actions appear once it is deployed.</p>
-        </Empty>
-      );
-    }
-    if (stats.error) return <ErrorState message={stats.error} onRetry={() => void stats.reload()} />;
-    return <Loading label="Checking the agent…" />;
-  }
-
-  const s = stats.data;
-  const other = s.agentId !== agentId;
-  const health = gatewayHealth(s.health);
+  /** Why an action's button is off, in words; null when it may be pressed. */
+  const blocked = (action: Action): string | null => {
+    if (running) return `${ACTIONS.find((a) => a.action === running)?.label ?? 'An action'} is in progress.`;
+    if (!current) return 'The agent’s state is not known yet.';
+    return actionBlockedReason(current.state, action);
+  };
 
   return (
     <div className="stack">
-      {other ? (
-        <p className="notice">
-          Lifecycle actions act on your account’s deployed agent, which is another agent (
-          <Link href={`/agents/${encodeURIComponent(s.agentId)}?tab=lifecycle`}>open it</Link>). They are off on this page.
-        </p>
-      ) : null}
-
       <section aria-labelledby="health-heading" className="card">
         <h2 id="health-heading">Health</h2>
-        <dl className="facts">
-          <div>
-            <dt>Gateway</dt>
-            <dd>
-              <StatusBadge status={s.status === 'ok' ? 'healthy' : 'degraded'} />{' '}
-              {health.ok ? (health.status ?? 'live') : (health.error ?? 'not answering')}
-            </dd>
-          </div>
-          <div>
-            <dt>CPU</dt>
-            <dd>{s.cpu}</dd>
-          </div>
-          <div>
-            <dt>Memory</dt>
-            <dd>{s.memory}</dd>
-          </div>
-          <div>
-            <dt>Agent</dt>
-            <dd className="mono">{s.agentId}</dd>
-          </div>
-        </dl>
-        {stats.error ? (
+        {current ? (
+          <dl className="facts">
+            <div>
+              <dt>State</dt>
+              <dd>
+                <StatusBadge status={current.state} /> {current.reason}
+              </dd>
+            </div>
+            <div>
+              <dt>Gateway</dt>
+              <dd>{current.ready ? 'ready (/readyz)' : current.live ? 'answers /healthz, not ready' : 'not answering'}</dd>
+            </div>
+            <div>
+              <dt>Checked</dt>
+              <dd>{formatTime(current.at)}</dd>
+            </div>
+            <div>
+              <dt>Agent</dt>
+              <dd className="mono">{agentId}</dd>
+            </div>
+          </dl>
+        ) : (
+          <Loading label="Checking the agent…" />
+        )}
+        {live.error ? (
           <p className="inline-error" role="alert">
-            Could not refresh: {stats.error}
+            The agent’s status stream broke: {live.error}. Trying again…
           </p>
         ) : null}
       </section>
@@ -180,7 +162,6 @@ export function LifecycleTab({ agentId, onChanged }: { agentId: string; onChange
             placeholder="empty: the platform’s current version"
             aria-invalid={versionError ? true : undefined}
             aria-describedby={versionError ? 'update-version-error' : 'update-version-hint'}
-            disabled={other}
             onChange={(e) => setVersion(e.target.value)}
           />
           <span id="update-version-hint" className="hint">
@@ -193,19 +174,40 @@ export function LifecycleTab({ agentId, onChanged }: { agentId: string; onChange
           ) : null}
         </div>
         <ul className="lifecycle-actions">
-          {ACTIONS.map((a) => (
-            <li key={a.action}>
-              <ConfirmButton
-                danger={a.danger ?? false}
-                disabled={other || running !== null}
-                question={a.action === 'update' && version.trim() ? `Update the agent to ${version.trim()}?` : a.question}
-                onConfirm={() => run(a.action, a.label)}
-              >
-                {a.label}
-              </ConfirmButton>
-              <span className="hint">{a.hint}</span>
-            </li>
-          ))}
+          {ACTIONS.map((a) => {
+            const why = blocked(a.action);
+            const whyId = `lifecycle-${a.action}-why`;
+            return (
+              <li key={a.action}>
+                {why ? (
+                  // Off, with the reason in words: as a tooltip, and read out with the button.
+                  <button
+                    type="button"
+                    className={`button ${a.danger ? 'danger' : 'secondary'}`}
+                    disabled
+                    title={why}
+                    aria-describedby={whyId}
+                  >
+                    {a.label}
+                  </button>
+                ) : (
+                  <ConfirmButton
+                    danger={a.danger ?? false}
+                    question={a.action === 'update' && version.trim() ? `Update the agent to ${version.trim()}?` : a.question}
+                    onConfirm={() => run(a.action, a.label)}
+                  >
+                    {a.label}
+                  </ConfirmButton>
+                )}
+                <span className="hint">{a.hint}</span>
+                {why ? (
+                  <span id={whyId} className="hint lifecycle-why">
+                    {why}
+                  </span>
+                ) : null}
+              </li>
+            );
+          })}
         </ul>
         {running ? <Loading label={`${ACTIONS.find((a) => a.action === running)?.label ?? 'Action'} in progress…`} /> : null}
         {outcome ? (

@@ -1,9 +1,10 @@
+import { cronExpressionProblem, timeZoneProblem } from '@aop/core/schedule-expression';
 import type { CronJob, CronList, Heartbeat, HeartbeatWrite } from '@aop/web/schedule/schedule.schemas';
 import { type FormEvent, useEffect, useState } from 'react';
 import { api, errorMessage } from '../../api.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
-import { useApi } from '../../use-api.js';
+import { type Resource, useApi } from '../../use-api.js';
 import { formatEvery, formatTime } from './shared.js';
 
 /**
@@ -54,21 +55,30 @@ function JobMessage({ text }: { text: string }) {
   );
 }
 
+const SYSTEM_BADGES: Record<NonNullable<CronJob['system']>['kind'], string> = {
+  heartbeat: 'system',
+  memory: 'system',
+  'skill-review': 'system',
+  openclaw: 'system',
+  'platform-heartbeat': 'heartbeat',
+};
+
 export function ScheduleTab({ agentId }: { agentId: string }) {
+  // One list for the job table and the heartbeat section, so both say the same and a save refreshes both.
+  const cron = useApi<CronList>('/api/cron');
   return (
     <div className="stack">
       <p className="notice">
         Scheduled jobs and the heartbeat run on your agent gateway: the one your chat uses. Jobs there are listed whichever of your agents
         created them.
       </p>
-      <CronJobs />
-      <HeartbeatSettings agentId={agentId} />
+      <CronJobs cron={cron} />
+      <HeartbeatSettings agentId={agentId} cron={cron} />
     </div>
   );
 }
 
-function CronJobs() {
-  const cron = useApi<CronList>('/api/cron');
+function CronJobs({ cron }: { cron: Resource<CronList> }) {
   const [deleteError, setDeleteError] = useState<string>();
 
   const remove = async (job: CronJob) => {
@@ -112,21 +122,27 @@ function CronJobs() {
                 </thead>
                 <tbody>
                   {d.jobs.map((job) => (
-                    <tr key={job.id}>
+                    <tr key={job.id} data-system={job.system ? job.system.kind : undefined}>
                       <td>
                         {job.name}
+                        {job.system ? <span className="badge badge-idle job-off">{SYSTEM_BADGES[job.system.kind]}</span> : null}
                         {job.enabled ? null : <span className="badge badge-idle job-off">disabled</span>}
                       </td>
                       <td className="mono">{scheduleText(job.schedule)}</td>
                       <td className="job-message">
-                        <JobMessage text={payloadText(job.payload)} />
+                        {/* A system job's message is an internal token or the platform's prompt: say what the job does. */}
+                        {job.system ? job.system.description : <JobMessage text={payloadText(job.payload)} />}
                       </td>
                       <td>{formatTime(job.nextRun)}</td>
                       <td>{formatTime(job.lastRun)}</td>
                       <td>
-                        <ConfirmButton danger question={`Delete the job “${job.name}”?`} onConfirm={() => remove(job)}>
-                          Delete<span className="visually-hidden"> job {job.name}</span>
-                        </ConfirmButton>
+                        {job.system ? (
+                          <span className="muted">{job.system.kind === 'platform-heartbeat' ? 'Set under Heartbeat' : 'Read-only'}</span>
+                        ) : (
+                          <ConfirmButton danger question={`Delete the job “${job.name}”?`} onConfirm={() => remove(job)}>
+                            Delete<span className="visually-hidden"> job {job.name}</span>
+                          </ConfirmButton>
+                        )}
                       </td>
                     </tr>
                   ))}
@@ -155,6 +171,8 @@ function NewJobForm({ onAdded }: { onAdded: () => void }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
   const [done, setDone] = useState<string>();
+  const exprProblem = expr.trim() === '' ? null : cronExpressionProblem(expr);
+  const tzProblem = tz.trim() === '' ? null : timeZoneProblem(tz);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -164,6 +182,9 @@ function NewJobForm({ onAdded }: { onAdded: () => void }) {
     let schedule: Record<string, unknown>;
     if (kind === 'cron') {
       if (expr.trim() === '') return setError('Enter a cron expression, for example 0 9 * * 1-5.');
+      // The server's own parser: what it would refuse is refused here, in the same words, before anything is sent.
+      if (exprProblem) return setError(`Cron expression: ${exprProblem}.`);
+      if (tzProblem) return setError(`Time zone: ${tzProblem}.`);
       schedule = { kind: 'cron', expr: expr.trim(), ...(tz.trim() ? { tz: tz.trim() } : {}) };
     } else {
       const n = Number(every);
@@ -213,10 +234,11 @@ function NewJobForm({ onAdded }: { onAdded: () => void }) {
                 maxLength={200}
                 placeholder="0 9 * * 1-5"
                 aria-describedby="job-expr-hint"
+                aria-invalid={exprProblem ? true : undefined}
                 onChange={(e) => setExpr(e.target.value)}
               />
-              <span id="job-expr-hint" className="hint">
-                minute hour day-of-month month day-of-week
+              <span id="job-expr-hint" className={exprProblem ? 'hint inline-error' : 'hint'}>
+                {exprProblem ?? 'minute hour day-of-month month day-of-week (UTC unless a time zone is given)'}
               </span>
             </div>
             <div>
@@ -226,8 +248,15 @@ function NewJobForm({ onAdded }: { onAdded: () => void }) {
                 value={tz}
                 maxLength={100}
                 placeholder="optional, e.g. Europe/London"
+                aria-invalid={tzProblem ? true : undefined}
+                aria-describedby={tzProblem ? 'job-tz-problem' : undefined}
                 onChange={(e) => setTz(e.target.value)}
               />
+              {tzProblem ? (
+                <span id="job-tz-problem" className="hint inline-error">
+                  {tzProblem}
+                </span>
+              ) : null}
             </div>
           </>
         ) : (
@@ -278,7 +307,15 @@ function NewJobForm({ onAdded }: { onAdded: () => void }) {
   );
 }
 
-function HeartbeatSettings({ agentId }: { agentId: string }) {
+/** What the heartbeat section says about OpenClaw's own heartbeat, read from the same job list the table shows. */
+function systemHeartbeatText(cron: Resource<CronList>): string | null {
+  const job = cron.data?.jobs.find((j) => j.system?.kind === 'heartbeat');
+  if (!job) return null;
+  const when = job.enabled ? `${scheduleText(job.schedule)}, next ${formatTime(job.nextRun)}` : 'switched off';
+  return `OpenClaw's own heartbeat (“${job.name}”, listed above as a system job) is ${when}. It follows the agent configuration (agents.defaults.heartbeat), not this form.`;
+}
+
+function HeartbeatSettings({ agentId, cron }: { agentId: string; cron: Resource<CronList> }) {
   const heartbeat = useApi<Heartbeat>('/api/heartbeat', { query: { agentId } });
   const [enabled, setEnabled] = useState(true);
   const [frequency, setFrequency] = useState<string>('30m');
@@ -305,7 +342,8 @@ function HeartbeatSettings({ agentId }: { agentId: string }) {
       });
       const state = answer.enabled ? `on, ${FREQUENCY_WORDS[answer.frequency] ?? answer.frequency}` : 'off';
       setDone(`Heartbeat ${state}: saved ${answer.source === 'gateway' ? 'on the gateway' : 'in the platform settings'}.`);
-      await heartbeat.reload();
+      // The platform heartbeat is a job on the gateway: the table shows it too.
+      await Promise.all([heartbeat.reload(), cron.reload()]);
     } catch (err) {
       setError(errorMessage(err));
     } finally {
@@ -316,6 +354,7 @@ function HeartbeatSettings({ agentId }: { agentId: string }) {
   // A frequency the gateway reports that is not one of the choices (set elsewhere) is still shown as it is.
   const choices: string[] = [...FREQUENCIES];
   if (!choices.includes(frequency)) choices.push(frequency);
+  const systemHeartbeat = systemHeartbeatText(cron);
 
   return (
     <section aria-labelledby="heartbeat-heading" className="stack">
@@ -323,10 +362,11 @@ function HeartbeatSettings({ agentId }: { agentId: string }) {
       <Loaded resource={heartbeat}>
         {(hb) => (
           <form className="card stack" onSubmit={(e) => void save(e)}>
+            {systemHeartbeat ? <p className="muted">{systemHeartbeat}</p> : null}
             <p className="muted">
               {hb.source === 'gateway'
-                ? `Read from the gateway. Next run ${formatTime(hb.nextRun)}; last run ${formatTime(hb.lastRun)}.`
-                : 'Saved settings (the gateway has no heartbeat job for this agent now).'}
+                ? `Platform heartbeat: the “platform-heartbeat” job on the gateway. Next run ${formatTime(hb.nextRun)}; last run ${formatTime(hb.lastRun)}.`
+                : 'Platform heartbeat: saved settings; there is no platform-heartbeat job on the gateway for this agent now. Saving puts one there when the gateway holds this agent.'}
               {hb.message ? ` ${hb.message}.` : ''}
             </p>
             <div className="config-field check">

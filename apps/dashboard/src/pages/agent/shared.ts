@@ -1,4 +1,10 @@
-/** Shapes the agent page reads from the public API, and small formatting helpers its tabs share. */
+import type { AgentAction, AgentLifecycleState } from '@aop/core/agent-state';
+import type { AgentStatusEvent } from '@aop/web/agents/agents.schemas';
+import { useCallback, useEffect, useState } from 'react';
+import { errorMessage } from '../../api.js';
+import { eventData, readEventStream } from '../../event-stream.js';
+
+/** Shapes the agent page reads from the public API, small formatting helpers its tabs share, and the agent's state. */
 
 /** `GET /api/agents/:id` → `{ status: 'ok', agent }` (web proxy shape, spec §2.3 / §4.15): the route's response schema. */
 export type { AgentAnswer, AgentRecord } from '@aop/web/agents/agents.schemas';
@@ -28,3 +34,66 @@ export function formatEvery(ms: number): string {
 }
 
 export const agentPath = (agentId: string) => `/api/agents/${encodeURIComponent(agentId)}`;
+
+/**
+ * The agent's state as its event stream pushes it (`GET /api/agents/:id/events?follow=1`, the one state machine of
+ * `@aop/core/agent-state`): the badge, the health card and which lifecycle buttons are enabled all read this. The
+ * stream ends after ten minutes (or breaks); it is opened again, after a pause when it failed.
+ */
+export function useAgentState(agentId: string): {
+  state: AgentStateNow | undefined;
+  error: string | undefined;
+  /** Takes the state a lifecycle call answered with, ahead of the stream's next event. */
+  adopt: (next: Pick<AgentStateNow, 'state' | 'reason' | 'actions'> & { live: boolean; ready: boolean | null }) => void;
+} {
+  const [state, setState] = useState<AgentStateNow>();
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    const stop = new AbortController();
+    setState(undefined);
+    const follow = async () => {
+      while (!stop.signal.aborted) {
+        try {
+          await readEventStream(
+            `${agentPath(agentId)}/events?follow=1`,
+            (event) => {
+              if (event.event !== 'status') return;
+              const data = eventData(event) as AgentStatusEvent;
+              setState({ state: data.state, reason: data.reason, actions: data.actions, live: data.live, ready: data.ready, at: data.at });
+              setError(undefined);
+            },
+            stop.signal,
+          );
+        } catch (err) {
+          if (stop.signal.aborted) return;
+          setError(errorMessage(err));
+          await new Promise((resolve) => setTimeout(resolve, 5_000));
+        }
+      }
+    };
+    void follow();
+    return () => stop.abort();
+  }, [agentId]);
+  const adopt = useCallback((next: Pick<AgentStateNow, 'state' | 'reason' | 'actions'> & { live: boolean; ready: boolean | null }) => {
+    setState({
+      state: next.state,
+      reason: next.reason,
+      actions: next.actions,
+      live: next.live,
+      ready: next.ready === true,
+      at: new Date().toISOString(),
+    });
+  }, []);
+  return { state, error, adopt };
+}
+
+export interface AgentStateNow {
+  state: AgentLifecycleState;
+  reason: string;
+  actions: AgentAction[];
+  /** The gateway answered `/healthz`. */
+  live: boolean;
+  /** The gateway answered `/readyz` ready. */
+  ready: boolean;
+  at: string;
+}

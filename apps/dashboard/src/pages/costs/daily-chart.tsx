@@ -32,7 +32,10 @@ export function DailyChart({ days, label }: { days: readonly Day[]; label: strin
   // A day label every 64px at most, so a month stays readable on a phone.
   const every = Math.max(1, Math.ceil(days.length / Math.max(2, Math.floor(plotW / 64))));
   const y = (cost: number) => PAD.top + plotH - (cost / top) * plotH;
-  const ticks = [0, top / 2, top];
+  // The middle line is labelled only when its figure reads differently from both ends (at 4 decimals a $0.0001 top
+  // would show "$0.0001" twice).
+  const middle = formatMoney(top / 2);
+  const ticks = middle === formatMoney(top) || middle === formatMoney(0) ? [0, top] : [0, top / 2, top];
 
   return (
     <div ref={box}>

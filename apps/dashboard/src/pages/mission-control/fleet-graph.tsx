@@ -1,5 +1,5 @@
 import type { FleetGraph as FleetGraphData, FleetNode } from '@aop/web/mission-control/mission-control.schemas';
-import { useRef } from 'react';
+import { useLayoutEffect, useRef } from 'react';
 import { formatPercent } from '../../format.js';
 import { useElementWidth } from '../../use-element-width.js';
 
@@ -54,7 +54,15 @@ const MIN_FRAME = { width: 760, height: 420 };
  */
 export function FleetGraph({ graph }: { graph: FleetGraphData }) {
   const svg = useRef<SVGSVGElement>(null);
+  const box = useRef<HTMLDivElement>(null);
   const shownWidth = useElementWidth(svg, MIN_FRAME.width);
+  const boxWidth = useElementWidth(box, 0);
+  // Where the picture is wider than its box (a phone), it opens at its middle, the orchestrator, rather than at its
+  // left edge; again when the box changes size (the phone turned), not on every refresh, so a scroll is kept.
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (el && boxWidth > 0) el.scrollLeft = (el.scrollWidth - el.clientWidth) / 2;
+  }, [boxWidth, shownWidth]);
   const nodes = new Map(graph.nodes.map((n) => [n.id, n]));
   const xs = graph.nodes.map((n) => n.x);
   const ys = graph.nodes.map((n) => n.y);
@@ -83,7 +91,7 @@ export function FleetGraph({ graph }: { graph: FleetGraphData }) {
   }. The tables below list the same figures.`;
 
   return (
-    <div className="mc-graph-scroll">
+    <div className="mc-graph-scroll" ref={box}>
       <svg ref={svg} className="mc-graph" viewBox={`${minX} ${minY} ${maxX - minX} ${maxY - minY}`} role="img" aria-label={summary}>
         {graph.edges.map((edge) => {
           const a = nodes.get(edge.from);

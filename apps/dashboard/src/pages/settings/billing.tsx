@@ -11,11 +11,15 @@ import { Link } from 'wouter';
 import { api, errorMessage } from '../../api.js';
 import { Announce } from '../../components/announce.js';
 import { ErrorState, InlineError, Loaded, Loading } from '../../components/states.js';
+import { formatMoney, formatPounds, GBP_NOTE, USD_NOTE } from '../../format.js';
+import { useSession } from '../../session.js';
 import { useAction, useApi } from '../../use-api.js';
 
-const pounds = (amount: string) => `£${amount}`;
-const usd = new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 4 });
+const pounds = (amount: string) => formatPounds(Number(amount));
 const count = new Intl.NumberFormat();
+
+/** Why nothing can be bought here, said beside each disabled button (`aria-describedby`). */
+const NO_CARD_REASON = 'Unavailable: card payments are not configured on this server.';
 
 const planLabel = (p: PlanPrice) =>
   p.amount
@@ -105,12 +109,7 @@ function CheckoutReturn({ onApplied }: { onApplied: () => void }) {
 function BillingDetails({ billing: b, reload }: { billing: Billing; reload: () => Promise<void> }) {
   return (
     <>
-      {b.cardPayments ? null : (
-        <p className="notice">
-          <strong>Card payments are not configured.</strong> Plans and credits cannot be bought on this server until its operator sets up
-          the payment provider.
-        </p>
-      )}
+      {b.cardPayments ? null : <NoCardPayments />}
       <div className="card">
         <h3>Your plan</h3>
         <dl className="settings-facts">
@@ -142,6 +141,24 @@ function BillingDetails({ billing: b, reload }: { billing: Billing; reload: () =
       <ByokToggle enabled={b.byok} reload={reload} />
       <UsageCard initial={b.usage} />
     </>
+  );
+}
+
+/** No payment provider: nothing can be bought here, and an operator can still put the account on a plan. */
+function NoCardPayments() {
+  const { user } = useSession();
+  return (
+    <div className="notice stack" id="card-payments-off">
+      <p>
+        <strong>Card payments are not configured.</strong> Plans and credits cannot be bought on this server until its operator sets up the
+        payment provider.
+      </p>
+      <p>
+        Until then the operator can put your account on a plan from the server:{' '}
+        <code className="operator-command">npm run cli -- plan set {user?.email ?? '<your email>'} solo</code> (any plan name instead of{' '}
+        <code>solo</code>).
+      </p>
+    </div>
   );
 }
 
@@ -187,13 +204,26 @@ function PlanChoice({ billing: b }: { billing: Billing }) {
           ))}
         </div>
       </fieldset>
-      <p className="hint">Paid monthly by card. Choosing another plan replaces your current subscription once the payment goes through.</p>
+      <p className="hint">
+        Paid monthly by card, in pounds sterling (GBP). Choosing another plan replaces your current subscription once the payment goes
+        through.
+      </p>
       <InlineError message={checkout.error} />
       <Announce message={checkout.leaving ? 'Opening the payment page…' : undefined} />
       <div className="row">
-        <button type="submit" className="button primary" disabled={checkout.pending || checkout.leaving}>
+        <button
+          type="submit"
+          className="button primary"
+          disabled={!b.cardPayments || checkout.pending || checkout.leaving}
+          aria-describedby={b.cardPayments ? undefined : 'subscribe-unavailable'}
+        >
           Subscribe
         </button>
+        {b.cardPayments ? null : (
+          <span id="subscribe-unavailable" className="hint">
+            {NO_CARD_REASON}
+          </span>
+        )}
       </div>
     </form>
   );
@@ -224,9 +254,19 @@ function CreditPacks({ billing: b }: { billing: Billing }) {
       <InlineError message={checkout.error} />
       <Announce message={checkout.leaving ? 'Opening the payment page…' : undefined} />
       <div className="row">
-        <button type="submit" className="button primary" disabled={checkout.pending || checkout.leaving}>
+        <button
+          type="submit"
+          className="button primary"
+          disabled={!b.cardPayments || checkout.pending || checkout.leaving}
+          aria-describedby={b.cardPayments ? undefined : 'credits-unavailable'}
+        >
           Buy credits
         </button>
+        {b.cardPayments ? null : (
+          <span id="credits-unavailable" className="hint">
+            {NO_CARD_REASON}
+          </span>
+        )}
       </div>
     </form>
   );
@@ -279,7 +319,11 @@ function UsageCard({ initial }: { initial: Usage }) {
         </button>
       </div>
       <p className="muted">
-        Since {since}: {count.format(usage.totalCalls)} calls, {count.format(usage.totalTokens)} tokens, {usd.format(usage.totalCost)}.
+        Since {since}: {count.format(usage.totalCalls)} calls, {count.format(usage.totalTokens)} tokens, {formatMoney(usage.totalCost)}{' '}
+        (USD).
+      </p>
+      <p className="hint">
+        {USD_NOTE} {GBP_NOTE}
       </p>
       <InlineError message={refresh.error} />
       {usage.byKind.length === 0 ? (
@@ -298,7 +342,7 @@ function UsageCard({ initial }: { initial: Usage }) {
                   Tokens
                 </th>
                 <th scope="col" className="num">
-                  Cost
+                  Cost (USD)
                 </th>
               </tr>
             </thead>
@@ -308,7 +352,7 @@ function UsageCard({ initial }: { initial: Usage }) {
                   <td>{row.kind}</td>
                   <td className="num">{count.format(row.calls)}</td>
                   <td className="num">{count.format(row.tokens)}</td>
-                  <td className="num">{usd.format(row.cost)}</td>
+                  <td className="num">{formatMoney(row.cost)}</td>
                 </tr>
               ))}
             </tbody>

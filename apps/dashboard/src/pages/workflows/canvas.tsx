@@ -1,4 +1,4 @@
-import { type KeyboardEvent, type PointerEvent, useEffect, useId, useRef, useState } from 'react';
+import { type KeyboardEvent, type MutableRefObject, type PointerEvent, useEffect, useId, useRef, useState } from 'react';
 import {
   curve,
   edgeId,
@@ -11,6 +11,7 @@ import {
   nodeAt,
   nodeTitle,
   TYPE_TITLES,
+  type View,
 } from './graph.js';
 
 export interface Selection {
@@ -34,6 +35,8 @@ export interface CanvasProps {
   focusRequest: { key: string; seq: number } | null;
   /** The id of a short text on how to work a node from the keyboard. */
   describedBy: string;
+  /** Set by the canvas: reads the part of the canvas on screen (canvas units), so new steps can be placed in it. */
+  viewRef?: MutableRefObject<(() => View | null) | null>;
 }
 
 type Gesture =
@@ -75,6 +78,19 @@ export function WorkflowCanvas(props: CanvasProps) {
   useEffect(() => {
     if (props.focusRequest) nodeEls.current.get(props.focusRequest.key)?.focus();
   }, [props.focusRequest]);
+
+  // One pixel is one canvas unit, so the scroll box's visible rectangle is the view.
+  const { viewRef } = props;
+  useEffect(() => {
+    if (!viewRef) return;
+    viewRef.current = () => {
+      const wrap = wrapRef.current;
+      return wrap ? { x: wrap.scrollLeft, y: wrap.scrollTop, width: wrap.clientWidth, height: wrap.clientHeight } : null;
+    };
+    return () => {
+      viewRef.current = null;
+    };
+  }, [viewRef]);
 
   const width = Math.max(960, ...graph.nodes.map((n) => n.x + NODE_WIDTH + 240));
   const height = Math.max(440, ...graph.nodes.map((n) => n.y + NODE_HEIGHT + 160));

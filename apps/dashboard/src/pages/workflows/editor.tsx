@@ -27,8 +27,13 @@ import {
   TYPE_PURPOSES,
   TYPE_TITLES,
   updateNode,
+  type View,
 } from './graph.js';
-import { NodePanel } from './node-panel.js';
+import { NodePanel, type SettingsDraft } from './node-panel.js';
+import { WorkflowRuns } from './runs.js';
+
+/** `/workflows/new`: a workflow that exists only in the editor until its first save. */
+export const NEW_WORKFLOW = 'new';
 
 interface Meta {
   name: string;
@@ -48,9 +53,29 @@ function requestBody(meta: Meta, graph: Graph) {
   };
 }
 
-/** `/workflows/:id`: loads the workflow, then hands it to the editor. */
+/**
+ * `/workflows/:id`: loads the workflow, then hands it to the editor. `/workflows/new` opens an empty editor that
+ * creates the workflow on its first save (so a draft left unsaved leaves nothing behind), then carries on as the
+ * editor of the workflow it created.
+ */
 export function WorkflowEditor({ workflowId }: { workflowId: string }) {
-  const resource = useApi<{ workflow: Workflow }>(`/api/workflows/${encodeURIComponent(workflowId)}`);
+  const [, navigate] = useLocation();
+  // The id the draft was saved as: the address changes to it, the same editor stays (with its state and message).
+  const [created, setCreated] = useState<string>();
+  const isDraft = workflowId === NEW_WORKFLOW || workflowId === created;
+  const resource = useApi<{ workflow: Workflow }>(isDraft ? null : `/api/workflows/${encodeURIComponent(workflowId)}`);
+  if (isDraft) {
+    return (
+      <Editor
+        key="draft"
+        workflow={null}
+        onCreated={(workflow) => {
+          setCreated(workflow.id);
+          navigate(`/workflows/${workflow.id}`, { replace: true });
+        }}
+      />
+    );
+  }
   if (!resource.data) {
     return (
       <>
@@ -70,19 +95,33 @@ export function WorkflowEditor({ workflowId }: { workflowId: string }) {
   return <Editor key={resource.data.workflow.id} workflow={resource.data.workflow} />;
 }
 
-function Editor({ workflow }: { workflow: Workflow }) {
+/** The name a new workflow starts with: the list page passes one no other workflow has (history state). */
+function draftName(): string {
+  const state: unknown = window.history.state;
+  const name = state && typeof state === 'object' ? (state as { name?: unknown }).name : undefined;
+  return typeof name === 'string' && name.trim() ? name : 'Untitled workflow';
+}
+
+function Editor({ workflow, onCreated }: { workflow: Workflow | null; onCreated?: (workflow: Workflow) => void }) {
   const [, navigate] = useLocation();
   const ids = useId();
   const [meta, setMeta] = useState<Meta>(() => ({
-    name: workflow.name,
-    description: workflow.description ?? '',
-    enabled: workflow.enabled,
+    name: workflow?.name ?? draftName(),
+    description: workflow?.description ?? '',
+    enabled: workflow?.enabled ?? true,
   }));
-  const [graph, setGraph] = useState<Graph>(() => graphFromApi(workflow.nodes));
+  const [graph, setGraph] = useState<Graph>(() => graphFromApi(workflow?.nodes ?? []));
   // What the server holds: the state "Discard changes" goes back to, and its PUT body for the unsaved-changes check.
+  // A draft has nothing on the server: its baseline is the empty editor it opened with.
   const [baseline, setBaseline] = useState(() => ({ meta, graph, body: JSON.stringify(requestBody(meta, graph)) }));
-  const [savedName, setSavedName] = useState(workflow.name);
-  const [updatedAt, setUpdatedAt] = useState(workflow.updatedAt);
+  // Null until the draft's first save has created the workflow.
+  const [workflowId, setWorkflowId] = useState<string | null>(workflow?.id ?? null);
+  const [savedName, setSavedName] = useState(workflow?.name ?? 'New workflow');
+  const [updatedAt, setUpdatedAt] = useState(workflow?.updatedAt ?? '');
+  // "Other settings" as typed, per step: a text that does not parse is kept (and blocks saving) until it is fixed.
+  const [jsonDrafts, setJsonDrafts] = useState<Record<string, SettingsDraft>>({});
+  // The canvas fills this in: the part of it on screen, where new steps go.
+  const viewRef = useRef<(() => View | null) | null>(null);
   const [justSaved, setJustSaved] = useState(false);
   const [selection, setSelection] = useState<Selection>(NO_SELECTION);
   const [multiSelect, setMultiSelect] = useState(false);
@@ -94,14 +133,19 @@ function Editor({ workflow }: { workflow: Workflow }) {
 
   const save = useAction(
     useCallback(
-      (id: string, body: ReturnType<typeof requestBody>) => api<{ workflow: Workflow }>(`/api/workflows/${id}`, { method: 'PUT', body }),
+      (id: string | null, body: ReturnType<typeof requestBody>) =>
+        id === null
+          ? api<{ workflow: Workflow }>('/api/workflows', { body })
+          : api<{ workflow: Workflow }>(`/api/workflows/${id}`, { method: 'PUT', body }),
       [],
     ),
   );
   const remove = useAction(useCallback((id: string) => api(`/api/workflows/${id}`, { method: 'DELETE' }), []));
 
   const body = useMemo(() => JSON.stringify(requestBody(meta, graph)), [meta, graph]);
-  const dirty = body !== baseline.body;
+  // Steps (still on the canvas) whose "Other settings" do not parse: their text is not in `graph`, so not saved.
+  const invalidSteps = graph.nodes.filter((n) => jsonDrafts[n.key]?.error);
+  const dirty = body !== baseline.body || invalidSteps.length > 0;
 
   // Closing or reloading the tab with unsaved changes asks first (in-app links are the user's explicit choice).
   useEffect(() => {
@@ -130,7 +174,7 @@ function Editor({ workflow }: { workflow: Workflow }) {
   };
 
   const onAdd = (type: NodeType) => {
-    const added = addNode(graph, type);
+    const added = addNode(graph, type, viewRef.current?.() ?? undefined);
     change(added.graph);
     setSelection({ nodes: [added.key], edge: null });
     setFocusRequest({ key: added.key, seq: Date.now() });
@@ -150,6 +194,7 @@ function Editor({ workflow }: { workflow: Workflow }) {
 
   const onDelete = (nodes: string[], edge: string | null) => {
     if (nodes.length === 0 && !edge) return;
+    if (nodes.length) setJsonDrafts((drafts) => Object.fromEntries(Object.entries(drafts).filter(([key]) => !nodes.includes(key))));
     let next = graph;
     if (nodes.length) next = removeNodes(next, nodes);
     if (edge) next = removeEdge(next, edge);
@@ -173,13 +218,24 @@ function Editor({ workflow }: { workflow: Workflow }) {
       save.setError('Name required');
       return;
     }
+    // Settings that do not parse are not dropped in silence: nothing is saved until they are fixed (or cleared).
+    const broken = invalidSteps[0];
+    if (broken) {
+      save.setError(`the other settings of “${nodeTitle(broken)}” are not valid JSON. Fix them or clear the box, then save.`);
+      setSelection({ nodes: [broken.key], edge: null });
+      return;
+    }
     const sent = { meta, graph, body: JSON.stringify(requestBody(meta, graph)) };
-    const result = await save.run(workflow.id, requestBody(meta, graph));
+    const result = await save.run(workflowId, requestBody(meta, graph));
     if (!result) return;
     setBaseline(sent);
     setSavedName(result.workflow.name);
     setUpdatedAt(result.workflow.updatedAt);
     setJustSaved(true);
+    if (workflowId === null) {
+      setWorkflowId(result.workflow.id);
+      onCreated?.(result.workflow);
+    }
   };
   // Ctrl/Cmd+S saves, wherever the focus is on this page.
   const saveRef = useRef(onSave);
@@ -200,6 +256,7 @@ function Editor({ workflow }: { workflow: Workflow }) {
   const onDiscard = () => {
     setMeta(baseline.meta);
     setGraph(baseline.graph);
+    setJsonDrafts({});
     setSelection(NO_SELECTION);
     setRevision((r) => r + 1);
     save.setError(undefined);
@@ -207,17 +264,22 @@ function Editor({ workflow }: { workflow: Workflow }) {
   };
 
   const onDeleteWorkflow = async () => {
-    const result = await remove.run(workflow.id);
+    if (workflowId === null) return navigate('/workflows');
+    const result = await remove.run(workflowId);
     if (result !== undefined) navigate('/workflows');
   };
 
   const saveState = save.pending
     ? 'Saving…'
-    : dirty
-      ? 'Unsaved changes'
-      : justSaved
-        ? `Saved at ${formatDateTime(updatedAt)}`
-        : `All changes saved (last saved ${formatDateTime(updatedAt)})`;
+    : invalidSteps.length > 0
+      ? `Not saved: the settings of ${invalidSteps.map((n) => `“${nodeTitle(n)}”`).join(', ')} are not valid JSON`
+      : workflowId === null
+        ? 'Not saved yet: the workflow is created when you save it'
+        : dirty
+          ? 'Unsaved changes'
+          : justSaved
+            ? `Saved at ${formatDateTime(updatedAt)}`
+            : `All changes saved (last saved ${formatDateTime(updatedAt)})`;
 
   const canConnect = selectedNodes.length === 2;
   const canDelete = selectedNodes.length > 0 || selectedEdge !== undefined;
@@ -228,9 +290,11 @@ function Editor({ workflow }: { workflow: Workflow }) {
         <Link href="/workflows" className="button secondary">
           All workflows
         </Link>
-        <ConfirmButton danger question={`Delete workflow “${savedName}”?`} onConfirm={onDeleteWorkflow} disabled={remove.pending}>
-          Delete workflow
-        </ConfirmButton>
+        {workflowId === null ? null : (
+          <ConfirmButton danger question={`Delete workflow “${savedName}”?`} onConfirm={onDeleteWorkflow} disabled={remove.pending}>
+            Delete workflow
+          </ConfirmButton>
+        )}
       </PageHeader>
       <InlineError message={remove.error} />
 
@@ -319,10 +383,10 @@ function Editor({ workflow }: { workflow: Workflow }) {
           </button>
         </fieldset>
         <div className="wf-save">
-          <span className={dirty ? 'wf-save-state dirty' : 'wf-save-state'} role="status">
+          <span className={dirty || workflowId === null ? 'wf-save-state dirty' : 'wf-save-state'} role="status">
             {saveState}
           </span>
-          {dirty ? (
+          {dirty && workflowId !== null ? (
             <ConfirmButton question="Discard unsaved changes?" onConfirm={onDiscard}>
               Discard changes
             </ConfirmButton>
@@ -367,6 +431,7 @@ function Editor({ workflow }: { workflow: Workflow }) {
             onDelete={onDelete}
             focusRequest={focusRequest}
             describedBy={`${ids}-keys`}
+            viewRef={viewRef}
           />
           {graph.nodes.length === 0 ? (
             <p className="wf-canvas-empty">This workflow has no steps yet. Start with “Add trigger”, then add the steps that follow it.</p>
@@ -383,6 +448,14 @@ function Editor({ workflow }: { workflow: Workflow }) {
                 key={`${selectedNodes[0]!.key}:${revision}`}
                 node={selectedNodes[0]!}
                 graph={graph}
+                draft={jsonDrafts[selectedNodes[0]!.key]}
+                onDraft={(draft) => {
+                  const key = selectedNodes[0]!.key;
+                  setJsonDrafts((drafts) => ({ ...drafts, [key]: draft }));
+                  setJustSaved(false);
+                  // The refusal was about this text: once it is edited, the box itself says whether it is valid.
+                  save.setError(undefined);
+                }}
                 onChange={(patch) => change(updateNode(graph, selectedNodes[0]!.key, patch))}
                 onRemoveEdge={(id) => onDelete([], id)}
                 onDelete={() => onDelete([selectedNodes[0]!.key], null)}
@@ -425,6 +498,8 @@ function Editor({ workflow }: { workflow: Workflow }) {
           )}
         </aside>
       </div>
+
+      <WorkflowRuns workflowId={workflowId} unsaved={dirty} />
     </>
   );
 }

@@ -99,6 +99,31 @@ describe('workflow graph', () => {
     expect(freeSpot({ nodes: [], edges: [] }, 'output').x).toBeGreaterThan(freeSpot({ nodes: [], edges: [] }, 'trigger').x);
   });
 
+  it('places new nodes inside the part of the canvas on screen', () => {
+    // A narrow view (a phone, or the editor beside its side panel): the output's own column would be off-screen.
+    const view = { x: 0, y: 0, width: 600, height: 400 };
+    const inside = (n: { x: number; y: number }, v = view) =>
+      n.x >= v.x && n.y >= v.y && n.x + NODE_WIDTH <= v.x + v.width && n.y + NODE_HEIGHT <= v.y + v.height;
+    let graph: Graph = { nodes: [], edges: [] };
+    for (const type of ['trigger', 'action', 'condition', 'output', 'action', 'output'] as const) {
+      graph = addNode(graph, type, view).graph;
+      const added = graph.nodes.at(-1)!;
+      expect([type, inside(added)]).toEqual([type, true]);
+    }
+    for (const [i, n] of graph.nodes.entries()) {
+      for (const m of graph.nodes.slice(i + 1)) {
+        expect(Math.abs(n.x - m.x) >= NODE_WIDTH || Math.abs(n.y - m.y) >= NODE_HEIGHT).toBe(true);
+      }
+    }
+    // Scrolled: the view's own area, not the canvas's top-left.
+    const scrolled = { x: 900, y: 300, width: 500, height: 300 };
+    expect(inside(freeSpot(graph, 'trigger', scrolled), scrolled)).toBe(true);
+    // Every spot taken: still on screen.
+    const tiny = { x: 0, y: 0, width: 240, height: 120 };
+    const full = addNode(addNode({ nodes: [], edges: [] }, 'action', tiny).graph, 'action', tiny).graph;
+    expect(inside(full.nodes[1]!, tiny)).toBe(true);
+  });
+
   it('finds the node under a point, topmost first', () => {
     let graph = addNode({ nodes: [], edges: [] }, 'action').graph;
     graph = addNode(graph, 'action').graph;

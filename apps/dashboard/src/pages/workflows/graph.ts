@@ -214,21 +214,54 @@ function overlaps(graph: Graph, x: number, y: number): boolean {
   return graph.nodes.some((n) => Math.abs(n.x - x) < NODE_WIDTH + GRID * 2 && Math.abs(n.y - y) < NODE_HEIGHT + GRID * 2);
 }
 
+/** The part of the canvas on screen, in canvas units. */
+export interface View {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
 /**
- * A free spot for a new node: triggers start on the left, outputs on the right, the rest in between; the first
- * free row in that column wins, and a full column spills into the next one.
+ * A free spot for a new node: triggers start on the left, outputs on the right, the rest in between; the first free
+ * row in that column wins, and a full column spills into the next one.
+ *
+ * With `view` (the part of the canvas on screen) the spot is inside it: the columns and rows are those that fit in the
+ * view, a type whose column is off-screen takes the rightmost one that fits, and when every spot in view is taken the
+ * node goes to the view's top-left corner (overlapping, but where the user is looking) rather than out of sight.
  */
-export function freeSpot(graph: Graph, type: NodeType): { x: number; y: number } {
+export function freeSpot(graph: Graph, type: NodeType, view?: View): { x: number; y: number } {
   const column = { trigger: 0, action: 1, condition: 2, output: 3 }[type];
   const stepX = NODE_WIDTH + GRID * 8;
   const stepY = NODE_HEIGHT + GRID * 4;
-  for (let col = column; ; col++) {
-    for (let row = 0; row < 8; row++) {
-      const x = GRID * 4 + col * stepX;
-      const y = GRID * 4 + row * stepY;
+  if (!view) {
+    for (let col = column; ; col++) {
+      for (let row = 0; row < 8; row++) {
+        const x = GRID * 4 + col * stepX;
+        const y = GRID * 4 + row * stepY;
+        if (!overlaps(graph, x, y)) return { x, y };
+      }
+    }
+  }
+  const snap = (v: number) => Math.ceil(Math.max(0, v) / GRID) * GRID;
+  const left = snap(view.x) + GRID * 4;
+  const top = snap(view.y) + GRID * 4;
+  const columns = Math.max(1, Math.floor((view.x + view.width - left - NODE_WIDTH) / stepX) + 1);
+  const rows = Math.max(1, Math.floor((view.y + view.height - top - NODE_HEIGHT) / stepY) + 1);
+  const first = Math.min(column, columns - 1);
+  // The type's own column first, then those to its right, then those to its left: all of them on screen.
+  const order = [
+    ...Array.from({ length: columns - first }, (_, i) => first + i),
+    ...Array.from({ length: first }, (_, i) => first - 1 - i),
+  ];
+  for (const col of order) {
+    for (let row = 0; row < rows; row++) {
+      const x = left + col * stepX;
+      const y = top + row * stepY;
       if (!overlaps(graph, x, y)) return { x, y };
     }
   }
+  return { x: left, y: top };
 }
 
 /** A key no node uses yet. */
@@ -239,10 +272,10 @@ export function newKey(graph: Graph): string {
   return `n${i}`;
 }
 
-export function addNode(graph: Graph, type: NodeType): { graph: Graph; key: string } {
+export function addNode(graph: Graph, type: NodeType, view?: View): { graph: Graph; key: string } {
   const key = newKey(graph);
   const count = graph.nodes.filter((n) => n.type === type).length + 1;
-  const node: GraphNode = { key, type, label: `${TYPE_TITLES[type]} ${count}`, ...freeSpot(graph, type), settings: {} };
+  const node: GraphNode = { key, type, label: `${TYPE_TITLES[type]} ${count}`, ...freeSpot(graph, type, view), settings: {} };
   return { graph: { ...graph, nodes: [...graph.nodes, node] }, key };
 }
 

@@ -1,19 +1,32 @@
 import { useId, useState } from 'react';
 import { edgeId, type Graph, type GraphNode, nodeTitle, RESERVED_KEYS, TYPE_FIELDS } from './graph.js';
 
+/** The "Other settings" text as typed, and why it cannot be saved (when it cannot). */
+export interface SettingsDraft {
+  text: string;
+  error?: string;
+}
+
 /**
  * The side panel for one step: its label, the setting its type is about, any other settings as JSON, and its
  * connections (the keyboard's way to see and remove them).
+ *
+ * The JSON text lives with the editor (`draft`, `onDraft`), not here: a step whose text does not parse must keep it
+ * when another step is selected, and the editor refuses to save while any does.
  */
 export function NodePanel({
   node,
   graph,
+  draft: heldDraft,
+  onDraft,
   onChange,
   onRemoveEdge,
   onDelete,
 }: {
   node: GraphNode;
   graph: Graph;
+  draft: SettingsDraft | undefined;
+  onDraft: (draft: SettingsDraft) => void;
   onChange: (patch: Partial<Omit<GraphNode, 'key'>>) => void;
   onRemoveEdge: (id: string) => void;
   onDelete: () => void;
@@ -24,8 +37,9 @@ export function NodePanel({
   // A value another client stored as something other than text stays in the JSON box, where it can be edited as is.
   const fieldIsText = fieldValue === undefined || typeof fieldValue === 'string';
   const others = Object.fromEntries(Object.entries(node.settings).filter(([k]) => !(fieldIsText && k === field.key)));
-  const [draft, setDraft] = useState(() => (Object.keys(others).length ? JSON.stringify(others, null, 2) : ''));
-  const [draftError, setDraftError] = useState<string>();
+  const [initialText] = useState(() => (Object.keys(others).length ? JSON.stringify(others, null, 2) : ''));
+  const draft = heldDraft?.text ?? initialText;
+  const draftError = heldDraft?.error;
 
   const setField = (value: string) => {
     const settings = { ...node.settings };
@@ -35,21 +49,21 @@ export function NodePanel({
   };
 
   const setOthers = (text: string) => {
-    setDraft(text);
     let parsed: unknown = {};
     if (text.trim() !== '') {
       try {
         parsed = JSON.parse(text);
-      } catch {
-        setDraftError('Other settings must be valid JSON, like {"retries": 2}');
+      } catch (err) {
+        const detail = err instanceof SyntaxError ? ` (${err.message})` : '';
+        onDraft({ text, error: `Other settings must be valid JSON, like {"retries": 2}${detail}` });
         return;
       }
     }
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      setDraftError('Other settings must be a JSON object, like {"retries": 2}');
+      onDraft({ text, error: 'Other settings must be a JSON object, like {"retries": 2}' });
       return;
     }
-    setDraftError(undefined);
+    onDraft({ text });
     const settings: Record<string, unknown> = { ...(parsed as Record<string, unknown>) };
     for (const reserved of RESERVED_KEYS) delete settings[reserved];
     if (fieldIsText) {

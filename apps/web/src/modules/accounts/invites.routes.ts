@@ -1,3 +1,4 @@
+import { refuse } from '@aop/core/request-schema';
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
@@ -55,7 +56,7 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
     '/api/invite',
     {
       preValidation: sessionUserBeforeBody,
-      config: { invalidBodyMessage: 'Email is required' },
+      config: { invalidBody: 'EMAIL_REQUIRED' },
       schema: {
         tags,
         description: `Invites an email address (signed-in session; at most ${config.invites.maxOutstanding} pending invites per user).`,
@@ -82,7 +83,7 @@ export async function inviteRoutes(app: App, { config, mailer }: { config: WebCo
         windowMs: 60_000,
         message: 'Too many requests',
       }),
-      config: { invalidBodyMessage: 'code is required' },
+      config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'code' }) },
       schema: {
         tags,
         description: 'Whether an invite code can be used (no authentication; limited per client address).',

@@ -18,7 +18,7 @@ export async function passwordResetRoutes(app: App, { config, mailer }: { config
     '/api/auth/forgot-password',
     {
       onRequest: app.rateLimit(limits.forgotPassword),
-      config: { invalidBodyMessage: 'Email is required' },
+      config: { invalidBody: 'EMAIL_REQUIRED' },
       schema: {
         tags: ['accounts'],
         body: Type.Object({
@@ -49,7 +49,7 @@ export async function passwordResetRoutes(app: App, { config, mailer }: { config
     '/api/auth/reset-password',
     {
       onRequest: app.rateLimit(limits.resetPassword),
-      config: { invalidBodyMessage: 'Token and password are required' },
+      config: { invalidBody: 'TOKEN_PASSWORD_ARE_REQUIRED' },
       schema: {
         tags: ['accounts'],
         body: Type.Object({ token: Type.Optional(Type.String()), password: Type.Optional(Type.String()) }),

@@ -25,7 +25,7 @@ export async function registerRoute(app: App, { config, mailer }: { config: WebC
     '/api/register',
     {
       onRequest: app.rateLimit(accountLimits(config).register),
-      config: { invalidBodyMessage: 'Email and password are required' },
+      config: { invalidBody: 'EMAIL_PASSWORD_ARE_REQUIRED' },
       schema: {
         tags: ['accounts'],
         body: RegisterBodySchema,

@@ -106,7 +106,7 @@ export async function settingsRoutes(app: App, { config, mailer }: { config: Web
   app.post(
     '/api/settings/password',
     {
-      config: { invalidBodyMessage: 'Current and new password required' },
+      config: { invalidBody: 'CURRENT_NEW_PASSWORD_REQUIRED' },
       schema: {
         tags: ['settings'],
         body: Type.Object({ currentPassword: Type.Optional(Type.String()), newPassword: Type.Optional(Type.String()) }),

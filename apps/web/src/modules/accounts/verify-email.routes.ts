@@ -17,7 +17,7 @@ export async function verifyEmailRoutes(app: App, { config, mailer }: { config: 
     '/api/auth/verify-email',
     {
       onRequest: app.rateLimit(limits.verifyEmail),
-      config: { invalidBodyMessage: 'Token is required' },
+      config: { invalidBody: 'TOKEN_REQUIRED' },
       schema: {
         tags: ['accounts'],
         description: 'Follows an email verification link: the address counts from now on (an email change takes effect).',

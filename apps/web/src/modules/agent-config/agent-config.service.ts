@@ -168,7 +168,7 @@ const configWithBackups = prepared((db, userId: string) =>
 export async function getConfig(db: Database, userId: string): Promise<{ config: Record<string, unknown>; backups: BackupView[] }> {
   const {
     rows: [row],
-  } = await db.withUser(userId, (trx) => configWithBackups(trx, userId));
+  } = await db.readAsUser(userId, (trx) => configWithBackups(trx, userId));
   if (!row) throw new Error('the caller has no user row');
   return {
     config: row.config ?? defaultAgentConfig(row.plan),

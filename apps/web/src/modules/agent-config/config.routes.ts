@@ -24,7 +24,7 @@ function parseConfigField(value: SaveConfigBody['config']): Record<string, unkno
 
 /** Spec §4.2: per-user agent configuration with versioned backups. */
 export async function configRoutes(app: App): Promise<void> {
-  const invalidBody = { invalidBodyMessage: 'Invalid request body' };
+  const invalidBody = { invalidBody: 'INVALID_REQUEST_BODY' as const };
 
   app.get('/api/config', { schema: { tags: ['config'], response: { 200: ConfigView } } }, async (request) => {
     const user = await requireUser(request);

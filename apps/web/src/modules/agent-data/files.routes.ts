@@ -1,3 +1,4 @@
+import { refuse } from '@aop/core/request-schema';
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
@@ -50,7 +51,7 @@ export async function filesRoutes(app: App): Promise<void> {
     '/api/files',
     {
       preValidation: userBeforeBody,
-      config: { invalidBodyMessage: 'agentId is required' },
+      config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'agentId' }) },
       schema: {
         tags: ['files'],
         description: 'Creates (201) or replaces (200) a file.',

@@ -1,3 +1,4 @@
+import { refuse } from '@aop/core/request-schema';
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
@@ -64,7 +65,7 @@ export async function memoryRoutes(app: App): Promise<void> {
     '/api/memory',
     {
       preValidation: userBeforeBody,
-      config: { invalidBodyMessage: 'content is required' },
+      config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'content' }) },
       schema: {
         tags: ['memory'],
         body: AddMemoryBody,

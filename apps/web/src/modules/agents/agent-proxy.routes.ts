@@ -53,7 +53,7 @@ export async function agentProxyRoutes(app: App): Promise<void> {
   app.put(
     '/api/agents/:id/config',
     {
-      config: { invalidBodyMessage: 'Invalid config object' },
+      config: { invalidBody: 'INVALID_CONFIG_OBJECT' },
       schema: { tags: ['agents'], params: Params, body: ConfigBody },
     },
     (request, reply) => forward(request, reply, 'PUT', '/config', { config: request.body.config }),

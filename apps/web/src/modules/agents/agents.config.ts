@@ -10,6 +10,7 @@ export const AgentsEnvSchema = Type.Object({
   HOSTING_AGENT_IMAGE: Env.str('ghcr.io/openclaw/openclaw:2026.9.6'),
   HOSTING_STATUS_POLL_MS: Env.int(5_000, 10),
   HOSTING_DEPLOY_TIMEOUT_MS: Env.int(600_000, 100),
+  AGENT_LIFECYCLE_WAIT_MS: Env.int(60_000, 0),
 });
 
 export interface AgentsConfig {
@@ -28,11 +29,14 @@ export interface AgentsConfig {
     | undefined;
   /** The provisioning kill switch (spec §4.15: 503 while on). */
   provisioningDisabled: boolean;
+  /** How long a lifecycle call waits for the state it asked for before it answers 202 (issue #19, docs/decisions.md). */
+  lifecycleWaitMs: number;
 }
 
 export function toAgentsConfig(env: Static<typeof AgentsEnvSchema>): AgentsConfig {
   return {
     provisioningDisabled: env.PROVISIONING_DISABLED,
+    lifecycleWaitMs: env.AGENT_LIFECYCLE_WAIT_MS,
     hosting:
       env.HOSTING_API_URL && env.HOSTING_API_KEY && env.HOSTING_PROJECT_ID && env.HOSTING_ENVIRONMENT_ID
         ? {

@@ -1,3 +1,4 @@
+import { AGENT_ACTIONS, AGENT_STATES } from '@aop/core/agent-state';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 
 const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -10,6 +11,7 @@ export const AgentSummary = Type.Object({
   status: Type.String(),
   url: nullable(Type.String()),
   websocketUrl: nullable(Type.String({ description: 'the gateway URL with `ws` for `http`' })),
+  primary: Type.Boolean({ description: 'the account’s primary agent: the one `/api/instance/:userId` and `/api/user/runtime` act on' }),
   createdAt: Type.String(),
   updatedAt: Type.String(),
 });
@@ -33,6 +35,7 @@ export const AgentRecord = Type.Object({
   url: nullable(Type.String()),
   websocketUrl: nullable(Type.String()),
   plan: nullable(Type.String()),
+  primary: Type.Boolean({ description: 'the account’s primary agent: the one `/api/instance/:userId` and `/api/user/runtime` act on' }),
   createdAt: Type.String(),
   updatedAt: Type.String(),
 });
@@ -84,16 +87,80 @@ export const InstanceStats = Type.Object({
 export type InstanceStats = Static<typeof InstanceStats>;
 
 // ---------------------------------------------------------------------------------------------------------------------
+// The agent state machine (`@aop/core/agent-state`, issue #19).
+
+export const AgentLifecycleStateSchema = Type.Union(
+  AGENT_STATES.map((s) => Type.Literal(s)),
+  { description: 'provisioning → starting → live ⇄ degraded → stopping → stopped; failed; updating' },
+);
+export const AgentActionSchema = Type.Union(AGENT_ACTIONS.map((a) => Type.Literal(a)));
+
+/** `GET /api/agents/:id/health`: the agent's state, why, which actions are valid, and the evidence it was derived from. */
+export const AgentHealthView = Type.Object({
+  agentId: Type.String(),
+  state: AgentLifecycleStateSchema,
+  reason: Type.String({ description: 'why, in words' }),
+  actions: Type.Array(AgentActionSchema, { description: 'the actions valid in this state' }),
+  host: nullable(Type.String({ description: 'the host’s word for the process/container; null when no host knows the agent' })),
+  live: Type.Boolean({ description: 'the gateway answered `/healthz`' }),
+  ready: nullable(Type.Boolean({ description: 'the gateway’s `/readyz`; null when it was not asked or did not answer' })),
+  failing: Type.Array(Type.String(), { description: 'what `/readyz` reports as failing' }),
+  source: Type.Union([Type.Literal('host'), Type.Literal('gateway')], {
+    description: '`host`: derived by the backend from its host; `gateway`: no host knows the agent, derived from its record and gateway',
+  }),
+  checkedAt: Type.String(),
+});
+export type AgentHealthView = Static<typeof AgentHealthView>;
+
+/**
+ * `POST /api/agents/:id/{start,stop,restart,update,repair,reset-memory}` (and `/api/instance/:userId/<action>`): the
+ * backend's answer, plus the state the agent is in when the call answers. 200: the state the action asked for was
+ * reached (`live`, or `stopped` for stop); 202: still on the way after the wait (`pending: true`, follow `events`).
+ */
+export const LifecycleAnswer = Type.Object(
+  {
+    success: Type.Boolean(),
+    agentId: Type.String(),
+    action: AgentActionSchema,
+    state: AgentLifecycleStateSchema,
+    reason: Type.String(),
+    actions: Type.Array(AgentActionSchema),
+    live: Type.Boolean({ description: 'the gateway answered `/healthz` when the call answered' }),
+    ready: nullable(Type.Boolean({ description: 'the gateway’s `/readyz` when the call answered; null when not asked or not answered' })),
+    pending: Type.Boolean({ description: 'true: the state asked for is not reached yet; follow `events`' }),
+    events: Type.String({ description: 'the agent’s event stream, which pushes each change of state' }),
+    // The backend's own fields, passed on (spec §4.15 reference shapes).
+    status: Type.Optional(
+      Type.String({ description: 'the backend’s word when reached (`active`, `stopped`); the state on the way (202)' }),
+    ),
+    message: Type.Optional(Type.String()),
+    openclawVersion: Type.Optional(Type.String()),
+    image: Type.Optional(Type.String()),
+    previousImage: Type.Optional(nullable(Type.String())),
+  },
+  { additionalProperties: true, description: 'the backend’s own fields (`status`, `message`, `openclawVersion`, …) are kept' },
+);
+export type LifecycleAnswer = Static<typeof LifecycleAnswer>;
+
+/** `PUT /api/agents/:id/primary`: the account's primary agent is now this one. */
+export const PrimaryAnswer = Type.Object({ success: Type.Literal(true), primaryAgentId: Type.String(), url: nullable(Type.String()) });
+export type PrimaryAnswer = Static<typeof PrimaryAnswer>;
+
+// ---------------------------------------------------------------------------------------------------------------------
 // `GET /api/agents/:id/events` (server-sent events, written by hand: these schemas type the payloads, they serialize
 // nothing).
 
-/** A `status` event: the record's status or the gateway's liveness/readiness changed. */
+/** A `status` event: the agent's state, the record's status or the gateway's liveness/readiness changed. */
 export const AgentStatusEvent = Type.Object({
   agentId: Type.String(),
   status: Type.String(),
   url: nullable(Type.String()),
   live: Type.Boolean(),
   ready: Type.Boolean(),
+  /** The state machine's state, why, and the valid actions (issue #19). */
+  state: AgentLifecycleStateSchema,
+  reason: Type.String(),
+  actions: Type.Array(AgentActionSchema),
   at: Type.String(),
 });
 export type AgentStatusEvent = Static<typeof AgentStatusEvent>;

@@ -1,4 +1,4 @@
-import type { Database } from '@aop/db';
+import type { Database, Tx } from '@aop/db';
 import { openGatewayToken } from './hosting.service.js';
 
 /** The caller's agents, their records and runtime (spec §4.15), as the agent routes answer them. */
@@ -37,9 +37,12 @@ export async function listProvisionedAgents(db: Database, userId: string) {
   }));
 }
 
-/** `GET /api/agents`: the caller's agents, newest first. */
+/** `GET /api/agents`: the caller's agents, newest first, the primary one marked. */
 export async function listAgents(db: Database, userId: string) {
-  const rows = await db.withUser(userId, (trx) => trx.selectFrom('agents').selectAll().orderBy('created_at', 'desc').execute());
+  const [rows, primaryId] = await db.withUser(userId, async (trx) => [
+    await trx.selectFrom('agents').selectAll().orderBy('created_at', 'desc').execute(),
+    await primaryOf(trx, userId),
+  ]);
   return rows.map((a) => ({
     id: a.id,
     name: a.name,
@@ -47,14 +50,35 @@ export async function listAgents(db: Database, userId: string) {
     status: a.status,
     url: a.url,
     websocketUrl: wsUrl(a.url),
+    primary: a.id === primaryId,
     createdAt: a.created_at.toISOString(),
     updatedAt: a.updated_at.toISOString(),
   }));
 }
 
+/** The account's primary agent (`users.runtime_instance_id`): what `/api/instance/:userId` and `/api/user/runtime` act on. */
+const primaryOf = async (trx: Tx, userId: string) =>
+  (await trx.selectFrom('users').select('runtime_instance_id').where('id', '=', userId).executeTakeFirst())?.runtime_instance_id ?? null;
+
+/**
+ * `PUT /api/agents/:id/primary`: makes one of the caller's agents the account's primary agent (the user record's
+ * runtime, spec §4.15 `GET /api/user/runtime`). Null when the caller has no agent with this id.
+ */
+export async function setPrimaryAgent(db: Database, userId: string, agentId: string): Promise<{ url: string | null } | null> {
+  return db.withUser(userId, async (trx) => {
+    const agent = await trx.selectFrom('agents').select(['id', 'url']).where('id', '=', agentId).executeTakeFirst();
+    if (!agent) return null;
+    await trx.updateTable('users').set({ runtime_instance_id: agent.id, runtime_url: agent.url }).where('id', '=', userId).execute();
+    return { url: agent.url };
+  });
+}
+
 /** `GET /api/agents/:id`: one of the caller's agents, or null when they have none with this id. */
 export async function findAgent(db: Database, userId: string, agentId: string) {
-  const agent = await db.withUser(userId, (trx) => trx.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst());
+  const [agent, primaryId] = await db.withUser(userId, async (trx) => [
+    await trx.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst(),
+    await primaryOf(trx, userId),
+  ]);
   if (!agent) return null;
   return {
     id: agent.id,
@@ -65,6 +89,7 @@ export async function findAgent(db: Database, userId: string, agentId: string) {
     url: agent.url,
     websocketUrl: wsUrl(agent.url),
     plan: agent.plan,
+    primary: agent.id === primaryId,
     createdAt: agent.created_at.toISOString(),
     updatedAt: agent.updated_at.toISOString(),
   };

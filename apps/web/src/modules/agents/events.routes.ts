@@ -3,44 +3,40 @@ import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
 import type { AgentDoneEvent, AgentStatusEvent } from './agents.schemas.js';
 import { findAgentProgress } from './agents.service.js';
-import { probeGateway } from '../../platform/clients/gateway-probe.js';
+import { readAgentState } from './lifecycle.service.js';
 
 const POLL_MS = 1_000;
 const HEARTBEAT_MS = 15_000;
 const MAX_STREAM_MS = 10 * 60_000;
 
-interface Snapshot {
-  status: string;
-  url: string | null;
-  live: boolean;
-  ready: boolean;
-}
-
-/** What the gateway itself says: `/healthz` live, `/readyz` ready (5-second timeout each). */
-async function probe(url: string | null): Promise<{ live: boolean; ready: boolean }> {
-  if (!url) return { live: false, ready: false };
-  const get = async (path: '/healthz' | '/readyz') => {
-    const probe = await probeGateway(url, path);
-    return (probe.reached && probe.ok && probe.body ? probe.body : {}) as { ok?: boolean; ready?: boolean };
-  };
-  const [health, ready] = await Promise.all([get('/healthz'), get('/readyz')]);
-  return { live: health.ok === true, ready: ready.ready === true };
-}
-
 /**
- * `GET /api/agents/:id/events`: server-sent events a person can follow while an
- * agent is provisioned and starts. Each change of the record's status or of the
- * gateway's liveness/readiness is one `status` event; the stream ends with `done`
- * once the gateway is ready or the agent is in `error`, or after ten minutes.
+ * `GET /api/agents/:id/events`: server-sent events pushing the agent's state (the one state machine,
+ * `@aop/core/agent-state`, issue #19). Each change of its state, the record's status or the gateway's
+ * liveness/readiness is one `status` event. Without `follow` (the provisioning wizard) the stream ends with `done` once
+ * the agent is live or failed; with `follow=1` (the agent page) it keeps pushing every change, stopped and started
+ * again included. Either way it ends after ten minutes (an `EventSource` reconnects by itself).
  */
 export async function agentEventRoutes(app: App): Promise<void> {
   app.get(
     '/api/agents/:id/events',
-    { schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }) }) } },
+    {
+      schema: {
+        tags: ['agents'],
+        params: Type.Object({ id: Type.String({ maxLength: 64 }) }),
+        querystring: Type.Object({
+          follow: Type.Optional(Type.Union([Type.Literal('1'), Type.Literal('true')], { description: 'keep the stream open past live' })),
+        }),
+      },
+    },
     async (request, reply) => {
       const user = await requireUser(request);
-      const read = () => findAgentProgress(app.db, user.id, request.params.id);
-      if (!(await read())) throw new DomainError('AGENT_NOT_FOUND');
+      const follow = request.query.follow !== undefined;
+      const deps = { db: app.db, backend: app.backend, clock: app.clock };
+      const read = async () => {
+        const row = await findAgentProgress(app.db, user.id, request.params.id);
+        return row ? { row, view: await readAgentState(deps, user, request.params.id) } : null;
+      };
+      if (!(await findAgentProgress(app.db, user.id, request.params.id))) throw new DomainError('AGENT_NOT_FOUND');
 
       reply.hijack();
       const res = reply.raw;
@@ -61,26 +57,36 @@ export async function agentEventRoutes(app: App): Promise<void> {
       request.raw.on('close', () => {
         closed = true;
       });
-      const started = Date.now();
+      // How long the stream has run and since the last keep-alive: durations, on the monotonic clock.
+      const started = performance.now();
       let last = '';
-      let beat = Date.now();
-      while (!closed && Date.now() - started < MAX_STREAM_MS) {
-        const row = await read();
-        if (!row) {
+      let beat = performance.now();
+      while (!closed && performance.now() - started < MAX_STREAM_MS) {
+        const now = await read();
+        if (!now?.view) {
           send('done', { status: 'deleted' });
           break;
         }
-        const snapshot: Snapshot = { status: row.status, url: row.url, ...(await probe(row.url)) };
+        const { row, view } = now;
+        const snapshot = {
+          status: row.status,
+          url: row.url,
+          live: view.live,
+          ready: view.ready === true,
+          state: view.state,
+          reason: view.reason,
+          actions: view.actions,
+        };
         const key = JSON.stringify(snapshot);
         if (key !== last) {
           last = key;
           send('status', { agentId: request.params.id, ...snapshot, at: new Date(app.clock()).toISOString() });
-        } else if (Date.now() - beat > HEARTBEAT_MS) {
+        } else if (performance.now() - beat > HEARTBEAT_MS) {
           res.write(': keep-alive\n\n');
-          beat = Date.now();
+          beat = performance.now();
         }
-        if (snapshot.ready || snapshot.status === 'error') {
-          send('done', { status: snapshot.status, ready: snapshot.ready });
+        if (!follow && (view.state === 'live' || view.state === 'failed')) {
+          send('done', { status: row.status, ready: snapshot.ready });
           break;
         }
         await new Promise((r) => setTimeout(r, POLL_MS));

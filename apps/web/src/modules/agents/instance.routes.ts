@@ -1,19 +1,24 @@
 import { type App, DomainError } from '@aop/core';
+import type { WebConfig } from '../../config.js';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../platform/http/auth.js';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { backendCaller } from '../../platform/sessions.js';
-import { findAgentUrl, findRuntimeInstanceId, setAgentStatus } from './agents.service.js';
-import { InstanceStats } from './agents.schemas.js';
+import { AGENT_ACTIONS } from '@aop/core/agent-state';
+import { findAgentUrl, findRuntimeInstanceId } from './agents.service.js';
+import { InstanceStats, LifecycleAnswer } from './agents.schemas.js';
+import { FAILED, answerLifecycle, lifecycleLimit } from './lifecycle.routes.js';
+import type { LifecycleDeps } from './lifecycle.service.js';
 import { probeGateway } from '../../platform/clients/gateway-probe.js';
 
-const ACTIONS = ['start', 'stop', 'restart', 'update', 'repair', 'reset-memory'] as const;
-const FAILED = { success: false, status: 'error' } as const;
-
-/** Spec §4.15: `POST /api/instance/:userId/{action}` and instance details, for the signed-in user's own agent. */
-export async function instanceRoutes(app: App): Promise<void> {
-  app.addHook('onRequest', app.rateLimit({ name: 'instance', max: 30, windowMs: 60_000, message: 'Too many requests' }));
+/**
+ * Spec §4.15: `POST /api/instance/:userId/{action}` and instance details, for the signed-in user's primary agent
+ * (`users.runtime_instance_id`; the user picks it with `PUT /api/agents/:id/primary`).
+ */
+export async function instanceRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+  app.addHook('onRequest', lifecycleLimit(app));
+  const deps: LifecycleDeps = { db: app.db, backend: app.backend, clock: app.clock, waitMs: config.lifecycleWaitMs };
   const params = Type.Object({ userId: Type.String({ maxLength: 100 }) });
 
   /** The caller's agent; only its owner may act on `/api/instance/:userId`. */
@@ -28,29 +33,17 @@ export async function instanceRoutes(app: App): Promise<void> {
     return { user, agentId };
   }
 
-  for (const action of ACTIONS) {
-    app.post(`/api/instance/:userId/${action}`, { schema: { tags: ['agents'], params } }, async (request, reply) => {
-      const own = await ownInstance(request, reply, request.params.userId);
-      if (!own) return reply;
-      try {
-        const answer = await app.backend.request<Record<string, unknown>>(`/api/agents/${encodeURIComponent(own.agentId)}/${action}`, {
-          method: 'POST',
-          caller: backendCaller(own.user),
-          body: action === 'update' ? (request.body ?? {}) : {},
-          timeoutMs: action === 'update' ? 180_000 : 60_000,
-        });
-        if (answer.status >= 400) return reply.code(answer.status).send({ ...FAILED, ...answer.body });
-        if (action === 'start' || action === 'restart') {
-          await setAgentStatus(app.db, own.user.id, own.agentId, 'running');
-        } else if (action === 'stop') {
-          await setAgentStatus(app.db, own.user.id, own.agentId, 'stopped');
-        }
-        return answer.body;
-      } catch (err) {
-        if (err instanceof BackendUnavailableError) return reply.code(502).send({ ...FAILED, error: 'Backend unreachable' });
-        throw err;
-      }
-    });
+  // The same actions as `POST /api/agents/:id/<action>`, on the account's primary agent (one shared implementation).
+  for (const action of AGENT_ACTIONS) {
+    app.post(
+      `/api/instance/:userId/${action}`,
+      { schema: { tags: ['agents'], params, response: { 200: LifecycleAnswer, 202: LifecycleAnswer } } },
+      async (request, reply) => {
+        const own = await ownInstance(request, reply, request.params.userId);
+        if (!own) return reply;
+        return answerLifecycle(deps, reply, own.user, own.agentId, action, request.body ?? {});
+      },
+    );
   }
 
   app.get('/api/instance/:userId', { schema: { tags: ['agents'], params } }, async (request, reply) => {

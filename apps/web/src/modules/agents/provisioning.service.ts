@@ -1,8 +1,9 @@
-import { agentLimitFor, DEFAULT_AGENT_TIER, DomainError, isPaidPlan, newId, tierWithin } from '@aop/core';
+import { DEFAULT_AGENT_TIER, DomainError, isPaidPlan, newId, provisioningBlock, tierWithin } from '@aop/core';
 import type { Database } from '@aop/db';
 import type { WebConfig } from '../../config.js';
 import { type BackendClient, BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { type DeploymentWatcher, deployDirect, sealGatewayToken } from './hosting.service.js';
+import { AGENT_PLATFORM_KEY_PROVIDERS, PLATFORM_DEFAULT_PROVIDER } from '../../platform/agent-ai-keys.js';
 import { type AuthUser, backendCaller } from '../../platform/sessions.js';
 
 /** Providers a user may pick; others exist only as fallbacks and are refused (spec §4.15). */
@@ -31,9 +32,6 @@ async function admit(db: Database, config: WebConfig, user: AuthUser, body: Prov
   // An agent gets the tier asked for, else its account's own; an account on no paid plan (an administrator's) the default.
   const plan = text(body.tier) ?? (isPaidPlan(account.plan) ? account.plan : DEFAULT_AGENT_TIER);
   if (!user.isAdmin) {
-    if (!isPaidPlan(account.plan)) throw new DomainError('PAID_PLAN_TO_PROVISION');
-    if (account.subscription_status !== 'active') throw new DomainError('ACTIVE_SUBSCRIPTION_REQUIRED');
-    const limit = agentLimitFor(account.plan);
     const count = await db.withUser(user.id, (trx) =>
       trx
         .selectFrom('agents')
@@ -41,7 +39,16 @@ async function admit(db: Database, config: WebConfig, user: AuthUser, body: Prov
         .where('status', '!=', 'error')
         .executeTakeFirstOrThrow(),
     );
-    if (Number(count.n) >= limit) throw new DomainError('AGENT_LIMIT_REACHED', { plan: account.plan, limit });
+    // The same rule the dashboard states before its wizard opens (`GET /api/dashboard/new-agent`).
+    const block = provisioningBlock({
+      plan: account.plan,
+      subscriptionStatus: account.subscription_status,
+      agents: Number(count.n),
+      isAdmin: false,
+    });
+    if (block?.reason === 'paid-plan') throw new DomainError('PAID_PLAN_TO_PROVISION');
+    if (block?.reason === 'subscription') throw new DomainError('ACTIVE_SUBSCRIPTION_REQUIRED');
+    if (block?.reason === 'agent-limit') throw new DomainError('AGENT_LIMIT_REACHED', { plan: account.plan, limit: block.limit });
     if (!tierWithin(plan, account.plan)) throw new DomainError('TIER_NOT_IN_PLAN', { plan, plan2: account.plan });
   }
   const autoProvision = body.autoProvision === true || body.agentType === 'business';
@@ -49,9 +56,28 @@ async function admit(db: Database, config: WebConfig, user: AuthUser, body: Prov
   if (!autoProvision && !tokens.telegram && !tokens.discord && !tokens.whatsapp) {
     throw new DomainError('AT_LEAST_ONE_CHANNEL_TOKEN');
   }
-  const aiProvider = text(body.aiProvider);
-  if (aiProvider && !AI_PROVIDERS.has(aiProvider)) throw new DomainError('AI_PROVIDER_NOT_SELECTABLE', { aiProvider });
+  const aiProvider = platformKeyCheck(text(body.aiProvider), text(body.apiKey));
   return { plan, autoProvision, tokens, aiProvider };
+}
+
+/**
+ * The agent's model key (issue #19): an agent with no key fails every model call, so a named provider needs the
+ * owner's key unless the platform gives agents its own for that provider, and `aiProvider: "platform"` ("Platform
+ * default") needs a platform key at all; it then stands for the first provider the platform has a key for. No
+ * `aiProvider` at all keeps the spec's default (the backend's default provider) as before.
+ */
+export function platformKeyCheck(
+  aiProvider: string | undefined,
+  apiKey: string | undefined,
+  platformKeys: readonly string[] = AGENT_PLATFORM_KEY_PROVIDERS,
+): string | undefined {
+  if (aiProvider === PLATFORM_DEFAULT_PROVIDER) {
+    if (platformKeys.length === 0) throw new DomainError('PLATFORM_AI_KEY_MISSING');
+    return platformKeys[0];
+  }
+  if (aiProvider && !AI_PROVIDERS.has(aiProvider)) throw new DomainError('AI_PROVIDER_NOT_SELECTABLE', { aiProvider });
+  if (aiProvider && !apiKey && !platformKeys.includes(aiProvider)) throw new DomainError('AI_PROVIDER_KEY_REQUIRED', { aiProvider });
+  return aiProvider;
 }
 
 export type ProvisionResult =

@@ -104,7 +104,7 @@ export async function findKeyOwner(
   db: Kysely<DB>,
   rawKey: string,
   adminEmails: ReadonlySet<string>,
-  now = Date.now(),
+  now: number,
 ): Promise<KeyOwner | null> {
   if (!KEY_FORMAT.test(rawKey)) return null;
   const row = await db

@@ -17,7 +17,7 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
   app.post(
     '/api/keys',
     {
-      config: { invalidBodyMessage: 'Name is required' },
+      config: { invalidBody: 'NAME_IS_REQUIRED' },
       schema: {
         tags: ['keys'],
         body: Type.Object({ name: Type.Optional(Type.String()) }),
@@ -71,7 +71,7 @@ export async function keysRoutes(app: App, { config }: { config: WebConfig }): P
   app.post(
     '/api/keys/validate',
     {
-      config: { invalidBodyMessage: 'apiKey required' },
+      config: { invalidBody: 'APIKEY_REQUIRED' },
       schema: {
         tags: ['keys'],
         body: Type.Object({ apiKey: Type.Optional(Type.String()) }),

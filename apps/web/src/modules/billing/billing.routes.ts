@@ -125,7 +125,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
     '/api/billing',
     {
       onRequest: authenticate,
-      config: { invalidBodyMessage: 'Invalid request body' },
+      config: { invalidBody: 'INVALID_REQUEST_BODY' },
       schema: {
         tags: ['billing'],
         description: `Actions: ${BILLING_ACTIONS.join(', ')}. \`create-checkout\` takes \`plan\`; \`buy-credits\` takes \`price\` (GBP).`,
@@ -205,7 +205,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
     '/api/payments/card/storage-upgrade',
     {
       onRequest: [authenticate, checkoutLimit],
-      config: { invalidBodyMessage: 'Invalid request body' },
+      config: { invalidBody: 'INVALID_REQUEST_BODY' },
       schema: {
         tags: ['billing'],
         description: `Extra storage on top of an active paid plan, ${config.billing.storageUpgrade.gb} GB per unit, paid once (1 to ${STORAGE_QUANTITY_MAX} units).`,

@@ -42,7 +42,7 @@ export async function bridgeRoutes(app: App, { config }: { config: WebConfig }):
   app.post(
     '/api/bridge/send',
     {
-      config: { invalidBodyMessage: 'sender and content are required' },
+      config: { invalidBody: 'SENDER_CONTENT_ARE_REQUIRED' },
       schema: {
         tags: ['bridge'],
         body: bridgeSendBody(senders),

@@ -5,7 +5,7 @@ import { type ChatEventPayload, GatewayError, type GatewayConnection, chatSend, 
 import { DEFAULT_MODEL } from '../agent-config/agent-config.service.js';
 import { cronJobView, listOwnJobs } from '../schedule/cron-jobs.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
-import { recordUsage } from '../usage/usage.service.js';
+import { recordUsage, type UsageEvent } from '../usage/usage.service.js';
 import { probeGateway } from '../../platform/clients/gateway-probe.js';
 import {
   type GatewayDeps,
@@ -119,6 +119,21 @@ export function usageOfMessage(message: unknown): { model: string | null; usage:
   return { model, usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } };
 }
 
+/** The usage-ledger row of one agent turn (`kind`: a chat, a workflow step …), priced from the model that answered. */
+export function agentTurnUsage(user: AuthUser, target: GatewayTarget, kind: string, model: string | null, usage: ChatUsage): UsageEvent {
+  return {
+    userId: user.id,
+    agentId: target.agentId,
+    agentName: target.agentName,
+    kind,
+    model,
+    promptTokens: usage.prompt_tokens,
+    completionTokens: usage.completion_tokens,
+    totalTokens: usage.total_tokens,
+    costUsd: chatCostUsd(model, usage.prompt_tokens, usage.completion_tokens),
+  };
+}
+
 /** Appends the turn to the usage ledger; a lost row is logged, never turned into an error for a turn the user got. */
 async function recordChatUsage(
   deps: ChatDeps,
@@ -129,19 +144,7 @@ async function recordChatUsage(
   usage: ChatUsage,
 ): Promise<void> {
   try {
-    await deps.db.withUser(user.id, (trx) =>
-      recordUsage(trx, {
-        userId: user.id,
-        agentId: target.agentId,
-        agentName: target.agentName,
-        kind: CHAT_USAGE_KIND,
-        model,
-        promptTokens: usage.prompt_tokens,
-        completionTokens: usage.completion_tokens,
-        totalTokens: usage.total_tokens,
-        costUsd: chatCostUsd(model, usage.prompt_tokens, usage.completion_tokens),
-      }),
-    );
+    await deps.db.withUser(user.id, (trx) => recordUsage(trx, agentTurnUsage(user, target, CHAT_USAGE_KIND, model, usage)));
   } catch (err) {
     log.error({ err, agentId: target.agentId }, 'chat: usage not recorded');
   }
@@ -325,17 +328,7 @@ export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser
         completion_tokens: usage.completion_tokens,
       })
       .execute();
-    await recordUsage(trx, {
-      userId: user.id,
-      agentId: target.agentId,
-      agentName: target.agentName,
-      kind: CHAT_USAGE_KIND,
-      model,
-      promptTokens: usage.prompt_tokens,
-      completionTokens: usage.completion_tokens,
-      totalTokens: usage.total_tokens,
-      costUsd: chatCostUsd(model, usage.prompt_tokens, usage.completion_tokens),
-    });
+    await recordUsage(trx, agentTurnUsage(user, target, CHAT_USAGE_KIND, model, usage));
     return model;
   });
   return { success: true, reply: result.text, agentId: target.agentId, sessionKey: input.sessionKey, messageId: replyId, model, usage };

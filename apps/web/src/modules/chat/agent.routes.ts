@@ -72,7 +72,7 @@ export async function agentInteractionRoutes(app: App, { config }: { config: Web
     {
       onRequest: authenticate,
       // A body that is not a JSON object has no action to read: said as such, not in the validator's words.
-      config: { invalidBodyMessage: 'Invalid request body' },
+      config: { invalidBody: 'INVALID_REQUEST_BODY' },
       schema: {
         tags: ['agent'],
         description: `Actions: ${AGENT_ACTIONS.join(', ')}.`,

@@ -39,7 +39,7 @@ export async function chatRoutes(app: App, { config }: { config: WebConfig }): P
     {
       onRequest: chatLimit,
       preValidation: authenticate,
-      config: { invalidBodyMessage: 'Message required' },
+      config: { invalidBody: 'MESSAGE_REQUIRED' },
       schema: {
         tags: ['chat'],
         body: GatewayChatBody,
@@ -66,7 +66,7 @@ export async function chatRoutes(app: App, { config }: { config: WebConfig }): P
     {
       onRequest: chatLimit,
       preValidation: authenticate,
-      config: { invalidBodyMessage: 'Message required' },
+      config: { invalidBody: 'MESSAGE_REQUIRED' },
       schema: {
         tags: ['chat'],
         body: ChatBody,

@@ -61,7 +61,10 @@ export async function agentMessageRoutes(app: App): Promise<void> {
       let conn: Awaited<ReturnType<typeof connectGateway>> | undefined;
       try {
         conn = viaBackend
-          ? new BackendGatewayConnection({ backend: app.backend, caller: backendCaller(user), agentId: agent.id }, Date.now() + 25_000)
+          ? new BackendGatewayConnection(
+              { backend: app.backend, caller: backendCaller(user), agentId: agent.id },
+              performance.now() + 25_000,
+            )
           : await connectGateway({ url: agent.url.replace(/^http/, 'ws'), token, handshakeTimeoutMs: 10_000, retryDeadlineMs: 10_000 });
         const history = (await conn.request('chat.history', { sessionKey, limit }, { timeoutMs: 15_000 })) as {
           sessionKey?: string;

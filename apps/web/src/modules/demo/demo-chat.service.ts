@@ -1,4 +1,4 @@
-import { DomainError, newId } from '@aop/core';
+import { DomainError, ERROR_CATALOGUE, newId } from '@aop/core';
 import { type LlmMessage, LlmRequestError, chatCompletion } from '@aop/core/llm';
 import { estimateTokens, llmCostUsd } from '@aop/core/llm-prices';
 import type { Database } from '@aop/db';
@@ -17,9 +17,9 @@ export const DEMO_USER_ID = 'demo';
 export const DEMO_AGENT_ID = 'demo-chat';
 export const DEMO_USAGE_KIND = 'demo-chat';
 
-export const DEMO_UNAVAILABLE = 'Demo unavailable — service not configured.';
+export const DEMO_UNAVAILABLE = ERROR_CATALOGUE.DEMO_UNAVAILABLE.message;
 export const DEMO_READY_MESSAGE = 'Try the agent without an account: pick a model and send a message.';
-export const UNSUPPORTED_DEMO_MODEL = 'Unsupported model: choose one listed by GET /api/demo/chat';
+export const UNSUPPORTED_DEMO_MODEL = ERROR_CATALOGUE.UNSUPPORTED_DEMO_MODEL.message;
 
 /**
  * The history sent upstream: only `user` entries with string content (a client cannot put words in

@@ -33,7 +33,7 @@ export async function demoRoutes(app: App, { config }: { config: WebConfig }): P
     '/api/demo/chat',
     {
       onRequest: limit,
-      config: { invalidBodyMessage: 'Message required' },
+      config: { invalidBody: 'MESSAGE_REQUIRED' },
       schema: {
         tags: ['demo'],
         body: demoChatBody(models.map((m) => m.id)),

@@ -82,7 +82,7 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
     '/api/devices',
     {
       preValidation: userBeforeBody,
-      config: { invalidBodyMessage: 'Invalid request body' },
+      config: { invalidBody: 'INVALID_REQUEST_BODY' },
       schema: {
         tags: ['devices'],
         body: DeviceMoveBody,

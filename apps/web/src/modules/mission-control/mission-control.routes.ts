@@ -1,5 +1,6 @@
 import type { App } from '@aop/core';
-import { FleetBookingsSchema, FleetCostsSchema, FleetGraphSchema, FleetTracesSchema, fallbackFleetGraph } from '@aop/core/mission-control';
+import { FleetBookingsSchema, FleetGraphSchema, FleetTracesSchema, fallbackFleetGraph } from '@aop/core/mission-control';
+import { ledgerSpend, roundMoney } from '@aop/db';
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { FastifyRequest } from 'fastify';
@@ -22,7 +23,10 @@ interface Area {
   fallback: (now: Date) => unknown;
 }
 
-/** Spec §4.17: the four views, with their unauthenticated defaults and their fallbacks when the backend is down. */
+/**
+ * Spec §4.17: the views relayed from the backend, with their unauthenticated defaults and their fallbacks when the
+ * backend is down. Costs are not among them: see `costs` below.
+ */
 const AREAS: Area[] = [
   {
     path: 'graph',
@@ -41,14 +45,6 @@ const AREAS: Area[] = [
     fallback: () => [],
   },
   {
-    path: 'costs',
-    summary: "Spend from the signed-in user's usage ledger",
-    backendSchema: FleetCostsSchema,
-    responseSchema: WebCosts,
-    unauthenticated: () => ({ costs: [] }),
-    fallback: () => ({ costs: [] }),
-  },
-  {
     path: 'bookings',
     summary: 'Bookings (currently empty)',
     backendSchema: FleetBookingsSchema,
@@ -59,7 +55,7 @@ const AREAS: Area[] = [
 ];
 
 /**
- * Spec §4.17 mission control (web): the session's user's fleet views, relayed from the backend (internal key, signed
+ * Spec §4.17 mission control (web): the session's user's fleet views, relayed from the backend (costs excepted) (internal key, signed
  * user context and the `userId` query). A caller without a session gets 200 with the spec's defaults; when the backend
  * is unreachable or gives no usable answer, the same shapes with the graph's `source: 'fallback'`.
  */
@@ -80,6 +76,27 @@ export async function missionControlRoutes(app: App): Promise<void> {
     }
     return area.fallback(now);
   }
+
+  // Spend is read from this service's own usage ledger, the one the cost dashboard (`/api/dashboard/cost`) reads and
+  // every web chat writes, with the same sum (`ledgerSpend`). Relayed from the backend it came from the backend's
+  // ledger, which with embedded databases is another database holding only the backend's own AI calls: mission
+  // control showed $0.00 while Costs showed the agent's spend (issue #19).
+  app.get(
+    '/api/mission-control/fleet/costs',
+    {
+      schema: {
+        tags: ['mission-control'],
+        summary: "Spend from the signed-in user's usage ledger (all time)",
+        response: { 200: WebCosts },
+      },
+    },
+    async (request) => {
+      const user = await request.currentUser();
+      if (!user) return { costs: [] };
+      const spend = await app.db.withUser(user.id, (trx) => ledgerSpend(trx, user.id));
+      return { costs: [], totalSpend: roundMoney(spend.total), managedAiCost: roundMoney(spend.managed), coordinationRevenue: 0 };
+    },
+  );
 
   for (const area of AREAS) {
     app.get(

@@ -100,7 +100,7 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
     '/api/wallet/sessions',
     {
       onRequest: limit,
-      config: { invalidBodyMessage: 'Missing: address, deposit, transaction' },
+      config: { invalidBody: 'MISSING_ADDRESS_DEPOSIT_TRANSACTION' },
       schema: {
         tags: ['payments'],
         headers: OwnershipHeaders,
@@ -187,7 +187,7 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
     '/api/wallet/sessions/voucher',
     {
       onRequest: voucherLimit,
-      config: { invalidBodyMessage: 'Missing: sessionId, userAddress, plugin, signature, nonce' },
+      config: { invalidBody: 'MISSING_SESSIONID_USERADDRESS_PLUGIN_SIGNATURE' },
       schema: {
         tags: ['payments'],
         body: Type.Object({

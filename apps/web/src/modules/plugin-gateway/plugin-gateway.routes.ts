@@ -14,9 +14,6 @@ export const GATEWAY_LIMIT_PER_MINUTE = 100;
 
 export const GATEWAY_PATH = '/api/v1/gateway';
 
-/** The 400 of a body that is not a JSON object (missing, not JSON, an array, a string…). */
-export const GATEWAY_BODY_MESSAGE = 'Body must be a JSON object';
-
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const wantsEventStream = (accept: string | undefined) => /(^|[\s,])text\/event-stream([\s;,]|$)/i.test(accept ?? '');
@@ -73,7 +70,7 @@ export async function pluginGatewayRoutes(app: App, { config }: { config: WebCon
     GATEWAY_PATH,
     {
       onRequest: limit,
-      config: { invalidBodyMessage: GATEWAY_BODY_MESSAGE },
+      config: { invalidBody: 'BODY_NOT_OBJECT' },
       schema: { tags: ['gateway'], summary: 'Run a plugin (agent, generate-text, tts, stt), paid per call' },
     },
     async (request, reply) => {

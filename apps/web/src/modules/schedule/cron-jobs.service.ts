@@ -1,4 +1,5 @@
 import { DomainError } from '@aop/core';
+import { CRON_EXPRESSION_MAX, cronExpressionProblem, timeZoneProblem } from '@aop/core/schedule-expression';
 import { type CronJob, type CronJobInput, type GatewayConnection, GatewayError, cronList } from '@aop/gateway-client';
 import { type GatewayTarget, GatewayUnavailableError, scopedSessionKey } from '../../platform/clients/user-gateway.js';
 
@@ -21,7 +22,18 @@ export interface OpenKind {
 }
 export type CronPayload = OpenKind;
 
-/** Spec §2.4. */
+/**
+ * A job the caller did not write: OpenClaw's own (its heartbeat monitor, memory-core's dreaming sweep, the Skill
+ * Workshop review…) or the platform heartbeat that `PUT /api/heartbeat` keeps. `description` says in words what it does.
+ */
+export interface SystemJob {
+  kind: 'heartbeat' | 'memory' | 'skill-review' | 'openclaw' | 'platform-heartbeat';
+  description: string;
+  /** Whether `DELETE /api/cron` removes it (only the platform heartbeat; OpenClaw would put its own back anyway). */
+  deletable: boolean;
+}
+
+/** Spec §2.4, plus `system` for jobs the caller did not write. */
 export interface CronJobView {
   id: string;
   name: string;
@@ -30,6 +42,7 @@ export interface CronJobView {
   payload: CronPayload;
   lastRun: string | null;
   nextRun: string | null;
+  system?: SystemJob;
 }
 
 /** A validated `POST /api/cron` body. */
@@ -40,9 +53,8 @@ export interface NewCronJob {
   enabled: boolean;
 }
 
-export const CRON_REQUIRED = 'name, schedule, and payload required';
 export const NAME_MAX = 200;
-const EXPR_MAX = 200;
+const EXPR_MAX = CRON_EXPRESSION_MAX;
 const TEXT_MAX = 10_000;
 
 /** `description` token of the platform's heartbeat job (see `heartbeat.ts`). */
@@ -68,7 +80,13 @@ export function checkedSchedule(value: Record<string, unknown>): CronSchedule {
   }
   if (value.kind === 'cron') {
     if (!nonEmpty(value.expr, EXPR_MAX)) throw new DomainError('INVALID_SCHEDULE_EXPR_NON_EMPTY');
+    // The gateway's own refusal (`invalid cron.add params: CronPattern: …`) names no field: the shared parser says
+    // which field is wrong and what it allows, and the dashboard says the same before sending.
+    const problem = cronExpressionProblem(value.expr);
+    if (problem) throw new DomainError('INVALID_SCHEDULE_PROBLEM', { problem });
     if (value.tz !== undefined && !nonEmpty(value.tz, 100)) throw new DomainError('INVALID_SCHEDULE_TZ_TIME_ZONE');
+    const tzProblem = value.tz === undefined ? null : timeZoneProblem(value.tz);
+    if (tzProblem) throw new DomainError('INVALID_SCHEDULE_PROBLEM', { problem: tzProblem });
     return { kind: 'cron', expr: value.expr.trim(), ...(value.tz !== undefined ? { tz: (value.tz as string).trim() } : {}) };
   }
   throw new DomainError('INVALID_SCHEDULE_KIND_EVERY_CRON');
@@ -161,6 +179,61 @@ export function cronAddParams(target: GatewayTarget, job: NewCronJob, marks: str
   };
 }
 
+/** The raw token OpenClaw's plugins put in their jobs' messages, e.g. `__openclaw_memory_core_short_term_promotion_dream__`. */
+const OPENCLAW_TOKEN = /^__openclaw_[a-z0-9_]+__$/;
+/** `[managed-by=memory-core.short-term-promotion]`: how OpenClaw's plugins tag the jobs they keep, in the description. */
+const MANAGED_BY = /\[managed-by=([^\]\s]+)\]/;
+
+/**
+ * Whether OpenClaw or the platform keeps `job`, and what it is. OpenClaw marks its own jobs (openclaw@2026.9.6,
+ * `dist/system-owned-declaration-*.mjs`, `extensions/memory-core`): a `declarationKey` (`heartbeat:<agent>`,
+ * `heartbeat-task:…`, `skill-collection-review:…`, `memory-core:memory-dreaming-promotion`), the payload kind
+ * `heartbeat`, a `[managed-by=…]` tag in the description, or a message that is one of its `__openclaw_…__` tokens.
+ * Clients of the platform can set none of these (`cronAddParams` writes no declaration key, and a description only
+ * of the platform's marks).
+ */
+export function systemJob(job: CronJob): SystemJob | null {
+  if (hasMark(job, HEARTBEAT_MARK)) {
+    return {
+      kind: 'platform-heartbeat',
+      description: 'The platform heartbeat: it asks the agent to check in. Change or switch it off under Heartbeat.',
+      deletable: true,
+    };
+  }
+  const key = typeof job.declarationKey === 'string' ? job.declarationKey : '';
+  const payload: Record<string, unknown> = isObject(job.payload) ? job.payload : {};
+  const message = [payload.message, payload.text].find((v): v is string => typeof v === 'string') ?? '';
+  const managedBy = typeof job.description === 'string' ? MANAGED_BY.exec(job.description)?.[1] : undefined;
+  if (key.startsWith('heartbeat:') || payload.kind === 'heartbeat') {
+    const agent = key.startsWith('heartbeat:') ? key.slice('heartbeat:'.length) : 'main';
+    return {
+      kind: 'heartbeat',
+      description: `OpenClaw's own heartbeat for agent “${agent}”: a periodic check-in turn in the agent's main session. It follows the agent's configuration (agents.defaults.heartbeat).`,
+      deletable: false,
+    };
+  }
+  if (key.startsWith('memory-core:') || managedBy?.startsWith('memory-core.') || message.startsWith('__openclaw_memory_core_')) {
+    return {
+      kind: 'memory',
+      description:
+        'OpenClaw memory maintenance (“dreaming”): promotes notes the agent keeps recalling into its long-term memory (MEMORY.md). Kept by the memory-core plugin; it follows the dreaming settings of the agent configuration.',
+      deletable: false,
+    };
+  }
+  if (key.startsWith('skill-collection-review:')) {
+    return {
+      kind: 'skill-review',
+      description: "OpenClaw's Skill Workshop review of the agent's skills. It follows skills.workshop in the agent configuration.",
+      deletable: false,
+    };
+  }
+  if (key !== '' || managedBy !== undefined || OPENCLAW_TOKEN.test(message.trim())) {
+    const owner = managedBy ?? (key || 'OpenClaw');
+    return { kind: 'openclaw', description: `Kept by OpenClaw (${owner}); it follows the agent configuration.`, deletable: false };
+  }
+  return null;
+}
+
 const iso = (ms: unknown) => (typeof ms === 'number' && Number.isFinite(ms) ? new Date(ms).toISOString() : null);
 
 /** A gateway job in the spec's shape (§2.4); schedule and payload kinds the spec does not name pass through unchanged. */
@@ -175,6 +248,7 @@ export function cronJobView(job: CronJob): CronJobView {
   let payload = rawPayload;
   if (rawPayload.kind === 'systemEvent') payload = { kind: 'systemEvent', text: rawPayload.text };
   else if (rawPayload.kind === 'agentTurn' && hasMark(job, SYSTEM_EVENT_MARK)) payload = { kind: 'systemEvent', text: rawPayload.message };
+  const system = systemJob(job);
   return {
     id: job.id,
     name: typeof job.name === 'string' ? job.name : '',
@@ -183,6 +257,7 @@ export function cronJobView(job: CronJob): CronJobView {
     payload,
     lastRun: iso(job.lastRunAtMs ?? state.lastRunAtMs),
     nextRun: iso(job.nextRunAtMs ?? state.nextRunAtMs),
+    ...(system ? { system } : {}),
   };
 }
 

@@ -5,7 +5,6 @@ import type { WebConfig } from '../../config.js';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { CreateCronJobBody, CronJob, CronList } from './schedule.schemas.js';
 import {
-  CRON_REQUIRED,
   checkedCronJob,
   cronAddParams,
   cronJobView,
@@ -14,6 +13,7 @@ import {
   getOwnJob,
   isJobNotFound,
   listOwnJobs,
+  systemJob,
 } from './cron-jobs.service.js';
 import { resolveGateway, withGateway } from '../../platform/clients/user-gateway.js';
 
@@ -58,7 +58,7 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
     '/api/cron',
     {
       preValidation: userBeforeBody,
-      config: { invalidBodyMessage: CRON_REQUIRED },
+      config: { invalidBody: 'CRON_REQUIRED' },
       schema: {
         tags: ['cron'],
         body: CreateCronJobBody,
@@ -96,7 +96,11 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
         const target = await resolveGateway(deps, user);
         await withGateway(target, timeoutMs, async (conn) => {
           // On a shared gateway another user's job is "not found", exactly like a job that does not exist.
-          if (target.ownerTag && !(await getOwnJob(conn, target, jobId))) throw new DomainError('JOB_NOT_FOUND');
+          const job = await getOwnJob(conn, target, jobId);
+          if (!job) throw new DomainError('JOB_NOT_FOUND');
+          // OpenClaw's own jobs follow the agent's configuration and come back when it is next applied: refused here
+          // in words rather than passed on (the gateway refuses some of them in its own terms, and removes others).
+          if (systemJob(job)?.deletable === false) throw new DomainError('SYSTEM_JOB_READ_ONLY');
           await cronRemove(conn, jobId);
         });
         return { success: true as const, source: 'gateway' as const };

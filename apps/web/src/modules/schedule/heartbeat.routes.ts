@@ -20,8 +20,6 @@ import {
 import type { AuthUser } from '../../platform/sessions.js';
 import { type GatewayTarget, resolveGateway, withGateway } from '../../platform/clients/user-gateway.js';
 
-const AGENT_ID_REQUIRED = 'agentId required';
-
 /** The agent as the schema let it through, trimmed; absent, null or '' is none. */
 const trimmedAgentId = (value: string | null | undefined): string | undefined => value?.trim() || undefined;
 
@@ -79,7 +77,12 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
       const job = await onGateway(request, user, agentId, (conn, target) => findHeartbeatJob(conn, target));
       if (job) return { source: 'gateway' as const, ...heartbeatView(job) };
       if (!agentId) {
-        return { source: 'db' as const, enabled: false, message: 'No heartbeat job on the gateway; pass agentId to read saved settings' };
+        return {
+          source: 'db' as const,
+          enabled: false,
+          message:
+            'No platform heartbeat job on the gateway (OpenClaw’s own heartbeat is listed with the cron jobs); pass agentId to read saved settings',
+        };
       }
       const row = await findHeartbeatSettings(app.db, user.id, agentId);
       if (row) return { source: 'db' as const, enabled: row.enabled, frequency: row.frequency };
@@ -122,7 +125,7 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
     '/api/heartbeat',
     {
       preValidation: deprecatedObjectBody,
-      config: { invalidBodyMessage: AGENT_ID_REQUIRED },
+      config: { invalidBody: 'AGENT_ID_REQUIRED' },
       schema: {
         tags: ['heartbeat'],
         deprecated: true,

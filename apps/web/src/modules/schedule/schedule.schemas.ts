@@ -15,6 +15,22 @@ export const CronJob = Type.Object({
   payload: Open('`{ kind: "systemEvent", text }`, `{ kind: "agentTurn", message }`; other gateway kinds pass through'),
   lastRun: NullableIso,
   nextRun: NullableIso,
+  system: Type.Optional(
+    Type.Object(
+      {
+        kind: Type.Union([
+          Type.Literal('heartbeat'),
+          Type.Literal('memory'),
+          Type.Literal('skill-review'),
+          Type.Literal('openclaw'),
+          Type.Literal('platform-heartbeat'),
+        ]),
+        description: Type.String({ description: 'what the job does, in words' }),
+        deletable: Type.Boolean({ description: 'false: DELETE answers 403 (OpenClaw keeps the job from the agent configuration)' }),
+      },
+      { description: 'present for jobs the caller did not write: OpenClaw’s own, and the platform heartbeat' },
+    ),
+  ),
 });
 export type CronJob = Static<typeof CronJob>;
 

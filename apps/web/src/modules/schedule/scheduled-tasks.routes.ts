@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { deleteByIdRoute } from '../../platform/http/delete-by-id.js';
 import { CreateScheduledTaskBody, ScheduledTask, UpdateScheduledTaskBody } from './schedule.schemas.js';
-import { parseSchedule } from './schedule-expression.js';
+import { parseSchedule } from '@aop/core/schedule-expression';
 import {
   type CheckedSchedule,
   TASK_AGENT_ID_MAX as AGENT_ID_MAX,
@@ -53,7 +53,7 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
     '/api/scheduled-tasks',
     {
       preValidation: userBeforeBody,
-      config: { invalidBodyMessage: 'name is required' },
+      config: { invalidBody: { code: 'FIELD_REQUIRED', params: { field: 'name' } } },
       schema: {
         tags: ['scheduled-tasks'],
         body: CreateScheduledTaskBody,
@@ -77,7 +77,7 @@ export async function scheduledTasksRoutes(app: App): Promise<void> {
     '/api/scheduled-tasks',
     {
       preValidation: userBeforeBody,
-      config: { invalidBodyMessage: 'id is required' },
+      config: { invalidBody: { code: 'FIELD_REQUIRED', params: { field: 'id' } } },
       schema: { tags: ['scheduled-tasks'], body: UpdateScheduledTaskBody, response: { 200: Type.Object({ task: ScheduledTask }) } },
     },
     async (request) => {

@@ -1,7 +1,7 @@
 import { newId } from '@aop/core';
 import type { Database } from '@aop/db';
 import { requireOwnAgent } from '../../platform/owned-agent.js';
-import { type Schedule, nextRunAt, parseSchedule } from './schedule-expression.js';
+import { type Schedule, nextRunAt, parseSchedule } from '@aop/core/schedule-expression';
 
 /** Limits of a task as `POST`/`PUT /api/scheduled-tasks` take it. */
 export const TASK_NAME_MAX = 200;

@@ -2,7 +2,7 @@ import { newId } from '@aop/core';
 import { type TestResponse, request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestWeb, startWeb } from '../../web.test-support.js';
-import { nextRunAt, parseSchedule } from './schedule-expression.js';
+import { nextRunAt, parseSchedule } from '@aop/core/schedule-expression';
 
 // Spec §4.18 Tasks: GET, POST, PUT, DELETE /api/scheduled-tasks (GET filtered by optional agentId).
 // "Now" is Tuesday 10 March 2026, 15:30:20 UTC.

@@ -13,7 +13,6 @@ import {
 
 export const RISC_PATH = '/api/security/risc';
 export const LEGACY_RISC_PATH = '/api/auth/idp/risc';
-const INVALID_TOKEN = 'Invalid security event token';
 const ErrorSchema = Type.Object({ error: Type.String() });
 
 /** The raw JWT arrives under these types; a JSON string body is taken too. */
@@ -87,7 +86,7 @@ export async function riscRoutes(app: App, { config }: { config: WebConfig }): P
       503: ErrorSchema,
     },
   });
-  const postConfig = { invalidBodyMessage: INVALID_TOKEN };
+  const postConfig = { invalidBody: 'INVALID_TOKEN' as const };
 
   app.post(
     RISC_PATH,

@@ -119,7 +119,7 @@ export function createSecurityEventValidator(options: SecurityEventValidatorOpti
   let failure: { until: number; reason: string } | undefined;
   const unavailable = (reason: string) => {
     keys = undefined;
-    failure = { until: Date.now() + KEY_FAILURE_COOLDOWN_MS, reason };
+    failure = { until: performance.now() + KEY_FAILURE_COOLDOWN_MS, reason };
     return new SecurityEventKeysUnavailable(reason);
   };
 
@@ -162,7 +162,7 @@ export function createSecurityEventValidator(options: SecurityEventValidatorOpti
           continue;
         }
         const set = createRemoteJWKSet(jwksUri, { cacheMaxAge: SIGNING_KEY_CACHE_MS, timeoutDuration: FETCH_TIMEOUT_MS });
-        keys = { set, jwksUri: jwksUri.href, discoveredAt: Date.now() };
+        keys = { set, jwksUri: jwksUri.href, discoveredAt: performance.now() };
         failure = undefined;
         options.log?.info({ jwksUri: jwksUri.href, via: path }, 'security event signing keys discovered');
         return set;
@@ -174,8 +174,9 @@ export function createSecurityEventValidator(options: SecurityEventValidatorOpti
   }
 
   async function keySet(base: string): Promise<RemoteKeySet> {
-    if (keys && Date.now() - keys.discoveredAt < SIGNING_KEY_CACHE_MS) return keys.set;
-    if (failure && Date.now() < failure.until) throw new SecurityEventKeysUnavailable(`still cooling down after: ${failure.reason}`);
+    // The key set's age and the cool-down are durations in this process (the tokens' times use `now`): monotonic.
+    if (keys && performance.now() - keys.discoveredAt < SIGNING_KEY_CACHE_MS) return keys.set;
+    if (failure && performance.now() < failure.until) throw new SecurityEventKeysUnavailable(`still cooling down after: ${failure.reason}`);
     // One discovery at a time: a burst of events shares it.
     discovering ??= discover(base).finally(() => {
       discovering = undefined;

@@ -32,7 +32,7 @@ export async function sessionRoutes(app: App, { config }: { config: WebConfig })
     '/api/auth/login',
     {
       onRequest: app.rateLimit(accountLimits(config).login),
-      config: { invalidBodyMessage: 'Email and password are required' },
+      config: { invalidBody: 'EMAIL_PASSWORD_ARE_REQUIRED' },
       schema: {
         tags: ['accounts'],
         body: LoginBodySchema,

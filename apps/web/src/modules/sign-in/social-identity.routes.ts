@@ -155,7 +155,7 @@ export async function socialIdentityRoutes(app: App, { config }: { config: WebCo
     '/api/auth/social-identity/verify',
     {
       onRequest: verifyLimit,
-      config: { invalidBodyMessage: 'Missing identity token' },
+      config: { invalidBody: 'MISSING_IDENTITY_TOKEN' },
       schema: {
         tags: ['accounts'],
         body: VerifyBodySchema,
@@ -219,7 +219,7 @@ export async function socialIdentityRoutes(app: App, { config }: { config: WebCo
     '/api/auth/social-identity/refresh',
     {
       onRequest: refreshLimit,
-      config: { invalidBodyMessage: 'Missing session token' },
+      config: { invalidBody: 'MISSING_SESSION_TOKEN' },
       schema: {
         tags: ['accounts'],
         body: RefreshBodySchema,

@@ -52,7 +52,7 @@ export async function tokenGatingRoutes(app: App, { config }: { config: WebConfi
     '/api/auth/token-gating/verify',
     {
       onRequest: limit,
-      config: { invalidBodyMessage: 'Missing address' },
+      config: { invalidBody: 'MISSING_ADDRESS' },
       schema: { tags: ['accounts'], body: Type.Object({ address: Type.Optional(Type.String()) }), response: { 200: GateResult } },
     },
     async (request) => verify(request.body?.address, request.log),

@@ -1,23 +1,17 @@
 import { type App, DomainError, isPublicError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
-import { type Address, type Hex, hashMessage, isAddress, isAddressEqual } from 'viem';
-import { generateSiweNonce, parseSiweMessage } from 'viem/siwe';
+import { hashMessage } from 'viem';
+import { generateSiweNonce } from 'viem/siwe';
 import type { WebConfig } from '../../config.js';
 import { sessionCookieOptions } from '../../platform/http/auth.js';
 import { detectWalletKind, gatingClient, nonceKey, verifyContractWalletSignature } from '../../platform/clients/chain.js';
+import { acceptSiweMessage } from '../../platform/siwe.js';
 import { SESSION_COOKIE } from '../../platform/sessions.js';
 import { Nonce } from './sign-in.schemas.js';
 import { startSession } from './sign-in.service.js';
 import { findOrCreateWalletUser } from './wallet-auth.service.js';
 
 const MINUTE = 60_000;
-/** A SIWE message is a few hundred characters; the cap keeps the parser's regular expressions cheap. */
-const MAX_MESSAGE_LENGTH = 4_096;
-/** ERC-6492 wrappers carry the factory call, so smart-wallet signatures can be a few kilobytes. */
-const MAX_SIGNATURE_LENGTH = 32_768;
-const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;
-/** Clients' clocks run a little ahead: an `Issued At` up to this far in the future is accepted. */
-const ISSUED_AT_SKEW_MS = 60_000;
 
 /** Where `GET|POST /api/auth/nonce` keeps an issued nonce until one signed message uses it. */
 const WalletAuthBodySchema = Type.Object({
@@ -52,7 +46,7 @@ export async function walletRoutes(app: App, { config }: { config: WebConfig }):
     '/api/wallet-auth',
     {
       onRequest: authLimit,
-      config: { invalidBodyMessage: 'Missing: address, message, signature' },
+      config: { invalidBody: 'MISSING_ADDRESS_MESSAGE_SIGNATURE' },
       schema: {
         tags: ['accounts'],
         body: WalletAuthBodySchema,
@@ -64,36 +58,20 @@ export async function walletRoutes(app: App, { config }: { config: WebConfig }):
       if (!client) throw new DomainError('WALLET_SIGN_IN_NOT_CONFIGURED');
       const { address, message, signature } = request.body ?? {};
       if (!address || !message || !signature) throw new DomainError('MISSING_ADDRESS_MESSAGE_SIGNATURE');
-      if (!isAddress(address, { strict: false })) throw new DomainError('INVALID_WALLET_ADDRESS');
-      if (message.length > MAX_MESSAGE_LENGTH) throw new DomainError('INVALID_SIWE_MESSAGE_TOO_LONG');
-
-      const siwe = parseSiweMessage(message);
-      if (!siwe.nonce) throw new DomainError('MISSING_NONCE_SIGNED_MESSAGE');
-      if (!siwe.address || !isAddressEqual(siwe.address, address)) throw new DomainError('SIGNED_WALLET_ADDRESS_MISMATCH');
-      const refuse = (reason: string) => new DomainError('INVALID_SIWE_MESSAGE', { reason });
-      if (siwe.version !== '1') throw refuse('unsupported version');
-      if (siwe.domain !== config.siweDomain) throw refuse('wrong domain');
-      if (siwe.scheme && siwe.scheme !== expectedScheme) throw refuse('wrong scheme');
-      if (siwe.chainId !== config.gating.chainId) throw refuse('wrong chain id');
-      let uriOrigin: string | undefined;
-      try {
-        uriOrigin = siwe.uri ? new URL(siwe.uri).origin : undefined;
-      } catch {}
-      if (uriOrigin !== expectedOrigin) throw refuse('wrong URI');
       const now = app.clock();
-      const times = [siwe.issuedAt, siwe.expirationTime, siwe.notBefore];
-      if (!siwe.issuedAt || times.some((t) => t && Number.isNaN(t.getTime()))) throw refuse('invalid timestamps');
-      if (siwe.issuedAt.getTime() > now + ISSUED_AT_SKEW_MS) throw refuse('issued in the future');
-      if (siwe.expirationTime && siwe.expirationTime.getTime() <= now) throw refuse('expired');
-      if (siwe.notBefore && siwe.notBefore.getTime() > now) throw refuse('not yet valid');
-      if (signature.length > MAX_SIGNATURE_LENGTH || !HEX.test(signature)) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
-
-      // Single use: the nonce is gone from here on, whatever happens next.
-      if ((await app.counters.take(nonceKey(siwe.nonce))) === null) throw new DomainError('INVALID_EXPIRED_NONCE');
+      // Single use: the nonce is taken by the checks, gone from here on whatever happens next.
+      const {
+        wallet,
+        signature: sig,
+        nonce,
+      } = await acceptSiweMessage(
+        app.counters,
+        { address, message, signature },
+        { domain: config.siweDomain, origin: expectedOrigin, scheme: expectedScheme, chainId: config.gating.chainId },
+        now,
+      );
 
       try {
-        const wallet = siwe.address.toLowerCase() as Address;
-        const sig = signature as Hex;
         // The wallet's code first: a node that cannot be reached is a failure here, not an "invalid signature".
         const kind = await detectWalletKind(client, wallet, sig);
         const valid = await client.verifySiweMessage({
@@ -101,7 +79,7 @@ export async function walletRoutes(app: App, { config }: { config: WebConfig }):
           signature: sig,
           address: wallet,
           domain: config.siweDomain,
-          nonce: siwe.nonce,
+          nonce,
           time: new Date(now),
         });
         if (!valid) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');

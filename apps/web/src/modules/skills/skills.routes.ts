@@ -41,7 +41,7 @@ export async function skillsRoutes(app: App): Promise<void> {
     '/api/skills',
     {
       preValidation: userBeforeBody,
-      config: { invalidBodyMessage: 'Invalid skill name' },
+      config: { invalidBody: 'INVALID_SKILL_NAME' },
       schema: {
         tags: ['skills'],
         body: InstallSkillBody,
@@ -67,7 +67,7 @@ export async function skillsRoutes(app: App): Promise<void> {
     '/api/skills/:name',
     {
       preValidation: userBeforeBody,
-      config: { invalidBodyMessage: 'Invalid request body' },
+      config: { invalidBody: 'INVALID_REQUEST_BODY' },
       schema: {
         tags: ['skills'],
         description: 'Updates the skill `name` of the scope `agentId` (absent: the user-wide one).',

@@ -84,12 +84,13 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
   let inflight: Promise<ProviderLiveStream[]> | undefined;
   async function activeStreams(): Promise<ProviderLiveStream[]> {
     if (!client) throw new DomainError('STREAMING_NOT_CONFIGURED');
-    const now = Date.now();
+    // The cache's age only (nothing stored is compared with it): monotonic.
+    const now = performance.now();
     if (cached && now - cached.at < config.streaming.liveCacheMs) return cached.streams;
     inflight ??= client
       .listActiveLiveStreams()
       .then((streams) => {
-        cached = { at: Date.now(), streams };
+        cached = { at: performance.now(), streams };
         return streams;
       })
       .finally(() => {
@@ -129,7 +130,7 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
     '/api/radio/streams',
     {
       onRequest: createLimit,
-      config: { invalidBodyMessage: 'Wallet address required' },
+      config: { invalidBody: 'WALLET_ADDRESS_REQUIRED' },
       schema: {
         tags: ['streaming'],
         description: `Creates a live stream for a smart-contract wallet holding at least GATE_MIN_BALANCE (1,250,000) gate tokens. \`name\` defaults to \`${DEFAULT_DJ_NAME}\`.`,
@@ -212,7 +213,7 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
         const text = body.toString('utf8');
         // The shared JSON parser never saw these bytes: its rules apply here, once they are known to be the provider's
         // (U+0000 in an event id would fail the insert, and the provider would retry it forever).
-        checkJsonText(text, 'Invalid request body');
+        checkJsonText(text, 'INVALID_REQUEST_BODY');
         let parsed: unknown;
         try {
           parsed = JSON.parse(text);

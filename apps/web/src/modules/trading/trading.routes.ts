@@ -1,3 +1,4 @@
+import { refuse } from '@aop/core/request-schema';
 import { type App, DomainError } from '@aop/core';
 import { writeAudit } from '@aop/db';
 import { Type } from '@sinclair/typebox';
@@ -47,7 +48,7 @@ export async function tradingRoutes(app: App, { config }: { config: WebConfig })
     '/api/user/trading-key',
     {
       preValidation: sessionUserBeforeBody,
-      config: { invalidBodyMessage: 'apiKey is required' },
+      config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'apiKey' }) },
       schema: { tags: ['trading'], body: SaveTradingKeyBody, response: { 200: Success } },
     },
     async (request) => {
@@ -85,7 +86,7 @@ export async function tradingRoutes(app: App, { config }: { config: WebConfig })
     '/api/trading/prompt',
     {
       preValidation: sessionUserBeforeBody,
-      config: { invalidBodyMessage: 'prompt is required' },
+      config: { invalidBody: refuse('FIELD_REQUIRED', { field: 'prompt' }) },
       schema: { tags: ['trading'], body: TradingPromptBody },
     },
     async (request, reply) => {

@@ -1,4 +1,4 @@
-import { decryptSecret, DomainError, encryptSecret, parseEncryptionKey } from '@aop/core';
+import { decryptSecret, DomainError, ERROR_CATALOGUE, encryptSecret, parseEncryptionKey } from '@aop/core';
 import type { Database, Tx } from '@aop/db';
 import type { WebConfig } from '../../config.js';
 
@@ -8,8 +8,8 @@ export const TRADING_KEY_MAX = 512;
 /** Spec §4.13: the chains asked for when the caller names none. */
 export const DEFAULT_CHAINS = 'base,polygon,mainnet,solana,unichain';
 
-export const NO_KEY_MESSAGE = 'No trading API key configured. Add your personal key in settings.';
-export const UNREADABLE_KEY_MESSAGE = 'Your saved trading API key could not be read. Save it again in settings.';
+export const NO_KEY_MESSAGE = ERROR_CATALOGUE.NO_TRADING_KEY.message;
+export const UNREADABLE_KEY_MESSAGE = ERROR_CATALOGUE.UNREADABLE_TRADING_KEY.message;
 
 type TradingConfig = Pick<WebConfig, 'trading' | 'encryptionKey'>;
 

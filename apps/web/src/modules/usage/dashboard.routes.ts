@@ -2,8 +2,9 @@ import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
-import { CostReport, DashboardStats } from './usage.schemas.js';
-import { EMPTY_STATS, costReport, dashboardStats, isCostPeriod } from './usage.service.js';
+import { AGENT_PLATFORM_KEY_PROVIDERS } from '../../platform/agent-ai-keys.js';
+import { CostReport, DashboardStats, NewAgentGate } from './usage.schemas.js';
+import { EMPTY_STATS, costReport, dashboardStats, isCostPeriod, newAgentGate } from './usage.service.js';
 
 /** Spec §4.14 dashboards, computed from the usage ledger and the user's own rows. */
 export async function dashboardRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
@@ -42,4 +43,24 @@ export async function dashboardRoutes(app: App, { config }: { config: WebConfig 
     if (!stats) throw new DomainError('USER_NOT_FOUND');
     return stats;
   });
+
+  app.get(
+    '/api/dashboard/new-agent',
+    {
+      schema: {
+        tags: ['dashboard'],
+        description:
+          'Whether the caller may create another agent (plan, subscription, agent limit: the rule `POST /api/provision` applies), ' +
+          'whether plans can be bought here, and which AI providers a new agent may use without its own key.',
+        response: { 200: NewAgentGate },
+      },
+    },
+    async (request) => {
+      const user = await requireUser(request);
+      const options = { cardPayments: Boolean(config.stripe), platformKeyProviders: AGENT_PLATFORM_KEY_PROVIDERS };
+      const gate = await app.db.withUser(user.id, (trx) => newAgentGate(trx, user, options));
+      if (!gate) throw new DomainError('USER_NOT_FOUND');
+      return gate;
+    },
+  );
 }

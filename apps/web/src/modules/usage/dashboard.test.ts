@@ -336,6 +336,127 @@ describe('dashboards', () => {
     });
   });
 
+  describe('one spend, two views', () => {
+    it('mission control’s spend is the cost dashboard’s total for the same rows (the same ledger, the same sum)', async () => {
+      const spend = (cookie: string) => request(`${web.url}/api/mission-control/fleet/costs`, { headers: { cookie } });
+      // B's usage all falls in the last 30 days: both views must say 10 (7 + 3), to the same 4 decimals.
+      const [board, mission] = await Promise.all([cost(b.cookie, '?period=30d'), spend(b.cookie)]);
+      expect(board.body.summary.totalCost).toBe(10);
+      expect(mission.body).toEqual({ costs: [], totalSpend: board.body.summary.totalCost, managedAiCost: 0, coordinationRevenue: 0 });
+      // A sub-cent call shows as the same figure in both (the reported $0.0003 against $0.00).
+      const tiny = await web.signIn();
+      await recordUsage(web.database.db.kysely, { userId: tiny.userId, kind: 'chat', costUsd: '0.0003', at: at('2026-03-10T12:00:00Z') });
+      await recordUsage(web.database.db.kysely, {
+        userId: tiny.userId,
+        kind: 'ai-chat',
+        costUsd: '0.0001',
+        at: at('2026-03-10T12:05:00Z'),
+      });
+      const [small, smallMission] = await Promise.all([cost(tiny.cookie), spend(tiny.cookie)]);
+      expect(small.body.summary.totalCost).toBe(0.0004);
+      expect(smallMission.body).toEqual({ costs: [], totalSpend: 0.0004, managedAiCost: 0.0001, coordinationRevenue: 0 });
+      // Mission control counts all time: A's usage before every period is in it, and only A's.
+      const all = await spend(a.cookie);
+      expect(all.body.totalSpend).toBe(118.4023);
+    });
+  });
+
+  describe('GET /api/dashboard/new-agent', () => {
+    const gate = (cookie: string) => request(`${web.url}/api/dashboard/new-agent`, { headers: { cookie } });
+    const provision = (cookie: string) => request(`${web.url}/api/provision`, { json: { autoProvision: true }, headers: { cookie } });
+    const setPlan = (userId: string, plan: string, status: string) =>
+      web.database.db.kysely.updateTable('users').set({ plan, subscription_status: status }).where('id', '=', userId).execute();
+
+    it('401 without a session', async () => {
+      const res = await request(`${web.url}/api/dashboard/new-agent`);
+      expect([res.status, res.body]).toEqual([401, { error: 'Unauthorized' }]);
+    });
+
+    it('states the gate POST /api/provision applies, in its words, before any wizard step', async () => {
+      const free = await web.signIn();
+      const unpaid = await web.signIn();
+      await setPlan(unpaid.userId, 'solo', 'canceled');
+      const full = await web.signIn();
+      await setPlan(full.userId, 'solo', 'active');
+      await agent(full.userId, newId('agent'), 'Only one', 'running', '2026-03-10T09:00:00Z');
+      // An errored agent does not count against the limit, here as in provisioning.
+      await agent(full.userId, newId('agent'), 'Broken', 'error', '2026-03-10T09:00:00Z');
+      const cases = [
+        [free, { reason: 'paid-plan', plan: 'free', planTitle: 'Free', subscriptionStatus: 'none', count: 0, limit: 1, suggest: 'solo' }],
+        [
+          unpaid,
+          { reason: 'subscription', plan: 'solo', planTitle: 'Solo', subscriptionStatus: 'canceled', count: 0, limit: 1, suggest: 'solo' },
+        ],
+        [
+          full,
+          {
+            reason: 'agent-limit',
+            plan: 'solo',
+            planTitle: 'Solo',
+            subscriptionStatus: 'active',
+            count: 1,
+            limit: 1,
+            suggest: 'collective',
+          },
+        ],
+      ] as const;
+      for (const [user, c] of cases) {
+        const refused = await provision(user.cookie);
+        expect(refused.status).toBeGreaterThanOrEqual(400);
+        const res = await gate(user.cookie);
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual({
+          allowed: false,
+          reason: c.reason,
+          message: refused.body.error,
+          plan: c.plan,
+          planTitle: c.planTitle,
+          subscriptionStatus: c.subscriptionStatus,
+          admin: false,
+          agents: { count: c.count, limit: c.limit },
+          cardPayments: false,
+          // Nothing can be bought on this server: the operator's command that enables the account.
+          operatorCommand: `npm run cli -- plan set ${user.userId}@example.com ${c.suggest}`,
+          platformKeyProviders: [],
+        });
+      }
+      expect((await gate(free.cookie)).body.message).toBe('A paid plan (solo or higher) is required to provision agents');
+    });
+
+    it('an account that may create an agent, and an administrator (no plan, no limit), are let through', async () => {
+      const paying = await web.signIn();
+      await setPlan(paying.userId, 'collective', 'active');
+      await agent(paying.userId, newId('agent'), 'One', 'running', '2026-03-10T09:00:00Z');
+      expect((await gate(paying.cookie)).body).toMatchObject({
+        allowed: true,
+        reason: null,
+        message: null,
+        agents: { count: 1, limit: 3 },
+        operatorCommand: null,
+      });
+      const admin = await web.signIn({ isAdmin: true });
+      expect((await gate(admin.cookie)).body).toMatchObject({
+        allowed: true,
+        reason: null,
+        admin: true,
+        plan: 'free',
+        agents: { count: 0, limit: null },
+        operatorCommand: null,
+      });
+    });
+
+    it('where plans can be bought by card, a blocked account is sent to billing, not to an operator', async () => {
+      const paid = await startWeb({ STRIPE_SECRET_KEY: 'sk_test_gate' }, { clock: () => NOW });
+      try {
+        const user = await paid.signIn();
+        const res = await request(`${paid.url}/api/dashboard/new-agent`, { headers: { cookie: user.cookie } });
+        expect(res.body).toMatchObject({ allowed: false, reason: 'paid-plan', cardPayments: true, operatorCommand: null });
+      } finally {
+        await paid.close();
+      }
+    });
+  });
+
   describe('failures', () => {
     it('cost: 500 Failed to fetch cost data; stats: the zeroed fallback with 200', async () => {
       const broken = await startWeb({}, { clock: () => NOW });

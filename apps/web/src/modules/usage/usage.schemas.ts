@@ -31,3 +31,28 @@ export const DashboardStats = Type.Object({
   tasks: Type.Object({ total: Type.Integer() }),
 });
 export type DashboardStats = Static<typeof DashboardStats>;
+
+const NewAgentBlock = Type.Union([Type.Literal('paid-plan'), Type.Literal('subscription'), Type.Literal('agent-limit')]);
+
+/** `GET /api/dashboard/new-agent`: whether the caller may create another agent, read before the wizard opens. */
+export const NewAgentGate = Type.Object({
+  allowed: Type.Boolean(),
+  reason: Type.Union([NewAgentBlock, Type.Null()], { description: 'what stops it, in `POST /api/provision`’s order; null when allowed' }),
+  message: Type.Union([Type.String(), Type.Null()], { description: 'the error `POST /api/provision` would answer' }),
+  plan: Type.String(),
+  planTitle: Type.String(),
+  subscriptionStatus: Type.String(),
+  admin: Type.Boolean({ description: 'administrators skip the plan, subscription and limit checks' }),
+  agents: Type.Object({
+    count: Type.Integer({ description: 'agents that count against the limit (not in `error`)' }),
+    limit: Type.Union([Type.Integer(), Type.Null()], { description: 'null: no limit applies' }),
+  }),
+  cardPayments: Type.Boolean({ description: 'whether plans can be bought by card on this server' }),
+  operatorCommand: Type.Union([Type.String(), Type.Null()], {
+    description: 'when blocked and nothing can be bought here: the operator CLI command that puts the account on a plan',
+  }),
+  platformKeyProviders: Type.Array(Type.String(), {
+    description: 'AI providers whose platform key a new agent gets when its owner brings none (no key is ever shown)',
+  }),
+});
+export type NewAgentGate = Static<typeof NewAgentGate>;

@@ -1,5 +1,5 @@
-import { PLANS, newId, shownAgentLimitFor } from '@aop/core';
-import { DAY_MS, type DB, roundMoney, type Tx, sql, utcDayStart } from '@aop/db';
+import { CARD_PLANS, DomainError, PLANS, agentLimitFor, newId, planTitle, provisioningBlock, shownAgentLimitFor } from '@aop/core';
+import { DAY_MS, type DB, ledgerSpend, roundMoney, type Tx, sql, utcDayStart } from '@aop/db';
 import type { Kysely } from 'kysely';
 import { type BillingCatalog, monthlyPriceGbp } from '../billing/billing-catalog.js';
 
@@ -149,9 +149,10 @@ export async function costReport(
     where user_id = ${userId} and created_at >= ${since} and created_at < ${until}
     group by 1`.execute(trx);
 
+  // The period's total is the ledger sum mission control's spend reads too (`ledgerSpend`), not a sum of the groups.
+  const totalCost = (await ledgerSpend(trx, userId, { since, until })).total;
   const agents = new Map<string, Bucket>();
   const models = new Map<string, number>();
-  let totalCost = 0;
   let totalTokens = 0;
   let totalCalls = 0;
   for (const row of groups.rows) {
@@ -176,7 +177,6 @@ export async function costReport(
     const used = bucket.models.get(model) ?? { calls: 0, cost: 0 };
     bucket.models.set(model, { calls: used.calls + row.calls, cost: used.cost + cost });
     models.set(model, (models.get(model) ?? 0) + cost);
-    totalCost += cost;
     totalTokens += tokens;
     totalCalls += row.calls;
   }
@@ -255,5 +255,76 @@ export async function dashboardStats(trx: Tx, userId: string, now: number): Prom
     agents: { active: row.active, total: row.total, limit: shownAgentLimitFor(row.plan), newToday: row.new_today },
     skills: { installed: row.skills },
     tasks: { total: row.tasks },
+  };
+}
+
+export type NewAgentBlock = 'paid-plan' | 'subscription' | 'agent-limit';
+
+export interface NewAgentGate {
+  allowed: boolean;
+  reason: NewAgentBlock | null;
+  message: string | null;
+  plan: string;
+  planTitle: string;
+  subscriptionStatus: string;
+  admin: boolean;
+  agents: { count: number; limit: number | null };
+  cardPayments: boolean;
+  operatorCommand: string | null;
+  platformKeyProviders: string[];
+}
+
+/**
+ * Whether the user may create another agent, and if not why, in the words `POST /api/provision` would answer (the
+ * same rule, `provisioningBlock` of the plan catalogue): read before the new-agent wizard opens, so nobody goes through
+ * its steps to be refused at the end. Where a plan cannot be bought here (no card payments), `operatorCommand` is how
+ * an operator puts the account on one. Null when the user row is gone.
+ */
+export async function newAgentGate(
+  trx: Tx,
+  user: { id: string; email: string; isAdmin: boolean },
+  options: { cardPayments: boolean; platformKeyProviders: readonly string[] },
+): Promise<NewAgentGate | null> {
+  const result = await sql<{ plan: string; subscription_status: string; agents: number }>`
+    select u.plan, u.subscription_status,
+           (select count(*)::int from agents where user_id = u.id and status <> 'error') as agents
+    from users u where u.id = ${user.id}`.execute(trx);
+  const row = result.rows[0];
+  if (!row) return null;
+  const block = provisioningBlock({
+    plan: row.plan,
+    subscriptionStatus: row.subscription_status,
+    agents: row.agents,
+    isAdmin: user.isAdmin,
+  });
+  const message =
+    block === null
+      ? null
+      : block.reason === 'paid-plan'
+        ? new DomainError('PAID_PLAN_TO_PROVISION').message
+        : block.reason === 'subscription'
+          ? new DomainError('ACTIVE_SUBSCRIPTION_REQUIRED').message
+          : new DomainError('AGENT_LIMIT_REACHED', { plan: row.plan, limit: block.limit }).message;
+  const limit = agentLimitFor(row.plan);
+  // A bigger plan or a subscription is bought on the billing page; without card payments only an operator can set one.
+  const needsPlan = block !== null && !options.cardPayments;
+  const suggested =
+    block?.reason === 'subscription'
+      ? row.plan
+      : block?.reason === 'agent-limit'
+        ? (CARD_PLANS.find((p) => agentLimitFor(p) > limit) ?? row.plan)
+        : CARD_PLANS[0];
+  return {
+    allowed: block === null,
+    reason: block?.reason ?? null,
+    message,
+    plan: row.plan,
+    planTitle: planTitle(row.plan),
+    subscriptionStatus: row.subscription_status,
+    admin: user.isAdmin,
+    agents: { count: row.agents, limit: user.isAdmin || !Number.isFinite(limit) ? null : limit },
+    cardPayments: options.cardPayments,
+    operatorCommand: needsPlan ? `npm run cli -- plan set ${user.email} ${suggested}` : null,
+    platformKeyProviders: [...options.platformKeyProviders],
   };
 }

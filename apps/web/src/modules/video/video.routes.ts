@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { GenerateVideoBody } from './video.schemas.js';
-import { INVALID_VIDEO_TYPE, VIDEO_TYPES, generateVideo, parseVideoRequest } from './video.service.js';
+import { VIDEO_TYPES, generateVideo, parseVideoRequest } from './video.service.js';
 
 const ErrorSchema = Type.Object({ error: Type.String() });
 
@@ -20,7 +20,7 @@ export async function videoRoutes(app: App, { config }: { config: WebConfig }): 
       onRequest: async (request) => {
         await requireUser(request);
       },
-      config: { invalidBodyMessage: INVALID_VIDEO_TYPE },
+      config: { invalidBody: 'INVALID_VIDEO_TYPE' },
       schema: {
         tags: ['video'],
         description: `Renders a ${VIDEO_TYPES.join(' | ')} video (at most 5 minutes) and answers its blob-storage URL.`,

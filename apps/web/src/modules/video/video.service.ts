@@ -43,8 +43,6 @@ export type VideoInput =
 /** Limits on what is sent to the render API (characters, list items). */
 export const VIDEO_LIMITS = { name: 200, text: 2_000, url: 2_048, items: 20, item: 500 } as const;
 
-export const INVALID_VIDEO_TYPE = 'Invalid video type';
-
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function text(body: Record<string, unknown>, field: string, max: number): string {

@@ -82,7 +82,7 @@ export async function walletAccountRoutes(app: App, { config }: { config: WebCon
     '/api/wallet',
     {
       onRequest: [authenticate, linkLimit],
-      config: { invalidBodyMessage: 'Missing: address, message, signature' },
+      config: { invalidBody: 'MISSING_ADDRESS_MESSAGE_SIGNATURE' },
       schema: {
         tags: ['wallets'],
         description:
@@ -125,7 +125,7 @@ export async function walletAccountRoutes(app: App, { config }: { config: WebCon
 
   const providerPost = {
     onRequest: [authenticate, providerLimit],
-    config: { invalidBodyMessage: 'Invalid request body' },
+    config: { invalidBody: 'INVALID_REQUEST_BODY' as const },
     schema: { tags: ['wallets'], description: `Actions: ${WALLET_PROVIDER_ACTIONS.join(', ')}.`, body: WalletProviderBody },
   };
   const providerGet = {

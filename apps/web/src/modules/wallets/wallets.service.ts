@@ -2,7 +2,6 @@ import { type CounterStore, DomainError, isDomainError } from '@aop/core';
 import { type Database, isUniqueViolation, writeAudit } from '@aop/db';
 import {
   type Address,
-  type Hex,
   type PublicClient,
   createPublicClient,
   erc20Abi,
@@ -16,9 +15,9 @@ import {
   verifyMessage,
   zeroAddress,
 } from 'viem';
-import { parseSiweMessage } from 'viem/siwe';
 import type { WebConfig } from '../../config.js';
-import { CHAIN_RPC_TIMEOUT_MS, detectWalletKind, gatingClient, nonceKey } from '../../platform/clients/chain.js';
+import { CHAIN_RPC_TIMEOUT_MS, detectWalletKind, gatingClient } from '../../platform/clients/chain.js';
+import { acceptSiweMessage } from '../../platform/siwe.js';
 import type { WalletView } from './wallets.schemas.js';
 
 /**
@@ -31,11 +30,6 @@ import type { WalletView } from './wallets.schemas.js';
 export const WALLET_LINK_STATEMENT = 'Link this wallet to my account.';
 
 /** `POST /api/wallet/provider` actions (defined with the schemas, which the dashboard's type check reads). */
-
-const MAX_MESSAGE_LENGTH = 4_096;
-const MAX_SIGNATURE_LENGTH = 32_768;
-const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;
-const ISSUED_AT_SKEW_MS = 60_000;
 
 export type { WalletView } from './wallets.schemas.js';
 
@@ -88,34 +82,19 @@ export async function linkWallet(
 ): Promise<{ wallet: WalletView; created: boolean }> {
   const { config } = deps;
   const { address, message, signature } = body;
-  if (!isAddress(address, { strict: false })) throw new DomainError('INVALID_WALLET_ADDRESS');
-  if (message.length > MAX_MESSAGE_LENGTH) throw new DomainError('INVALID_SIWE_MESSAGE_TOO_LONG');
+  // Single use: the nonce is taken by the checks, gone from here on whatever happens next.
+  const { wallet, signature: sig } = await acceptSiweMessage(
+    deps.counters,
+    { address, message, signature },
+    {
+      domain: config.siweDomain,
+      origin: new URL(config.publicUrl).origin,
+      chainId: config.gating.chainId,
+      statement: WALLET_LINK_STATEMENT,
+    },
+    now,
+  );
 
-  const siwe = parseSiweMessage(message);
-  if (!siwe.nonce) throw new DomainError('MISSING_NONCE_SIGNED_MESSAGE');
-  if (!siwe.address || !isAddressEqual(siwe.address, address)) throw new DomainError('SIGNED_WALLET_ADDRESS_MISMATCH');
-  const refuse = (reason: string) => new DomainError('INVALID_SIWE_MESSAGE', { reason });
-  if (siwe.statement !== WALLET_LINK_STATEMENT) throw refuse(`the statement must be "${WALLET_LINK_STATEMENT}"`);
-  if (siwe.version !== '1') throw refuse('unsupported version');
-  if (siwe.domain !== config.siweDomain) throw refuse('wrong domain');
-  if (siwe.chainId !== config.gating.chainId) throw refuse('wrong chain id');
-  let uriOrigin: string | undefined;
-  try {
-    uriOrigin = siwe.uri ? new URL(siwe.uri).origin : undefined;
-  } catch {}
-  if (uriOrigin !== new URL(config.publicUrl).origin) throw refuse('wrong URI');
-  const times = [siwe.issuedAt, siwe.expirationTime, siwe.notBefore];
-  if (!siwe.issuedAt || times.some((t) => t && Number.isNaN(t.getTime()))) throw refuse('invalid timestamps');
-  if (siwe.issuedAt.getTime() > now + ISSUED_AT_SKEW_MS) throw refuse('issued in the future');
-  if (siwe.expirationTime && siwe.expirationTime.getTime() <= now) throw refuse('expired');
-  if (siwe.notBefore && siwe.notBefore.getTime() > now) throw refuse('not yet valid');
-  if (signature.length > MAX_SIGNATURE_LENGTH || !HEX.test(signature)) throw new DomainError('SIGNATURE_VERIFICATION_FAILED');
-
-  // Single use, whatever happens next.
-  if ((await deps.counters.take(nonceKey(siwe.nonce))) === null) throw new DomainError('INVALID_EXPIRED_NONCE');
-
-  const wallet = siwe.address.toLowerCase() as Address;
-  const sig = signature as Hex;
   const client = gatingClient(config.gating);
   let signer: string;
   if (client) {

@@ -30,7 +30,7 @@ function signedJson(request: FastifyRequest, secret: string | undefined, now: nu
   const text = raw.toString('utf8');
   // The shared JSON parser never saw these bytes: its rules apply here, once they are known to be the provider's. The
   // payload is stored as jsonb, which refuses U+0000 and half surrogate pairs (a 500 the provider would retry forever).
-  checkJsonText(text, 'Invalid payload');
+  checkJsonText(text, 'INVALID_PAYLOAD');
   let payload: unknown;
   try {
     payload = JSON.parse(text);

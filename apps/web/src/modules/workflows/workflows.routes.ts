@@ -1,7 +1,17 @@
 import { type App, beforeObjectBody, DomainError, checkJsonText } from '@aop/core';
 import { Type } from '@sinclair/typebox';
+import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
-import { CreateWorkflowBody, UpdateWorkflowBody, Workflow } from './workflows.schemas.js';
+import { listWorkflowRuns, runWorkflow } from './workflow-runs.service.js';
+import {
+  CreateWorkflowBody,
+  RunWorkflowBody,
+  UpdateWorkflowBody,
+  WORKFLOW_RUNS_DEFAULT,
+  Workflow,
+  WorkflowRun,
+  WorkflowRunsQuery,
+} from './workflows.schemas.js';
 import {
   type NodeRow,
   WORKFLOW_NAME_MAX,
@@ -59,8 +69,8 @@ const userBeforeWorkflowBody = beforeObjectBody(async (request) => {
   await requireUser(request);
 });
 
-/** Spec §4.9 / §2.7: workflows and their nodes, user-scoped. */
-export async function workflowRoutes(app: App): Promise<void> {
+/** Spec §4.9 / §2.7: workflows and their nodes, user-scoped; and (issue #19) their runs. */
+export async function workflowRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   app.get(
     '/api/workflows',
     {
@@ -84,7 +94,7 @@ export async function workflowRoutes(app: App): Promise<void> {
     '/api/workflows',
     {
       preValidation: userBeforeWorkflowBody,
-      config: { invalidBodyMessage: 'Name required' },
+      config: { invalidBody: 'NAME_REQUIRED' },
       schema: { tags: ['workflows'], body: CreateWorkflowBody, response: { 201: Type.Object({ workflow: Workflow }) } },
     },
     async (request, reply) => {
@@ -144,6 +154,53 @@ export async function workflowRoutes(app: App): Promise<void> {
       const user = await requireUser(request);
       if (!(await deleteWorkflow(app.db, user.id, request.params.workflowId))) throw new DomainError('WORKFLOW_NOT_FOUND');
       return { deleted: true as const };
+    },
+  );
+
+  app.post(
+    '/api/workflows/:workflowId/run',
+    {
+      // A run needs no body: `POST …/run` with none is a run with the trigger's own input.
+      preValidation: [
+        async (request) => {
+          request.body ??= {};
+        },
+        userBeforeWorkflowBody,
+      ],
+      schema: {
+        tags: ['workflows'],
+        description:
+          'Runs the workflow against the owner’s agent: from its triggers along `config.next`, actions as agent turns, conditions ' +
+          'on the previous result, outputs collected as the result. Answers when the run ends (at most 50 steps and 5 minutes); ' +
+          'a failed step fails the run, which is still recorded and answered (status `failed`). 409 while disabled or already running.',
+        params: Params,
+        body: RunWorkflowBody,
+        response: { 201: Type.Object({ run: WorkflowRun }) },
+      },
+    },
+    async (request, reply) => {
+      const user = await requireUser(request);
+      const deps = { db: app.db, backend: app.backend, config, clock: app.clock, log: request.log };
+      const run = await runWorkflow(deps, user, request.params.workflowId, request.body?.input);
+      return reply.code(201).send({ run });
+    },
+  );
+
+  app.get(
+    '/api/workflows/:workflowId/runs',
+    {
+      schema: {
+        tags: ['workflows'],
+        params: Params,
+        querystring: WorkflowRunsQuery,
+        response: { 200: Type.Object({ runs: Type.Array(WorkflowRun) }) },
+      },
+    },
+    async (request) => {
+      const user = await requireUser(request);
+      const runs = await listWorkflowRuns(app.db, user.id, request.params.workflowId, request.query.limit ?? WORKFLOW_RUNS_DEFAULT);
+      if (!runs) throw new DomainError('WORKFLOW_NOT_FOUND');
+      return { runs };
     },
   );
 }

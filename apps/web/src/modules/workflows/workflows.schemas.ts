@@ -70,3 +70,62 @@ export const UpdateWorkflowBody = Type.Object({
   nodes: Type.Optional(nodes),
 });
 export type UpdateWorkflowBody = Static<typeof UpdateWorkflowBody>;
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Runs (issue #19): `POST /api/workflows/:workflowId/run`, `GET /api/workflows/:workflowId/runs`.
+
+/** Longest input a run takes. */
+export const WORKFLOW_RUN_INPUT_MAX = 10_000;
+/** Runs `GET …/runs` lists by default, and at most. */
+export const WORKFLOW_RUNS_DEFAULT = 10;
+export const WORKFLOW_RUNS_MAX = 50;
+
+const NullableIso = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+const NullableText = Type.Union([Type.String(), Type.Null()]);
+
+export const WorkflowRunStep = Type.Object({
+  key: Type.String({ description: 'the node’s `config.key`' }),
+  type: Type.Union([Type.Literal('trigger'), Type.Literal('action'), Type.Literal('condition'), Type.Literal('output')]),
+  label: Type.String(),
+  status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('stopped')], {
+    description: '`stopped`: a condition that did not hold; its branch went no further',
+  }),
+  input: Type.String({ description: 'the previous step’s result (the run’s input for a trigger)' }),
+  output: NullableText,
+  error: NullableText,
+  startedAt: Type.String({ format: 'date-time' }),
+  finishedAt: Type.String({ format: 'date-time' }),
+});
+export type WorkflowRunStep = Static<typeof WorkflowRunStep>;
+
+export const WorkflowRun = Type.Object({
+  id: Type.String(),
+  workflowId: Type.String(),
+  status: Type.Union([Type.Literal('running'), Type.Literal('succeeded'), Type.Literal('failed')]),
+  input: Type.String(),
+  result: Type.Union([Type.String(), Type.Null()], { description: 'what the output steps received; null when none was reached' }),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'the failed step and why, in words' }),
+  steps: Type.Array(WorkflowRunStep, { description: 'in the order they ran' }),
+  startedAt: Type.String({ format: 'date-time' }),
+  finishedAt: NullableIso,
+});
+export type WorkflowRun = Static<typeof WorkflowRun>;
+
+export const RunWorkflowBody = Type.Object({
+  input: Type.Optional(
+    Type.String({
+      maxLength: WORKFLOW_RUN_INPUT_MAX,
+      description: 'what the trigger passes on; default: the trigger’s own setting, else “Manual run”',
+      ...invalidAs(refuse('FIELD_NOT_STRING', { field: 'input' }), {
+        maxLength: refuse('FIELD_TOO_LONG', { field: 'input', max: WORKFLOW_RUN_INPUT_MAX }),
+      }),
+    }),
+  ),
+});
+export type RunWorkflowBody = Static<typeof RunWorkflowBody>;
+
+export const WorkflowRunsQuery = Type.Object({
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: WORKFLOW_RUNS_MAX, default: WORKFLOW_RUNS_DEFAULT, description: 'newest first' }),
+  ),
+});

@@ -89,12 +89,12 @@ async function loadOne(trx: Tx, id: string): Promise<WorkflowView> {
 
 /** The user's workflows, most recently updated first. */
 export async function listWorkflows(db: Database, userId: string): Promise<WorkflowView[]> {
-  return db.withUser(userId, (trx) => loadWorkflows(trx));
+  return db.readAsUser(userId, (trx) => loadWorkflows(trx));
 }
 
 /** One of the user's workflows, or null when they have none of that id. */
 export async function getWorkflow(db: Database, userId: string, workflowId: string): Promise<WorkflowView | null> {
-  const [workflow] = await db.withUser(userId, (trx) => loadWorkflows(trx, [workflowId]));
+  const [workflow] = await db.readAsUser(userId, (trx) => loadWorkflows(trx, [workflowId]));
   return workflow ?? null;
 }
 

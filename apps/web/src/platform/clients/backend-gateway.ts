@@ -44,7 +44,7 @@ export class BackendGatewayConnection implements GatewayConnection {
   /** Rejects every pending request when the connection is closed. */
   readonly #pending = new Set<(err: GatewayError) => void>();
 
-  /** `deadline` (epoch ms) bounds every request, as the socket `withGateway` closes at its deadline would. */
+  /** `deadline` (`performance.now()` ms) bounds every request, as the socket `withGateway` closes at its deadline would. */
   constructor(control: BackendControl, deadline: number) {
     this.#control = control;
     this.#deadline = deadline;
@@ -52,7 +52,7 @@ export class BackendGatewayConnection implements GatewayConnection {
 
   request<T = unknown>(method: string, params: unknown = {}, opts: RequestOptions = {}): Promise<T> {
     if (this.closed) return Promise.reject(new GatewayError('CLOSED', `gateway connection is closed (${method})`));
-    const left = this.#deadline - Date.now();
+    const left = this.#deadline - performance.now();
     const timeoutMs = Math.min(MAX_CALL_MS, Math.max(MIN_CALL_MS, Math.min(opts.timeoutMs ?? 60_000, left)));
     return new Promise<T>((resolve, reject) => {
       const abandon = (err: GatewayError) => reject(err);

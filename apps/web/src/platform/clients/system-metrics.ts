@@ -39,7 +39,8 @@ function cpuSnapshot(): CpuSnapshot {
     idle += t.idle;
     total += t.user + t.nice + t.sys + t.idle + t.irq;
   }
-  return { idle, total, at: Date.now() };
+  // `at` only measures the time between two samples: monotonic.
+  return { idle, total, at: performance.now() };
 }
 
 const MIN_SAMPLE_MS = 250;
@@ -69,7 +70,7 @@ export function createSystemMetrics(): SystemMetrics {
   let lastPercent: number | undefined;
 
   async function cpuPercent(): Promise<number> {
-    const elapsed = Date.now() - previous.at;
+    const elapsed = performance.now() - previous.at;
     if (elapsed < MIN_SAMPLE_MS) {
       if (lastPercent !== undefined) return lastPercent;
       await new Promise((r) => setTimeout(r, MIN_SAMPLE_MS - elapsed));

@@ -134,11 +134,11 @@ export function scopedSessionKey(target: GatewayTarget, sessionKey: string): str
  * connection whose calls the backend makes (`BackendGatewayConnection`), bounded the same way.
  */
 export async function withGateway<T>(target: GatewayTarget, timeoutMs: number, fn: (conn: GatewayConnection) => Promise<T>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   const conn = target.control
     ? new BackendGatewayConnection(target.control, deadline)
     : await connectGateway({ url: target.wsUrl, token: target.token, handshakeTimeoutMs: timeoutMs, retryDeadlineMs: 0 });
-  const timer = setTimeout(() => void conn.close(), Math.max(0, deadline - Date.now()));
+  const timer = setTimeout(() => void conn.close(), Math.max(0, deadline - performance.now()));
   try {
     return await fn(conn);
   } finally {

@@ -7,7 +7,7 @@ export const CSRF_COOKIE = 'service-csrf';
 const sign = (secret: string, token: string) => hmacSha256Hex(secret, `csrf:${token}`);
 
 /** `{token}:{signed}` where token is `<random>.<issued-at ms>` and signed its HMAC. */
-export function issueCsrfToken(secret: string, now = Date.now()): string {
+export function issueCsrfToken(secret: string, now: number): string {
   const token = `${randomHex(16)}.${now}`;
   return `${token}:${sign(secret, token)}`;
 }
@@ -15,7 +15,7 @@ export function issueCsrfToken(secret: string, now = Date.now()): string {
 const FORMAT = /^([0-9a-f]{32}\.(\d{13})):([0-9a-f]{64})$/;
 
 /** The token part when the value is well-formed, correctly signed and not expired; otherwise null. */
-export function verifyCsrfToken(secret: string, value: string | undefined, now = Date.now()): string | null {
+export function verifyCsrfToken(secret: string, value: string | undefined, now: number): string | null {
   const match = value ? FORMAT.exec(value) : null;
   if (!match) return null;
   const [, token, issuedAt, signature] = match as unknown as [string, string, string, string];

@@ -1,0 +1,130 @@
+import { DomainError } from '@aop/core';
+import {
+  type AgentAction,
+  type AgentLifecycleState,
+  type AgentStateView,
+  deriveAgentState,
+  isAgentLifecycleState,
+  targetState,
+} from '@aop/core/agent-state';
+import type { Database } from '@aop/db';
+import { type BackendClient, BackendUnavailableError } from '../../platform/clients/backend-client.js';
+import { probeGateway } from '../../platform/clients/gateway-probe.js';
+import { type AuthUser, backendCaller } from '../../platform/sessions.js';
+import type { AgentHealthView } from './agents.schemas.js';
+import { findAgentProgress, setAgentStatus } from './agents.service.js';
+
+/**
+ * Lifecycle of one of the caller's agents (issue #19), shared by `POST /api/agents/:id/<action>` and the account's
+ * primary agent at `POST /api/instance/:userId/<action>`: the backend acts, then the call waits (bounded) until the
+ * agent is in the state the action asks for, read from the one state machine (`@aop/core/agent-state`).
+ */
+
+export interface LifecycleDeps {
+  db: Database;
+  backend: BackendClient;
+  /** The app clock (ms since the epoch): only for the `checkedAt` date shown, never for waiting. */
+  clock: () => number;
+  /** How long a lifecycle call waits for its state (`AGENT_LIFECYCLE_WAIT_MS`, default 60 s). */
+  waitMs?: number;
+}
+
+/** How long a lifecycle call waits by default for the state it asked for before it answers 202 with the state on the way. */
+export const LIFECYCLE_WAIT_MS = 60_000;
+const POLL_MS = 500;
+
+/** Where to follow an agent that is on its way: its event stream, kept open past each state (`follow=1`). */
+export const eventsPath = (agentId: string) => `/api/agents/${encodeURIComponent(agentId)}/events?follow=1`;
+
+/**
+ * The agent's state now. The backend derives it from its host (process state + `/readyz`); an agent no backend knows
+ * (a direct deployment at the hosting provider) or a backend that does not answer leaves the record and the gateway's
+ * own `/readyz`, derived with the same function. Null when the caller has no agent with this id.
+ */
+export async function readAgentState(deps: LifecycleDeps, user: AuthUser, agentId: string): Promise<AgentHealthView | null> {
+  const record = await findAgentProgress(deps.db, user.id, agentId);
+  if (!record) return null;
+  const checkedAt = new Date(deps.clock()).toISOString();
+  try {
+    const answer = await deps.backend.request<Partial<AgentHealthView>>(`/api/agents/${encodeURIComponent(agentId)}/state`, {
+      caller: backendCaller(user),
+      timeoutMs: 15_000,
+    });
+    const b = answer.body;
+    if (answer.status === 200 && isAgentLifecycleState(b.state)) {
+      return {
+        agentId,
+        state: b.state,
+        reason: typeof b.reason === 'string' ? b.reason : '',
+        actions: Array.isArray(b.actions) ? b.actions : [],
+        host: typeof b.host === 'string' ? b.host : null,
+        live: b.live === true,
+        ready: typeof b.ready === 'boolean' ? b.ready : null,
+        failing: Array.isArray(b.failing) ? b.failing.filter((f): f is string => typeof f === 'string') : [],
+        source: 'host',
+        checkedAt,
+      };
+    }
+  } catch (err) {
+    if (!(err instanceof BackendUnavailableError)) throw err;
+  }
+  // No host to ask: the gateway's own answer is the evidence (a stopped record stays stopped without probing).
+  let live = false;
+  let ready: boolean | null = null;
+  let failing: string[] = [];
+  if (record.url) {
+    const [health, readiness] = await Promise.all([probeGateway(record.url, '/healthz'), probeGateway(record.url, '/readyz')]);
+    live = health.reached && health.ok;
+    if (readiness.reached && readiness.body && typeof readiness.body === 'object') {
+      const body = readiness.body as { ready?: unknown; failing?: unknown };
+      ready = body.ready === true;
+      if (Array.isArray(body.failing)) failing = body.failing.filter((f): f is string => typeof f === 'string');
+    }
+  }
+  const view: AgentStateView = deriveAgentState({ host: null, ready, record: record.status, failing });
+  return { agentId, ...view, host: null, live, ready, failing, source: 'gateway', checkedAt };
+}
+
+export type LifecycleOutcome =
+  /** The backend refused or failed: its status and body, passed on. */
+  | { kind: 'refused'; status: number; body: Record<string, unknown> }
+  /** The agent reached the state the action asked for (`reached`), ended `failed`, or is still on its way (`pending`). */
+  | { kind: 'reached' | 'failed' | 'pending'; body: Record<string, unknown>; state: AgentHealthView };
+
+/**
+ * Runs `action` on the caller's agent through the backend's per-agent route, then waits up to `deps.waitMs` for the state
+ * the action asks for (`targetState`). Throws `BackendUnavailableError` when no backend answered.
+ */
+export async function runLifecycle(
+  deps: LifecycleDeps,
+  user: AuthUser,
+  agentId: string,
+  action: AgentAction,
+  body: unknown,
+): Promise<LifecycleOutcome> {
+  const waitMs = deps.waitMs ?? LIFECYCLE_WAIT_MS;
+  const answer = await deps.backend.request<Record<string, unknown>>(`/api/agents/${encodeURIComponent(agentId)}/${action}`, {
+    method: 'POST',
+    caller: backendCaller(user),
+    body: action === 'update' ? (body ?? {}) : {},
+    // An update already waits for the new version inside the backend.
+    timeoutMs: action === 'update' ? 180_000 : 60_000,
+  });
+  if (answer.status >= 400) return { kind: 'refused', status: answer.status, body: answer.body ?? {} };
+
+  const wanted: AgentLifecycleState = targetState(action);
+  // A duration on the monotonic clock: how long this call has waited.
+  const started = performance.now();
+  let state = await readAgentState(deps, user, agentId);
+  // `failed` ends the wait: the host gave up, and nothing changes until someone acts again.
+  while (state && state.state !== wanted && state.state !== 'failed' && performance.now() - started < waitMs) {
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    state = await readAgentState(deps, user, agentId);
+  }
+  if (!state) throw new DomainError('AGENT_NOT_FOUND');
+  // The record follows what the agent is now, so lists and the primary-agent lookup see the truth.
+  if (state.state === 'live') await setAgentStatus(deps.db, user.id, agentId, 'running');
+  else if (state.state === 'stopped') await setAgentStatus(deps.db, user.id, agentId, 'stopped');
+  const kind = state.state === wanted ? 'reached' : state.state === 'failed' ? 'failed' : 'pending';
+  return { kind, body: answer.body ?? {}, state };
+}

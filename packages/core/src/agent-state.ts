@@ -1,0 +1,156 @@
+/**
+ * The one agent state machine (issue #19, "Status that is true"), read by the backend (which knows the host), the web
+ * (which relays it, and derives it itself for an agent no backend knows) and the dashboard (badge, health card, which
+ * buttons are enabled). It imports nothing, so the dashboard bundles it from source.
+ *
+ *   provisioning → starting → live ⇄ degraded → stopping → stopped
+ *                                  ↘ updating ↗            failed (from anywhere the host gives up)
+ *
+ * A state is never assumed: it is derived from what the host says of the agent's process/container and what the
+ * gateway's `/readyz` answers, each time it is asked.
+ */
+
+export const AGENT_STATES = ['provisioning', 'starting', 'live', 'degraded', 'stopping', 'stopped', 'failed', 'updating'] as const;
+export type AgentLifecycleState = (typeof AGENT_STATES)[number];
+
+export const AGENT_ACTIONS = ['start', 'stop', 'restart', 'update', 'repair', 'reset-memory'] as const;
+export type AgentAction = (typeof AGENT_ACTIONS)[number];
+
+/** The host's word for the agent's process/container (`AgentStatus` of `@aop/provisioner`), or null when the host has no such agent. */
+export type HostProcessStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'error';
+
+export interface AgentStateInput {
+  /** What the host says; null: the host has no such agent (not deployed yet, or deployed where no backend looks). */
+  host: HostProcessStatus | null;
+  /**
+   * The gateway's `/readyz`: true ready, false answered not ready, null not reached (no address, refused, timed out).
+   * Only asked when there is a process to ask.
+   */
+  ready: boolean | null;
+  /** The record's status (`agents.status` / `agent_deployments.status`): the only witness while nothing runs yet. */
+  record?: string | null;
+  /** An action the platform is carrying out right now (an update keeps the agent down on purpose for a while). */
+  pending?: AgentAction | null;
+  /** The host's last error, shown as the reason of `failed`/`degraded`. */
+  lastError?: string | null;
+  /** What `/readyz` reports as failing (e.g. `startup-sidecars`). */
+  failing?: readonly string[];
+}
+
+export interface AgentStateView {
+  state: AgentLifecycleState;
+  /** Why, in words (one sentence, fit to show under the badge). */
+  reason: string;
+  /** The actions valid in this state, in `AGENT_ACTIONS` order. */
+  actions: AgentAction[];
+}
+
+/** Record statuses that mean "being set up" while no host knows the agent yet. */
+const RECORD_PROVISIONING = new Set(['pending', 'provisioning', 'deploying', 'creating', 'building', 'initializing', 'queued']);
+const RECORD_FAILED = new Set(['error', 'failed', 'crashed', 'removed']);
+const RECORD_STOPPED = new Set(['stopped', 'sleeping', 'paused', 'suspended']);
+
+/** The state of an agent from the host's process state and the gateway's readiness. */
+export function deriveAgentState(input: AgentStateInput): AgentStateView {
+  const [state, reason] = derive(input);
+  return { state, reason, actions: validActions(state) };
+}
+
+function derive({ host, ready, record, pending, lastError, failing }: AgentStateInput): [AgentLifecycleState, string] {
+  const notReady = failing?.length ? `the gateway is not ready yet (${failing.join(', ')})` : 'the gateway is not ready yet';
+  if (pending === 'update') return ['updating', 'a new runtime version is being installed'];
+  switch (host) {
+    case 'starting':
+      return ['starting', ready === false ? notReady : 'the gateway process is starting'];
+    case 'restarting':
+      // It was running and stopped by itself: the host restarts it after a back-off. Not what anyone asked for.
+      return [
+        'degraded',
+        lastError
+          ? `the gateway stopped unexpectedly and is being restarted: ${lastError}`
+          : 'the gateway stopped unexpectedly and is being restarted',
+      ];
+    case 'running':
+      if (ready === true) return ['live', 'the gateway answers /readyz'];
+      return ['degraded', ready === false ? `the process runs but ${notReady}` : 'the process runs but the gateway does not answer'];
+    case 'stopping':
+      return ['stopping', 'the gateway is shutting down'];
+    case 'stopped':
+      return ['stopped', 'the agent was stopped'];
+    case 'error':
+      return ['failed', lastError ? `the agent could not be started: ${lastError}` : 'the agent could not be started'];
+    case null:
+      break;
+  }
+  // No host knows the agent: a direct deployment at the hosting provider, or one still being created. The gateway's
+  // own answer is then the only evidence that anything runs.
+  const status = (record ?? '').toLowerCase();
+  if (ready === true) return ['live', 'the gateway answers /readyz'];
+  if (RECORD_FAILED.has(status)) return ['failed', 'the deployment failed'];
+  if (RECORD_STOPPED.has(status)) return ['stopped', 'the agent was stopped'];
+  if (RECORD_PROVISIONING.has(status) || status === '') return ['provisioning', 'the agent is being deployed'];
+  // The record says it runs, yet its gateway is not ready: that is what degraded means.
+  return ['degraded', ready === false ? `the deployment runs but ${notReady}` : 'the deployment does not answer'];
+}
+
+/** Which actions make sense in each state; the rest are refused by the dashboard with `actionBlockedReason`. */
+const VALID: Readonly<Record<AgentLifecycleState, readonly AgentAction[]>> = {
+  provisioning: [],
+  starting: ['stop'],
+  live: ['stop', 'restart', 'update', 'repair', 'reset-memory'],
+  degraded: ['stop', 'restart', 'update', 'repair', 'reset-memory'],
+  stopping: [],
+  stopped: ['start', 'update', 'repair'],
+  failed: ['start', 'restart', 'update', 'repair'],
+  updating: [],
+};
+
+export function validActions(state: AgentLifecycleState): AgentAction[] {
+  return AGENT_ACTIONS.filter((a) => VALID[state].includes(a));
+}
+
+export function isActionValid(state: AgentLifecycleState, action: AgentAction): boolean {
+  return VALID[state].includes(action);
+}
+
+/** Why `action` is not available in `state`, in words; null when it is. */
+export function actionBlockedReason(state: AgentLifecycleState, action: AgentAction): string | null {
+  if (isActionValid(state, action)) return null;
+  switch (state) {
+    case 'provisioning':
+      return 'The agent is still being deployed; actions are available once it has started.';
+    case 'stopping':
+      return 'The agent is shutting down; wait until it has stopped.';
+    case 'updating':
+      return 'The agent is being updated; wait until the update has finished.';
+    case 'starting':
+      return 'The agent is starting; wait until it is live, or stop it.';
+    case 'live':
+    case 'degraded':
+      return action === 'start' ? 'The agent is already running.' : null;
+    case 'stopped':
+      return action === 'stop'
+        ? 'The agent is already stopped.'
+        : action === 'restart'
+          ? 'The agent is stopped; use Start.'
+          : 'The agent is stopped; start it first.';
+    case 'failed':
+      return action === 'stop' ? 'The agent is not running.' : 'The agent is not running; start it first.';
+  }
+}
+
+/**
+ * The state a lifecycle action asks for: the call answers once the agent is there (bounded), or says it is on the way.
+ * `update`, `repair` and `reset-memory` restart the gateway, so they end live too.
+ */
+export function targetState(action: AgentAction): AgentLifecycleState {
+  return action === 'stop' ? 'stopped' : 'live';
+}
+
+/** States an action can no longer reach without someone acting again. */
+export function isSettled(state: AgentLifecycleState): boolean {
+  return state === 'live' || state === 'stopped' || state === 'failed';
+}
+
+export const isAgentLifecycleState = (value: unknown): value is AgentLifecycleState =>
+  typeof value === 'string' && (AGENT_STATES as readonly string[]).includes(value);

@@ -1,0 +1,224 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LocalAgentHost } from '@aop/provisioner';
+import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import { request } from '@aop/testing';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
+import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
+import { buildDashboard, launchChromium, screenshot, watchPage } from './dashboard-browser.test-support.js';
+
+// Issue #19, "Many agents per customer" and "Status that is true", in a real browser: one customer with two agents on
+// the local host (the stand-in OpenClaw CLI, whose /readyz says "not ready" for 1.5 s after each start), the real web
+// and backend on PGlite. Each agent page acts on its own agent; the badge, the health card and the buttons follow the
+// state machine the event stream pushes; a button that cannot be used now is disabled and says why.
+
+const SHARED = { INTERNAL_API_KEY: 'internal-key-for-the-agents-page', HMAC_SECRET: 'hmac-secret-for-the-agents-page' };
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1280, height: 860 };
+
+let work: string;
+let host: LocalAgentHost;
+let backend: TestBackend;
+let web: TestWeb;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let problems: string[];
+let first: string;
+let second: string;
+let session: string;
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'aop-dashboard-agents-'));
+  const dashboardDir = join(work, 'dashboard');
+  await buildDashboard(dashboardDir);
+  host = new LocalAgentHost({
+    dataDir: join(work, 'agents'),
+    encryptionKey: randomBytes(32),
+    runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0', { readyDelayMs: 1_500 }) },
+    defaultVersion: '1.0.0',
+    readyPollMs: 50,
+    stopTimeoutMs: 5_000,
+  });
+  backend = await startBackend(SHARED, { host });
+  web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, DASHBOARD_DIR: dashboardDir });
+  const { userId, cookie } = await web.signIn({ name: 'Grace' });
+  session = cookie;
+  await web.database.db.kysely
+    .updateTable('users')
+    .set({ plan: 'collective', subscription_status: 'active' })
+    .where('id', '=', userId)
+    .execute();
+  const provision = async (name: string) => {
+    const res = await request(`${web.url}/api/provision`, { json: { name, autoProvision: true }, headers: { cookie } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    await host.waitUntilReady(res.body.agentId, { timeoutMs: 15_000 });
+    return res.body.agentId as string;
+  };
+  first = await provision('Research assistant');
+  second = await provision('Support desk');
+
+  browser = await launchChromium();
+  context = await browser.newContext({ baseURL: web.url, viewport: DESKTOP });
+  const [name, value] = cookie.split('=') as [string, string];
+  await context.addCookies([{ name, value, url: web.url }]);
+  page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  problems = watchPage(page);
+}, 120_000);
+
+afterAll(async () => {
+  await context?.close();
+  await browser?.close();
+  await web?.close();
+  await backend?.close();
+  await host?.shutdown();
+  if (work) await rm(work, { recursive: true, force: true });
+}, 60_000);
+
+const panel = () => page.getByRole('tabpanel', { name: 'Lifecycle' });
+const action = (label: string) => panel().getByRole('button', { name: label, exact: true });
+const badge = () => page.getByRole('region', { name: 'Agent details' }).locator('.badge').first();
+/** Waits until the page's status badge (the state the event stream pushed) reads `state`. */
+const badgeSays = (state: string) =>
+  page
+    .getByRole('region', { name: 'Agent details' })
+    .locator('.badge', { hasText: new RegExp(`^${state}$`) })
+    .waitFor();
+
+/** The words a disabled button is described by (`aria-describedby`), and its tooltip: both must say why. */
+async function whyOff(label: string): Promise<{ disabled: boolean; title: string | null; description: string | null }> {
+  const button = action(label);
+  const describedBy = await button.getAttribute('aria-describedby');
+  return {
+    disabled: await button.isDisabled(),
+    title: await button.getAttribute('title'),
+    description: describedBy ? await page.locator(`[id="${describedBy}"]`).textContent() : null,
+  };
+}
+
+async function openLifecycle(agentId: string): Promise<void> {
+  await page.goto(`/agents/${agentId}?tab=lifecycle`);
+  await page.getByRole('heading', { name: 'Health' }).waitFor();
+}
+
+describe('two agents of one customer in the dashboard', () => {
+  it('lists both, live, with the primary one marked', async () => {
+    await page.goto('/dashboard');
+    const rows = page.getByRole('row');
+    await rows.filter({ hasText: 'Research assistant' }).locator('[data-agent-state="live"]').waitFor();
+    await rows.filter({ hasText: 'Support desk' }).locator('[data-agent-state="live"]').waitFor();
+    // The agent provisioned last is the account's primary one until the customer chooses.
+    expect(await rows.filter({ hasText: 'Support desk' }).textContent()).toContain('(primary)');
+    expect(await rows.filter({ hasText: 'Research assistant' }).textContent()).not.toContain('(primary)');
+    await screenshot(page, 'agents-01-list-1280');
+  });
+
+  it("each agent page acts on its own agent: Lifecycle buttons and Health card name this page's agent", async () => {
+    await openLifecycle(first);
+    await panel().getByText(first, { exact: true }).waitFor();
+    await panel().getByText('the gateway answers /readyz').waitFor();
+    expect(await badge().textContent()).toBe('live');
+    // Live: Start is off and says why; the others are on.
+    expect(await whyOff('Start')).toEqual({
+      disabled: true,
+      title: 'The agent is already running.',
+      description: 'The agent is already running.',
+    });
+    for (const label of ['Stop', 'Restart', 'Update', 'Repair', 'Reset memory'])
+      expect(await action(label).isDisabled(), label).toBe(false);
+    // Not the old "acts on your account's deployed agent, which is another agent".
+    expect(await page.content()).not.toContain('another agent');
+    await screenshot(page, 'agents-02-first-live-1280');
+  });
+
+  it('stops the first: it says stopped (not degraded), only Start/Update/Repair stay on, and the second stays live', async () => {
+    await action('Stop').click();
+    await panel().getByRole('button', { name: 'Confirm' }).click();
+    await panel().getByRole('status').filter({ hasText: 'Stop done; the agent is stopped' }).waitFor();
+    await badgeSays('stopped');
+    expect(await panel().textContent()).not.toContain('degraded');
+    // The health card says what a stopped agent's gateway does: nothing, not "ready" left over from before.
+    await panel().getByText('not answering', { exact: true }).waitFor();
+    expect((await host.status(first)).status).toBe('stopped');
+    expect(await whyOff('Stop')).toEqual({
+      disabled: true,
+      title: 'The agent is already stopped.',
+      description: 'The agent is already stopped.',
+    });
+    expect(await whyOff('Restart')).toMatchObject({ disabled: true, title: 'The agent is stopped; use Start.' });
+    expect(await whyOff('Reset memory')).toMatchObject({ disabled: true, title: 'The agent is stopped; start it first.' });
+    for (const label of ['Start', 'Update', 'Repair']) expect(await action(label).isDisabled(), label).toBe(false);
+    await screenshot(page, 'agents-03-first-stopped-1280');
+
+    // The second agent is untouched: live, with its own buttons.
+    expect((await host.status(second)).status).toBe('running');
+    await openLifecycle(second);
+    await panel().getByText(second, { exact: true }).waitFor();
+    await badgeSays('live');
+    expect(await whyOff('Start')).toMatchObject({ disabled: true, title: 'The agent is already running.' });
+    for (const label of ['Stop', 'Restart', 'Update', 'Repair', 'Reset memory'])
+      expect(await action(label).isDisabled(), label).toBe(false);
+    await screenshot(page, 'agents-04-second-live-1280');
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'agents-05-second-live-390');
+    await page.setViewportSize(DESKTOP);
+
+    await page.goto('/dashboard');
+    await page.getByRole('row').filter({ hasText: 'Research assistant' }).locator('[data-agent-state="stopped"]').waitFor();
+    await page.getByRole('row').filter({ hasText: 'Support desk' }).locator('[data-agent-state="live"]').waitFor();
+    await screenshot(page, 'agents-06-list-one-stopped-1280');
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'agents-07-list-one-stopped-390');
+    await page.setViewportSize(DESKTOP);
+  });
+
+  it('starts the first again: the page follows starting → live, and Start answers only once it is live', async () => {
+    await openLifecycle(first);
+    await badgeSays('stopped');
+    await action('Start').click();
+    await panel().getByRole('button', { name: 'Confirm' }).click();
+    // While the call waits, every button is off with the reason.
+    expect(await whyOff('Stop')).toMatchObject({ disabled: true, title: 'Start is in progress.' });
+    await panel().getByRole('status').filter({ hasText: 'Start done; the agent is live' }).waitFor({ timeout: 30_000 });
+    // Live on the page means the gateway is ready now.
+    const state = await host.status(first);
+    expect((await fetch(`${state.url}/readyz`)).status).toBe(200);
+    await badgeSays('live');
+    expect(await whyOff('Start')).toMatchObject({ disabled: true });
+    expect(await action('Stop').isDisabled()).toBe(false);
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'agents-08-first-live-again-390');
+    await page.setViewportSize(DESKTOP);
+  });
+
+  it('the customer chooses the primary agent on its page', async () => {
+    await page.goto(`/agents/${first}?tab=devices`);
+    const details = page.getByRole('region', { name: 'Agent details' });
+    // Devices are the primary agent's (the API takes no agent id): this page says so instead of listing another's.
+    await page.getByText('Device pairing is managed on your account’s primary agent, and this is not it.').waitFor();
+    await details.getByRole('button', { name: 'Make primary' }).click();
+    await details.getByText('Yes: your account’s primary agent').waitFor();
+    // The tab now asks this agent's gateway for its devices (the stand-in speaks no device protocol, so it answers in
+    // its own words rather than with a list) instead of offering to switch.
+    await page.getByText('Device pairing is managed on your account’s primary agent, and this is not it.').waitFor({ state: 'detached' });
+    expect((await request(`${web.url}/api/user/runtime`, { headers: { cookie: session } })).body.instanceId).toBe(first);
+    await page.getByRole('tab', { name: 'Lifecycle' }).click();
+    await page.getByRole('heading', { name: 'Health' }).waitFor();
+    await screenshot(page, 'agents-09-first-primary-1280');
+  });
+
+  it('the configuration tab does not claim to apply to every agent', async () => {
+    await page.goto(`/agents/${second}?tab=config`);
+    await page.getByText('This is the configuration saved with your account').waitFor();
+    expect(await page.content()).not.toContain('applies to all of your agents');
+  });
+
+  it('has no uncaught errors or failed requests', () => {
+    expect(problems).toEqual([]);
+  });
+});

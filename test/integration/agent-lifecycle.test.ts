@@ -1,0 +1,241 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LocalAgentHost } from '@aop/provisioner';
+import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import { request } from '@aop/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
+import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
+
+// Issue #19, "Many agents per customer" and "Status that is true": web → backend → the local host running the stand-in
+// OpenClaw CLI (its /readyz answers 503 for the first 400 ms of each start). Every lifecycle action names its agent;
+// the state comes from the one state machine (host process state + /readyz); a call answers once its state is reached.
+
+const SHARED = {
+  INTERNAL_API_KEY: 'internal-key-for-lifecycle-tests',
+  HMAC_SECRET: 'hmac-secret-for-lifecycle-tests',
+  TRUST_PROXY: '127.0.0.1',
+};
+let ip = 0;
+const from = () => ({ 'x-forwarded-for': `198.51.100.${++ip % 250}` });
+
+describe('two agents of one customer, each with its own lifecycle', () => {
+  let work: string;
+  let host: LocalAgentHost;
+  let backend: TestBackend;
+  let web: TestWeb;
+  let cookie: string;
+  let userId: string;
+  let first: string;
+  let second: string;
+
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), 'aop-lifecycle-'));
+    host = new LocalAgentHost({
+      dataDir: join(work, 'data'),
+      encryptionKey: randomBytes(32),
+      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0', { readyDelayMs: 400 }) },
+      defaultVersion: '1.0.0',
+      readyPollMs: 50,
+      stopTimeoutMs: 5_000,
+    });
+    backend = await startBackend(SHARED, { host });
+    web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
+    ({ cookie, userId } = await web.signIn());
+    await web.database.db.kysely
+      .updateTable('users')
+      .set({ plan: 'collective', subscription_status: 'active' })
+      .where('id', '=', userId)
+      .execute();
+    const provision = async (name: string) => {
+      const res = await request(`${web.url}/api/provision`, { json: { name, autoProvision: true }, headers: { ...from(), cookie } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      await host.waitUntilReady(res.body.agentId, { timeoutMs: 10_000 });
+      return res.body.agentId as string;
+    };
+    first = await provision('First');
+    second = await provision('Second');
+  }, 60_000);
+  afterAll(async () => {
+    await web?.close();
+    await backend?.close();
+    await host?.shutdown();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  const call = (method: string, path: string, as = cookie) => request(`${web.url}${path}`, { method, headers: { ...from(), cookie: as } });
+  const health = async (id: string) => (await call('GET', `/api/agents/${id}/health`)).body;
+
+  it('both are live; the second provisioned is the primary one until the user chooses', async () => {
+    expect(await health(first)).toMatchObject({ agentId: first, state: 'live', host: 'running', ready: true, source: 'host' });
+    expect(await health(second)).toMatchObject({ agentId: second, state: 'live' });
+    const agents = (await call('GET', '/api/agents')).body.agents as { id: string; primary: boolean }[];
+    expect(agents.map((a) => [a.id, a.primary])).toEqual([
+      [second, true],
+      [first, false],
+    ]);
+  });
+
+  it('stopping the first leaves the second live; the stop answers once it is stopped, and says so', async () => {
+    const stop = await call('POST', `/api/agents/${first}/stop`);
+    expect(stop.status).toBe(200);
+    expect(stop.body).toEqual({
+      success: true,
+      status: 'stopped',
+      agentId: first,
+      action: 'stop',
+      state: 'stopped',
+      reason: 'the agent was stopped',
+      actions: ['start', 'update', 'repair'],
+      live: false,
+      ready: null,
+      pending: false,
+      events: `/api/agents/${first}/events?follow=1`,
+    });
+    // Not "degraded fetch failed": stopped.
+    expect(await health(first)).toMatchObject({ state: 'stopped', host: 'stopped', live: false, ready: null });
+    expect(await health(second)).toMatchObject({ state: 'live', actions: ['stop', 'restart', 'update', 'repair', 'reset-memory'] });
+    expect((await host.status(second)).status).toBe('running');
+    // The records follow the states.
+    const agents = (await call('GET', '/api/agents')).body.agents as { id: string; status: string }[];
+    expect(Object.fromEntries(agents.map((a) => [a.id, a.status]))).toEqual({ [first]: 'stopped', [second]: 'running' });
+  });
+
+  it('start and restart answer only once the gateway is ready (live), never on the spawn', async () => {
+    const start = await call('POST', `/api/agents/${first}/start`);
+    expect(start.status).toBe(200);
+    expect(start.body).toMatchObject({ success: true, state: 'live', live: true, ready: true, pending: false, status: 'active' });
+    // The gateway really answers /readyz at that moment (the stand-in waits 400 ms after each start).
+    const state = await host.status(first);
+    expect((await fetch(`${state.url}/readyz`)).status).toBe(200);
+
+    const before = (await host.status(second)).startedAt;
+    const restart = await call('POST', `/api/agents/${second}/restart`);
+    expect(restart.body).toMatchObject({ success: true, agentId: second, state: 'live', pending: false, openclawVersion: '1.0.0' });
+    const after = await host.status(second);
+    expect(after.startedAt).not.toBe(before);
+    expect((await fetch(`${after.url}/readyz`)).status).toBe(200);
+    // The first was not touched by the second's restart.
+    expect((await host.status(first)).startedAt).toBe(state.startedAt);
+  });
+
+  it('the event stream pushes each state: stopping the agent shows stopping/stopped, starting it starting then live', async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${web.url}/api/agents/${first}/events?follow=1`, { headers: { cookie }, signal: controller.signal });
+    expect(res.status).toBe(200);
+    const states: string[] = [];
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    /** Reads events until `state` arrives after the first `after` states. */
+    const waitFor = async (state: string, after = 0) => {
+      while (!states.slice(after).includes(state)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`stream ended before ${state}; saw ${states.join(', ')}`);
+        buffer += value;
+        let cut = buffer.indexOf('\n\n');
+        while (cut !== -1) {
+          const frame = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          if (frame.startsWith('event: status')) states.push(JSON.parse(frame.split('data: ')[1]!).state);
+          cut = buffer.indexOf('\n\n');
+        }
+      }
+    };
+    await waitFor('live');
+    await call('POST', `/api/agents/${first}/stop`);
+    await waitFor('stopped');
+    const stoppedAt = states.lastIndexOf('stopped');
+    await call('POST', `/api/agents/${first}/start`);
+    await waitFor('live', stoppedAt);
+    controller.abort();
+    // Nothing between stopped and live claimed live early: the states in order, each change once.
+    const fromStop = states.slice(states.indexOf('stopped'));
+    expect(fromStop[0]).toBe('stopped');
+    expect(fromStop.at(-1)).toBe('live');
+    for (const s of fromStop.slice(1, -1)) expect(['starting', 'degraded']).toContain(s);
+  });
+
+  it('the primary agent is the user’s choice; /api/instance/:userId and /api/user/runtime follow it', async () => {
+    expect((await call('PUT', `/api/agents/${first}/primary`)).body).toMatchObject({ success: true, primaryAgentId: first });
+    expect((await call('GET', '/api/user/runtime')).body).toMatchObject({ instanceId: first, url: (await host.status(first)).url });
+    const stats = await call('GET', `/api/instance/${userId}/stats`);
+    expect(stats.body).toMatchObject({ status: 'ok', agentId: first });
+    // The instance route acts on the primary (the first) and answers in the same shape as the per-agent route.
+    const stop = await call('POST', `/api/instance/${userId}/stop`);
+    expect(stop.body).toMatchObject({ success: true, agentId: first, state: 'stopped' });
+    expect(await health(second)).toMatchObject({ state: 'live' });
+    expect((await call('POST', `/api/instance/${userId}/start`)).body).toMatchObject({ agentId: first, state: 'live' });
+  });
+
+  it('another user cannot see or act on these agents: 404 like a missing one, and nothing happens', async () => {
+    const other = await web.signIn();
+    for (const [method, path] of [
+      ['POST', `/api/agents/${first}/stop`],
+      ['POST', `/api/agents/${second}/restart`],
+      ['GET', `/api/agents/${first}/health`],
+      ['PUT', `/api/agents/${first}/primary`],
+      ['GET', `/api/agents/${first}/events`],
+    ] as const) {
+      const res = await call(method, path, other.cookie);
+      expect([res.status, res.body], `${method} ${path}`).toEqual([404, { error: 'Agent not found' }]);
+    }
+    expect((await call('POST', '/api/agents/agt_missing/stop')).status).toBe(404);
+    expect((await call('POST', `/api/agents/${first}/stop`, '')).status).toBe(401);
+    expect((await host.status(first)).status).toBe('running');
+    expect((await host.status(second)).status).toBe('running');
+  });
+
+  it('an API key acts like the session, on its owner’s agents only', async () => {
+    const key = await request(`${web.url}/api/keys`, { json: { name: 'lifecycle' }, headers: { ...from(), cookie } });
+    expect(key.status, JSON.stringify(key.body)).toBeLessThan(300);
+    const secret = (key.body.key ?? key.body.apiKey?.key) as string;
+    const withKey = (path: string, method = 'POST') =>
+      request(`${web.url}${path}`, { method, headers: { ...from(), authorization: `Bearer ${secret}` } });
+    expect((await withKey(`/api/agents/${second}/health`, 'GET')).body).toMatchObject({ state: 'live' });
+    expect((await withKey(`/api/agents/${second}/stop`)).body).toMatchObject({ state: 'stopped' });
+    expect(await health(first)).toMatchObject({ state: 'live' });
+    expect((await withKey(`/api/agents/${second}/start`)).body).toMatchObject({ state: 'live' });
+  });
+
+  it('a call that outlasts its wait answers 202 with the state on the way and the stream to follow (AGENT_LIFECYCLE_WAIT_MS)', async () => {
+    const impatient = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, AGENT_LIFECYCLE_WAIT_MS: '0' });
+    try {
+      const signed = await impatient.signIn();
+      await impatient.database.db.kysely
+        .updateTable('users')
+        .set({ plan: 'solo', subscription_status: 'active' })
+        .where('id', '=', signed.userId)
+        .execute();
+      const made = await request(`${impatient.url}/api/provision`, {
+        json: { autoProvision: true },
+        headers: { ...from(), cookie: signed.cookie },
+      });
+      const id = made.body.agentId as string;
+      await host.waitUntilReady(id, { timeoutMs: 10_000 });
+      const restart = await request(`${impatient.url}/api/agents/${id}/restart`, {
+        method: 'POST',
+        headers: { ...from(), cookie: signed.cookie },
+      });
+      expect(restart.status).toBe(202);
+      // Not the backend's "active": where the agent is now (the stand-in is not ready for 400 ms after each start).
+      expect(restart.body).toMatchObject({
+        success: true,
+        agentId: id,
+        status: 'starting',
+        state: 'starting',
+        pending: true,
+        actions: ['stop'],
+      });
+      expect(restart.body.events).toBe(`/api/agents/${id}/events?follow=1`);
+      // The stream it names reaches live.
+      const events = await fetch(`${impatient.url}/api/agents/${id}/events`, { headers: { cookie: signed.cookie } });
+      const text = await events.text();
+      expect(text).toContain('"state":"live"');
+      expect(text.trim().split('\n\n').at(-1)).toBe('event: done\ndata: {"status":"running","ready":true}');
+    } finally {
+      await impatient.close();
+    }
+  });
+});
