@@ -324,9 +324,12 @@ describe('workflows, mission control and costs in a real browser', () => {
     const res = await request(`${web.url}/api/provision`, { json: { autoProvision: true }, headers: { cookie: owner.cookie } });
     expect(res.status).toBe(200);
     await host.waitUntilReady(res.body.agentId, { timeoutMs: 10_000 });
-    await backend.database.db.kysely
+    // A chat turn the web recorded: mission control's spend reads the web's ledger, as the Costs page does. Removed
+    // again at the end, so the costs test below counts only its own rows.
+    const turn = newId('usage');
+    await web.database.db.kysely
       .insertInto('usage_events')
-      .values({ id: newId('usage'), user_id: owner.userId, agent_id: res.body.agentId, kind: 'chat', total_tokens: 40, cost_usd: '0.25' })
+      .values({ id: turn, user_id: owner.userId, agent_id: res.body.agentId, kind: 'chat', total_tokens: 40, cost_usd: '0.25' })
       .execute();
 
     await page.goto('/mission-control');
@@ -354,6 +357,7 @@ describe('workflows, mission control and costs in a real browser', () => {
     await page.getByRole('button', { name: 'Pause live updates' }).click();
     await poll(() => page.getByRole('button', { name: 'Pause live updates' }).getAttribute('aria-pressed')).toBe('true');
     await poll(() => page.getByText('Live updates paused.').isVisible()).toBe(true);
+    await web.database.db.kysely.deleteFrom('usage_events').where('id', '=', turn).execute();
   }, 60_000);
 
   it('shows the spec fallback graph to a user with no reachable agent', async () => {

@@ -278,7 +278,8 @@ export const ERROR_CATALOGUE = {
   AI_PROVIDER_NOT_SELECTABLE: { status: 400, message: ({ aiProvider }: P<'aiProvider'>) => `AI provider ${aiProvider} cannot be chosen` },
   AI_PROVIDER_KEY_REQUIRED: {
     status: 400,
-    message: ({ aiProvider }: P<'aiProvider'>) => `An API key for ${aiProvider} is required: this platform has no ${aiProvider} key for agents`,
+    message: ({ aiProvider }: P<'aiProvider'>) =>
+      `An API key for ${aiProvider} is required: this platform has no ${aiProvider} key for agents`,
   },
   PLATFORM_AI_KEY_MISSING: {
     status: 400,

@@ -299,7 +299,7 @@ function connectOnce(opts: ConnectGatewayOptions): Promise<Connection> {
         });
         params.device = { id: opts.device.deviceId, publicKey: opts.device.publicKeyRaw, signature, signedAt: ts, nonce };
       }
-      const remaining = Math.max(1, handshakeTimeoutMs - (performance.now() - startedAt));
+      const remaining = Math.max(1, Math.floor(handshakeTimeoutMs - (performance.now() - startedAt)));
       conn.request<HelloOk>('connect', params, { timeoutMs: remaining }).then(
         (hello) => {
           if (settled) return;

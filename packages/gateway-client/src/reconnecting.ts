@@ -63,7 +63,7 @@ export class ReconnectingGateway {
     const timeoutMs = opts.timeoutMs ?? 60_000;
     const started = performance.now();
     const conn = await this.connection(timeoutMs);
-    return conn.request<T>(method, params, { timeoutMs: Math.max(1, timeoutMs - (performance.now() - started)) });
+    return conn.request<T>(method, params, { timeoutMs: Math.max(1, Math.floor(timeoutMs - (performance.now() - started))) });
   }
 
   /** Subscribes to one event name (or `'*'`) on every connection, present and future; returns the unsubscribe function. */

@@ -47,7 +47,7 @@ export async function openAgentControl(
       url,
       token: c.token,
       device: c.device?.identity,
-      handshakeTimeoutMs: Math.max(1, Math.min(HANDSHAKE_MS, deadline - performance.now())),
+      handshakeTimeoutMs: Math.max(1, Math.min(HANDSHAKE_MS, Math.floor(deadline - performance.now()))),
       retryDeadlineMs: 0,
     }),
     platformDevice: c.device?.identity.deviceId,

@@ -110,7 +110,7 @@ export async function agentRpcRoutes(app: App, { config, host }: { config: Backe
         return reply.code(502).send(failure(err));
       }
       try {
-        const remaining = Math.max(1, deadline - performance.now());
+        const remaining = Math.max(1, Math.floor(deadline - performance.now()));
         if (method === 'chat.send') return await chatRun(conn, params ?? {}, remaining);
         // The platform's own device is not the user's to see or remove: it is how the platform controls the agent.
         const target = params?.deviceId;

@@ -52,7 +52,8 @@ export class BackendGatewayConnection implements GatewayConnection {
 
   request<T = unknown>(method: string, params: unknown = {}, opts: RequestOptions = {}): Promise<T> {
     if (this.closed) return Promise.reject(new GatewayError('CLOSED', `gateway connection is closed (${method})`));
-    const left = this.#deadline - performance.now();
+    // Whole milliseconds: the backend call's AbortSignal.timeout refuses a fraction.
+    const left = Math.floor(this.#deadline - performance.now());
     const timeoutMs = Math.min(MAX_CALL_MS, Math.max(MIN_CALL_MS, Math.min(opts.timeoutMs ?? 60_000, left)));
     return new Promise<T>((resolve, reject) => {
       const abandon = (err: GatewayError) => reject(err);
