@@ -6,7 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { type Address, createWalletClient, http, parseUnits } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestWeb, login, mailedToken, register, startWeb, verifyEmail } from '../../apps/web/src/web.test-support.js';
-import { buildDashboard, launchChromium, screenshot, watchPage } from './dashboard-browser.test-support.js';
+import { buildDashboard, launchChromium, screenshot, signedInContext, watchedPage } from './dashboard-browser.test-support.js';
 
 // Issue #11: the Settings, Bridge and Payments pages in a real browser against the real web service (PGlite), the
 // local Stripe stand-in and an in-process EVM chain. One service has card payments and payment sessions and no bridge
@@ -33,13 +33,10 @@ let problems: string[];
 let lockedProblems: string[];
 
 /** Registers through the API, signs in and gives the browser context the session cookie. */
-async function signedInContext(service: TestWeb, email: string): Promise<BrowserContext> {
+async function registeredContext(service: TestWeb, email: string): Promise<BrowserContext> {
   expect((await register(service.url, { email, password: PASSWORD, name: 'Grace' })).status).toBe(200);
   const { cookie } = await login(service.url, email, PASSWORD);
-  const [name, value] = cookie!.split('=') as [string, string];
-  const ctx = await browser.newContext({ baseURL: service.url, viewport: { width: 1280, height: 860 } });
-  await ctx.addCookies([{ name, value, url: service.url }]);
-  return ctx;
+  return signedInContext(browser, service.url, cookie!);
 }
 
 /** Everything scripts can keep: cookies they can read and both storages. */
@@ -67,12 +64,10 @@ beforeAll(async () => {
   locked = await startWeb({ DASHBOARD_DIR: dashboardDir, BRIDGE_SECRET });
   browser = await launchChromium();
 
-  context = await signedInContext(web, EMAIL);
+  context = await registeredContext(web, EMAIL);
   await verifyEmail(web, EMAIL);
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: web.url });
-  page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  problems = watchPage(page);
+  ({ page, problems } = await watchedPage(context));
   // The account's wallet: a session belongs to a wallet the signed-in account owns (its sign-in wallet here).
   await web.database.db.kysely
     .updateTable('users')
@@ -80,10 +75,8 @@ beforeAll(async () => {
     .where('email', '=', EMAIL)
     .execute();
 
-  lockedContext = await signedInContext(locked, 'operator@example.com');
-  lockedPage = await lockedContext.newPage();
-  lockedPage.setDefaultTimeout(15_000);
-  lockedProblems = watchPage(lockedPage);
+  lockedContext = await registeredContext(locked, 'operator@example.com');
+  ({ page: lockedPage, problems: lockedProblems } = await watchedPage(lockedContext));
 }, 120_000);
 
 afterAll(async () => {
@@ -326,7 +319,7 @@ describe('settings, bridge and payments in a real browser', () => {
     await page.getByLabel('Filter by channel').waitFor();
     await page.getByRole('navigation', { name: 'Primary' }).getByRole('link', { name: 'Bridge' }).waitFor();
 
-    const other = await signedInContext(web, 'someone-else@example.com');
+    const other = await registeredContext(web, 'someone-else@example.com');
     const otherPage = await other.newPage();
     try {
       await otherPage.goto('/bridge');

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { build } from 'vite';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -68,4 +68,24 @@ export function watchPage(page: Page): string[] {
     problems.push(`request failed: ${request.method()} ${request.url()} ${request.failure()?.errorText}`);
   });
   return problems;
+}
+
+/** A desktop-sized browser context on `baseUrl` signed in with a session cookie (`name=value`, as login answers it). */
+export async function signedInContext(
+  browser: Browser,
+  baseUrl: string,
+  cookie: string,
+  options: Parameters<Browser['newContext']>[0] = {},
+): Promise<BrowserContext> {
+  const context = await browser.newContext({ baseURL: baseUrl, viewport: { width: 1280, height: 860 }, ...options });
+  const [name, value] = cookie.split('=') as [string, string];
+  await context.addCookies([{ name, value, url: baseUrl }]);
+  return context;
+}
+
+/** A page of `context` whose waits give a loaded machine room, with its problems recorded (`watchPage`). */
+export async function watchedPage(context: BrowserContext, timeoutMs = 15_000): Promise<{ page: Page; problems: string[] }> {
+  const page = await context.newPage();
+  page.setDefaultTimeout(timeoutMs);
+  return { page, problems: watchPage(page) };
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestWeb, login, register, startWeb } from '../../apps/web/src/web.test-support.js';
-import { buildDashboard, launchChromium, screenshot, watchPage } from './dashboard-browser.test-support.js';
+import { buildDashboard, launchChromium, screenshot, signedInContext, watchedPage } from './dashboard-browser.test-support.js';
 
 // Issue #19, "A new user who cannot go further is told before, not after": a new, non-administrator account on a
 // platform with no card payments and no AI provider key for agents. The dashboard states the plan gate before any
@@ -59,12 +59,8 @@ beforeAll(async () => {
   browser = await launchChromium();
   expect((await register(web.url, { email: EMAIL, password: PASSWORD, name: 'Newcomer' })).status).toBe(200);
   const { cookie } = await login(web.url, EMAIL, PASSWORD);
-  const [name, value] = cookie!.split('=') as [string, string];
-  context = await browser.newContext({ baseURL: web.url, viewport: DESKTOP });
-  await context.addCookies([{ name, value, url: web.url }]);
-  page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  problems = watchPage(page);
+  context = await signedInContext(browser, web.url, cookie!);
+  ({ page, problems } = await watchedPage(context));
 }, 120_000);
 
 afterAll(async () => {

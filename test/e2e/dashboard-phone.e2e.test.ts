@@ -17,7 +17,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signedCaller, startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { login, register, startWeb, type TestWeb, verifyEmail } from '../../apps/web/src/web.test-support.js';
-import { buildDashboard, launchChromium, screenshot, watchPage } from './dashboard-browser.test-support.js';
+import { buildDashboard, launchChromium, screenshot, signedInContext, watchedPage } from './dashboard-browser.test-support.js';
 
 // Issue #19, "Phone width": every page with a table or a tab bar at 390 px (an iPhone 12-15) and at 1280 px. Tables
 // turn into stacked cards or scroll inside their own box, never the page; tab bars scroll and keep the selected tab in
@@ -207,12 +207,8 @@ beforeAll(async () => {
 
   browser = await launchChromium();
   const { cookie } = await login(web.url, EMAIL, PASSWORD);
-  const [name, value] = cookie!.split('=') as [string, string];
-  context = await browser.newContext({ baseURL: web.url, viewport: DESKTOP });
-  await context.addCookies([{ name, value, url: web.url }]);
-  page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  problems = watchPage(page);
+  context = await signedInContext(browser, web.url, cookie!);
+  ({ page, problems } = await watchedPage(context));
 }, 120_000);
 
 afterAll(async () => {

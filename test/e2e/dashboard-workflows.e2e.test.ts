@@ -11,7 +11,7 @@ import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
-import { buildDashboard, launchChromium, screenshot, watchPage } from './dashboard-browser.test-support.js';
+import { buildDashboard, launchChromium, screenshot, signedInContext, watchedPage, watchPage } from './dashboard-browser.test-support.js';
 
 // Issue #11: the Workflows editor, Mission control and Costs pages in a real browser against the real web and backend
 // services (PGlite) and an agent on the local host running the fake OpenClaw gateway, so mission control has a live
@@ -29,12 +29,8 @@ let page: Page;
 let problems: string[];
 let owner: { userId: string; cookie: string };
 
-async function contextFor(cookie: string, options: Parameters<Browser['newContext']>[0] = {}): Promise<BrowserContext> {
-  const ctx = await browser.newContext({ baseURL: web.url, viewport: { width: 1280, height: 900 }, ...options });
-  const [name, value] = cookie.split('=') as [string, string];
-  await ctx.addCookies([{ name, value, url: web.url }]);
-  return ctx;
-}
+const contextFor = (cookie: string, options: Parameters<Browser['newContext']>[0] = {}): Promise<BrowserContext> =>
+  signedInContext(browser, web.url, cookie, { viewport: { width: 1280, height: 900 }, ...options });
 
 /** Where a step sits on the canvas, from its `translate(x y)`. */
 async function positionOf(node: Locator): Promise<{ x: number; y: number }> {
@@ -81,9 +77,7 @@ beforeAll(async () => {
   owner = await web.signIn({ isAdmin: true, name: 'Lin' });
   browser = await launchChromium();
   context = await contextFor(owner.cookie);
-  page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  problems = watchPage(page);
+  ({ page, problems } = await watchedPage(context));
 }, 120_000);
 
 afterAll(async () => {
