@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalAgentHost } from '@aop/provisioner';
@@ -199,23 +199,54 @@ describe('two agents of one customer in the dashboard', () => {
   it('the customer chooses the primary agent on its page', async () => {
     await page.goto(`/agents/${first}?tab=devices`);
     const details = page.getByRole('region', { name: 'Agent details' });
-    // Devices are the primary agent's (the API takes no agent id): this page says so instead of listing another's.
-    await page.getByText('Device pairing is managed on your account’s primary agent, and this is not it.').waitFor();
+    // Devices are this page's agent's, primary or not (`/api/devices?agentId=`): the stand-in gateway speaks no device
+    // protocol, so the lists come from the record, empty, and nothing offers to switch the primary agent instead.
+    // (It answers after the web's gateway timeout, 10 s, when the stand-in never completes the handshake.)
+    await page.getByRole('heading', { name: 'Waiting for approval (0)' }).waitFor({ timeout: 30_000 });
+    expect(await page.getByRole('button', { name: 'Make this agent primary' }).count()).toBe(0);
     await details.getByRole('button', { name: 'Make primary' }).click();
     await details.getByText('Yes: your account’s primary agent').waitFor();
-    // The tab now asks this agent's gateway for its devices (the stand-in speaks no device protocol, so it answers in
-    // its own words rather than with a list) instead of offering to switch.
-    await page.getByText('Device pairing is managed on your account’s primary agent, and this is not it.').waitFor({ state: 'detached' });
     expect((await request(`${web.url}/api/user/runtime`, { headers: { cookie: session } })).body.instanceId).toBe(first);
     await page.getByRole('tab', { name: 'Lifecycle' }).click();
     await page.getByRole('heading', { name: 'Health' }).waitFor();
     await screenshot(page, 'agents-09-first-primary-1280');
   });
 
-  it('the configuration tab does not claim to apply to every agent', async () => {
+  it("the configuration tab edits this agent's own configuration: the log level reaches its gateway, not the other's", async () => {
+    const gatewayFile = async (agentId: string) => JSON.parse(await readFile(host.paths(agentId).config, 'utf8'));
+    const firstBefore = await gatewayFile(first);
     await page.goto(`/agents/${second}?tab=config`);
-    await page.getByText('This is the configuration saved with your account').waitFor();
+    await page.getByText('The configuration of “Support desk” only').waitFor();
     expect(await page.content()).not.toContain('applies to all of your agents');
+    // The model line is the applied configuration's: these agents have no provider key and name no model.
+    expect(await page.getByTestId('applied-model').textContent()).toContain('OpenClaw’s default');
+    expect((await gatewayFile(second)).agents.defaults.model).toBeUndefined();
+    await page.getByLabel('Log level').fill('debug');
+    await page.getByRole('button', { name: 'Save configuration' }).click();
+    await page.getByText('Configuration saved. The previous configuration was kept as a backup.').waitFor();
+    // The stand-in answers no `config.get`: what the gateway runs with is the file its host wrote (OpenClaw reloads it).
+    expect((await gatewayFile(second)).logging.level).toBe('debug');
+    expect(await gatewayFile(first)).toEqual(firstBefore);
+    await page
+      .getByRole('button', { name: /^Diff with the backup from/ })
+      .first()
+      .click();
+    await page
+      .locator('ins', { hasText: '"debug"' })
+      .or(page.locator('del', { hasText: '"debug"' }))
+      .first()
+      .waitFor();
+    await screenshot(page, 'agents-10-second-config-1280');
+    await page.setViewportSize(PHONE);
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);
+    await screenshot(page, 'agents-11-second-config-390');
+    await page.setViewportSize(DESKTOP);
+
+    // The first agent's tab shows its own configuration, without the second's change and with no backups.
+    await page.goto(`/agents/${first}?tab=config`);
+    await page.getByText('The configuration of “Research assistant” only').waitFor();
+    expect(await page.getByLabel('Log level').inputValue()).toBe('');
+    await page.getByText('No backups yet.', { exact: false }).waitFor();
   });
 
   it('has no uncaught errors or failed requests', () => {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connectGateway } from '@aop/gateway-client';
 import { LocalAgentHost, PINNED_OPENCLAW_VERSION, openClawRuntime, runtimeProblem } from '@aop/provisioner';
 import { FAKE_LLM_REPLY, type FakeLlm, startFakeLlm } from '@aop/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -51,6 +52,17 @@ beforeAll(async () => {
   page.setDefaultTimeout(20_000);
   problems = watchPage(page);
 }, 120_000);
+
+/** The real gateway's own `config.get` (its on-disk config snapshot), over a loopback token connection. */
+async function gatewayConfigGet(agentId: string): Promise<{ config: unknown; configRevisionHash?: string; appliedConfigHash?: string }> {
+  const state = await host.status(agentId);
+  const conn = await connectGateway({ url: (state.url as string).replace(/^http/, 'ws'), token: (await host.spec(agentId)).gatewayToken });
+  try {
+    return await conn.request('config.get', {});
+  } finally {
+    await conn.close();
+  }
+}
 
 afterAll(async () => {
   await context?.close();
@@ -133,7 +145,20 @@ describe.skipIf(skip)('the dashboard in a real browser', () => {
     await messages.getByText(FAKE_LLM_REPLY).waitFor({ timeout: 90_000 });
     await messages.getByText('Hello from the browser').waitFor();
     expect(JSON.stringify(llm.chatRequests().at(-1)?.body)).toContain('Hello from the browser');
+    // Issue #19: the header and the reply's footer name the model the agent's gateway runs (its own config.get), and
+    // the usage ledger records that model, not the platform's default.
+    const [agent] = await host.list();
+    const applied = ((await gatewayConfigGet(agent!.agentId)).config as { agents: { defaults: { model: { primary: string } } } }).agents
+      .defaults.model.primary;
+    expect(applied).toBe('platform/gpt-4.1-mini');
+    expect((await page.getByTestId('agent-model').textContent())?.trim()).toBe(applied);
+    expect(await messages.locator('.chat-msg.assistant .chat-model').last().textContent()).toContain(applied);
+    const ledger = await web.database.db.kysely.selectFrom('usage_events').select(['kind', 'model']).execute();
+    expect(ledger).toContainEqual({ kind: 'chat', model: applied });
     await screenshot(page, '04-agent-chat');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(page, '04-agent-chat-390');
+    await page.setViewportSize({ width: 1280, height: 860 });
     // Reloading shows the same conversation: it was stored, not kept in the page.
     await page.reload();
     await page.getByRole('list', { name: 'Messages' }).getByText(FAKE_LLM_REPLY).waitFor();
@@ -143,13 +168,35 @@ describe.skipIf(skip)('the dashboard in a real browser', () => {
     await page.getByRole('tab', { name: 'Configuration' }).click();
     const interval = page.getByLabel('Heartbeat interval');
     await interval.waitFor();
+    const [agent] = await host.list();
+    const agentId = agent!.agentId;
+    // The model shown is the one the agent runs: its gateway's config names it (the provider key's model), not a default.
+    const gatewayConfig = () => gatewayConfigGet(agentId);
+    const running = (await gatewayConfig()).config as { agents: { defaults: { model: { primary: string } } } };
+    expect(running.agents.defaults.model.primary).toBe('platform/gpt-4.1-mini');
+    expect(await page.getByTestId('applied-model').textContent()).toContain(running.agents.defaults.model.primary);
     const original = await interval.inputValue();
     const changed = original === '45m' ? '50m' : '45m';
     await interval.fill(changed);
     await page.getByRole('button', { name: 'Save configuration' }).click();
     await page.getByText('Configuration saved. The previous configuration was kept as a backup.').waitFor();
-    const stored = await web.database.db.kysely.selectFrom('agent_configs').selectAll().execute();
+    // This agent's configuration, kept by the backend and applied by its host: the gateway itself reports it.
+    const stored = await backend.database.db.kysely.selectFrom('agent_deployments').select('config').where('id', '=', agentId).execute();
     expect(JSON.stringify(stored)).toContain(changed);
+    // On disk (`config`) and accepted by the running gateway (`appliedConfigHash` is the revision its runtime applied).
+    await expect
+      .poll(
+        async () => {
+          const answer = await gatewayConfig();
+          const heartbeat = (answer.config as { agents?: { defaults?: { heartbeat?: { every?: string } } } }).agents?.defaults?.heartbeat;
+          return {
+            every: heartbeat?.every,
+            applied: typeof answer.appliedConfigHash === 'string' && answer.appliedConfigHash === answer.configRevisionHash,
+          };
+        },
+        { timeout: 20_000 },
+      )
+      .toEqual({ every: changed, applied: true });
 
     const diff = page.getByRole('button', { name: /^Diff with the backup from/ }).first();
     await diff.click();

@@ -195,7 +195,8 @@ describe('GET, POST /api/agent', () => {
         agentId: alice.agentId,
         sessionKey: 'panel',
         messageId: expect.stringMatching(/^msg_/),
-        model: expect.any(String),
+        // The model Alice's agent runs: its applied configuration names none (provisioned without a key), so unknown.
+        model: null,
         usage: { prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), total_tokens: expect.any(Number) },
       });
       // The REST call carries the user's stable, owner-tagged `user`, as POST /api/chat's does.

@@ -12,7 +12,6 @@ import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
-import { DEFAULT_MODEL } from '../../apps/web/src/modules/agent-config/agent-config.service.js';
 import { ownerTagFor } from '../../apps/web/src/platform/clients/user-gateway.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 
@@ -423,7 +422,9 @@ describe('chatting with one’s agent', () => {
         agentId: alice.agentId,
         sessionKey: 'main',
         messageId: expect.stringMatching(/^msg_/),
-        model: DEFAULT_MODEL,
+        // Alice's agent was provisioned without a key or a model: its applied configuration names none, so the model
+        // is unknown (OpenClaw's own default runs), never the platform's default model.
+        model: null,
         usage,
       });
       const sent = agentGw.httpReceived.filter((r) => r.path === '/v1/chat/completions').at(-1);
@@ -437,7 +438,7 @@ describe('chatting with one’s agent', () => {
       const stored = await chatRows(web, alice.userId);
       expect(stored.map((r) => [r.role, r.content, r.agent_id, r.session_key, r.model, r.prompt_tokens, r.completion_tokens])).toEqual([
         ['user', 'what is up', alice.agentId, 'main', null, 0, 0],
-        ['assistant', 'echo: what is up', alice.agentId, 'main', DEFAULT_MODEL, usage.prompt_tokens, usage.completion_tokens],
+        ['assistant', 'echo: what is up', alice.agentId, 'main', null, usage.prompt_tokens, usage.completion_tokens],
       ]);
       expect(stored[1]?.id).toBe(res.body.messageId);
       const ledger = (await usageRows(web, alice.userId)).at(-1);
@@ -445,15 +446,13 @@ describe('chatting with one’s agent', () => {
         kind: 'chat',
         agent_id: alice.agentId,
         agent_name: 'Alice Helper',
-        model: DEFAULT_MODEL,
+        model: null,
         prompt_tokens: usage.prompt_tokens,
         completion_tokens: usage.completion_tokens,
         total_tokens: usage.total_tokens,
       });
-      // Priced by the model behind the router prefix (`openrouter/…` → `anthropic/claude-sonnet-4.5`).
-      const expected = llmCostUsd('anthropic/claude-sonnet-4.5', usage.prompt_tokens, usage.completion_tokens);
-      expect(expected).toBeGreaterThan(0);
-      expect(Number(ledger?.cost_usd)).toBeCloseTo(expected ?? -1, 6);
+      // No model, no price: the tokens are counted, the cost is 0 rather than a guess.
+      expect(Number(ledger?.cost_usd)).toBe(0);
     });
 
     it('keeps one gateway session per user and session key; a named agent must be the caller’s', async () => {
@@ -491,7 +490,7 @@ describe('chatting with one’s agent', () => {
         content: 'echo: what is up',
         agentId: alice.agentId,
         sessionKey: 'main',
-        model: DEFAULT_MODEL,
+        model: null,
         usage: { prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), total_tokens: expect.any(Number) },
         createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       });
@@ -606,6 +605,111 @@ describe('chatting with one’s agent', () => {
       expect(ws.status).toBe(429);
       // Another client is unaffected.
       expect((await call(web, '/api/chat', { cookie: carol.cookie })).status).toBe(200);
+    });
+  });
+
+  // Issue #19: the model shown, recorded and priced is the one the agent runs (read from the configuration its host
+  // applies, or reported by OpenClaw for the turn), and a provider key that is missing or refused is said in words.
+  describe('the model the agent runs, and its provider key', () => {
+    let modelGw: FakeGatewayWs;
+    let refusedGw: FakeGatewayWs;
+    let missingGw: FakeGatewayWs;
+    /** Provisioned with her own OpenAI key: the host writes `platform/gpt-4.1-mini` as the agent's model. */
+    let erin: { cookie: string; userId: string; agentId: string };
+    const APPLIED = 'platform/gpt-4.1-mini';
+
+    beforeAll(async () => {
+      [modelGw, refusedGw, missingGw] = await Promise.all([
+        startFakeGatewayWs({ token: AGENT_TOKEN, reply: (m) => `erin: ${m}`, model: { provider: 'platform', model: 'gpt-4.1-mini' } }),
+        startFakeGatewayWs({
+          token: AGENT_TOKEN,
+          model: { provider: 'platform', model: 'gpt-4.1-mini' },
+          providerKey: { failure: 'refused', provider: 'platform' },
+        }),
+        startFakeGatewayWs({ token: AGENT_TOKEN, providerKey: { failure: 'missing', provider: 'openai' } }),
+      ]);
+      const owner = await web.signIn({ isAdmin: true });
+      const res = await call(web, '/api/provision', {
+        cookie: owner.cookie,
+        json: { autoProvision: true, name: 'Erin Helper', aiProvider: 'openai', apiKey: 'sk-erin-own-key' },
+      });
+      expect(res.status).toBe(200);
+      erin = { ...owner, agentId: res.body.agentId };
+      await pointAgent(erin.agentId, modelGw.httpUrl);
+    });
+
+    afterAll(async () => {
+      await Promise.all([modelGw?.close(), refusedGw?.close(), missingGw?.close()]);
+    });
+
+    it('the agent record names the model its host applies, or null (unknown) when it cannot be read', async () => {
+      const one = await call(web, `/api/agents/${erin.agentId}`, { cookie: erin.cookie });
+      expect([one.status, one.body.agent.model]).toEqual([200, APPLIED]);
+      const list = await call(web, '/api/agents', { cookie: erin.cookie });
+      expect(list.body.agents.map((a: { id: string; model: string | null }) => [a.id, a.model])).toEqual([[erin.agentId, APPLIED]]);
+      // Alice's configuration names no model: unknown, not the platform's default.
+      expect((await call(web, `/api/agents/${alice.agentId}`, { cookie: alice.cookie })).body.agent.model).toBeNull();
+      // Dave's agent is one no backend runs: unknown.
+      expect((await call(web, '/api/agents/agt_never_deployed', { cookie: dave.cookie })).body.agent.model).toBeNull();
+    });
+
+    it('REST chat answers, stores and records the applied model, priced from it', async () => {
+      const res = await call(web, '/api/chat', { cookie: erin.cookie, json: { message: 'price me' } });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ reply: 'erin: price me', agentId: erin.agentId, model: APPLIED });
+      const history = await call(web, `/api/chat?agentId=${erin.agentId}`, { cookie: erin.cookie });
+      expect(history.body.messages.at(-1)).toMatchObject({ role: 'assistant', model: APPLIED });
+      const row = (await usageRows(web, erin.userId)).at(-1);
+      expect(row).toMatchObject({ kind: 'chat', agent_id: erin.agentId, model: APPLIED });
+      const expected = llmCostUsd('gpt-4.1-mini', res.body.usage.prompt_tokens, res.body.usage.completion_tokens);
+      expect(expected).toBeGreaterThan(0);
+      expect(Number(row?.cost_usd)).toBeCloseTo(expected ?? -1, 6);
+    });
+
+    it('WebSocket chat records the model OpenClaw reports for the turn, priced from it; Costs shows it per model', async () => {
+      const res = await call(web, '/api/gateway/chat', { cookie: erin.cookie, json: { message: 'over the socket' } });
+      expect([res.status, res.body.reply]).toEqual([200, 'erin: over the socket']);
+      const row = (await usageRows(web, erin.userId)).at(-1);
+      expect(row).toMatchObject({ kind: 'chat', agent_id: erin.agentId, model: APPLIED });
+      const expected = llmCostUsd('gpt-4.1-mini', row?.prompt_tokens ?? 0, row?.completion_tokens ?? 0);
+      expect(Number(row?.cost_usd)).toBeCloseTo(expected ?? -1, 6);
+
+      const cost = await call(web, '/api/dashboard/cost', { cookie: erin.cookie });
+      expect(cost.status).toBe(200);
+      expect(cost.body.modelBreakdown.map((m: { model: string }) => m.model)).toEqual([APPLIED]);
+      expect(cost.body.agents).toMatchObject([{ name: 'Erin Helper', model: APPLIED, calls: 2 }]);
+    });
+
+    // `POST /api/chat` (the dashboard's chat) says it in words; `POST /api/gateway/chat` keeps spec §4.4's fixed
+    // 500 `Chat failed` for every failure.
+    it('a refused or missing provider key is said in words on the REST chat, and nothing is recorded', async () => {
+      const ledger = (await usageRows(web, erin.userId)).length;
+      const stored = (await chatRows(web, erin.userId)).length;
+      const refusedWords = "The agent's AI provider refused its key (openai): check the key in the agent's configuration";
+      const missingWords = "The agent has no key for its AI provider (openai): add one in the agent's configuration";
+      try {
+        // OpenClaw names the provider the platform wrote from Erin's key `platform`; she chose `openai`.
+        await pointAgent(erin.agentId, refusedGw.httpUrl);
+        const asked = async (path: string) => {
+          const res = await call(web, path, { cookie: erin.cookie, json: { message: 'hello?' } });
+          return [res.status, res.body];
+        };
+        expect(await asked('/api/chat')).toEqual([502, { error: refusedWords }]);
+        expect(await asked('/api/gateway/chat')).toEqual([500, { error: 'Chat failed' }]);
+        await pointAgent(erin.agentId, missingGw.httpUrl);
+        expect(await asked('/api/chat')).toEqual([502, { error: missingWords }]);
+        expect(await asked('/api/gateway/chat')).toEqual([500, { error: 'Chat failed' }]);
+      } finally {
+        await pointAgent(erin.agentId, modelGw.httpUrl);
+      }
+      // Both fakes answered the turns as OpenClaw does (REST 401 `authentication_error`, WebSocket `error` events).
+      expect(refusedGw.httpReceived.filter((r) => r.path === '/v1/chat/completions')).toHaveLength(1);
+      expect(missingGw.received.filter((f) => f.method === 'chat.send')).toHaveLength(1);
+      expect((await usageRows(web, erin.userId)).length).toBe(ledger);
+      expect((await chatRows(web, erin.userId)).length).toBe(stored);
+      // The gateway's own refusal of its token is not a provider key: still `Agent gateway failed`.
+      const wrong = await withAliceAt(wrongTokenGw.httpUrl, () => call(web, '/api/chat', { cookie: alice.cookie, json: { message: 'x' } }));
+      expect(wrong.body).toEqual({ error: 'Agent gateway failed' });
     });
   });
 });

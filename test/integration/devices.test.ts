@@ -416,6 +416,125 @@ describe('/api/devices', () => {
     });
   });
 
+  // Issue #19: devices per agent. Dana has two agents, each on its own gateway; `agentId` (query for GET, body field
+  // for POST) names which, and without it the spec's behaviour stays: the account's primary agent (the newest).
+  describe('two agents of one user', () => {
+    let dana: { cookie: string; userId: string };
+    let gatewayC: FakeGatewayWs;
+    let gatewayD: FakeGatewayWs;
+    let older: string;
+    let newer: string;
+    const list = (cookie: string, agentId?: string) =>
+      request(`${web.url}/api/devices${agentId === undefined ? '' : `?agentId=${encodeURIComponent(agentId)}`}`, { headers: { cookie } });
+
+    beforeAll(async () => {
+      gatewayC = await startFakeGatewayWs({ token: GATEWAY_TOKEN, pairedDeviceIds: [] });
+      gatewayD = await startFakeGatewayWs({ token: GATEWAY_TOKEN, pairedDeviceIds: [] });
+      dana = await web.signIn({ isAdmin: true });
+      older = await provisionAgent(dana.cookie, gatewayC);
+      newer = await provisionAgent(dana.cookie, gatewayD);
+    });
+    afterAll(async () => {
+      await gatewayC.close();
+      await gatewayD.close();
+    });
+
+    it('GET lists the named agent’s gateway’s devices; without agentId the primary agent’s', async () => {
+      const onOlder = await ask(gatewayC);
+      const onNewer = await ask(gatewayD);
+      const a = await list(dana.cookie, older);
+      const b = await list(dana.cookie, newer);
+      expect(a.status).toBe(200);
+      expect(ids(a.body.pending)).toEqual([onOlder.deviceId]);
+      expect(ids(b.body.pending)).toEqual([onNewer.deviceId]);
+      // The spec's GET, with no agent named: the primary agent (the newest one provisioned).
+      expect((await list(dana.cookie)).body).toEqual(b.body);
+      // A blank agentId is no agent named.
+      expect((await list(dana.cookie, ' ')).body).toEqual(b.body);
+      const rows = await web.database.db.kysely
+        .selectFrom('devices')
+        .select(['agent_id', 'device_id'])
+        .where('user_id', '=', dana.userId)
+        .execute();
+      // Compared as a set: Postgres's collation and PGlite's C order sort these ids differently.
+      const byAgent = (x: { agent_id: string }, y: { agent_id: string }) => (x.agent_id < y.agent_id ? -1 : 1);
+      expect(rows.sort(byAgent)).toEqual(
+        [
+          { agent_id: older, device_id: onOlder.deviceId },
+          { agent_id: newer, device_id: onNewer.deviceId },
+        ].sort(byAgent),
+      );
+    });
+
+    it('POST with agentId moves the device on that agent’s gateway only; the other agent does not know it', async () => {
+      const device = await ask(gatewayC);
+      await list(dana.cookie, older);
+      // Named as the other agent's device: not on that agent's record.
+      expect(await post(dana.cookie, { deviceId: device.deviceId, action: 'approve', agentId: newer })).toMatchObject({
+        status: 404,
+        body: { error: 'Device not found' },
+      });
+      // Without agentId the spec's behaviour: the primary (newer) agent's, where the device is not either.
+      expect((await post(dana.cookie, { deviceId: device.deviceId, action: 'approve' })).status).toBe(404);
+      const res = await post(dana.cookie, { deviceId: device.deviceId, action: 'approve', agentId: older });
+      expect(res.status).toBe(200);
+      expect(ids(res.body.approved)).toEqual([device.deviceId]);
+      expect(gatewayC.pairing.paired.has(device.deviceId)).toBe(true);
+      expect(gatewayD.received.filter((f) => f.method === 'device.pair.approve')).toEqual([]);
+      expect(ids((await list(dana.cookie, newer)).body.approved)).toEqual([]);
+
+      const revoked = await post(dana.cookie, { deviceId: device.deviceId, action: 'revoke', agentId: older });
+      expect(revoked.status).toBe(200);
+      expect(gatewayC.pairing.paired.has(device.deviceId)).toBe(false);
+    });
+
+    it('owner only: another user’s agent is 404 Agent not found, and its gateway is not asked', async () => {
+      const device = await ask(gatewayC);
+      await list(dana.cookie, older);
+      const calls = gatewayC.received.length;
+      for (const res of [
+        await list(bob.cookie, older),
+        await post(bob.cookie, { deviceId: device.deviceId, action: 'approve', agentId: older }),
+        await list(dana.cookie, 'agt_does_not_exist'),
+      ]) {
+        expect({ status: res.status, body: res.body }).toEqual({ status: 404, body: { error: 'Agent not found' } });
+      }
+      expect(gatewayC.received.length).toBe(calls);
+      expect(ids((await list(dana.cookie, older)).body.pending)).toContain(device.deviceId);
+    });
+
+    it('400 Invalid request body for an agentId that is not a string; the field checks come first', async () => {
+      for (const agentId of [5, null, ['x'], 'x'.repeat(65)]) {
+        expect(await post(dana.cookie, { deviceId: 'abc', action: 'approve', agentId })).toMatchObject({
+          status: 400,
+          body: { error: 'Invalid request body' },
+        });
+      }
+      expect(await post(dana.cookie, { action: 'approve', agentId: older })).toMatchObject({
+        status: 400,
+        body: { error: 'Missing required fields: deviceId, action' },
+      });
+      expect((await list(dana.cookie, 'x'.repeat(65))).status).toBe(400);
+    });
+
+    it('an agent without a gateway address lists from the record and refuses moves with 409', async () => {
+      const device = await ask(gatewayC);
+      await list(dana.cookie, older);
+      await web.database.db.kysely.updateTable('agents').set({ url: null }).where('id', '=', older).execute();
+      try {
+        const res = await list(dana.cookie, older);
+        expect(res.status).toBe(200);
+        expect(ids(res.body.pending)).toContain(device.deviceId);
+        expect(await post(dana.cookie, { deviceId: device.deviceId, action: 'approve', agentId: older })).toMatchObject({
+          status: 409,
+          body: { error: 'Agent is not deployed' },
+        });
+      } finally {
+        await pointAgentAt(older, `http://127.0.0.1:${gatewayC.port}`);
+      }
+    });
+  });
+
   describe('when the gateway is unreachable or forgets', () => {
     it('GET answers from the record; POST refuses with 502 and records nothing', async () => {
       const waiting = await ask(gatewayA);

@@ -124,13 +124,26 @@ describe('provisioning an agent from the web API', () => {
     expect(stats2.body.stats.pids).toBeGreaterThanOrEqual(1);
     // Configuration and verification pass through to the backend for the owner.
     const agentPath = `${web.url}/api/agents/${res.body.agentId}`;
-    expect((await request(`${agentPath}/config`, { headers: { cookie } })).body).toEqual({ agentId: res.body.agentId, config: {} });
+    // A wizard-made agent stores no configuration of its own; what it runs is the host's default (no model named).
+    expect((await request(`${agentPath}/config`, { headers: { cookie } })).body).toEqual({
+      agentId: res.body.agentId,
+      config: {},
+      applied: { model: null, logLevel: null, modelSource: 'default' },
+      backups: [],
+    });
     const put = await request(`${agentPath}/config`, {
       method: 'PUT',
       json: { config: { logging: { level: 'debug' } } },
       headers: { cookie },
     });
-    expect(put.body).toEqual({ success: true, agentId: res.body.agentId, config: { logging: { level: 'debug' } } });
+    // The save keeps the configuration it replaced as the agent's first backup.
+    expect(put.body).toEqual({
+      success: true,
+      agentId: res.body.agentId,
+      config: { logging: { level: 'debug' } },
+      backupId: expect.stringMatching(/^bkp_/),
+      backups: [{ id: put.body.backupId, timestamp: expect.any(String) }],
+    });
     expect((await request(`${agentPath}/config`, { method: 'PUT', json: { config: [1] }, headers: { cookie } })).status).toBe(400);
     const verified = await request(`${agentPath}/verify`, { json: { type: 'ens', verified: false }, headers: { cookie } });
     expect(verified.body).toMatchObject({

@@ -336,6 +336,17 @@ export const ERROR_CATALOGUE = {
   // web: chat
   AGENT_GATEWAY_FAILED: { status: 502, message: 'Agent gateway failed' },
   AGENT_GATEWAY_TIMED_OUT: { status: 502, message: 'Agent gateway timed out' },
+  // Issue #19: the agent's model call failed on its provider key, said in words (`provider` '' when nobody named it).
+  AGENT_PROVIDER_KEY_MISSING: {
+    status: 502,
+    message: ({ provider }: P<'provider'>) =>
+      `The agent has no key for its AI provider${provider ? ` (${provider})` : ''}: add one in the agent's configuration`,
+  },
+  AGENT_PROVIDER_KEY_REFUSED: {
+    status: 502,
+    message: ({ provider }: P<'provider'>) =>
+      `The agent's AI provider refused its key${provider ? ` (${provider})` : ''}: check the key in the agent's configuration`,
+  },
   CHAT_FAILED: { status: 500, message: 'Chat failed' },
   GATEWAY_TOKEN_UNAVAILABLE: { status: 502, message: ({ detail }: P<'detail'>) => `No gateway token: ${detail}` },
   INVALID_BEFORE_CURSOR: { status: 400, message: 'Invalid before cursor' },

@@ -146,6 +146,16 @@ export interface ConfigBackupsTable {
   created_at: Timestamp;
 }
 
+/** Issue #19: one agent's configuration as it was before a save or restore (`agent_deployments.config`). */
+export interface AgentConfigBackupsTable {
+  id: string;
+  seq: Generated<number>;
+  agent_id: string;
+  user_id: string;
+  config: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+}
+
 export interface WorkflowsTable {
   id: string;
   user_id: string;
@@ -762,6 +772,7 @@ export interface DB {
   skills: SkillsTable;
   scheduled_tasks: ScheduledTasksTable;
   agent_deployments: AgentDeploymentsTable;
+  agent_config_backups: AgentConfigBackupsTable;
   ai_model_selections: AiModelSelectionsTable;
   heartbeat_settings: HeartbeatSettingsTable;
   chat_messages: ChatMessagesTable;

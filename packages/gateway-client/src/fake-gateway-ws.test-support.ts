@@ -114,6 +114,16 @@ export interface FakeGatewayOptions {
   reply?: (message: string) => string;
   /** Chat messages for which the run ends in `state: 'error'`. */
   failChatMessage?: string;
+  /**
+   * The model the agent runs (`agents.defaults.model.primary` split at its first `/`), as OpenClaw reports it on the
+   * transcript's assistant message and the session rows; default `fake/fake-1`.
+   */
+  model?: { provider: string; model: string };
+  /**
+   * Every model call fails on the provider key, as openclaw@2026.9.6 reports it: `missing` (no key for `provider`) or
+   * `refused` (the provider answered 401). REST: 401 `authentication_error`; WebSocket: the run's `error` event.
+   */
+  providerKey?: { failure: 'missing' | 'refused'; provider: string };
   /** Chat messages whose run starts but never reaches a final state. */
   stallChatMessage?: string;
   /** Delay before answering a method (ms); `Infinity` = never answer. */
@@ -142,6 +152,12 @@ function requiredScope(method: string): string {
   if (['cron.add', 'cron.update', 'cron.remove', 'chat.send', 'sessions.create'].includes(method)) return 'operator.write';
   return 'operator.read';
 }
+
+/** OpenClaw's user copy of a provider's 401 (`AUTH_INVALID_TOKEN_USER_TEXT`, openclaw@2026.9.6 `user-copy-*.mjs`). */
+const AUTH_INVALID_TOKEN_USER_TEXT =
+  'Authentication failed (provider returned HTTP 401). Your provider token may have expired — try the request again in a moment. If the failure persists, re-authenticate this provider.';
+/** Its route check's words when no credential source exists for the provider (`No route-compatible authentication source …`). */
+const noAuthSource = (provider: string) => `No route-compatible authentication source is configured for ${provider}.`;
 
 /** The usage OpenClaw keeps on an assistant transcript message (`chat.history`, the `final` chat event). */
 const turnUsage = (prompt: string, reply: string) => {
@@ -281,6 +297,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
   }
   const remotePort = remoteServer ? (remoteServer.address() as AddressInfo).port : null;
   const startedAt = Date.now();
+  const agentModel = options.model ?? { provider: 'fake', model: 'fake-1' };
   let unavailableLeft = options.unavailableConnects ?? 0;
   const jobs = new Map<string, CronJob>();
   const history = new Map<string, { role: string; content: unknown; [k: string]: unknown }[]>();
@@ -350,9 +367,17 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
       touchSession(key);
       return json(500, { error: { message: 'model provider failed', type: 'api_error' } });
     }
+    if (options.providerKey) {
+      // `resolveOpenAiCompatError`: failover reason `auth` → 401 `authentication_error` with the raw provider error
+      // (a refusal) or the route check's message (no key at all).
+      touchSession(key);
+      const { failure, provider } = options.providerKey;
+      const message = failure === 'missing' ? noAuthSource(provider) : '401 Incorrect API key provided';
+      return json(401, { error: { message, type: 'authentication_error' } });
+    }
     const text = (options.reply ?? ((m: string) => `reply to: ${m}`))(prompt);
     const usage = turnUsage(prompt, text);
-    log.push({ role: 'assistant', content: [{ type: 'text', text }], provider: 'fake', model: 'fake-1', usage });
+    log.push({ role: 'assistant', content: [{ type: 'text', text }], provider: agentModel.provider, model: agentModel.model, usage });
     const session = touchSession(key);
     session.inputTokens += usage.input;
     session.outputTokens += usage.output;
@@ -860,7 +885,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
             limitApplied: limit,
             hasMore,
             nextOffset: hasMore ? offset + page.length : null,
-            defaults: { modelProvider: 'fake', model: 'fake-1', contextTokens: 128000 },
+            defaults: { modelProvider: agentModel.provider, model: agentModel.model, contextTokens: 128000 },
             sessions: page.map((s) => ({
               key: s.key,
               sessionId: s.sessionId,
@@ -870,8 +895,8 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
               hasActiveRun: s.running,
               inputTokens: s.inputTokens,
               outputTokens: s.outputTokens,
-              model: 'fake-1',
-              modelProvider: 'fake',
+              model: agentModel.model,
+              modelProvider: agentModel.provider,
               createdAt: s.createdAt,
               updatedAt: s.updatedAt,
               lastActivityAt: s.lastActivityAt,
@@ -936,7 +961,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         sessionId: session.sessionId,
         entry: { sessionId: session.sessionId, updatedAt: session.updatedAt, ...(session.label ? { label: session.label } : {}) },
         runStarted: false,
-        resolved: { modelProvider: 'fake', model: 'fake-1' },
+        resolved: { modelProvider: agentModel.provider, model: agentModel.model },
       });
     }
 
@@ -959,18 +984,41 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
       const half = Math.ceil(text.length / 2);
       const steps: (() => void)[] = [
         () => event('chat', { ...base, seq: ++s, state: 'status', phase: 'preparing_context' }),
-        () =>
+        () => {
+          // A run whose model call fails on its key streams no text before its error.
+          if (options.providerKey) return;
           event('chat', {
             ...base,
             seq: ++s,
             state: 'delta',
             deltaText: text.slice(0, half),
             message: { role: 'assistant', content: [{ type: 'text', text: text.slice(0, half) }] },
-          }),
+          });
+        },
         () => {
           if (options.failChatMessage === p.message) {
             touchSession(sessionKey, { running: false });
             event('chat', { ...base, seq: ++s, state: 'error', errorMessage: 'model provider failed' });
+            return;
+          }
+          if (options.providerKey) {
+            // The run's error event: a provider's refusal carries `errorDetail` (failover reason `auth`), a missing key
+            // only the route check's message; then OpenClaw's second, user-facing error event for the same run.
+            touchSession(sessionKey, { running: false });
+            const { failure, provider } = options.providerKey;
+            const errorMessage = failure === 'missing' ? noAuthSource(provider) : AUTH_INVALID_TOKEN_USER_TEXT;
+            const errorDetail =
+              failure === 'refused'
+                ? { provider, model: agentModel.model, failoverReason: 'auth', providerRuntimeFailureKind: 'auth_invalid_token' }
+                : undefined;
+            event('chat', { ...base, seq: ++s, state: 'error', errorMessage, ...(errorDetail ? { errorDetail } : {}) });
+            event('chat', {
+              runId,
+              sessionKey,
+              seq: 1,
+              state: 'error',
+              errorMessage: `⚠️ Agent failed before reply: ${errorMessage}\nTo view logs, run \`openclaw logs --follow\` in a terminal.`,
+            });
             return;
           }
           const content = [
@@ -979,7 +1027,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
           ];
           // The transcript's assistant message carries provider, model and usage; the final event projects it.
           const usage = turnUsage(p.message, text);
-          const message = { role: 'assistant', content, provider: 'fake', model: 'fake-1', usage };
+          const message = { role: 'assistant', content, provider: agentModel.provider, model: agentModel.model, usage };
           log.push(message);
           const session = touchSession(sessionKey, { running: false });
           session.inputTokens += usage.input;

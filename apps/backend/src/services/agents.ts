@@ -259,6 +259,30 @@ export function agentView(config: BackendConfig, row: NonNullable<DeploymentRow>
   };
 }
 
+/** What `GET /agents/:id/model` answers: the model the agent's gateway runs and the provider whose key it calls it with. */
+export interface AgentModelView {
+  agentId: string;
+  /** `agents.defaults.model.primary` of the configuration its host applies (`platform/<model>` with the user's key). */
+  model: string | null;
+  /** The AI provider behind that model: the deployment's provider when the platform wrote the model from its key. */
+  provider: string | null;
+}
+
+/**
+ * The model of `appliedAgentConfig` (services/agent-config.ts) with its provider (issue #19). `platform` is only the
+ * id the platform gives the provider it writes into the config from the user's key (`LLM_PROVIDER_ID`), so the
+ * provider then is the deployment's `ai_provider`; otherwise the model's own `<provider>/…` segment. Null when no host
+ * of this backend runs the agent or its configuration names no model (OpenClaw's built-in default, not visible here).
+ */
+export function agentModelView(
+  row: { id: string; ai_provider: string },
+  applied: { model: string | null; modelSource: string } | null,
+): AgentModelView {
+  const model = applied?.model ?? null;
+  const provider = !model ? null : applied?.modelSource === 'platform' ? row.ai_provider : model.split('/')[0] || null;
+  return { agentId: row.id, model, provider };
+}
+
 /** What `GET /agents/:id/state` answers: the shared state machine's view, with the evidence it was derived from. */
 export interface AgentLifecycleView extends AgentStateView {
   agentId: string;

@@ -130,7 +130,10 @@ export default function AgentPage({ agentId }: { agentId: string }) {
           </div>
           <div>
             <dt>Model</dt>
-            <dd className="mono">{a.model ?? '—'}</dd>
+            {/* Read from the configuration the agent's host applies; never a default when it cannot be read. */}
+            <dd className="mono" data-testid="agent-model" title={a.model ? undefined : 'The model could not be read from the agent'}>
+              {a.model ?? 'unknown'}
+            </dd>
           </div>
           <div>
             <dt>Address</dt>
@@ -165,7 +168,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
       ) : null}
       {tab === 'config' ? (
         <div {...panel('config')}>
-          <ConfigTab agentName={a.name} />
+          <ConfigTab agentId={agentId} agentName={a.name} />
         </div>
       ) : null}
       {tab === 'schedule' ? (
@@ -175,7 +178,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
       ) : null}
       {tab === 'devices' ? (
         <div {...panel('devices')}>
-          <DevicesTab agentId={agentId} primary={a.primary} onMadePrimary={() => void agent.reload()} />
+          <DevicesTab agentId={agentId} />
         </div>
       ) : null}
       {tab === 'logs' ? (

@@ -1,4 +1,4 @@
-import { refuse } from '@aop/core/request-schema';
+import { invalidAs, refuse } from '@aop/core/request-schema';
 import { totalmem } from 'node:os';
 import { type App, DEFAULT_AGENT_TIER, DomainError, isDomainError, newId, parseEncryptionKey } from '@aop/core';
 import { isUniqueViolation } from '@aop/db';
@@ -7,9 +7,17 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../../config.js';
 import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
+import {
+  appliedConfigOnHost,
+  getAgentConfigBackup,
+  listAgentConfigBackups,
+  restoreAgentConfig,
+  saveAgentConfig,
+} from '../../services/agent-config.js';
 import { syncWalletEnv, walletEnvFor, withWalletEnv } from '../../services/agent-wallet-env.js';
 import {
   agentLifecycleState,
+  agentModelView,
   agentView,
   createDeployment,
   deleteDeployment,
@@ -425,9 +433,22 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     };
   });
 
+  // Issue #19: each agent's configuration, with its own backups (services/agent-config.ts). A save backs up the
+  // configuration it replaces and is applied by the agent's host (OpenClaw hot-reloads its config file) in the same
+  // transaction, so a host that refuses leaves the record and the backups as they were.
+  const applyOnHost = (agentId: string) => async (next: Record<string, unknown>) => {
+    if (await hostState(host, agentId)) await onHost(() => host.configure(agentId, { config: next }));
+  };
+
   app.get('/agents/:id/config', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
-    const row = await app.db.withUser(callerId(request), (trx) => ownDeployment(trx, request.params.id));
-    return { agentId: row.id, config: row.config };
+    const { row, backups } = await app.db.withUser(callerId(request), async (trx) => ({
+      row: await ownDeployment(trx, request.params.id),
+      backups: await listAgentConfigBackups(trx, request.params.id),
+    }));
+    // What the gateway runs with (its model, its log level), from the configuration its host writes; null when no
+    // host of this backend runs the agent.
+    const applied = (await hostState(host, row.id)) ? await onHost(() => appliedConfigOnHost(host, row.id)) : null;
+    return { agentId: row.id, config: row.config, backups, applied };
   });
 
   app.put(
@@ -438,14 +459,46 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     },
     async (request) => {
       const next = request.body.config;
-      const userId = callerId(request);
-      const row = await app.db.withUser(userId, async (trx) => {
-        await ownDeployment(trx, request.params.id);
-        return updateDeployment(trx, request.params.id, { config: next });
+      const agentId = request.params.id;
+      const saved = await app.db.withUser(callerId(request), (trx) =>
+        saveAgentConfig(trx, agentId, next, new Date(app.clock()), () => applyOnHost(agentId)(next)),
+      );
+      return { success: true, agentId, config: next, ...saved };
+    },
+  );
+
+  app.get(
+    '/agents/:id/config/backups/:backupId',
+    {
+      schema: { tags: ['agents'], params: Type.Object({ id: Type.String({ maxLength: 64 }), backupId: Type.String({ maxLength: 100 }) }) },
+    },
+    async (request) => {
+      const { id, backupId } = request.params;
+      const backup = await app.db.withUser(callerId(request), async (trx) => {
+        await ownDeployment(trx, id);
+        return getAgentConfigBackup(trx, id, backupId);
       });
-      // A running gateway picks the change up (OpenClaw hot-reloads its config file).
-      if (await hostState(host, row.id)) await onHost(() => host.configure(row.id, { config: next }));
-      return { success: true, agentId: row.id, config: row.config };
+      return { agentId: id, backup };
+    },
+  );
+
+  app.post(
+    '/agents/:id/config/restore',
+    {
+      config: { invalidBody: 'INVALID_REQUEST_BODY' },
+      schema: {
+        tags: ['agents'],
+        params: IdParams,
+        body: Type.Object({ backupId: Type.String({ minLength: 1, maxLength: 100, ...invalidAs(refuse('MISSING_BACKUPID')) }) }),
+      },
+    },
+    async (request) => {
+      const agentId = request.params.id;
+      const { backupId } = request.body;
+      const restored = await app.db.withUser(callerId(request), (trx) =>
+        restoreAgentConfig(trx, agentId, backupId, new Date(app.clock()), applyOnHost(agentId)),
+      );
+      return { success: true, agentId, config: restored.config, restoredFrom: backupId, backups: restored.backups };
     },
   );
 
@@ -486,6 +539,14 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
       await setVerification(trx, request.params.id, null);
     });
     return { success: true, agentId: request.params.id, verified: false };
+  });
+
+  // Issue #19: the model the agent runs, for the web's agent record, chat footers and usage ledger (a lighter read
+  // than the configuration route: no config body, no backups).
+  app.get('/agents/:id/model', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
+    const row = await app.db.withUser(callerId(request), (trx) => ownDeployment(trx, request.params.id));
+    const applied = (await hostState(host, row.id)) ? await onHost(() => appliedConfigOnHost(host, row.id)) : null;
+    return agentModelView(row, applied);
   });
 
   app.get('/agents/:id/token', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {

@@ -235,7 +235,11 @@ export function ChatTab({ agentId }: { agentId: string }) {
               <div className="chat-text">{m.content}</div>
               <div className="chat-meta">
                 <time dateTime={m.createdAt}>{formatTime(m.createdAt)}</time>
-                {m.model ? <span className="mono"> · {m.model}</span> : null}
+                {m.model ? (
+                  <span className="mono chat-model"> · {m.model}</span>
+                ) : m.role === 'assistant' ? (
+                  <span className="chat-model"> · model unknown</span>
+                ) : null}
                 {m.usage ? (
                   <span>
                     {' '}

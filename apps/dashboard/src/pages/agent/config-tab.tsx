@@ -1,24 +1,31 @@
-import type { Backup, ConfigView } from '@aop/web/agent-config/agent-config.schemas';
+import type { AgentConfigView, AppliedAgentConfig, Backup } from '@aop/web/agent-config/agent-config.schemas';
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { api, errorMessage } from '../../api.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { Empty, ErrorState, InlineError, Loading } from '../../components/states.js';
 import { CONFIG_GROUPS, type ConfigField, type ConfigObject, configProblems, getPath, parseConfigText, setPath } from './config-fields.js';
 import { diffJson, foldUnchanged, stableStringify } from './line-diff.js';
-import { formatTime } from './shared.js';
+import { agentPath, formatTime } from './shared.js';
 
 /**
- * The saved configuration (`/api/config`, spec §4.2). Spec §4.2 keeps it per account (one document and its last ten
- * backups), and nothing writes it into an agent's gateway: each agent's running OpenClaw configuration is its own
- * (`/api/agents/:id/config`, applied by its host). The page says exactly that rather than claiming it applies to any
- * agent (issue #19).
+ * This agent's own configuration (`/api/agents/:id/config`, issue #19): what its host writes into the agent's
+ * openclaw.json (OpenClaw reloads it), with the agent's ten newest backups, a diff with each and restore. The account's
+ * `/api/config` (spec §4.2) is a template no gateway reads, so this tab does not edit it. The model shown is the one
+ * the agent runs, read from its applied configuration, not the form's value or a default.
  */
 
 const pretty = (config: ConfigObject) => JSON.stringify(config, null, 2);
+const MODEL_PATH = 'agents.defaults.model.primary';
+/** The Model field of an agent whose provider key sets its model: the hint says the setting does not decide it. */
+const replacedModel = (field: ConfigField, applied: AppliedAgentConfig): ConfigField => ({
+  ...field,
+  hint: `Not used while the agent’s AI provider key sets its model (${applied.model ?? 'its provider’s default'})`,
+});
 const newestFirst = (backups: Backup[]) => [...backups].sort((a, b) => Date.parse(b.timestamp) - Date.parse(a.timestamp));
 
-export function ConfigTab({ agentName }: { agentName: string }) {
-  const [saved, setSaved] = useState<ConfigView>();
+export function ConfigTab({ agentId, agentName }: { agentId: string; agentName: string }) {
+  const base = `${agentPath(agentId)}/config`;
+  const [saved, setSaved] = useState<AgentConfigView>();
   const [loadError, setLoadError] = useState<string>();
   const [draft, setDraft] = useState<ConfigObject>({});
   const [jsonText, setJsonText] = useState('');
@@ -29,8 +36,9 @@ export function ConfigTab({ agentName }: { agentName: string }) {
   const [notice, setNotice] = useState<string>();
 
   /** Shows `config` as saved and as the starting point of the next edit. */
-  const adopt = useCallback((answer: ConfigView) => {
-    setSaved(answer);
+  const adopt = useCallback((answer: Omit<AgentConfigView, 'applied'> & { applied?: AgentConfigView['applied'] }) => {
+    // A save or restore answers no `applied`: the agent's is read again below.
+    setSaved((before) => ({ ...answer, applied: answer.applied !== undefined ? answer.applied : (before?.applied ?? null) }));
     setDraft(answer.config);
     setJsonText(pretty(answer.config));
     setJsonError(undefined);
@@ -39,11 +47,21 @@ export function ConfigTab({ agentName }: { agentName: string }) {
   const load = useCallback(async () => {
     setLoadError(undefined);
     try {
-      adopt(await api<ConfigView>('/api/config'));
+      adopt(await api<AgentConfigView>(base));
     } catch (err) {
       setLoadError(errorMessage(err));
     }
-  }, [adopt]);
+  }, [adopt, base]);
+
+  /** What the agent runs with after a save or restore (its host applied the new configuration). */
+  const refreshApplied = useCallback(async () => {
+    try {
+      const answer = await api<AgentConfigView>(base);
+      setSaved((before) => (before ? { ...before, applied: answer.applied } : before));
+    } catch {
+      // The saved configuration is shown; the model line keeps what it said until the next load.
+    }
+  }, [base]);
 
   useEffect(() => {
     void load();
@@ -85,8 +103,9 @@ export function ConfigTab({ agentName }: { agentName: string }) {
     }
     setSaving(true);
     try {
-      const answer = await api<ConfigView & { backupId: string }>('/api/config', { body: { config: draft } });
+      const answer = await api<Omit<AgentConfigView, 'applied'> & { backupId: string }>(base, { method: 'PUT', body: { config: draft } });
       adopt(answer);
+      void refreshApplied();
       setNotice('Configuration saved. The previous configuration was kept as a backup.');
     } catch (err) {
       setSaveError(errorMessage(err));
@@ -99,8 +118,11 @@ export function ConfigTab({ agentName }: { agentName: string }) {
     setSaveError(undefined);
     setNotice(undefined);
     try {
-      const answer = await api<ConfigView & { restoredFrom: string }>('/api/config', { method: 'PUT', body: { backupId: backup.id } });
+      const answer = await api<Omit<AgentConfigView, 'applied'> & { restoredFrom: string }>(`${base}/restore`, {
+        body: { backupId: backup.id },
+      });
       adopt(answer);
+      void refreshApplied();
       setNotice(`Restored the backup from ${formatTime(backup.timestamp)}. The configuration it replaced was kept as a backup.`);
     } catch (err) {
       setSaveError(`Restore failed: ${errorMessage(err)}`);
@@ -114,9 +136,10 @@ export function ConfigTab({ agentName }: { agentName: string }) {
   return (
     <div className="stack">
       <p className="notice">
-        This is the configuration saved with your account, with its ten newest backups. Saving it does not change the configuration “
-        {agentName}” runs with now.
+        The configuration of “{agentName}” only: saving applies it to this agent’s gateway (OpenClaw reloads it) and keeps the configuration
+        it replaces as a backup. Your other agents keep theirs.
       </p>
+      <AppliedModel applied={saved.applied} />
 
       <fieldset className="row view-switch">
         <legend className="visually-hidden">Configuration view</legend>
@@ -140,7 +163,9 @@ export function ConfigTab({ agentName }: { agentName: string }) {
                 {group.fields.map((field) => (
                   <FieldInput
                     key={field.path}
-                    field={field}
+                    field={
+                      field.path === MODEL_PATH && saved.applied?.modelSource === 'platform' ? replacedModel(field, saved.applied) : field
+                    }
                     value={getPath(draft, field.path)}
                     problem={problems.get(field.path)}
                     onChange={(value) => editField(field.path, value)}
@@ -198,7 +223,7 @@ export function ConfigTab({ agentName }: { agentName: string }) {
         </p>
       ) : null}
 
-      <Backups backups={newestFirst(saved.backups)} current={saved.config} onRestore={restore} />
+      <Backups backups={newestFirst(saved.backups)} current={saved.config} base={base} onRestore={restore} />
     </div>
   );
 }
@@ -301,7 +326,40 @@ function FieldInput({
   );
 }
 
-function Backups({ backups, current, onRestore }: { backups: Backup[]; current: ConfigObject; onRestore: (b: Backup) => Promise<void> }) {
+/** The model the agent runs, from the configuration its host applied (issue #19: not a default, not the form's value). */
+function AppliedModel({ applied }: { applied: AppliedAgentConfig | null }) {
+  if (!applied) {
+    return (
+      <p className="muted" data-testid="applied-model">
+        Model the agent runs: unknown (no host of this platform runs the agent now).
+      </p>
+    );
+  }
+  const why =
+    applied.modelSource === 'platform'
+      ? 'set by the agent’s AI provider key; it replaces the Model setting below'
+      : applied.modelSource === 'config'
+        ? 'the Model setting below'
+        : 'the configuration names no model';
+  return (
+    <p data-testid="applied-model">
+      Model the agent runs: {applied.model ? <strong className="mono">{applied.model}</strong> : <strong>OpenClaw’s default</strong>}{' '}
+      <span className="muted">({why})</span>
+    </p>
+  );
+}
+
+function Backups({
+  backups,
+  current,
+  base,
+  onRestore,
+}: {
+  backups: Backup[];
+  current: ConfigObject;
+  base: string;
+  onRestore: (b: Backup) => Promise<void>;
+}) {
   const [open, setOpen] = useState<string | null>(null);
   return (
     <section aria-labelledby="backups-heading">
@@ -337,7 +395,7 @@ function Backups({ backups, current, onRestore }: { backups: Backup[]; current: 
                 </div>
                 {open === b.id ? (
                   <div id={`diff-${b.id}`}>
-                    <BackupDiff backupId={b.id} current={current} />
+                    <BackupDiff backupId={b.id} current={current} base={base} />
                   </div>
                 ) : null}
               </li>
@@ -350,19 +408,19 @@ function Backups({ backups, current, onRestore }: { backups: Backup[]; current: 
 }
 
 /** What restoring the backup would change: lines of the current configuration removed (−) and of the backup added (+). */
-function BackupDiff({ backupId, current }: { backupId: string; current: ConfigObject }) {
+function BackupDiff({ backupId, current, base }: { backupId: string; current: ConfigObject; base: string }) {
   const [backup, setBackup] = useState<ConfigObject>();
   const [error, setError] = useState<string>();
 
   const load = useCallback(async () => {
     setError(undefined);
     try {
-      const answer = await api<{ backup: { config: ConfigObject } }>(`/api/config/backups/${encodeURIComponent(backupId)}`);
+      const answer = await api<{ backup: { config: ConfigObject } }>(`${base}/backups/${encodeURIComponent(backupId)}`);
       setBackup(answer.backup.config);
     } catch (err) {
       setError(errorMessage(err));
     }
-  }, [backupId]);
+  }, [backupId, base]);
 
   useEffect(() => {
     void load();

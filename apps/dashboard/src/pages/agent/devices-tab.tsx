@@ -1,5 +1,5 @@
 import type { Device, DeviceLists } from '@aop/web/devices/devices.schemas';
-import { type ReactNode, useState } from 'react';
+import { type ReactNode, useEffect, useState } from 'react';
 import { api, errorMessage } from '../../api.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
@@ -8,55 +8,34 @@ import { formatTime } from './shared.js';
 
 type Action = 'approve' | 'deny' | 'revoke';
 const DONE: Record<Action, string> = { approve: 'approved', deny: 'denied', revoke: 'revoked' };
+const REFRESH_MS = 10_000;
 
 /**
- * Devices paired with the agent gateway (`/api/devices`, spec §4.12), read again every 10 seconds. `/api/devices` serves
- * the account's primary agent's gateway (it takes no agent id), so on another agent's page the list would be that
- * other agent's: the tab says so and offers to make this agent primary instead of showing someone else's devices.
+ * Devices paired with this agent's gateway (`/api/devices` with the page's `agentId`, spec §4.12 and issue #19), read
+ * again 10 seconds after each answer. Each agent's devices are its own, whichever agent is the account's primary one.
  */
-export function DevicesTab(props: { agentId: string; primary: boolean; onMadePrimary: () => void }) {
-  if (!props.primary) return <NotPrimary {...props} />;
-  return <PrimaryDevices />;
-}
-
-function NotPrimary({ agentId, onMadePrimary }: { agentId: string; onMadePrimary: () => void }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
-  return (
-    <div className="stack">
-      <p className="notice" id="devices-not-primary">
-        Device pairing is managed on your account’s primary agent, and this is not it. Make this agent primary to see and approve the
-        devices that asked to pair with its gateway.
-      </p>
-      <div>
-        <button
-          type="button"
-          className="button secondary"
-          disabled={busy}
-          aria-describedby="devices-not-primary"
-          onClick={async () => {
-            setBusy(true);
-            setError(undefined);
-            try {
-              await api(`/api/agents/${encodeURIComponent(agentId)}/primary`, { method: 'PUT' });
-              onMadePrimary();
-            } catch (err) {
-              setError(errorMessage(err));
-            } finally {
-              setBusy(false);
-            }
-          }}
-        >
-          Make this agent primary
-        </button>
-      </div>
-      <InlineError message={error} />
-    </div>
-  );
-}
-
-function PrimaryDevices() {
-  const devices = useApi<DeviceLists>('/api/devices', { refreshMs: 10_000 });
+export function DevicesTab({ agentId }: { agentId: string }) {
+  const devices = useApi<DeviceLists>(`/api/devices?agentId=${encodeURIComponent(agentId)}`);
+  const { reload, loading } = devices;
+  // Read again 10 s after each answer rather than every 10 s: a gateway that answers slower than the interval (an
+  // unreachable one takes the web's whole gateway timeout, 10 s by default) would otherwise have every answer
+  // superseded by the next request, and the list would never show.
+  useEffect(() => {
+    if (loading) return;
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const next = () => {
+      timer = setTimeout(async () => {
+        if (document.visibilityState === 'visible') await reload();
+        if (!stopped) next();
+      }, REFRESH_MS);
+    };
+    next();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }, [reload, loading]);
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<string>();
   const [done, setDone] = useState<string>();
@@ -66,19 +45,21 @@ function PrimaryDevices() {
     setError(undefined);
     setDone(undefined);
     try {
-      await api('/api/devices', { body: { deviceId: device.id, action } });
+      await api('/api/devices', { body: { deviceId: device.id, action, agentId } });
       setDone(`${label(device)} ${DONE[action]}.`);
     } catch (err) {
       setError(`Could not ${action} ${label(device)}: ${errorMessage(err)}`);
     } finally {
       setBusy(null);
-      await devices.reload();
+      await reload();
     }
   };
 
   return (
     <div className="stack">
-      <p className="notice">Devices (browsers and apps) that asked to pair with your agent gateway. Approve only devices you recognise.</p>
+      <p className="notice">
+        Devices (browsers and apps) that asked to pair with this agent’s gateway. Approve only devices you recognise.
+      </p>
       <InlineError message={error} />
       {done ? (
         <p className="notice" role="status">

@@ -1,4 +1,4 @@
-import { invalidAs, refuse } from '@aop/core/request-schema';
+import { invalidAs, orNull, refuse } from '@aop/core/request-schema';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const Backup = Type.Object({ id: Type.String(), timestamp: Type.String() });
@@ -25,3 +25,27 @@ export const RestoreConfigBody = Type.Object({
   backupId: Type.String({ minLength: 1, ...invalidAs(refuse('MISSING_BACKUPID')) }),
 });
 export type RestoreConfigBody = Static<typeof RestoreConfigBody>;
+
+/**
+ * What an agent's gateway runs with (issue #19), read from the configuration its host writes into openclaw.json:
+ * `modelSource` `platform` when the agent's provider key sets the model (the stored `agents.defaults.model.primary`
+ * is then replaced), `config` when the stored configuration names it, `default` when neither does (OpenClaw's own).
+ */
+export const AppliedAgentConfig = Type.Object({
+  model: orNull(Type.String()),
+  logLevel: orNull(Type.String()),
+  modelSource: Type.Union([Type.Literal('platform'), Type.Literal('config'), Type.Literal('default')]),
+});
+export type AppliedAgentConfig = Static<typeof AppliedAgentConfig>;
+
+/**
+ * `GET /api/agents/:id/config`: the agent's own configuration (what its host applies), its newest backups, and what
+ * it runs with (`applied`, null when no host of the platform runs it).
+ */
+export const AgentConfigView = Type.Object({
+  agentId: Type.String(),
+  config: Config,
+  backups: Type.Array(Backup),
+  applied: Type.Union([AppliedAgentConfig, Type.Null()]),
+});
+export type AgentConfigView = Static<typeof AgentConfigView>;

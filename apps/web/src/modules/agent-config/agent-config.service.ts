@@ -1,4 +1,4 @@
-import { newId, toolsProfileFor } from '@aop/core';
+import { DomainError, checkJsonText, newId, toolsProfileFor } from '@aop/core';
 import { type Database, prepared, type Tx } from '@aop/db';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -102,6 +102,33 @@ export function configProblem(config: Record<string, unknown>): string | null {
 
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * A configuration as sent (`POST /api/config`, `PUT /api/agents/:id/config`): an object, or a string of JSON holding
+ * one, whose known keys have the types of §2.2. Throws the spec's 400s.
+ */
+export function parseConfigInput(value: unknown): Record<string, unknown> {
+  let config: unknown = value;
+  if (typeof config === 'string') {
+    // JSON inside a string gets past the body parser's rules: the config is stored as jsonb and stringified again.
+    checkJsonText(config);
+    try {
+      config = JSON.parse(config);
+    } catch {
+      throw new DomainError('CONFIG_NOT_VALID_JSON');
+    }
+  }
+  if (!isPlainObject(config)) throw new DomainError('INVALID_CONFIG_OBJECT');
+  const problem = configProblem(config);
+  if (problem) throw new DomainError('INVALID_CONFIG', { problem });
+  return config;
+}
+
+/** Whether `agentId` is one of the caller's agents (row-level security hides the others). */
+export async function isCallersAgent(db: Database, userId: string, agentId: string): Promise<boolean> {
+  const row = await db.readAsUser(userId, (trx) => trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst());
+  return row !== undefined;
+}
 
 /** Spec §8: only the 10 newest backups are kept. */
 export const MAX_BACKUPS = 10;

@@ -1,26 +1,8 @@
-import { type App, DomainError, checkJsonText } from '@aop/core';
+import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { Backup, Config, ConfigView, RestoreConfigBody, SaveConfigBody } from './agent-config.schemas.js';
-import { configProblem, getBackup, getConfig, isPlainObject, restoreBackup, saveConfig } from './agent-config.service.js';
-
-/** The `config` of a POST body: an object, or a string holding one. */
-function parseConfigField(value: SaveConfigBody['config']): Record<string, unknown> {
-  let config: unknown = value;
-  if (typeof config === 'string') {
-    // JSON inside a string gets past the body parser's rules: the config is stored as jsonb and stringified again.
-    checkJsonText(config);
-    try {
-      config = JSON.parse(config);
-    } catch {
-      throw new DomainError('CONFIG_NOT_VALID_JSON');
-    }
-  }
-  if (!isPlainObject(config)) throw new DomainError('INVALID_CONFIG_OBJECT');
-  const problem = configProblem(config);
-  if (problem) throw new DomainError('INVALID_CONFIG', { problem });
-  return config;
-}
+import { getBackup, getConfig, parseConfigInput, restoreBackup, saveConfig } from './agent-config.service.js';
 
 /** Spec §4.2: per-user agent configuration with versioned backups. */
 export async function configRoutes(app: App): Promise<void> {
@@ -51,7 +33,7 @@ export async function configRoutes(app: App): Promise<void> {
     },
     async (request) => {
       const user = await requireUser(request);
-      const config = parseConfigField(request.body.config);
+      const config = parseConfigInput(request.body.config);
       const { backupId, backups } = await saveConfig(app.db, user.id, config, () => new Date(app.clock()));
       return { success: true as const, config, backupId, backups };
     },

@@ -8,19 +8,17 @@ import { findWalletAddress, ownsAgent } from './agents.service.js';
 
 const Params = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
-// These fields are the backend's to check, and it does so only after the web has found the agent among the caller's
-// (404 otherwise): a type here would answer 400 for someone else's agent, so they stay untyped and pass through.
-const ConfigBody = Type.Object({
-  config: Type.Optional(Type.Unknown({ description: 'the agent configuration, an object (checked by the backend)' })),
-});
+// The type is the backend's to check, and it does so only after the web has found the agent among the caller's (404
+// otherwise): a type here would answer 400 for someone else's agent, so it stays untyped and passes through.
 const VerifyBody = Type.Object({
   type: Type.Optional(Type.Unknown({ description: 'the verification type (checked by the backend)' })),
 });
 
 /**
  * Per-agent calls the web passes to the backend for the signed-in owner (spec
- * §4.15): configuration, and verification — where the web itself sets
- * `verified: true` and computes `verifierAddress` and `metadata`.
+ * §4.15): verification — where the web itself sets `verified: true` and
+ * computes `verifierAddress` and `metadata`. An agent's configuration is the
+ * agent-config module's (`/api/agents/:id/config*`).
  */
 export async function agentProxyRoutes(app: App): Promise<void> {
   async function forward(
@@ -45,19 +43,6 @@ export async function agentProxyRoutes(app: App): Promise<void> {
       throw err;
     }
   }
-
-  app.get('/api/agents/:id/config', { schema: { tags: ['agents'], params: Params } }, (request, reply) =>
-    forward(request, reply, 'GET', '/config'),
-  );
-
-  app.put(
-    '/api/agents/:id/config',
-    {
-      config: { invalidBody: 'INVALID_CONFIG_OBJECT' },
-      schema: { tags: ['agents'], params: Params, body: ConfigBody },
-    },
-    (request, reply) => forward(request, reply, 'PUT', '/config', { config: request.body.config }),
-  );
 
   app.post('/api/agents/:id/verify', { schema: { tags: ['agents'], params: Params, body: VerifyBody } }, async (request, reply) => {
     const user = await requireUser(request);

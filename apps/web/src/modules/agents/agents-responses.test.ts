@@ -78,7 +78,9 @@ describe('agent answers', () => {
         {
           id: newId,
           name: 'New',
-          model: 'openrouter/some-model',
+          // The model the agent runs is read from its host through the backend, never the stored column: no backend
+          // runs this agent, so it is unknown.
+          model: null,
           status: 'running',
           url: gatewayUrl,
           websocketUrl: gatewayUrl.replace('http', 'ws'),
@@ -107,7 +109,7 @@ describe('agent answers', () => {
       agent: {
         id: newId,
         name: 'New',
-        model: 'openrouter/some-model',
+        model: null,
         status: 'running',
         subdomain: 'new-abc',
         url: gatewayUrl,

@@ -60,7 +60,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
 
   app.get('/api/agents', { onRequest: agentsLimit, schema: { tags: ['agents'], response: { 200: AgentList } } }, async (request) => {
     const user = await requireUser(request);
-    const agents = await listAgents(app.db, user.id);
+    const agents = await listAgents(app.db, app.backend, user);
     return { agents, count: agents.length, status: 'ok' as const };
   });
 
@@ -78,7 +78,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
     },
     async (request) => {
       const user = await requireUser(request);
-      const agent = await findAgent(app.db, user.id, request.params.id);
+      const agent = await findAgent(app.db, app.backend, user, request.params.id);
       if (!agent) throw new DomainError('AGENT_NOT_FOUND');
       return { status: 'ok' as const, agent };
     },

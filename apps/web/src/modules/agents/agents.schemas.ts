@@ -7,7 +7,9 @@ const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null
 export const AgentSummary = Type.Object({
   id: Type.String(),
   name: Type.String(),
-  model: nullable(Type.String()),
+  model: nullable(
+    Type.String({ description: 'the model the agent runs, read from the configuration its host applies; null when it cannot be read' }),
+  ),
   status: Type.String(),
   url: nullable(Type.String()),
   websocketUrl: nullable(Type.String({ description: 'the gateway URL with `ws` for `http`' })),
@@ -29,7 +31,9 @@ export type AgentList = Static<typeof AgentList>;
 export const AgentRecord = Type.Object({
   id: Type.String(),
   name: Type.String(),
-  model: nullable(Type.String()),
+  model: nullable(
+    Type.String({ description: 'the model the agent runs, read from the configuration its host applies; null when it cannot be read' }),
+  ),
   status: Type.String(),
   subdomain: nullable(Type.String()),
   url: nullable(Type.String()),

@@ -1,4 +1,6 @@
 import type { Database, Tx } from '@aop/db';
+import { type BackendClient, BackendUnavailableError } from '../../platform/clients/backend-client.js';
+import { type AuthUser, backendCaller } from '../../platform/sessions.js';
 import { openGatewayToken } from './hosting.service.js';
 
 /** The caller's agents, their records and runtime (spec §4.15), as the agent routes answer them. */
@@ -37,16 +39,57 @@ export async function listProvisionedAgents(db: Database, userId: string) {
   }));
 }
 
-/** `GET /api/agents`: the caller's agents, newest first, the primary one marked. */
-export async function listAgents(db: Database, userId: string) {
+/** The model an agent runs and the AI provider whose key it calls it with (issue #19); null parts: unknown. */
+export interface AppliedModel {
+  model: string | null;
+  provider: string | null;
+}
+
+const UNKNOWN_MODEL: AppliedModel = { model: null, provider: null };
+/** A model read is part of a page load or a chat turn: a backend slower than this leaves the model unknown. */
+const APPLIED_MODEL_TIMEOUT_MS = 5_000;
+
+/**
+ * The model the agent's gateway runs, read from the configuration its host applies (the backend's
+ * `GET /api/agents/:id/model`, from the host's spec as it writes openclaw.json), never a default: an agent no backend
+ * knows (a direct deployment at the hosting provider), a backend that does not answer or a configuration naming no
+ * model is "unknown" (null).
+ */
+export async function readAppliedModel(
+  backend: BackendClient,
+  user: Pick<AuthUser, 'id' | 'email' | 'emailVerified'>,
+  agentId: string,
+): Promise<AppliedModel> {
+  try {
+    const answer = await backend.request<{ model?: unknown; provider?: unknown }>(`/api/agents/${encodeURIComponent(agentId)}/model`, {
+      caller: backendCaller(user),
+      timeoutMs: APPLIED_MODEL_TIMEOUT_MS,
+    });
+    if (answer.status !== 200 || !answer.body) return UNKNOWN_MODEL;
+    const { model, provider } = answer.body;
+    return {
+      model: typeof model === 'string' && model ? model : null,
+      provider: typeof provider === 'string' && provider ? provider : null,
+    };
+  } catch (err) {
+    if (err instanceof BackendUnavailableError) return UNKNOWN_MODEL;
+    throw err;
+  }
+}
+
+/** `GET /api/agents`: the caller's agents, newest first, the primary one marked, each with the model it runs. */
+export async function listAgents(db: Database, backend: BackendClient, user: AuthUser) {
+  const userId = user.id;
   const [rows, primaryId] = await db.withUser(userId, async (trx) => [
     await trx.selectFrom('agents').selectAll().orderBy('created_at', 'desc').execute(),
     await primaryOf(trx, userId),
   ]);
-  return rows.map((a) => ({
+  // One read per agent, side by side: a customer has a handful of agents (the plan's limit).
+  const models = await Promise.all(rows.map((a) => readAppliedModel(backend, user, a.id)));
+  return rows.map((a, i) => ({
     id: a.id,
     name: a.name,
-    model: a.model,
+    model: models[i]?.model ?? null,
     status: a.status,
     url: a.url,
     websocketUrl: wsUrl(a.url),
@@ -73,17 +116,19 @@ export async function setPrimaryAgent(db: Database, userId: string, agentId: str
   });
 }
 
-/** `GET /api/agents/:id`: one of the caller's agents, or null when they have none with this id. */
-export async function findAgent(db: Database, userId: string, agentId: string) {
+/** `GET /api/agents/:id`: one of the caller's agents with the model it runs, or null when they have none with this id. */
+export async function findAgent(db: Database, backend: BackendClient, user: AuthUser, agentId: string) {
+  const userId = user.id;
   const [agent, primaryId] = await db.withUser(userId, async (trx) => [
     await trx.selectFrom('agents').selectAll().where('id', '=', agentId).executeTakeFirst(),
     await primaryOf(trx, userId),
   ]);
   if (!agent) return null;
+  const { model } = await readAppliedModel(backend, user, agent.id);
   return {
     id: agent.id,
     name: agent.name,
-    model: agent.model,
+    model,
     status: agent.status,
     subdomain: agent.subdomain,
     url: agent.url,

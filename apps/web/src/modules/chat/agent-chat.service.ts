@@ -1,8 +1,8 @@
 import { DomainError, newId } from '@aop/core';
 import { llmCostUsd } from '@aop/core/llm-prices';
-import type { Database, Tx } from '@aop/db';
+import type { Database } from '@aop/db';
 import { type ChatEventPayload, GatewayError, type GatewayConnection, chatSend, restChat } from '@aop/gateway-client';
-import { DEFAULT_MODEL } from '../agent-config/agent-config.service.js';
+import { type AppliedModel, readAppliedModel } from '../agents/agents.service.js';
 import { cronJobView, listOwnJobs } from '../schedule/cron-jobs.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { recordUsage, type UsageEvent } from '../usage/usage.service.js';
@@ -73,19 +73,19 @@ export function checkSessionKey(sessionKey: unknown): string {
   return sessionKey;
 }
 
+const UNKNOWN_MODEL: AppliedModel = { model: null, provider: null };
+
 /**
- * The model an agent runs on, for the usage ledger when the gateway does not say: the agent record's model, else the
- * primary model of the user's saved configuration, else the provisioning default.
+ * The model an agent runs, or unknown when the turn went to no agent of the user (the shared platform gateway). Never
+ * rejects: it is read beside the turn, and a failed read must neither fail a turn the user got nor go unhandled.
  */
-async function configuredModel(trx: Tx, userId: string, agentId: string | null): Promise<string | null> {
-  if (!agentId) return null;
-  const agent = await trx.selectFrom('agents').select('model').where('id', '=', agentId).executeTakeFirst();
-  if (agent?.model) return agent.model;
-  const saved = await trx.selectFrom('agent_configs').select('config').where('user_id', '=', userId).executeTakeFirst();
-  const primary = (saved?.config as { agents?: { defaults?: { model?: { primary?: unknown } } } } | undefined)?.agents?.defaults?.model
-    ?.primary;
-  return typeof primary === 'string' && primary ? primary : DEFAULT_MODEL;
-}
+const appliedModelOf = (deps: ChatDeps, log: ChatLog, user: AuthUser, target: GatewayTarget): Promise<AppliedModel> =>
+  target.agentId
+    ? readAppliedModel(deps.backend, user, target.agentId).catch((err: unknown) => {
+        log.warn({ err, agentId: target.agentId }, 'chat: the agent’s model could not be read');
+        return UNKNOWN_MODEL;
+      })
+    : Promise.resolve(UNKNOWN_MODEL);
 
 /**
  * USD for a turn. OpenClaw names models `<provider>/<model>` (`openrouter/anthropic/claude-sonnet-4.5`); the price table
@@ -205,14 +205,27 @@ export async function gatewayChat(
       return chatSend(conn, { sessionKey, message: input.message, timeoutMs });
     });
   } catch (err) {
-    log.warn({ ...failureOf(err), agentId: target.agentId, gateway: target.kind }, 'gateway chat failed');
+    // Spec §4.4 fixes every failure of this route as 500 `Chat failed`, a provider key the agent lacks or that was
+    // refused included; the log says which (the dashboard's chat, `POST /api/chat`, says it in words).
+    log.warn(
+      { ...failureOf(err), providerKey: providerKeyFailureOf(err), agentId: target.agentId, gateway: target.kind },
+      'gateway chat failed',
+    );
     throw new DomainError('CHAT_FAILED');
   }
 
   const agentId = target.agentId ?? gatewayAgentOf(final);
   const reported = usageOfMessage(final?.message);
-  const model = reported?.model ?? (await deps.db.withUser(user.id, (trx) => configuredModel(trx, user.id, target.agentId)));
-  await recordChatUsage(deps, log, user, target, model, reported?.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+  // The model OpenClaw reports on the turn's transcript message is the one that answered (a fallback model included).
+  // A final event without one is recorded without a model, and so priced 0: a guessed model would be priced wrongly.
+  await recordChatUsage(
+    deps,
+    log,
+    user,
+    target,
+    reported?.model ?? null,
+    reported?.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+  );
   return { success: true, reply, agentId, agentName: target.agentName ?? agentId };
 }
 
@@ -264,6 +277,97 @@ export async function namedAgentGateway(deps: ChatDeps, user: AuthUser, agentId:
   return agentGatewayTarget(deps, user, { id: agent.id, name: agent.name, url: agent.url });
 }
 
+/** A model call of the agent that failed on its provider key: none configured, or refused by the provider. */
+export interface ProviderKeyFailure {
+  kind: 'missing' | 'refused';
+  /** The provider as OpenClaw named it in the failure (`openai`, or `platform` for the key the platform wrote in); null when it did not. */
+  provider: string | null;
+}
+
+/**
+ * OpenClaw's words for a missing key (openclaw@2026.9.6): `ProviderAuthError` `No API key found for provider "<p>".`
+ * and the route check's `No route-compatible authentication source is configured for <p>.` / `Configured <p>
+ * authentication has no compatible credential source …`.
+ */
+const MISSING_KEY = [
+  /No API key found for provider "([^"]+)"/,
+  /No route-compatible authentication source is configured for ([\w.-]+?)\.?(?:\s|$)/,
+  /Configured ([\w.-]+) authentication has no compatible credential source/,
+];
+/**
+ * Its words for a refused key: the provider's 401/403 as its user copy (`Authentication failed (provider returned HTTP
+ * 401)…`, `<p> isn't accepting your saved login`) and, for the next turns, the key's cool-down (`Inline API key for
+ * provider "<p>" is temporarily disabled after a provider auth/billing failure`).
+ */
+const REFUSED_KEY = [
+  /API key for provider "([^"]+)" is temporarily disabled after a provider auth/,
+  /Authentication failed \(provider returned HTTP 40[13]\)/,
+  /^([\w.-]+) isn't accepting your saved login/,
+];
+/**
+ * `permission_error` is also what OpenClaw's `/v1/chat/completions` answers when a tool refuses the requester
+ * (`ToolAuthorizationError`: "Conversation tools require owner access", "Session not visible from session tools: …",
+ * "host-scoped tool … is no longer authorized", "New delegation is unavailable …", "Gateway requester authority
+ * changed"): those are not about the provider key.
+ */
+const TOOL_AUTHORIZATION = /\btools?\b|delegation|requester authority/i;
+
+function keyFailureOfText(text: string, fallback: ProviderKeyFailure['kind'] | null): ProviderKeyFailure | null {
+  for (const pattern of MISSING_KEY) {
+    const match = pattern.exec(text);
+    if (match) return { kind: 'missing', provider: match[1] ?? null };
+  }
+  for (const pattern of REFUSED_KEY) {
+    const match = pattern.exec(text);
+    if (match) return { kind: 'refused', provider: match[1] ?? null };
+  }
+  return fallback ? { kind: fallback, provider: null } : null;
+}
+
+/**
+ * Whether a chat failed on the agent's provider key (issue #19). REST: OpenClaw's `/v1/chat/completions` maps the run's
+ * failover reason `auth` to `authentication_error` and `auth_permanent` to `permission_error` (status 401/403, the
+ * provider's or OpenClaw's message; `resolveOpenAiCompatError`); its own refusal of the gateway token is `unauthorized`,
+ * never these. WebSocket: the run's `chat` event `state: 'error'` carries the message and, for a provider's refusal,
+ * `errorDetail: { provider, model, failoverReason: 'auth' | 'auth_permanent' }`.
+ */
+export function providerKeyFailureOf(err: unknown): ProviderKeyFailure | null {
+  if (!(err instanceof GatewayError)) return null;
+  if (/^HTTP_\d{3}$/.test(err.code)) {
+    const error = (err.details as { body?: { error?: { type?: unknown; message?: unknown } } } | undefined)?.body?.error;
+    const message = typeof error?.message === 'string' ? error.message : '';
+    if (error?.type === 'authentication_error') return keyFailureOfText(message, 'refused');
+    if (error?.type === 'permission_error' && !TOOL_AUTHORIZATION.test(message)) return keyFailureOfText(message, 'refused');
+    return null;
+  }
+  if (err.code === 'CHAT_ERROR') {
+    const payload = err.details as { errorMessage?: unknown; errorDetail?: { provider?: unknown; failoverReason?: unknown } } | undefined;
+    const detail = payload?.errorDetail;
+    const text = typeof payload?.errorMessage === 'string' ? payload.errorMessage : err.message;
+    if (detail?.failoverReason === 'auth' || detail?.failoverReason === 'auth_permanent') {
+      const named = keyFailureOfText(text, 'refused');
+      return {
+        kind: named?.kind ?? 'refused',
+        provider: typeof detail.provider === 'string' && detail.provider ? detail.provider : (named?.provider ?? null),
+      };
+    }
+    return keyFailureOfText(text, null);
+  }
+  return null;
+}
+
+/**
+ * The failure in words. The provider is the one OpenClaw named, except the id the platform gives the provider it
+ * writes from the user's key (the applied model's first segment, `platform`): the user knows it by the provider they
+ * chose (`openai`), which the agent's applied model tells.
+ */
+export function providerKeyError(failure: ProviderKeyFailure, applied: AppliedModel): DomainError {
+  const appliedSegment = applied.model?.split('/')[0] ?? null;
+  const named = failure.provider && failure.provider !== appliedSegment ? failure.provider : (applied.provider ?? failure.provider);
+  const code = failure.kind === 'missing' ? 'AGENT_PROVIDER_KEY_MISSING' : 'AGENT_PROVIDER_KEY_REFUSED';
+  return new DomainError(code, { provider: named ?? '' });
+}
+
 /** 502 in fixed words per failure kind; the gateway's own message is logged only. */
 function restFailure(err: unknown): DomainError {
   if (err instanceof GatewayError) {
@@ -288,6 +392,10 @@ export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser
   }
 
   const askedAt = new Date();
+  // OpenClaw's `/v1/chat/completions` names no model in its answer (its `model` echoes the requested agent target,
+  // `openclaw/default`), so the turn is recorded with the model the agent's applied configuration runs, read while the
+  // agent answers. Null (unknown, priced 0) when it cannot be read: never a default model.
+  const applied = appliedModelOf(deps, log, user, target);
   let result: Awaited<ReturnType<typeof restChat>>;
   try {
     result = await restChat({
@@ -299,8 +407,11 @@ export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser
     });
   } catch (err) {
     log.warn({ ...failureOf(err), agentId: target.agentId, gateway: target.kind }, 'agent chat failed');
+    const keyFailure = providerKeyFailureOf(err);
+    if (keyFailure) throw providerKeyError(keyFailure, await applied);
     throw restFailure(err);
   }
+  const { model } = await applied;
 
   const usage: ChatUsage = {
     prompt_tokens: count(result.usage?.prompt_tokens),
@@ -309,8 +420,7 @@ export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser
   };
   usage.total_tokens = count(result.usage?.total_tokens) || usage.prompt_tokens + usage.completion_tokens;
   const replyId = newId('message');
-  const model = await deps.db.withUser(user.id, async (trx) => {
-    const model = await configuredModel(trx, user.id, target.agentId);
+  await deps.db.withUser(user.id, async (trx) => {
     const common = { user_id: user.id, agent_id: target.agentId, session_key: input.sessionKey };
     await trx
       .insertInto('chat_messages')
@@ -329,7 +439,6 @@ export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser
       })
       .execute();
     await recordUsage(trx, agentTurnUsage(user, target, CHAT_USAGE_KIND, model, usage));
-    return model;
   });
   return { success: true, reply: result.text, agentId: target.agentId, sessionKey: input.sessionKey, messageId: replyId, model, usage };
 }

@@ -11,11 +11,12 @@ import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { DeviceLists, DeviceMoveBody } from './devices.schemas.js';
-import { DEVICE_MOVES, canMove, claimMove, findDevice, listDevices, mirrorPairingList, undoMove } from './devices.service.js';
+import { DEVICE_MOVES, canMove, claimMove, findDevice, findOwnAgent, listDevices, mirrorPairingList, undoMove } from './devices.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import {
   type GatewayTarget,
   GatewayUnavailableError,
+  agentGatewayTarget,
   findUserAgent,
   gatewayUnavailableError,
   resolveGateway,
@@ -35,7 +36,8 @@ interface DeviceScope {
   unavailable: DomainError | null;
 }
 
-async function deviceScope(app: App, config: WebConfig, user: AuthUser): Promise<DeviceScope> {
+async function deviceScope(app: App, config: WebConfig, user: AuthUser, agentId?: string): Promise<DeviceScope> {
+  if (agentId !== undefined) return namedAgentScope(app, user, agentId);
   try {
     const target = await resolveGateway({ db: app.db, backend: app.backend, config }, user);
     if (target.kind !== 'agent' || !target.agentId) return { agentId: null, gateway: null, unavailable: null };
@@ -47,6 +49,25 @@ async function deviceScope(app: App, config: WebConfig, user: AuthUser): Promise
     return { agentId: agent?.id ?? null, gateway: null, unavailable: gatewayUnavailableError(err) };
   }
 }
+
+/**
+ * Issue #19: the devices of one named agent of the caller (`agentId`), whichever is primary. Another user's agent, or
+ * none, is 404 `Agent not found`; one without a gateway address yet lists from the record and refuses moves (409).
+ */
+async function namedAgentScope(app: App, user: AuthUser, agentId: string): Promise<DeviceScope> {
+  const agent = await findOwnAgent(app.db, user.id, agentId);
+  if (!agent) throw new DomainError('AGENT_NOT_FOUND');
+  if (!agent.url) return { agentId: agent.id, gateway: null, unavailable: new DomainError('AGENT_NOT_DEPLOYED') };
+  try {
+    return { agentId: agent.id, gateway: await agentGatewayTarget(app, user, { ...agent, url: agent.url }), unavailable: null };
+  } catch (err) {
+    if (!(err instanceof GatewayUnavailableError)) throw err;
+    return { agentId: agent.id, gateway: null, unavailable: gatewayUnavailableError(err) };
+  }
+}
+
+/** `agentId` as sent: absent or blank means the spec's behaviour (the account's primary agent). */
+const namedAgent = (agentId: string | undefined) => (agentId?.trim() ? agentId.trim() : undefined);
 
 /** Spec §4.12 / §3.1: the devices paired with the user's agent gateway, and the owner's approve / deny / revoke. */
 export async function deviceRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
@@ -70,13 +91,24 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
     }
   }
 
-  app.get('/api/devices', { schema: { tags: ['devices'], response: { 200: DeviceLists } } }, async (request) => {
-    const user = await requireUser(request);
-    const scope = await deviceScope(app, config, user);
-    if (!scope.agentId) return { pending: [], approved: [] };
-    await sync(scope, user);
-    return listDevices(app.db, user.id, scope.agentId);
-  });
+  app.get(
+    '/api/devices',
+    {
+      schema: {
+        tags: ['devices'],
+        // Issue #19: which of the caller's agents; without it, the account's primary agent (spec §4.12).
+        querystring: Type.Object({ agentId: Type.Optional(Type.String({ maxLength: 64 })) }),
+        response: { 200: DeviceLists },
+      },
+    },
+    async (request) => {
+      const user = await requireUser(request);
+      const scope = await deviceScope(app, config, user, namedAgent(request.query.agentId));
+      if (!scope.agentId) return { pending: [], approved: [] };
+      await sync(scope, user);
+      return listDevices(app.db, user.id, scope.agentId);
+    },
+  );
 
   app.post(
     '/api/devices',
@@ -94,7 +126,8 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
       const { deviceId, action } = request.body;
       // No device id is that long; it cannot be on record.
       if (deviceId.length > DEVICE_ID_MAX) throw new DomainError('DEVICE_NOT_FOUND');
-      const scope = await deviceScope(app, config, user);
+      // Another user's agent is 404 `Agent not found`, like a missing one.
+      const scope = await deviceScope(app, config, user, namedAgent(request.body.agentId));
       if (!scope.agentId) throw new DomainError('DEVICE_NOT_FOUND');
       const agentId = scope.agentId;
       // Fresh state first: a device may have asked (or been approved elsewhere) since the owner's last listing.

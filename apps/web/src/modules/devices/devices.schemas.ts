@@ -31,6 +31,8 @@ export const DeviceMoveBody = Type.Intersect([
       DEVICE_ACTIONS.map((action) => Type.Literal(action)),
       invalidAs(refuse('INVALID_ACTION_APPROVE_DENY_REVOKE')),
     ),
+    // Issue #19: which of the caller's agents; without it, the account's primary agent (spec §4.12).
+    agentId: Type.Optional(Type.String({ maxLength: 64, ...invalidAs(refuse('INVALID_REQUEST_BODY')) })),
   }),
 ]);
 export type DeviceMoveBody = Static<typeof DeviceMoveBody>;

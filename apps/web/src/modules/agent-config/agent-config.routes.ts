@@ -1,0 +1,92 @@
+import { type App, DomainError } from '@aop/core';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { requireUser } from '../../platform/http/auth.js';
+import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
+import { type AuthUser, backendCaller } from '../../platform/sessions.js';
+import { isCallersAgent, parseConfigInput } from './agent-config.service.js';
+
+const Params = Type.Object({ id: Type.String({ maxLength: 64 }) });
+
+// The fields are checked after the agent is found among the caller's (404 otherwise): a type in the schema would answer
+// 400 for someone else's agent, so they stay untyped here and are checked in the handler.
+const ConfigBody = Type.Object({
+  config: Type.Optional(Type.Unknown({ description: 'the agent configuration: an object, or a string of JSON holding one' })),
+});
+const RestoreBody = Type.Object({ backupId: Type.Optional(Type.Unknown({ description: 'the id of one of the agent’s backups' })) });
+
+/**
+ * One agent's configuration (spec §4.15 `GET/PUT /api/agents/:id/config`; issue #19 "Configuration is per agent"):
+ * kept by the backend, which backs up the configuration each save replaces (10 per agent, as §4.2 does for the
+ * account) and has the agent's host apply it. The web checks the caller owns the agent and the configuration's known
+ * keys (the same rules as `POST /api/config`), then relays.
+ */
+export async function agentConfigRoutes(app: App): Promise<void> {
+  async function relay(
+    user: AuthUser,
+    reply: FastifyReply,
+    agentId: string,
+    method: 'GET' | 'PUT' | 'POST',
+    suffix: string,
+    body?: unknown,
+  ) {
+    try {
+      const answer = await app.backend.request(`/api/agents/${encodeURIComponent(agentId)}/config${suffix}`, {
+        method,
+        caller: backendCaller(user),
+        ...(body === undefined ? {} : { body }),
+      });
+      return reply.code(answer.status).send(answer.body);
+    } catch (err) {
+      if (err instanceof BackendUnavailableError) throw new DomainError('BACKEND_UNREACHABLE');
+      throw err;
+    }
+  }
+
+  async function owner(request: FastifyRequest, agentId: string): Promise<AuthUser> {
+    const user = await requireUser(request);
+    if (!(await isCallersAgent(app.db, user.id, agentId))) throw new DomainError('AGENT_NOT_FOUND');
+    return user;
+  }
+
+  app.get('/api/agents/:id/config', { schema: { tags: ['agents'], params: Params } }, async (request, reply) => {
+    const user = await owner(request, request.params.id);
+    return relay(user, reply, request.params.id, 'GET', '');
+  });
+
+  app.put(
+    '/api/agents/:id/config',
+    { config: { invalidBody: 'INVALID_CONFIG_OBJECT' }, schema: { tags: ['agents'], params: Params, body: ConfigBody } },
+    async (request, reply) => {
+      const user = await owner(request, request.params.id);
+      const config = parseConfigInput(request.body.config);
+      return relay(user, reply, request.params.id, 'PUT', '', { config });
+    },
+  );
+
+  // One backup's contents, so the dashboard can show what restoring it would change (as `/api/config/backups/:id`).
+  app.get(
+    '/api/agents/:id/config/backups/:backupId',
+    {
+      schema: { tags: ['agents'], params: Type.Object({ ...Params.properties, backupId: Type.String({ minLength: 1, maxLength: 100 }) }) },
+    },
+    async (request, reply) => {
+      const user = await owner(request, request.params.id);
+      return relay(user, reply, request.params.id, 'GET', `/backups/${encodeURIComponent(request.params.backupId)}`);
+    },
+  );
+
+  // Restores a backup: the configuration it replaces is backed up first, and the agent's host applies the restored one.
+  app.post(
+    '/api/agents/:id/config/restore',
+    { config: { invalidBody: 'INVALID_REQUEST_BODY' }, schema: { tags: ['agents'], params: Params, body: RestoreBody } },
+    async (request, reply) => {
+      const user = await owner(request, request.params.id);
+      const { backupId } = request.body;
+      if (typeof backupId !== 'string' || backupId === '') throw new DomainError('MISSING_BACKUPID');
+      // No backup id is that long: it cannot be on record.
+      if (backupId.length > 100) throw new DomainError('BACKUP_NOT_FOUND');
+      return relay(user, reply, request.params.id, 'POST', '/restore', { backupId });
+    },
+  );
+}
