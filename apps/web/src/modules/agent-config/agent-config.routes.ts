@@ -4,7 +4,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../platform/http/auth.js';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { type AuthUser, backendCaller } from '../../platform/sessions.js';
-import { isCallersAgent, parseConfigInput } from './agent-config.service.js';
+import { parseConfigInput } from './agent-config.service.js';
+import { requireCallersAgent } from '../../platform/owned-agent.js';
 
 const Params = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
@@ -45,7 +46,7 @@ export async function agentConfigRoutes(app: App): Promise<void> {
 
   async function owner(request: FastifyRequest, agentId: string): Promise<AuthUser> {
     const user = await requireUser(request);
-    if (!(await isCallersAgent(app.db, user.id, agentId))) throw new DomainError('AGENT_NOT_FOUND');
+    await requireCallersAgent(app.db, user.id, agentId);
     return user;
   }
 

@@ -124,12 +124,6 @@ export function parseConfigInput(value: unknown): Record<string, unknown> {
   return config;
 }
 
-/** Whether `agentId` is one of the caller's agents (row-level security hides the others). */
-export async function isCallersAgent(db: Database, userId: string, agentId: string): Promise<boolean> {
-  const row = await db.readAsUser(userId, (trx) => trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst());
-  return row !== undefined;
-}
-
 /** Spec §8: only the 10 newest backups are kept. */
 export const MAX_BACKUPS = 10;
 

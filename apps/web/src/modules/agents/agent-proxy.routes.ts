@@ -4,7 +4,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../platform/http/auth.js';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { backendCaller } from '../../platform/sessions.js';
-import { findWalletAddress, ownsAgent } from './agents.service.js';
+import { findWalletAddress } from './agents.service.js';
+import { requireCallersAgent } from '../../platform/owned-agent.js';
 
 const Params = Type.Object({ id: Type.String({ maxLength: 64 }) });
 
@@ -30,7 +31,7 @@ export async function agentProxyRoutes(app: App): Promise<void> {
   ) {
     const user = await requireUser(request);
     const { id } = request.params as { id: string };
-    if (!(await ownsAgent(app.db, user.id, id))) throw new DomainError('AGENT_NOT_FOUND');
+    await requireCallersAgent(app.db, user.id, id);
     try {
       const answer = await app.backend.request(`/api/agents/${encodeURIComponent(id)}${suffix}`, {
         method,

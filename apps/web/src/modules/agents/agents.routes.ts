@@ -1,3 +1,4 @@
+import { requireCallersAgent } from '../../platform/owned-agent.js';
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
@@ -11,7 +12,6 @@ import {
   listAgents,
   listProvisionedAgents,
   openDirectGatewayToken,
-  ownsAgent,
   pendingDirectDeployments,
 } from './agents.service.js';
 import { provisionAgent, settleDirectDeployment } from './provisioning.service.js';
@@ -91,7 +91,7 @@ export async function agentRoutes(app: App, { config }: { config: WebConfig }): 
     async (request, reply) => {
       const user = await requireUser(request);
       const agentId = request.params.id;
-      if (!(await ownsAgent(app.db, user.id, agentId))) throw new DomainError('AGENT_NOT_FOUND');
+      await requireCallersAgent(app.db, user.id, agentId);
       try {
         const answer = await app.backend.request(`/api/agents/${encodeURIComponent(agentId)}/stats`, {
           caller: backendCaller(user),

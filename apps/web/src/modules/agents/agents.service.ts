@@ -140,12 +140,6 @@ export async function findAgent(db: Database, backend: BackendClient, user: Auth
   };
 }
 
-/** Whether `agentId` is one of the caller's agents (row-level security hides the others). */
-export async function ownsAgent(db: Database, userId: string, agentId: string): Promise<boolean> {
-  const agent = await db.withUser(userId, (trx) => trx.selectFrom('agents').select('id').where('id', '=', agentId).executeTakeFirst());
-  return agent !== undefined;
-}
-
 /** The caller's runtime: its URL and the agent that serves it. */
 export async function findUserRuntime(
   db: Database,

@@ -7,7 +7,8 @@ import { BackendUnavailableError } from '../../platform/clients/backend-client.j
 import { requireUser } from '../../platform/http/auth.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { AgentHealthView, LifecycleAnswer, PrimaryAnswer } from './agents.schemas.js';
-import { ownsAgent, setPrimaryAgent } from './agents.service.js';
+import { setPrimaryAgent } from './agents.service.js';
+import { requireCallersAgent } from '../../platform/owned-agent.js';
 import { eventsPath, type LifecycleDeps, readAgentState, runLifecycle } from './lifecycle.service.js';
 
 /** The failure shape of the lifecycle routes (`/api/instance/:userId/*` answered it first; the per-agent ones match). */
@@ -80,7 +81,7 @@ export async function lifecycleRoutes(app: App, { config }: { config: WebConfig 
   const deps: LifecycleDeps = { db: app.db, backend: app.backend, clock: app.clock, waitMs: config.lifecycleWaitMs };
 
   const owned = async (user: AuthUser, agentId: string) => {
-    if (!(await ownsAgent(app.db, user.id, agentId))) throw new DomainError('AGENT_NOT_FOUND');
+    await requireCallersAgent(app.db, user.id, agentId);
   };
 
   for (const action of AGENT_ACTIONS) {
