@@ -780,4 +780,77 @@ describe('cron and heartbeat', () => {
       });
     });
   });
+  // Issue #19: every agent of a customer is addressed by its own id. Two agents of one user, each behind its own
+  // gateway: the Schedule tab of each acts on that agent's gateway, whichever is primary (the newest).
+  describe('cron and heartbeat of one named agent', () => {
+    let pat: User;
+    let first: string;
+    let second: string;
+    let firstGw: FakeGatewayWs;
+    let secondGw: FakeGatewayWs;
+
+    beforeAll(async () => {
+      firstGw = await startFakeGatewayWs({ token: AGENT_TOKEN });
+      secondGw = await startFakeGatewayWs({ token: AGENT_TOKEN });
+      pat = await web.signIn({ isAdmin: true, name: 'Pat' });
+      const ids: string[] = [];
+      for (const gw of [firstGw, secondGw]) {
+        const res = await call(web.url, '/api/provision', pat, { json: { autoProvision: true } });
+        expect(res.status).toBe(200);
+        ids.push(res.body.agentId);
+        await web.database.db.kysely
+          .updateTable('agents')
+          .set({ url: `http://127.0.0.1:${gw.port}` })
+          .where('id', '=', res.body.agentId)
+          .execute();
+      }
+      [first, second] = ids as [string, string];
+    });
+    afterAll(async () => {
+      await firstGw.close();
+      await secondGw.close();
+    });
+
+    it('lists, adds and removes the jobs of the agent it names; without agentId the primary agent’s', async () => {
+      const job = { name: 'first only', schedule: { kind: 'every', everyMs: 3_600_000 }, payload: { kind: 'systemEvent', text: 'hi' } };
+      const added = await call(web.url, '/api/cron', pat, { json: { ...job, agentId: first } });
+      expect(added.status).toBe(200);
+      expect([...firstGw.jobs.values()].map((j) => j.name)).toEqual(['first only']);
+      expect(secondGw.jobs.size).toBe(0);
+
+      const named = await call(web.url, `/api/cron?agentId=${first}`, pat);
+      expect(named.body).toMatchObject({ total: 1, source: 'gateway', jobs: [{ id: added.body.job.id, name: 'first only' }] });
+      // No agent named: the primary agent, the newest.
+      expect((await call(web.url, '/api/cron', pat)).body).toEqual({ jobs: [], total: 0, source: 'gateway' });
+      expect((await call(web.url, `/api/cron?agentId=${second}`, pat)).body).toEqual({ jobs: [], total: 0, source: 'gateway' });
+
+      // Removing through the other agent does not find it; through its own agent does.
+      const wrong = await call(web.url, `/api/cron?jobId=${added.body.job.id}&agentId=${second}`, pat, { method: 'DELETE' });
+      expect([wrong.status, wrong.body]).toEqual([404, { error: 'Job not found' }]);
+      const removed = await call(web.url, `/api/cron?jobId=${added.body.job.id}&agentId=${first}`, pat, { method: 'DELETE' });
+      expect(removed.body).toEqual({ success: true, source: 'gateway' });
+      expect(firstGw.jobs.size).toBe(0);
+    });
+
+    it('another user’s agent, or none, is 404; a wrongly typed agentId is refused in words', async () => {
+      for (const path of [`/api/cron?agentId=${agentId}`, '/api/cron?agentId=agt_nobody']) {
+        const res = await call(web.url, path, pat);
+        expect([path, res.status, res.body]).toEqual([path, 404, { error: 'Agent not found' }]);
+      }
+      const job = { name: 'x', schedule: { kind: 'every', everyMs: 60_000 }, payload: { kind: 'systemEvent', text: 'x' } };
+      const other = await call(web.url, '/api/cron', pat, { json: { ...job, agentId } });
+      expect([other.status, other.body]).toEqual([404, { error: 'Agent not found' }]);
+      const typed = await call(web.url, '/api/cron', pat, { json: { ...job, agentId: 7 } });
+      expect([typed.status, typed.body]).toEqual([400, { error: 'agentId must be a string' }]);
+      expect(received(agentGw, 'cron.add').filter((f) => f.params?.name === 'x')).toHaveLength(0);
+    });
+
+    it('the heartbeat of a named agent that is not primary is set on its own gateway', async () => {
+      const put = await call(web.url, '/api/heartbeat', pat, { method: 'PUT', json: { agentId: first, frequency: '2h' } });
+      expect(put.status).toBe(200);
+      expect([...firstGw.jobs.values()].map((j) => j.name)).toEqual(['platform-heartbeat']);
+      expect(secondGw.jobs.size).toBe(0);
+      expect((await call(web.url, `/api/heartbeat?agentId=${first}`, pat)).body).toMatchObject({ source: 'gateway', frequency: '2h' });
+    });
+  });
 });

@@ -65,26 +65,24 @@ const SYSTEM_BADGES: Record<NonNullable<CronJob['system']>['kind'], string> = {
 
 export function ScheduleTab({ agentId }: { agentId: string }) {
   // One list for the job table and the heartbeat section, so both say the same and a save refreshes both.
-  const cron = useApi<CronList>('/api/cron');
+  // This agent's gateway, whichever agent is primary (issue #19).
+  const cron = useApi<CronList>('/api/cron', { query: { agentId } });
   return (
     <div className="stack">
-      <p className="notice">
-        Scheduled jobs and the heartbeat run on your agent gateway: the one your chat uses. Jobs there are listed whichever of your agents
-        created them.
-      </p>
-      <CronJobs cron={cron} />
+      <p className="notice">Scheduled jobs and the heartbeat run on this agent’s gateway.</p>
+      <CronJobs agentId={agentId} cron={cron} />
       <HeartbeatSettings agentId={agentId} cron={cron} />
     </div>
   );
 }
 
-function CronJobs({ cron }: { cron: Resource<CronList> }) {
+function CronJobs({ agentId, cron }: { agentId: string; cron: Resource<CronList> }) {
   const [deleteError, setDeleteError] = useState<string>();
 
   const remove = async (job: CronJob) => {
     setDeleteError(undefined);
     try {
-      await api('/api/cron', { method: 'DELETE', query: { jobId: job.id } });
+      await api('/api/cron', { method: 'DELETE', query: { jobId: job.id, agentId } });
     } catch (err) {
       setDeleteError(`Could not delete “${job.name}”: ${errorMessage(err)}`);
     }
@@ -153,12 +151,12 @@ function CronJobs({ cron }: { cron: Resource<CronList> }) {
         }
       </Loaded>
       <InlineError message={deleteError} />
-      <NewJobForm onAdded={() => void cron.reload()} />
+      <NewJobForm agentId={agentId} onAdded={() => void cron.reload()} />
     </section>
   );
 }
 
-function NewJobForm({ onAdded }: { onAdded: () => void }) {
+function NewJobForm({ agentId, onAdded }: { agentId: string; onAdded: () => void }) {
   const [name, setName] = useState('');
   const [kind, setKind] = useState<'cron' | 'every'>('cron');
   const [expr, setExpr] = useState('');
@@ -195,7 +193,7 @@ function NewJobForm({ onAdded }: { onAdded: () => void }) {
     const payload = payloadKind === 'systemEvent' ? { kind: 'systemEvent', text } : { kind: 'agentTurn', message: text };
     setBusy(true);
     try {
-      await api('/api/cron', { body: { name: name.trim(), schedule, payload, enabled } });
+      await api('/api/cron', { body: { name: name.trim(), schedule, payload, enabled, agentId } });
       setDone(`Added “${name.trim()}”.`);
       setName('');
       setExpr('');

@@ -11,8 +11,8 @@ import {
   type GatewayDeps,
   type GatewayTarget,
   GatewayUnavailableError,
-  agentGatewayTarget,
   gatewayUnavailableError,
+  ownAgentGateway,
   ownerTagFor,
   resolveGateway,
   scopedSessionKey,
@@ -267,16 +267,6 @@ export interface RestChatAnswer {
 /** The OpenAI `user` of a conversation: stable per user and session key, carrying the owner tag on every gateway. */
 export const restChatUser = (userId: string, sessionKey: string) => `${ownerTagFor(userId)}:${sessionKey}`;
 
-/** The gateway of one named agent of the user (404 when it is not theirs, 409 when it has no address yet). */
-export async function namedAgentGateway(deps: ChatDeps, user: AuthUser, agentId: string): Promise<GatewayTarget> {
-  const agent = await deps.db.withUser(user.id, (trx) =>
-    trx.selectFrom('agents').select(['id', 'name', 'url']).where('id', '=', agentId).executeTakeFirst(),
-  );
-  if (!agent) throw new DomainError('AGENT_NOT_FOUND');
-  if (!agent.url) throw new DomainError('AGENT_NOT_DEPLOYED');
-  return agentGatewayTarget(deps, user, { id: agent.id, name: agent.name, url: agent.url });
-}
-
 /** A model call of the agent that failed on its provider key: none configured, or refused by the provider. */
 export interface ProviderKeyFailure {
   kind: 'missing' | 'refused';
@@ -385,7 +375,7 @@ function restFailure(err: unknown): DomainError {
 export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser, input: RestChatInput): Promise<RestChatAnswer> {
   let target: GatewayTarget;
   try {
-    target = input.agentId ? await namedAgentGateway(deps, user, input.agentId) : await resolveGateway(deps, user);
+    target = input.agentId ? await ownAgentGateway(deps, user, input.agentId) : await resolveGateway(deps, user);
   } catch (err) {
     if (err instanceof GatewayUnavailableError) throw gatewayUnavailableError(err);
     throw err;

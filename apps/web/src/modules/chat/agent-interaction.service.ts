@@ -11,7 +11,6 @@ import {
   SESSION_KEY_PATTERN,
   STATUS_LIST_MAX,
   gatewayStatus,
-  namedAgentGateway,
   restChatUser,
 } from './agent-chat.service.js';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
@@ -24,6 +23,7 @@ import {
   GatewayUnavailableError,
   findUserAgent,
   gatewayUnavailableError,
+  ownAgentGateway,
   resolveGateway,
   withGateway,
 } from '../../platform/clients/user-gateway.js';
@@ -213,7 +213,7 @@ export async function agentPanel(deps: ChatDeps, log: ChatLog, user: AuthUser, a
     if (!named.url) return NOT_DEPLOYED;
     // The agent was found a moment ago; if it is gone (or lost its address) since, there is simply no gateway.
     const resolve = () =>
-      namedAgentGateway(deps, user, named.id).catch((err: unknown) => {
+      ownAgentGateway(deps, user, named.id).catch((err: unknown) => {
         throw isPublicError(err) ? new GatewayUnavailableError('no-agent', err.message) : err;
       });
     return gatewayStatus(deps, log, user, resolve);
@@ -234,7 +234,7 @@ export async function agentPanel(deps: ChatDeps, log: ChatLog, user: AuthUser, a
 /** The user's gateway, or the named agent's; no gateway to use is the answer `gatewayUnavailableError` gives. */
 async function targetFor(deps: ChatDeps, user: AuthUser, agentId: string | undefined): Promise<GatewayTarget> {
   try {
-    return agentId ? await namedAgentGateway(deps, user, agentId) : await resolveGateway(deps, user);
+    return agentId ? await ownAgentGateway(deps, user, agentId) : await resolveGateway(deps, user);
   } catch (err) {
     if (err instanceof GatewayUnavailableError) throw gatewayUnavailableError(err);
     throw err;

@@ -3,7 +3,7 @@ import { cronAdd, cronRemove } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
-import { CreateCronJobBody, CronJob, CronList } from './schedule.schemas.js';
+import { CRON_AGENT_ID_MAX, CreateCronJobBody, CronJob, CronList } from './schedule.schemas.js';
 import {
   checkedCronJob,
   cronAddParams,
@@ -15,10 +15,17 @@ import {
   listOwnJobs,
   systemJob,
 } from './cron-jobs.service.js';
-import { resolveGateway, withGateway } from '../../platform/clients/user-gateway.js';
+import { chosenGateway, withGateway } from '../../platform/clients/user-gateway.js';
 
 /** Longest job id we pass on; OpenClaw's are UUIDs. */
 const JOB_ID_MAX = 200;
+
+/**
+ * Issue #19: `agentId` names which of the caller's agents' gateway (404 when not theirs); absent or blank keeps the
+ * spec's gateway (the primary agent's, else the shared one).
+ */
+const CronAgentQuery = Type.Object({ agentId: Type.Optional(Type.String({ maxLength: CRON_AGENT_ID_MAX })) });
+const namedAgent = (agentId: string | undefined) => agentId?.trim() || undefined;
 
 /**
  * Spec §4.3: the caller's cron jobs on their gateway (their agent's, else the shared one where they see only their own
@@ -33,6 +40,7 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
     {
       schema: {
         tags: ['cron'],
+        querystring: CronAgentQuery,
         response: {
           200: CronList,
         },
@@ -41,7 +49,7 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
     async (request) => {
       const user = await requireUser(request);
       try {
-        const target = await resolveGateway(deps, user);
+        const target = await chosenGateway(deps, user, namedAgent(request.query.agentId));
         const jobs = await withGateway(target, timeoutMs, (conn) => listOwnJobs(conn, target));
         return { jobs: jobs.map(cronJobView), total: jobs.length, source: 'gateway' as const };
       } catch (err) {
@@ -69,7 +77,7 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
       const user = await requireUser(request);
       const job = checkedCronJob(request.body);
       try {
-        const target = await resolveGateway(deps, user);
+        const target = await chosenGateway(deps, user, namedAgent(request.body.agentId));
         const added = await withGateway(target, timeoutMs, (conn) => cronAdd(conn, cronAddParams(target, job)));
         return { success: true as const, source: 'gateway' as const, job: cronJobView(added) };
       } catch (err) {
@@ -83,7 +91,7 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
     {
       schema: {
         tags: ['cron'],
-        querystring: Type.Object({ jobId: Type.Optional(Type.String()) }),
+        querystring: Type.Object({ jobId: Type.Optional(Type.String()), ...CronAgentQuery.properties }),
         response: { 200: Type.Object({ success: Type.Literal(true), source: Type.Literal('gateway') }) },
       },
     },
@@ -93,7 +101,7 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
       if (!jobId) throw new DomainError('JOBID_REQUIRED');
       if (jobId.length > JOB_ID_MAX) throw new DomainError('JOB_NOT_FOUND');
       try {
-        const target = await resolveGateway(deps, user);
+        const target = await chosenGateway(deps, user, namedAgent(request.query.agentId));
         await withGateway(target, timeoutMs, async (conn) => {
           // On a shared gateway another user's job is "not found", exactly like a job that does not exist.
           const job = await getOwnJob(conn, target, jobId);

@@ -1,4 +1,4 @@
-import { type App, DomainError } from '@aop/core';
+import { type App, DomainError, isDomainError } from '@aop/core';
 import type { GatewayConnection } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -18,7 +18,7 @@ import {
   upsertHeartbeatJob,
 } from './heartbeat.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
-import { type GatewayTarget, resolveGateway, withGateway } from '../../platform/clients/user-gateway.js';
+import { type GatewayTarget, ownAgentGateway, resolveGateway, withGateway } from '../../platform/clients/user-gateway.js';
 
 /** The agent as the schema let it through, trimmed; absent, null or '' is none. */
 const trimmedAgentId = (value: string | null | undefined): string | undefined => value?.trim() || undefined;
@@ -48,9 +48,17 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
     fn: (conn: GatewayConnection, target: GatewayTarget) => Promise<T>,
   ): Promise<T | null> {
     try {
-      const target = await resolveGateway(deps, user);
-      // The user's own gateway holds only its agent's heartbeat; another of their agents has only database settings.
-      if (!servesAgent(target, agentId)) return null;
+      // A named agent of the caller with an address: its own gateway, whichever agent is primary (issue #19).
+      // Otherwise the spec's gateway, which holds only its own agent's heartbeat (or, shared, the caller's); an agent
+      // it does not serve has only database settings.
+      const named = agentId
+        ? await ownAgentGateway(deps, user, agentId).catch((err: unknown) => {
+            if (isDomainError(err)) return null;
+            throw err;
+          })
+        : null;
+      const target = named ?? (await resolveGateway(deps, user));
+      if (!named && !servesAgent(target, agentId)) return null;
       return await withGateway(target, config.gateway.requestTimeoutMs, (conn) => fn(conn, target));
     } catch (err) {
       const reason = gatewayFailureMessage(err);

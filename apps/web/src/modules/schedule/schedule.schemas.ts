@@ -134,6 +134,9 @@ export type UpdateScheduledTaskBody = Static<typeof UpdateScheduledTaskBody>;
 const cronObject = (description: string) =>
   Type.Record(Type.String(), Type.Unknown(), { description, ...invalidAs(refuse('CRON_REQUIRED')) });
 
+/** Longest agent id `/api/cron` takes (the platform's are 26 characters). */
+export const CRON_AGENT_ID_MAX = 100;
+
 /**
  * `POST /api/cron`. A missing or mistyped name, schedule or payload is the one `CRON_REQUIRED` answer; only a name of
  * the right type that is too long gets its own, and that only once schedule and payload are objects: so those two come
@@ -149,6 +152,13 @@ export const CreateCronJobBody = Type.Object({
     ...invalidAs(refuse('CRON_REQUIRED'), { maxLength: refuse('FIELD_TOO_LONG', { field: 'name', max: CRON_NAME_MAX }) }),
   }),
   enabled: Type.Optional(enabled),
+  agentId: Type.Optional(
+    Type.String({
+      maxLength: CRON_AGENT_ID_MAX,
+      description: 'which of your agents (issue #19); absent or blank: the spec’s gateway (your primary agent’s)',
+      ...invalidAs(refuse('FIELD_NOT_STRING', { field: 'agentId' })),
+    }),
+  ),
 });
 export type CreateCronJobBody = Static<typeof CreateCronJobBody>;
 

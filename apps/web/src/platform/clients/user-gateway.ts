@@ -91,6 +91,23 @@ async function backendToken(backend: BackendClient, path: string, user: AuthUser
 
 const toWs = (url: string) => url.replace(/^http/, 'ws');
 
+/**
+ * The gateway of one named agent of the user, whichever is primary (404 `Agent not found` when it is not theirs or
+ * does not exist, 409 `Agent is not deployed` while it has no address yet).
+ */
+export async function ownAgentGateway(deps: Pick<GatewayDeps, 'db' | 'backend'>, user: AuthUser, agentId: string): Promise<GatewayTarget> {
+  const agent = await deps.db.readAsUser(user.id, (trx) =>
+    trx.selectFrom('agents').select(['id', 'name', 'url']).where('id', '=', agentId).executeTakeFirst(),
+  );
+  if (!agent) throw new DomainError('AGENT_NOT_FOUND');
+  if (!agent.url) throw new DomainError('AGENT_NOT_DEPLOYED');
+  return agentGatewayTarget(deps, user, { id: agent.id, name: agent.name, url: agent.url });
+}
+
+/** The gateway a call names (`agentId`), else the spec's default: the user's primary agent, else the shared one. */
+export const chosenGateway = (deps: GatewayDeps, user: AuthUser, agentId: string | undefined): Promise<GatewayTarget> =>
+  agentId ? ownAgentGateway(deps, user, agentId) : resolveGateway(deps, user);
+
 /** The gateway of one of the user's agents, with its token from the backend (and how to control it). */
 export async function agentGatewayTarget(
   deps: Pick<GatewayDeps, 'backend'>,
