@@ -1,15 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LocalAgentHost } from '@aop/provisioner';
-import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import type { LocalAgentHost } from '@aop/provisioner';
 import { request } from '@aop/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
+import { fakeRuntimeHost, startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
-import { buildDashboard, launchChromium, screenshot, watchPage } from './dashboard-browser.test-support.js';
+import { buildDashboard, launchChromium, screenshot, signedInContext, watchedPage } from './dashboard-browser.test-support.js';
 
 // Issue #19, "Many agents per customer" and "Status that is true", in a real browser: one customer with two agents on
 // the local host (the stand-in OpenClaw CLI, whose /readyz says "not ready" for 1.5 s after each start), the real web
@@ -36,14 +34,7 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'aop-dashboard-agents-'));
   const dashboardDir = join(work, 'dashboard');
   await buildDashboard(dashboardDir);
-  host = new LocalAgentHost({
-    dataDir: join(work, 'agents'),
-    encryptionKey: randomBytes(32),
-    runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0', { readyDelayMs: 1_500 }) },
-    defaultVersion: '1.0.0',
-    readyPollMs: 50,
-    stopTimeoutMs: 5_000,
-  });
+  host = await fakeRuntimeHost(work, { readyDelayMs: 1_500 });
   backend = await startBackend(SHARED, { host });
   web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, DASHBOARD_DIR: dashboardDir });
   const { userId, cookie } = await web.signIn({ name: 'Grace' });
@@ -63,12 +54,8 @@ beforeAll(async () => {
   second = await provision('Support desk');
 
   browser = await launchChromium();
-  context = await browser.newContext({ baseURL: web.url, viewport: DESKTOP });
-  const [name, value] = cookie.split('=') as [string, string];
-  await context.addCookies([{ name, value, url: web.url }]);
-  page = await context.newPage();
-  page.setDefaultTimeout(20_000);
-  problems = watchPage(page);
+  context = await signedInContext(browser, web.url, cookie, { viewport: DESKTOP });
+  ({ page, problems } = await watchedPage(context, 20_000));
 }, 120_000);
 
 afterAll(async () => {

@@ -1,12 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LocalAgentHost } from '@aop/provisioner';
-import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import type { LocalAgentHost } from '@aop/provisioner';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
+import { fakeRuntimeHost, startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 
 const SHARED = { INTERNAL_API_KEY: 'internal-key-for-agent-config', HMAC_SECRET: 'hmac-secret-for-agent-config' };
@@ -38,14 +36,7 @@ describe('per-agent configuration', () => {
 
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'aop-agent-config-'));
-    host = new LocalAgentHost({
-      dataDir: join(work, 'data'),
-      encryptionKey: randomBytes(32),
-      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0') },
-      defaultVersion: '1.0.0',
-      readyPollMs: 50,
-      stopTimeoutMs: 5_000,
-    });
+    host = await fakeRuntimeHost(work);
     backend = await startBackend(SHARED, { host });
     web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
     owner = await web.signIn({ isAdmin: true });

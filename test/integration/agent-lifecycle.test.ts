@@ -1,12 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LocalAgentHost } from '@aop/provisioner';
-import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import type { LocalAgentHost } from '@aop/provisioner';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
+import { fakeRuntimeHost, startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 
 // Issue #19, "Many agents per customer" and "Status that is true": web → backend → the local host running the stand-in
@@ -33,14 +31,7 @@ describe('two agents of one customer, each with its own lifecycle', () => {
 
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'aop-lifecycle-'));
-    host = new LocalAgentHost({
-      dataDir: join(work, 'data'),
-      encryptionKey: randomBytes(32),
-      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0', { readyDelayMs: 400 }) },
-      defaultVersion: '1.0.0',
-      readyPollMs: 50,
-      stopTimeoutMs: 5_000,
-    });
+    host = await fakeRuntimeHost(work, { readyDelayMs: 400 });
     backend = await startBackend(SHARED, { host });
     web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
     ({ cookie, userId } = await web.signIn());

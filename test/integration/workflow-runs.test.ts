@@ -1,13 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type FakeGatewayWs, startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
-import { LocalAgentHost } from '@aop/provisioner';
-import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import type { LocalAgentHost } from '@aop/provisioner';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
+import { fakeRuntimeHost, startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { conditionHolds, runWorkflow } from '../../apps/web/src/modules/workflows/workflow-runs.service.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 
@@ -75,14 +73,7 @@ describe('workflow runs', () => {
 
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'aop-workflow-runs-'));
-    host = new LocalAgentHost({
-      dataDir: join(work, 'data'),
-      encryptionKey: randomBytes(32),
-      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0') },
-      defaultVersion: '1.0.0',
-      readyPollMs: 50,
-      stopTimeoutMs: 5_000,
-    });
+    host = await fakeRuntimeHost(work);
     backend = await startBackend({ ...SHARED, GATEWAY_SHARED_TOKEN: GATEWAY_TOKEN }, { host });
     gateway = await startFakeGatewayWs({
       token: GATEWAY_TOKEN,

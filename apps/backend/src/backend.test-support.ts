@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { userContextHeaders } from '@aop/core';
 import { type RunningService, type TestDatabase, createTestDatabase, listen, tempDataDir, testCounters, testEnv } from '@aop/testing';
 import { type AgentHost, LocalAgentHost } from '@aop/provisioner';
-import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import { type FakeGatewayBehaviour, installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { buildApp } from './app.js';
 import { type BackendConfig, loadBackendConfig } from './config.js';
 
@@ -44,13 +44,14 @@ export async function startBackend(
 
 /**
  * A local agent host under `dir` whose one runtime (`1.0.0`) is the stand-in gateway, run on this process's Node:
- * real processes, ports, config and workspaces, started in a fraction of a second.
+ * real processes, ports, config and workspaces, started in a fraction of a second (`behaviour`: e.g. a ready delay,
+ * to watch an agent pass through `starting`).
  */
-export async function fakeRuntimeHost(dir: string): Promise<LocalAgentHost> {
+export async function fakeRuntimeHost(dir: string, behaviour: FakeGatewayBehaviour = {}): Promise<LocalAgentHost> {
   return new LocalAgentHost({
     dataDir: join(dir, 'data'),
     encryptionKey: randomBytes(32),
-    runtimes: { '1.0.0': await installFakeRuntime(join(dir, 'rt'), '1.0.0') },
+    runtimes: { '1.0.0': await installFakeRuntime(join(dir, 'rt'), '1.0.0', behaviour) },
     nodeBin: process.execPath,
     defaultVersion: '1.0.0',
     readyPollMs: 50,

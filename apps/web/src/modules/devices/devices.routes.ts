@@ -11,14 +11,14 @@ import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { DeviceLists, DeviceMoveBody } from './devices.schemas.js';
-import { DEVICE_MOVES, canMove, claimMove, findDevice, findOwnAgent, listDevices, mirrorPairingList, undoMove } from './devices.service.js';
+import { DEVICE_MOVES, canMove, claimMove, findDevice, listDevices, mirrorPairingList, undoMove } from './devices.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import {
   type GatewayTarget,
   GatewayUnavailableError,
-  agentGatewayTarget,
   findUserAgent,
   gatewayUnavailableError,
+  ownAgentGateway,
   resolveGateway,
   withGateway,
 } from '../../platform/clients/user-gateway.js';
@@ -55,14 +55,12 @@ async function deviceScope(app: App, config: WebConfig, user: AuthUser, agentId?
  * none, is 404 `Agent not found`; one without a gateway address yet lists from the record and refuses moves (409).
  */
 async function namedAgentScope(app: App, user: AuthUser, agentId: string): Promise<DeviceScope> {
-  const agent = await findOwnAgent(app.db, user.id, agentId);
-  if (!agent) throw new DomainError('AGENT_NOT_FOUND');
-  if (!agent.url) return { agentId: agent.id, gateway: null, unavailable: new DomainError('AGENT_NOT_DEPLOYED') };
   try {
-    return { agentId: agent.id, gateway: await agentGatewayTarget(app, user, { ...agent, url: agent.url }), unavailable: null };
+    return { agentId, gateway: await ownAgentGateway(app, user, agentId), unavailable: null };
   } catch (err) {
-    if (!(err instanceof GatewayUnavailableError)) throw err;
-    return { agentId: agent.id, gateway: null, unavailable: gatewayUnavailableError(err) };
+    if (err instanceof DomainError && err.code === 'AGENT_NOT_DEPLOYED') return { agentId, gateway: null, unavailable: err };
+    if (err instanceof GatewayUnavailableError) return { agentId, gateway: null, unavailable: gatewayUnavailableError(err) };
+    throw err;
   }
 }
 

@@ -180,18 +180,6 @@ export async function listDevices(db: Database, userId: string, agentId: string)
   };
 }
 
-/** One of the caller's agents (row-level security hides the others), with its gateway address when it has one. */
-export async function findOwnAgent(
-  db: Database,
-  userId: string,
-  agentId: string,
-): Promise<{ id: string; name: string; url: string | null } | null> {
-  const row = await db.readAsUser(userId, (trx) =>
-    trx.selectFrom('agents').select(['id', 'name', 'url']).where('id', '=', agentId).executeTakeFirst(),
-  );
-  return row ?? null;
-}
-
 export interface DeviceRecord {
   status: DeviceStatus;
   requestId: string | null;
