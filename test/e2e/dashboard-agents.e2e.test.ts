@@ -141,6 +141,13 @@ describe('two agents of one customer in the dashboard', () => {
     expect(await whyOff('Reset memory')).toMatchObject({ disabled: true, title: 'The agent is stopped; start it first.' });
     for (const label of ['Start', 'Update', 'Repair']) expect(await action(label).isDisabled(), label).toBe(false);
     await screenshot(page, 'agents-03-first-stopped-1280');
+    // Its chat says what the state means for a message before one is sent (issue #19).
+    await page.getByRole('tab', { name: 'Chat' }).click();
+    await page.getByRole('status').filter({ hasText: 'The agent is stopped: start it on the Lifecycle tab to chat.' }).waitFor();
+    await screenshot(page, 'agents-03b-first-stopped-chat-1280');
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'agents-03c-first-stopped-chat-390');
+    await page.setViewportSize(DESKTOP);
 
     // The second agent is untouched: live, with its own buttons.
     expect((await host.status(second)).status).toBe('running');

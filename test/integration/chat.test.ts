@@ -96,7 +96,11 @@ describe('chatting with one’s agent', () => {
     host = new LocalAgentHost({
       dataDir: join(work, 'data'),
       encryptionKey: randomBytes(32),
-      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0') },
+      runtimes: {
+        '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0'),
+        // Answers /readyz only after 2 s: an agent that stays `starting` long enough to send it a message meanwhile.
+        '1.0.0-slow': await installFakeRuntime(join(work, 'rt-slow'), '1.0.0-slow', { readyDelayMs: 2_000 }),
+      },
       // The stand-in runtime is plain Node: it runs on this process's Node, whatever Node 24 install the machine has.
       nodeBin: process.execPath,
       defaultVersion: '1.0.0',
@@ -574,6 +578,61 @@ describe('chatting with one’s agent', () => {
       expect([noBackend.status, noBackend.body]).toEqual([502, { error: 'Backend unreachable' }]);
     });
 
+    it('a message to an agent that is starting waits until it is live, then is answered; a stopped one is said in words', async () => {
+      // Issue #19 "ready means answers a chat": the agent's gateway is not listening yet when the message arrives.
+      const hana = await agentOwner('Hana Helper');
+      await host.update(hana.agentId, { version: '1.0.0-slow' });
+      const port = await closedPort();
+      await pointAgent(hana.agentId, `http://127.0.0.1:${port}`);
+      await host.stop(hana.agentId);
+      const stopped = await call(web, '/api/chat', { cookie: hana.cookie, json: { message: 'are you there?', agentId: hana.agentId } });
+      expect([stopped.status, stopped.body]).toEqual([409, { error: 'The agent is stopped: start it to chat' }]);
+
+      await host.start(hana.agentId);
+      const started = performance.now();
+      const asked = call(web, '/api/chat', { cookie: hana.cookie, json: { message: 'first words', agentId: hana.agentId } });
+      // The gateway comes up on the agent's address while the message waits (the stand-in host reports live after 2 s).
+      await new Promise((r) => setTimeout(r, 500));
+      const late = await startFakeGatewayWs({ port, token: AGENT_TOKEN, reply: (m) => `late: ${m}` });
+      try {
+        const answer = await asked;
+        expect([answer.status, answer.body.reply]).toEqual([200, 'late: first words']);
+        expect(performance.now() - started).toBeGreaterThan(1_500);
+        expect((await chatRows(web, hana.userId)).map((r) => r.content)).toEqual(['first words', 'late: first words']);
+      } finally {
+        await late.close();
+      }
+    });
+
+    it('a message to an agent still starting when AGENT_START_WAIT_MS ends is refused in words, and nothing is stored', async () => {
+      const impatient = await startWeb({
+        ...SHARED,
+        GATEWAY_CHAT_TIMEOUT_MS: String(CHAT_TIMEOUT_MS),
+        AGENT_START_WAIT_MS: '300',
+        BACKEND_API_URL: backend.url,
+      });
+      try {
+        const frank = await impatient.signIn({ isAdmin: true });
+        const res = await call(impatient, '/api/provision', { cookie: frank.cookie, json: { autoProvision: true, name: 'Frank Helper' } });
+        const agentId: string = res.body.agentId;
+        await host.update(agentId, { version: '1.0.0-slow' });
+        await impatient.database.db.kysely
+          .updateTable('agents')
+          .set({ url: `http://127.0.0.1:${await closedPort()}` })
+          .where('id', '=', agentId)
+          .execute();
+        await host.restart(agentId);
+        const refused = await call(impatient, '/api/chat', { cookie: frank.cookie, json: { message: 'hello?', agentId } });
+        expect(refused.status).toBe(503);
+        expect(refused.body.error).toMatch(/^The agent is still starting after \d+ s: try again shortly$/);
+        expect(
+          await impatient.database.db.kysely.selectFrom('chat_messages').selectAll().where('user_id', '=', frank.userId).execute(),
+        ).toEqual([]);
+      } finally {
+        await impatient.close();
+      }
+    });
+
     it('on the shared gateway: the platform token and the user’s own `user`, no agent id', async () => {
       const ivan = await sharedWeb.signIn();
       const res = await call(sharedWeb, '/api/chat', { cookie: ivan.cookie, json: { message: 'shared rest' } });
@@ -696,6 +755,9 @@ describe('chatting with one’s agent', () => {
         };
         expect(await asked('/api/chat')).toEqual([502, { error: refusedWords }]);
         expect(await asked('/api/gateway/chat')).toEqual([500, { error: 'Chat failed' }]);
+        // The plugin gateway's `agent` plugin says it in the same words, in its own error shape.
+        const plugin = await call(web, '/api/v1/gateway', { cookie: erin.cookie, json: { plugin: 'agent', message: 'hello?' } });
+        expect([plugin.status, plugin.body]).toMatchObject([502, { error: 'plugin_failed', plugin: 'agent', message: refusedWords }]);
         await pointAgent(erin.agentId, missingGw.httpUrl);
         expect(await asked('/api/chat')).toEqual([502, { error: missingWords }]);
         expect(await asked('/api/gateway/chat')).toEqual([500, { error: 'Chat failed' }]);
@@ -703,7 +765,7 @@ describe('chatting with one’s agent', () => {
         await pointAgent(erin.agentId, modelGw.httpUrl);
       }
       // Both fakes answered the turns as OpenClaw does (REST 401 `authentication_error`, WebSocket `error` events).
-      expect(refusedGw.httpReceived.filter((r) => r.path === '/v1/chat/completions')).toHaveLength(1);
+      expect(refusedGw.httpReceived.filter((r) => r.path === '/v1/chat/completions')).toHaveLength(2);
       expect(missingGw.received.filter((f) => f.method === 'chat.send')).toHaveLength(1);
       expect((await usageRows(web, erin.userId)).length).toBe(ledger);
       expect((await chatRows(web, erin.userId)).length).toBe(stored);

@@ -214,6 +214,23 @@ describe('workflow runs', () => {
     expect((await call(web.url, `/api/workflows/${id}/runs`, { cookie: owner.cookie })).body.runs).toEqual([res.body.run]);
   });
 
+  it("a step whose agent's provider key is refused fails in the chat's words (issue #19)", async () => {
+    const refusing = await startFakeGatewayWs({ token: GATEWAY_TOKEN, providerKey: { failure: 'refused', provider: 'openai' } });
+    try {
+      const user = await userWithAgent(web);
+      await web.database.db.kysely.updateTable('agents').set({ url: refusing.httpUrl }).where('id', '=', user.agentId).execute();
+      const id = await workflow(web, user, [
+        { key: 't', type: 'trigger', next: ['a'] },
+        { key: 'a', type: 'action', action: 'summarise' },
+      ]);
+      const failed = (await run(web, user, id, { input: 'the week' })).body.run;
+      expect(failed.status).toBe('failed');
+      expect(failed.error).toBe("action a: The agent's AI provider refused its key (openai): check the key in the agent's configuration");
+    } finally {
+      await refusing.close();
+    }
+  });
+
   it("another user's workflow is not found (404) for running and for its runs; 401 without a sign-in", async () => {
     const id = await workflow(web, owner, [{ key: 't', type: 'trigger' }]);
     const other = await web.signIn();

@@ -37,6 +37,8 @@ const SharedEnvSchema = Type.Object({
   GATEWAY_URL: Env.url(),
   GATEWAY_CHAT_TIMEOUT_MS: Env.int(30_000, 100),
   GATEWAY_REQUEST_TIMEOUT_MS: Env.int(10_000, 100),
+  // How long a chat message to an agent that is still starting waits for it to be live (then the turn has its own bound).
+  AGENT_START_WAIT_MS: Env.int(90_000, 0),
   // Who a session cookie or API key belongs to is kept this long (0: looked up on every request); see platform/auth-cache.ts.
   SESSION_CACHE_TTL_MS: Env.int(5_000),
   SESSION_CACHE_MAX_ENTRIES: Env.int(10_000, 1),
@@ -101,9 +103,10 @@ export interface WebConfig
   /**
    * Agent gateways. `sharedUrl` is the shared platform gateway used for users who have no agent of their own (its
    * token comes from the backend); `chatTimeoutMs` bounds `/api/gateway/chat` (spec: 30 s); `requestTimeoutMs` bounds
-   * every other gateway call (connect + one request).
+   * every other gateway call (connect + one request); `startWaitMs` is how long a chat message to one of the user's
+   * agents that is starting waits for it to be live before its turn begins.
    */
-  gateway: { sharedUrl: string | undefined; chatTimeoutMs: number; requestTimeoutMs: number };
+  gateway: { sharedUrl: string | undefined; chatTimeoutMs: number; requestTimeoutMs: number; startWaitMs: number };
 }
 
 export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
@@ -142,6 +145,7 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     gateway: {
       sharedUrl: parsed.GATEWAY_URL?.replace(/\/+$/, ''),
       chatTimeoutMs: parsed.GATEWAY_CHAT_TIMEOUT_MS,
+      startWaitMs: parsed.AGENT_START_WAIT_MS,
       requestTimeoutMs: parsed.GATEWAY_REQUEST_TIMEOUT_MS,
     },
     ...toTradingConfig(parsed),

@@ -15,7 +15,11 @@ import {
 describe('deriveAgentState', () => {
   it('is live only once the gateway answers /readyz', () => {
     expect(deriveAgentState({ host: 'running', ready: true }).state).toBe('live');
-    expect(deriveAgentState({ host: 'starting', ready: true }).state).toBe('starting');
+    // The host says running only after the warm-up turn; until then a ready gateway is still starting, and says why.
+    expect(deriveAgentState({ host: 'starting', ready: true })).toMatchObject({
+      state: 'starting',
+      reason: 'the gateway answers /readyz and is preparing its first turn',
+    });
     expect(deriveAgentState({ host: 'starting', ready: false, failing: ['startup-sidecars'] })).toEqual({
       state: 'starting',
       reason: 'the gateway is not ready yet (startup-sidecars)',

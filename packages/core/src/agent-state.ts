@@ -16,6 +16,15 @@ export type AgentLifecycleState = (typeof AGENT_STATES)[number];
 export const AGENT_ACTIONS = ['start', 'stop', 'restart', 'update', 'repair', 'reset-memory'] as const;
 export type AgentAction = (typeof AGENT_ACTIONS)[number];
 
+/**
+ * The warm-up a start ends with (`@aop/provisioner`'s `warmUpGateway`): an extra provider in the agent's configuration
+ * and a session of its own, both the platform's, never the customer's. Lists shown to the customer leave them out.
+ */
+export const WARM_UP_PROVIDER_ID = 'aop-warm-up';
+export const WARM_UP_SESSION_KEY = 'aop-warm-up';
+/** The warm-up's session as OpenClaw lists it (`agent:<agent id>:aop-warm-up`): deleted after the turn, hidden meanwhile. */
+export const isWarmUpSession = (key: string) => key === WARM_UP_SESSION_KEY || key.endsWith(`:${WARM_UP_SESSION_KEY}`);
+
 /** The host's word for the agent's process/container (`AgentStatus` of `@aop/provisioner`), or null when the host has no such agent. */
 export type HostProcessStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'error';
 
@@ -61,7 +70,15 @@ function derive({ host, ready, record, pending, lastError, failing }: AgentState
   if (pending === 'update') return ['updating', 'a new runtime version is being installed'];
   switch (host) {
     case 'starting':
-      return ['starting', ready === false ? notReady : 'the gateway process is starting'];
+      // The host reports running only after the warm-up turn: a gateway that answers /readyz is preparing that turn.
+      return [
+        'starting',
+        ready === true
+          ? 'the gateway answers /readyz and is preparing its first turn'
+          : ready === false
+            ? notReady
+            : 'the gateway process is starting',
+      ];
     case 'restarting':
       // It was running and stopped by itself: the host restarts it after a back-off. Not what anyone asked for.
       return [

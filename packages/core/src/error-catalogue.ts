@@ -347,6 +347,12 @@ export const ERROR_CATALOGUE = {
     message: ({ provider }: P<'provider'>) =>
       `The agent's AI provider refused its key${provider ? ` (${provider})` : ''}: check the key in the agent's configuration`,
   },
+  // Issue #19: a message to an agent that is starting waits for it (AGENT_START_WAIT_MS); one that is not coming up says why.
+  AGENT_NOT_LIVE: { status: 409, message: ({ state }: P<'state'>) => `The agent is ${state}: start it to chat` },
+  AGENT_STILL_STARTING: {
+    status: 503,
+    message: ({ seconds }: P<'seconds'>) => `The agent is still starting after ${seconds} s: try again shortly`,
+  },
   CHAT_FAILED: { status: 500, message: 'Chat failed' },
   GATEWAY_TOKEN_UNAVAILABLE: { status: 502, message: ({ detail }: P<'detail'>) => `No gateway token: ${detail}` },
   INVALID_BEFORE_CURSOR: { status: 400, message: 'Invalid before cursor' },

@@ -163,7 +163,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
 
       {chatOpened || tab === 'chat' ? (
         <div {...panel('chat')}>
-          <ChatTab agentId={agentId} />
+          <ChatTab agentId={agentId} agentState={live.state} />
         </div>
       ) : null}
       {tab === 'config' ? (

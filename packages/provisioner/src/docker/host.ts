@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join, posix } from 'node:path';
-import type { DeviceIdentity } from '@aop/gateway-client';
+import { type DeviceIdentity, connectGateway } from '@aop/gateway-client';
 import { DomainError } from '@aop/core';
 import Docker from 'dockerode';
 import { BUS_SKILL_NAME, busSkillFiles } from '../shared/bus-skill.js';
@@ -36,6 +36,7 @@ import { exclusive, recordFile, writeRecord } from '../shared/registry.js';
 import { settleWithin } from '../shared/settle-within.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
+import { warmUpGateway } from '../shared/warm-up.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
@@ -150,8 +151,10 @@ interface Agent {
   lock: Promise<unknown>;
   /** Shown instead of the container's state while a lifecycle operation runs (`stopping`, `starting`). */
   transition: AgentStatus | null;
-  /** `State.StartedAt` of the container run that answered `/readyz` ready, and when we saw it. */
+  /** `State.StartedAt` of the container run that answered `/readyz` ready (its warm-up then began). */
   readyFor: string | null;
+  /** `State.StartedAt` of the run whose warm-up turn is over (shared/warm-up.ts), and when it ended: running from then. */
+  warmedFor: string | null;
   readyAt: number | null;
   lastError: string | null;
   events: Array<{ at: number; line: string }>;
@@ -1030,6 +1033,7 @@ export class DockerAgentHost implements AgentHost {
         this.engine('start container', () => this.docker.getContainer(dockerContainerName(record.agentId)).start()),
       );
       agent.readyFor = null;
+      agent.warmedFor = null;
       agent.readyAt = null;
       agent.lastError = null;
       agent.pairedFor = null;
@@ -1135,6 +1139,7 @@ export class DockerAgentHost implements AgentHost {
         this.engine('stop container', () => this.docker.getContainer(dockerContainerName(agent.record.agentId)).stop({ t })),
       );
       agent.readyFor = null;
+      agent.warmedFor = null;
       agent.readyAt = null;
     } finally {
       agent.transition = null;
@@ -1322,14 +1327,16 @@ export class DockerAgentHost implements AgentHost {
       const health = s.Health?.Status;
       if (health === 'healthy') this.markReady(agent, s.StartedAt, this.healthyAt(info));
       // Our own probe settles it when we have not seen this run ready, or Docker's check says it no longer is.
-      let ready = agent.readyFor === s.StartedAt && health !== 'unhealthy';
-      if (!ready && url) ready = await this.probeReady(agent, url, s.StartedAt);
+      if (agent.readyFor !== s.StartedAt && url) await this.probeReady(agent, url, s.StartedAt);
+      // Running once the warm-up turn after the first ready answer is over.
+      const ready = agent.warmedFor === s.StartedAt && health !== 'unhealthy';
       if (ready) {
         return { ...running, status: 'running', readyAt: agent.readyAt === null ? null : new Date(agent.readyAt).toISOString() };
       }
       if (health === 'unhealthy') return { ...running, status: 'error', lastError: 'Gateway failed its health check (/readyz)' };
       // Wall clock: measured from the engine's `StartedAt`, a date (the host has no injected clock).
-      if (Date.now() - Date.parse(s.StartedAt) > this.options.readyTimeoutMs) {
+      // (A warm-up under way has its own bound.)
+      if (agent.readyFor !== s.StartedAt && Date.now() - Date.parse(s.StartedAt) > this.options.readyTimeoutMs) {
         return {
           ...running,
           status: 'error',
@@ -1358,7 +1365,37 @@ export class DockerAgentHost implements AgentHost {
   private markReady(agent: Agent, startedAt: string, at: number | null = Date.now()): void {
     if (agent.readyFor === startedAt) return;
     agent.readyFor = startedAt;
-    agent.readyAt = at ?? Date.now();
+    const after = ((at ?? Date.now()) - Date.parse(startedAt)) / 1000;
+    this.log(
+      agent,
+      `[host] /readyz${Number.isFinite(after) && after >= 0 ? ` after ${after.toFixed(1)} s` : ''}; preparing the first turn`,
+    );
+    void this.warmUp(agent, startedAt);
+  }
+
+  /** The run's warm-up turn (shared/warm-up.ts), once per container run; the agent is running when it is over. */
+  private async warmUp(agent: Agent, startedAt: string): Promise<void> {
+    const info = await this.inspect(agent.record.agentId).catch(() => undefined);
+    const url = info?.State.StartedAt === startedAt ? this.gatewayUrl(info) : null;
+    const result = url
+      ? await warmUpGateway({
+          baseUrl: url,
+          token: openSealedSpec(this.secrets, agent.record).gatewayToken,
+          headers: this.authorization(agent),
+          connect: async () => {
+            const c = await this.controlCredentials(agent.record.agentId);
+            return connectGateway({ url: url.replace(/^http/, 'ws'), token: c.token, device: c.device?.identity, retryDeadlineMs: 0 });
+          },
+          timeoutMs: Math.max(30_000, this.options.readyTimeoutMs - (Date.now() - Date.parse(startedAt))),
+        })
+      : { outcome: 'incomplete' as const, ms: 0, detail: 'the container run ended before its warm-up' };
+    if (agent.readyFor !== startedAt) return; // another run began meanwhile
+    this.log(
+      agent,
+      `[host] first turn ${result.outcome === 'prepared' ? 'prepared' : 'not prepared'} in ${(result.ms / 1000).toFixed(1)} s: ${result.detail}`,
+    );
+    agent.warmedFor = startedAt;
+    agent.readyAt = Date.now();
     const after = (agent.readyAt - Date.parse(startedAt)) / 1000;
     this.log(agent, `[host] ready${Number.isFinite(after) && after >= 0 ? ` after ${after.toFixed(1)} s` : ''}`);
   }
@@ -1522,6 +1559,7 @@ export class DockerAgentHost implements AgentHost {
       lock: Promise.resolve(),
       transition: null,
       readyFor: null,
+      warmedFor: null,
       readyAt: null,
       lastError: null,
       events: [],

@@ -17,7 +17,7 @@ import type {
 } from '@kubernetes/client-node';
 import type { AgentSpec, LlmSpec } from '../host.js';
 import { BUS_SKILL_FILES, BUS_SKILL_NAME, type SkillFile } from '../shared/bus-skill.js';
-import { buildOpenClawConfig, checkAgentEnv, secretEnv } from '../shared/openclaw-config.js';
+import { GATEWAY_TOKEN_ENV, buildOpenClawConfig, checkAgentEnv, secretEnv } from '../shared/openclaw-config.js';
 import type { KubernetesHostOptions } from './host.js';
 
 export const GATEWAY_PORT = 18789;
@@ -41,7 +41,7 @@ const skillKey = (skill: string, file: string) => `skills.${skill}.${file}`;
 const SKILL_ITEMS = BUS_SKILL_FILES.map((file) => ({ key: skillKey(BUS_SKILL_NAME, file), path: `${BUS_SKILL_NAME}/${file}` }));
 /** WhatsApp links by QR code: its "token" is only a switch. Kept in the Secret but never passed to the pod. */
 export const WHATSAPP_KEY = 'aop-whatsapp-token';
-export const GATEWAY_TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
+export { GATEWAY_TOKEN_ENV };
 
 /**
  * Every key `secretEnv` can produce besides the agent's own variables: the pod gets exactly these and the `agentEnv`

@@ -64,6 +64,7 @@ beforeAll(async () => {
     crashy: await installFakeRuntime(join(work, 'rt-crashy'), 'crashy', { crashAfterMs: 300 }),
     stubborn: await installFakeRuntime(join(work, 'rt-stubborn'), 'stubborn', { ignoreSigterm: true }),
     slow: await installFakeRuntime(join(work, 'rt-slow'), 'slow', { readyDelayMs: 60_000 }),
+    warming: await installFakeRuntime(join(work, 'rt-warming'), 'warming', { warmUpMs: 700 }),
   };
   for (const name of PLATFORM_SECRETS) process.env[name] ??= `platform-${name.toLowerCase()}-value`;
 });
@@ -113,6 +114,38 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
       expect(process.env[name]).toBeTruthy();
       expect(environ.some((entry) => entry.startsWith(`${name}=`))).toBe(false);
     }
+  });
+
+  it("is running only after its warm-up turn: the platform model on the gateway itself, never the agent's own", async () => {
+    // Issue #19 "ready means answers a chat" (shared/warm-up.ts): /readyz alone is not ready.
+    const host = await newHost({ defaultVersion: 'warming' });
+    const s = spec({ llm: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-llm-secret', model: 'm' } });
+    const created = await host.create(s);
+    const warmUps = join(host.paths(s.agentId).state, 'warm-ups.jsonl');
+    await until(() => existsSync(warmUps));
+    // The gateway answers /readyz and its warm-up turn is under way: still starting.
+    expect(await host.health(s.agentId)).toMatchObject({ live: true, ready: true });
+    expect((await host.status(s.agentId)).status).toBe('starting');
+    const running = await host.waitUntilReady(s.agentId);
+    expect(running.status).toBe('running');
+    const [turn, ...more] = (await readFile(warmUps, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(more).toEqual([]);
+    expect(turn).toMatchObject({ model: 'aop-warm-up/openclaw/aop-warm-up-no-such-agent', sessionKey: 'aop-warm-up', tokenOk: true });
+    expect(Date.parse(running.readyAt!) - Date.parse(running.startedAt!)).toBeGreaterThanOrEqual(700);
+    const log = (await host.logs(s.agentId, { tail: 50 })).join('\n');
+    expect(log).toMatch(/\[host\] \/readyz after [\d.]+ s; preparing the first turn/);
+    expect(log).toMatch(/\[host\] first turn prepared in [\d.]+ s: refused model call as planned \(HTTP 400\)/);
+    // The warm-up's provider asks the gateway's own port with a reference to its token: no secret in the file, and
+    // the agent's model stays its primary.
+    const config = JSON.parse(await readFile(host.paths(s.agentId).config, 'utf8'));
+    expect(config.models.providers['aop-warm-up']).toMatchObject({
+      baseUrl: `http://127.0.0.1:${created.port}/v1`,
+      apiKey: { source: 'env', id: 'OPENCLAW_GATEWAY_TOKEN' },
+    });
+    expect(config.agents.defaults.model.primary).toBe('platform/m');
   });
 
   it('stop ends the whole process tree; start brings the same state back', async () => {

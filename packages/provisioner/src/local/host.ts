@@ -4,6 +4,7 @@ import { type WriteStream, createWriteStream, existsSync } from 'node:fs';
 import { chmod, cp, mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
+import { connectGateway } from '@aop/gateway-client';
 import { BUS_SKILL_NAME, installBusSkill } from '../shared/bus-skill.js';
 import {
   Backoff,
@@ -47,6 +48,7 @@ import {
 import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
 import { type AgentWorkspace, ProgramWorkspace, runProgramLocally } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
+import { warmUpGateway } from '../shared/warm-up.js';
 
 export interface LocalHostOptions {
   /** The platform's data directory; agents live in `<dataDir>/agents/<agentId>/`. */
@@ -805,6 +807,8 @@ export class LocalAgentHost implements AgentHost {
         const body = (await res.json().catch(() => ({}))) as { ready?: boolean };
         if (res.status === 200 && body.ready === true) {
           if (agent.generation !== generation || agent.status !== 'starting') return;
+          await this.warmUp(agent, deadline);
+          if (agent.generation !== generation || agent.status !== 'starting') return;
           agent.readyAt = Date.now();
           this.log(agent, `[host] ready after ${((agent.readyAt - (agent.startedAt ?? agent.readyAt)) / 1000).toFixed(1)} s`);
           this.setStatus(agent, 'running', null);
@@ -823,6 +827,31 @@ export class LocalAgentHost implements AgentHost {
       }
       await sleep(this.options.readyPollMs);
     }
+  }
+
+  /**
+   * The first turn's lazy work, done before the agent is called running (shared/warm-up.ts). Bounded by what is left of
+   * the ready deadline (at least 30 s): a gateway that answers /readyz is not failed for a slow warm-up.
+   */
+  private async warmUp(agent: Agent, deadline: number): Promise<void> {
+    const port = agent.record.port;
+    const token = this.secrets.decrypt(agent.record.secrets.gatewayToken, secretAad(agent.record.agentId, 'gatewayToken'));
+    const baseUrl = `http://127.0.0.1:${port}`;
+    this.log(
+      agent,
+      `[host] /readyz after ${((Date.now() - (agent.startedAt ?? Date.now())) / 1000).toFixed(1)} s; preparing the first turn`,
+    );
+    const result = await warmUpGateway({
+      baseUrl,
+      token,
+      // From loopback a token connection has the operator scopes the clean-up needs.
+      connect: () => connectGateway({ url: baseUrl.replace(/^http/, 'ws'), token, retryDeadlineMs: 0 }),
+      timeoutMs: Math.max(30_000, deadline - Date.now()),
+    });
+    this.log(
+      agent,
+      `[host] first turn ${result.outcome === 'prepared' ? 'prepared' : 'not prepared'} in ${(result.ms / 1000).toFixed(1)} s: ${result.detail}`,
+    );
   }
 
   private onExit(agent: Agent, generation: number, code: number | null, signal: NodeJS.Signals | null, error?: Error): void {

@@ -11,6 +11,11 @@ export interface FakeGatewayBehaviour {
   exitImmediately?: boolean;
   /** Keep running on SIGTERM (to exercise SIGKILL). */
   ignoreSigterm?: boolean;
+  /**
+   * Answer the platform's warm-up turn (`POST /v1/chat/completions` asking for the warm-up model) after this long, with
+   * OpenClaw's answer to it (400, the refused model call), and record it in `<state>/warm-ups.jsonl`. Unset: 404.
+   */
+  warmUpMs?: number;
 }
 
 /**
@@ -73,6 +78,13 @@ const server = http.createServer((req, res) => {
     const value = process.env[name];
     return json(200, { name, set: value !== undefined, sha256: value === undefined ? null : createHash('sha256').update(value).digest('hex') });
   }
+  if (req.method === 'POST' && req.url === '/v1/chat/completions' && behaviour.warmUpMs !== undefined) {
+    const model = req.headers['x-openclaw-model'] ?? null;
+    appendFileSync(join(state, 'warm-ups.jsonl'), JSON.stringify({ at: Date.now() - started, model,
+      sessionKey: req.headers['x-openclaw-session-key'] ?? null,
+      tokenOk: req.headers.authorization === 'Bearer ' + process.env.OPENCLAW_GATEWAY_TOKEN }) + '\n');
+    return setTimeout(() => json(400, { error: { message: '400 LLM request failed: provider rejected the request schema or tool payload.', type: 'invalid_request_error' } }), behaviour.warmUpMs);
+  }
   if (req.url === '/healthz') return json(200, { ok: true, status: 'live' });
   if (req.url === '/readyz') {
     const ready = Date.now() - started >= (behaviour.readyDelayMs ?? 150);
@@ -82,6 +94,9 @@ const server = http.createServer((req, res) => {
 });
 // A minimal WebSocket endpoint (RFC 6455, small text frames only): greets with what the upgrade carried, then echoes.
 server.on('upgrade', (req, socket) => {
+  // A gateway that takes warm-up turns is asked to delete the turn's session: it speaks no gateway protocol, so it
+  // closes at once (the host reports the session not deleted) instead of leaving the handshake to time out.
+  if (behaviour.warmUpMs !== undefined) { socket.destroy(); return; }
   const accept = createHash('sha1').update(req.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
   socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ' + accept + '\r\n\r\n');
   const frame = (text) => { const data = Buffer.from(text); return Buffer.concat([Buffer.from([0x81, data.length]), data]); };

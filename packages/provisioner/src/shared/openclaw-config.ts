@@ -1,4 +1,6 @@
+import { WARM_UP_PROVIDER_ID } from '@aop/core/agent-state';
 import type { AgentSpec, ChannelTokens } from '../host.js';
+import { warmUpProvider } from './warm-up.js';
 
 /**
  * Turns our stored agent configuration (spec §2.2) into a config the pinned OpenClaw accepts
@@ -74,6 +76,8 @@ const objectAt = (parent: Json, key: string): Json => {
   parent[key] = created;
   return created;
 };
+/** The variable OpenClaw reads its gateway token from (never written to the file). */
+export const GATEWAY_TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
 const envRef = (id: string) => ({ source: 'env', provider: 'default', id });
 
 /**
@@ -144,10 +148,12 @@ export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTok
   if (options.workspaceDir) defaults.workspace = options.workspaceDir;
   if (options.logFile) objectAt(config, 'logging').file = options.logFile;
 
+  const models = objectAt(config, 'models');
+  if (models.mode === undefined) models.mode = 'merge';
+  const providers = objectAt(models, 'providers');
+  // The platform's warm-up turn (shared/warm-up.ts): the gateway asks itself, so no model is called.
+  providers[WARM_UP_PROVIDER_ID] = warmUpProvider(options.port, GATEWAY_TOKEN_ENV);
   if (spec.llm) {
-    const models = objectAt(config, 'models');
-    if (models.mode === undefined) models.mode = 'merge';
-    const providers = objectAt(models, 'providers');
     providers[LLM_PROVIDER_ID] = {
       baseUrl: spec.llm.baseUrl,
       apiKey: envRef(LLM_API_KEY_ENV),
@@ -174,7 +180,7 @@ export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTok
  * own (`agentEnv`, for its tools and skills; never in the config file).
  */
 export function secretEnv(spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm' | 'agentEnv'>): Record<string, string> {
-  const env: Record<string, string> = { ...checkAgentEnv(spec.agentEnv), OPENCLAW_GATEWAY_TOKEN: spec.gatewayToken };
+  const env: Record<string, string> = { ...checkAgentEnv(spec.agentEnv), [GATEWAY_TOKEN_ENV]: spec.gatewayToken };
   if (spec.channelTokens?.telegram) env[CHANNEL_TOKEN_ENV.telegram] = spec.channelTokens.telegram;
   if (spec.channelTokens?.discord) env[CHANNEL_TOKEN_ENV.discord] = spec.channelTokens.discord;
   if (spec.llm) env[LLM_API_KEY_ENV] = spec.llm.apiKey;

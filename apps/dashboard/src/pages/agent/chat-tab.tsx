@@ -4,7 +4,7 @@ import { useSearchParams } from 'wouter';
 import { api, errorMessage } from '../../api.js';
 import { Empty, ErrorState, InlineError, Loading } from '../../components/states.js';
 import { useApi } from '../../use-api.js';
-import { formatTime } from './shared.js';
+import { type AgentStateNow, formatTime } from './shared.js';
 
 /**
  * Chat with one agent over `POST /api/chat` (request/response). The plugin gateway's streaming `agent` plugin is not
@@ -17,8 +17,24 @@ const PAGE = 30;
 const SESSION_KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const MESSAGE_MAX = 32_000;
 const DEFAULT_SESSION = 'main';
+/** States an agent passes through by itself on its way to live: a message sent meanwhile waits for it (server side). */
+const ON_ITS_WAY = new Set(['provisioning', 'starting', 'updating']);
 
-export function ChatTab({ agentId }: { agentId: string }) {
+/** What the agent's state means for a message sent now; null when it is live (or not known yet). */
+function stateNotice(s: AgentStateNow | undefined): { tone: 'wait' | 'down'; text: string } | null {
+  if (!s || s.state === 'live') return null;
+  if (ON_ITS_WAY.has(s.state)) {
+    return { tone: 'wait', text: `The agent is ${s.state} (${s.reason}). A message sent now waits until it is live, then goes.` };
+  }
+  if (s.state === 'degraded') return { tone: 'down', text: `The agent is degraded (${s.reason}): a message may not be answered.` };
+  // "stopped" says it all; a failure says why.
+  const what = s.state === 'stopped' ? 'stopped' : `${s.state} (${s.reason})`;
+  return { tone: 'down', text: `The agent is ${what}: start it on the Lifecycle tab to chat.` };
+}
+
+/** `agentState`: the agent's state machine, from the page's event stream (the chat says what it means for a message). */
+export function ChatTab({ agentId, agentState }: { agentId: string; agentState?: AgentStateNow | undefined }) {
+  const notice = stateNotice(agentState);
   const [params, setParams] = useSearchParams();
   const asked = params.get('session');
   const sessionKey = asked && SESSION_KEY.test(asked) ? asked : DEFAULT_SESSION;
@@ -212,6 +228,12 @@ export function ChatTab({ agentId }: { agentId: string }) {
         </p>
       ) : null}
 
+      {notice ? (
+        <p className={notice.tone === 'wait' ? 'notice' : 'notice warning'} role="status">
+          {notice.text}
+        </p>
+      ) : null}
+
       <section className="card chat" aria-label={`Conversation in session ${sessionKey}`}>
         {hasMore ? (
           <div className="chat-older">
@@ -260,7 +282,10 @@ export function ChatTab({ agentId }: { agentId: string }) {
               </li>
               <li className="chat-msg assistant pending">
                 <span className="chat-text" role="status">
-                  <span className="spinner" aria-hidden="true" /> Waiting for the agent’s reply…
+                  <span className="spinner" aria-hidden="true" />{' '}
+                  {notice?.tone === 'wait'
+                    ? `Waiting for the agent to be live (${agentState?.state}: ${agentState?.reason}); your message goes as soon as it is…`
+                    : 'Waiting for the agent’s reply…'}
                 </span>
               </li>
             </>

@@ -1,3 +1,4 @@
+import { WARM_UP_PROVIDER_ID, isWarmUpSession } from '@aop/core/agent-state';
 import { type Database, sql } from '@aop/db';
 import type { GatewayConnection } from '@aop/gateway-client';
 import { carriesOwnerTag } from '../chat/agent-chat.service.js';
@@ -112,7 +113,10 @@ export async function listSessions(
 ): Promise<{ sessions: SessionView[]; total: number }> {
   const fetchPage = async (offset: number, pageLimit: number) => {
     const result = await conn.request<SessionsListResult>('sessions.list', { limit: pageLimit, ...(offset ? { offset } : {}) });
-    const rows = (result.sessions ?? []).filter((r): r is GatewaySessionRow & { key: string } => typeof r.key === 'string');
+    // The platform's warm-up turn (a start's own, deleted when it ends) is not one of the user's sessions.
+    const rows = (result.sessions ?? []).filter(
+      (r): r is GatewaySessionRow & { key: string } => typeof r.key === 'string' && !isWarmUpSession(r.key),
+    );
     return {
       rows,
       total: result.totalCount ?? result.count ?? null,
@@ -267,7 +271,8 @@ interface ModelsListResult {
 export async function gatewayModels(conn: GatewayConnection): Promise<ModelView[]> {
   const result = await conn.request<ModelsListResult>('models.list', {});
   return (result.models ?? []).flatMap((m) =>
-    typeof m.id === 'string' && typeof m.provider === 'string'
+    // The warm-up provider (see @aop/core/agent-state) is the platform's, and never answers: not a model to offer.
+    typeof m.id === 'string' && typeof m.provider === 'string' && m.provider !== WARM_UP_PROVIDER_ID
       ? [
           {
             id: m.id,

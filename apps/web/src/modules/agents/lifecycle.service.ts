@@ -85,6 +85,24 @@ export async function readAgentState(deps: LifecycleDeps, user: AuthUser, agentI
   return { agentId, ...view, host: null, live, ready, failing, source: 'gateway', checkedAt };
 }
 
+/** States an agent passes through on its own way to live: a message sent meanwhile waits for it. */
+const ON_ITS_WAY: ReadonlySet<AgentLifecycleState> = new Set(['provisioning', 'starting', 'updating']);
+
+/**
+ * Waits up to `waitMs` for the caller's agent to be live, when it is on its way there (provisioning, starting, updating);
+ * answers its state at once otherwise. Null when the caller has no agent with this id.
+ */
+export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId: string, waitMs: number): Promise<AgentHealthView | null> {
+  // A duration on the monotonic clock: how long this call has waited.
+  const started = performance.now();
+  let state = await readAgentState(deps, user, agentId);
+  while (state && ON_ITS_WAY.has(state.state) && performance.now() - started < waitMs) {
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    state = await readAgentState(deps, user, agentId);
+  }
+  return state;
+}
+
 export type LifecycleOutcome =
   /** The backend refused or failed: its status and body, passed on. */
   | { kind: 'refused'; status: number; body: Record<string, unknown> }

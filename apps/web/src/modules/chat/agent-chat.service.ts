@@ -1,8 +1,10 @@
 import { DomainError, newId } from '@aop/core';
+import { isWarmUpSession } from '@aop/core/agent-state';
 import { llmCostUsd } from '@aop/core/llm-prices';
 import type { Database } from '@aop/db';
 import { type ChatEventPayload, GatewayError, type GatewayConnection, chatSend, restChat } from '@aop/gateway-client';
 import { type AppliedModel, readAppliedModel } from '../agents/agents.service.js';
+import { waitUntilLive } from '../agents/lifecycle.service.js';
 import { cronJobView, listOwnJobs } from '../schedule/cron-jobs.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { recordUsage, type UsageEvent } from '../usage/usage.service.js';
@@ -40,9 +42,11 @@ const STATUS_SCAN = 500;
 export const HISTORY_DEFAULT_LIMIT = 50;
 export const HISTORY_MAX_LIMIT = 200;
 
-export type ChatDeps = GatewayDeps;
+/** The gateway's dependencies, and the app clock (dates of the agent state a waiting message reads). */
+export type ChatDeps = GatewayDeps & { clock: () => number };
 
 export interface ChatLog {
+  info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
 }
@@ -79,7 +83,12 @@ const UNKNOWN_MODEL: AppliedModel = { model: null, provider: null };
  * The model an agent runs, or unknown when the turn went to no agent of the user (the shared platform gateway). Never
  * rejects: it is read beside the turn, and a failed read must neither fail a turn the user got nor go unhandled.
  */
-const appliedModelOf = (deps: ChatDeps, log: ChatLog, user: AuthUser, target: GatewayTarget): Promise<AppliedModel> =>
+const appliedModelOf = (
+  deps: Pick<ChatDeps, 'backend'>,
+  log: Pick<ChatLog, 'warn'>,
+  user: AuthUser,
+  target: GatewayTarget,
+): Promise<AppliedModel> =>
   target.agentId
     ? readAppliedModel(deps.backend, user, target.agentId).catch((err: unknown) => {
         log.warn({ err, agentId: target.agentId }, 'chat: the agent’s model could not be read');
@@ -358,6 +367,46 @@ export function providerKeyError(failure: ProviderKeyFailure, applied: AppliedMo
   return new DomainError(code, { provider: named ?? '' });
 }
 
+/** The gateway did not take the message because it is not up: nothing listens, or it answered that it is not ready. */
+const gatewayNotUp = (err: unknown) =>
+  err instanceof GatewayError && (err.code === 'CONNECT_FAILED' || err.code === 'HTTP_502' || err.code === 'HTTP_503');
+
+/**
+ * A message sent while the agent starts (issue #19): waits up to `AGENT_START_WAIT_MS` for it to be live, read from the
+ * agent state machine (the dashboard shows the same state beside the pending message). Throws in words when the agent
+ * is not coming up by itself (stopped, failed) or is still starting when the wait ends.
+ */
+async function waitForAgent(deps: ChatDeps, log: ChatLog, user: AuthUser, agentId: string): Promise<void> {
+  const waitMs = deps.config.gateway.startWaitMs;
+  const started = performance.now();
+  const state = await waitUntilLive(deps, user, agentId, waitMs);
+  const waitedMs = Math.round(performance.now() - started);
+  if (!state) throw new DomainError('AGENT_NOT_FOUND');
+  log.info({ agentId, state: state.state, waitedMs }, 'chat waited for the agent to start');
+  if (state.state === 'live') return;
+  if (state.state === 'provisioning' || state.state === 'starting' || state.state === 'updating') {
+    throw new DomainError('AGENT_STILL_STARTING', { seconds: Math.round(waitedMs / 1000) });
+  }
+  // "stopped" says it all; a failure says why.
+  throw new DomainError('AGENT_NOT_LIVE', { state: state.state === 'stopped' ? 'stopped' : `${state.state} (${state.reason})` });
+}
+
+/**
+ * A turn's provider-key failure in the chat's words, for the paths that answer in a shape of their own (the plugin
+ * gateway's `agent` plugin, workflow steps); null when the turn failed for another reason.
+ */
+export async function providerKeyWords(
+  deps: Pick<ChatDeps, 'backend'>,
+  log: Pick<ChatLog, 'warn'>,
+  user: AuthUser | null,
+  target: GatewayTarget,
+  err: unknown,
+): Promise<string | null> {
+  const failure = providerKeyFailureOf(err);
+  if (!failure) return null;
+  return providerKeyError(failure, user ? await appliedModelOf(deps, log, user, target) : UNKNOWN_MODEL).message;
+}
+
 /** 502 in fixed words per failure kind; the gateway's own message is logged only. */
 function restFailure(err: unknown): DomainError {
   if (err instanceof GatewayError) {
@@ -386,16 +435,26 @@ export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser
   // `openclaw/default`), so the turn is recorded with the model the agent's applied configuration runs, read while the
   // agent answers. Null (unknown, priced 0) when it cannot be read: never a default model.
   const applied = appliedModelOf(deps, log, user, target);
-  let result: Awaited<ReturnType<typeof restChat>>;
-  try {
-    result = await restChat({
+  const send = () =>
+    restChat({
       baseUrl: target.baseUrl,
       token: target.token,
       user: restChatUser(user.id, input.sessionKey),
       messages: [{ role: 'user', content: input.message }],
       timeoutMs: deps.config.gateway.chatTimeoutMs,
     });
+  let result: Awaited<ReturnType<typeof restChat>>;
+  try {
+    try {
+      result = await send();
+    } catch (err) {
+      // The gateway is not up (yet): when the agent is on its way to live, the message waits for it, then goes.
+      if (!target.agentId || !gatewayNotUp(err)) throw err;
+      await waitForAgent(deps, log, user, target.agentId);
+      result = await send();
+    }
   } catch (err) {
+    if (err instanceof DomainError) throw err;
     log.warn({ ...failureOf(err), agentId: target.agentId, gateway: target.kind }, 'agent chat failed');
     const keyFailure = providerKeyFailureOf(err);
     if (keyFailure) throw providerKeyError(keyFailure, await applied);
@@ -610,7 +669,9 @@ async function readSessions(conn: GatewayConnection, target: GatewayTarget, time
     { limit: STATUS_SCAN, sortBy: 'activity' },
     { timeoutMs },
   );
-  let rows = (listed.sessions ?? []).filter((r): r is SessionRow & { key: string } => typeof r?.key === 'string');
+  let rows = (listed.sessions ?? []).filter(
+    (r): r is SessionRow & { key: string } => typeof r?.key === 'string' && !isWarmUpSession(r.key),
+  );
   if (target.ownerTag) {
     const tag = target.ownerTag;
     rows = rows.filter((r) => carriesOwnerTag(r.key, tag));

@@ -38,7 +38,7 @@ const authenticate = async (request: FastifyRequest) => {
  * `AgentActionBody`), so each bad body gets its own words.
  */
 export async function agentInteractionRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  const deps = { db: app.db, backend: app.backend, config };
+  const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
   // The `chat` action opens a turn like `POST /api/chat`, so it spends the same per-client budget (same counter name).
   const chatLimit = app.rateLimit({ name: 'chat', max: CHAT_LIMIT_PER_MINUTE, windowMs: MINUTE, message: 'Too many requests' });
   const credentialLimit = app.rateLimit({

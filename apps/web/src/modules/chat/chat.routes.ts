@@ -30,7 +30,7 @@ const authenticate = async (request: FastifyRequest) => {
  * words for it (chat.schemas.ts).
  */
 export async function chatRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  const deps = { db: app.db, backend: app.backend, config };
+  const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
   // One budget for every chat path of a client: both open a turn on an agent.
   const chatLimit = app.rateLimit({ name: 'chat', max: CHAT_LIMIT_PER_MINUTE, windowMs: MINUTE, message: 'Too many requests' });
 

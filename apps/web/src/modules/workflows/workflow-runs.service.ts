@@ -10,7 +10,7 @@ import {
   withGateway,
 } from '../../platform/clients/user-gateway.js';
 import type { AuthUser } from '../../platform/sessions.js';
-import { agentTurnUsage, usageOfMessage } from '../chat/agent-chat.service.js';
+import { agentTurnUsage, providerKeyWords, usageOfMessage } from '../chat/agent-chat.service.js';
 import { recordUsage } from '../usage/usage.service.js';
 
 /**
@@ -336,7 +336,9 @@ export async function runWorkflow(
         });
         await recordTurnUsage(deps, user, agent, final);
       } catch (err) {
-        record('failed', null, turnFailure(err, turnTimeout));
+        // A missing or refused provider key is said in the chat's words (issue #19).
+        const keyWords = target ? await providerKeyWords(deps, deps.log, user, target, err) : null;
+        record('failed', null, keyWords ?? turnFailure(err, turnTimeout));
         break;
       }
     }

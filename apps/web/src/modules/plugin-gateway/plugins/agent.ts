@@ -1,7 +1,7 @@
 import { DomainError } from '@aop/core';
 import { GatewayError, type RestChatOptions, restChat, restChatStream } from '@aop/gateway-client';
 import { BackendUnavailableError } from '../../../platform/clients/backend-client.js';
-import { checkMessage, checkSessionKey, restChatUser } from '../../chat/agent-chat.service.js';
+import { checkMessage, checkSessionKey, providerKeyWords, restChatUser } from '../../chat/agent-chat.service.js';
 import type { AuthUser } from '../../../platform/sessions.js';
 import {
   type GatewayDeps,
@@ -97,7 +97,9 @@ export function agentPlugin(deps: GatewayDeps, priceUsd: string | null): Gateway
         } catch (err) {
           const reason = err instanceof GatewayError ? { code: err.code, reason: err.message } : { reason: String(err) };
           run.log.warn({ ...reason, agentId: target.agentId, gateway: target.kind }, 'gateway plugin agent: turn failed');
-          throw turnFailure(err);
+          // A missing or refused provider key is said in the chat's words (issue #19), not as a generic failure.
+          const keyWords = await providerKeyWords(deps, run.log, user, target, err);
+          throw keyWords ? pluginFailed('agent', keyWords) : turnFailure(err);
         }
         const extra: Record<string, unknown> = {};
         if (sessionKey) extra.sessionKey = sessionKey;
