@@ -701,15 +701,19 @@ describe('chatting with one’s agent', () => {
       await Promise.all([modelGw?.close(), refusedGw?.close(), missingGw?.close()]);
     });
 
-    it('the agent record names the model its host applies, or null (unknown) when it cannot be read', async () => {
+    it('the agent record names the model its host applies and where it comes from: OpenClaw’s default and unknown told apart', async () => {
       const one = await call(web, `/api/agents/${erin.agentId}`, { cookie: erin.cookie });
-      expect([one.status, one.body.agent.model]).toEqual([200, APPLIED]);
+      expect([one.status, one.body.agent.model, one.body.agent.modelSource]).toEqual([200, APPLIED, 'platform']);
       const list = await call(web, '/api/agents', { cookie: erin.cookie });
-      expect(list.body.agents.map((a: { id: string; model: string | null }) => [a.id, a.model])).toEqual([[erin.agentId, APPLIED]]);
-      // Alice's configuration names no model: unknown, not the platform's default.
-      expect((await call(web, `/api/agents/${alice.agentId}`, { cookie: alice.cookie })).body.agent.model).toBeNull();
+      expect(
+        list.body.agents.map((a: { id: string; model: string | null; modelSource: string }) => [a.id, a.model, a.modelSource]),
+      ).toEqual([[erin.agentId, APPLIED, 'platform']]);
+      // Alice's configuration names no model: OpenClaw's own default, not the platform's.
+      const alices = (await call(web, `/api/agents/${alice.agentId}`, { cookie: alice.cookie })).body.agent;
+      expect([alices.model, alices.modelSource]).toEqual([null, 'default']);
       // Dave's agent is one no backend runs: unknown.
-      expect((await call(web, '/api/agents/agt_never_deployed', { cookie: dave.cookie })).body.agent.model).toBeNull();
+      const daves = (await call(web, '/api/agents/agt_never_deployed', { cookie: dave.cookie })).body.agent;
+      expect([daves.model, daves.modelSource]).toEqual([null, 'unknown']);
     });
 
     it('REST chat answers, stores and records the applied model, priced from it', async () => {

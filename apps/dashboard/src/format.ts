@@ -75,3 +75,11 @@ export function formatDuration(ms: number): string {
   if (minutes < 60) return `${minutes} min ${seconds % 60} s`;
   return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }
+
+/**
+ * An agent's model when the record names none: OpenClaw's own default (its configuration names no model), or unknown
+ * (its applied configuration could not be read). The same words as the Configuration tab.
+ */
+export const modelLabel = (source: string) => (source === 'default' ? 'OpenClaw’s default' : 'unknown');
+export const modelWhy = (source: string) =>
+  source === 'default' ? 'The configuration names no model: OpenClaw uses its default' : 'The model could not be read from the agent';

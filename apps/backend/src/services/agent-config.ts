@@ -55,16 +55,26 @@ async function replaceAgentConfig(
   now: Date,
   apply: () => Promise<unknown>,
 ): Promise<string> {
+  const backupId = await backUpAgentConfig(trx, agentId, now);
+  await trx
+    .updateTable('agent_deployments')
+    .set({ config: JSON.stringify(next), updated_at: now })
+    .where('id', '=', agentId)
+    .execute();
+  await apply();
+  return backupId;
+}
+
+/**
+ * Keeps the agent's current configuration as a backup (the 10 newest are kept), with its row locked until the
+ * transaction ends: every writer of an agent's configuration calls it first (the config routes, `PUT /agents/:id`).
+ */
+export async function backUpAgentConfig(trx: Tx, agentId: string, now: Date): Promise<string> {
   const row = await lockAgent(trx, agentId);
   const backupId = newId('backup');
   await trx
     .insertInto('agent_config_backups')
     .values({ id: backupId, agent_id: agentId, user_id: row.user_id, config: JSON.stringify(row.config), created_at: now })
-    .execute();
-  await trx
-    .updateTable('agent_deployments')
-    .set({ config: JSON.stringify(next), updated_at: now })
-    .where('id', '=', agentId)
     .execute();
   const keep = trx
     .selectFrom('agent_config_backups')
@@ -73,7 +83,6 @@ async function replaceAgentConfig(
     .orderBy('seq', 'desc')
     .limit(MAX_AGENT_CONFIG_BACKUPS);
   await trx.deleteFrom('agent_config_backups').where('agent_id', '=', agentId).where('id', 'not in', keep).execute();
-  await apply();
   return backupId;
 }
 

@@ -266,6 +266,12 @@ export interface AgentModelView {
   model: string | null;
   /** The AI provider behind that model: the deployment's provider when the platform wrote the model from its key. */
   provider: string | null;
+  /**
+   * Where the model comes from: `platform` (written from the agent's AI provider key), `config` (its configuration
+   * names it), `default` (nothing names one: OpenClaw's own default), `unknown` (the applied configuration could not be
+   * read, e.g. no host runs the agent). `model` is null for the last two.
+   */
+  source: 'platform' | 'config' | 'default' | 'unknown';
 }
 
 /**
@@ -276,11 +282,11 @@ export interface AgentModelView {
  */
 export function agentModelView(
   row: { id: string; ai_provider: string },
-  applied: { model: string | null; modelSource: string } | null,
+  applied: { model: string | null; modelSource: 'platform' | 'config' | 'default' } | null,
 ): AgentModelView {
   const model = applied?.model ?? null;
   const provider = !model ? null : applied?.modelSource === 'platform' ? row.ai_provider : model.split('/')[0] || null;
-  return { agentId: row.id, model, provider };
+  return { agentId: row.id, model, provider, source: applied?.modelSource ?? 'unknown' };
 }
 
 /** What `GET /agents/:id/state` answers: the shared state machine's view, with the evidence it was derived from. */

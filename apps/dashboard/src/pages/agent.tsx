@@ -3,6 +3,7 @@ import { Link, useSearchParams } from 'wouter';
 import { api, errorMessage } from '../api.js';
 import { PageHeader } from '../components/layout.js';
 import { ErrorState, Loading } from '../components/states.js';
+import { modelLabel, modelWhy } from '../format.js';
 import { StatusBadge } from '../components/status-badge.js';
 import { Tabs } from '../components/tabs.js';
 import { useApi } from '../use-api.js';
@@ -131,8 +132,8 @@ export default function AgentPage({ agentId }: { agentId: string }) {
           <div>
             <dt>Model</dt>
             {/* Read from the configuration the agent's host applies; never a default when it cannot be read. */}
-            <dd className="mono" data-testid="agent-model" title={a.model ? undefined : 'The model could not be read from the agent'}>
-              {a.model ?? 'unknown'}
+            <dd className={a.model ? 'mono' : undefined} data-testid="agent-model" title={a.model ? undefined : modelWhy(a.modelSource)}>
+              {a.model ?? modelLabel(a.modelSource)}
             </dd>
           </div>
           <div>

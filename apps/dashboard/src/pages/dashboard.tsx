@@ -4,6 +4,7 @@ import type { DashboardStats, NewAgentGate } from '@aop/web/usage/usage.schemas'
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { PageHeader } from '../components/layout.js';
+import { modelLabel, modelWhy } from '../format.js';
 import { Loaded } from '../components/states.js';
 import { AgentStateBadge } from '../components/status-badge.js';
 import { type Resource, useApi } from '../use-api.js';
@@ -146,7 +147,9 @@ export default function DashboardPage() {
                       <td>
                         <AgentStateBadge agentId={agent.id} recorded={agent.status} />
                       </td>
-                      <td className="mono">{agent.model ?? '—'}</td>
+                      <td className={agent.model ? 'mono' : undefined} title={agent.model ? undefined : modelWhy(agent.modelSource)}>
+                        {agent.model ?? modelLabel(agent.modelSource)}
+                      </td>
                       <td>{new Date(agent.createdAt).toLocaleString()}</td>
                     </tr>
                   ))}

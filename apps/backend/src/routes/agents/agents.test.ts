@@ -256,6 +256,15 @@ describe('backend agents and deployments', () => {
       message: 'Agent updated',
     });
     expect((await call('usr_a', 'PUT', '/agents/agt_alpha', { aiProvider: 'nope' })).status).toBe(400);
+    // A new configuration keeps the one it replaced as a backup, as the configuration routes do (issue #19).
+    const kept = await call('usr_a', 'GET', '/agents/agt_alpha/config');
+    expect(kept.body.config).toEqual({ logging: { level: 'debug' } });
+    expect(kept.body.backups).toHaveLength(1);
+    const backup = await call('usr_a', 'GET', `/agents/agt_alpha/config/backups/${kept.body.backups[0].id}`);
+    expect(backup.body.backup.config).not.toEqual({ logging: { level: 'debug' } });
+    // A change of plan alone leaves the configuration and its backups alone.
+    await call('usr_a', 'PUT', '/agents/agt_alpha', { plan: 'solo' });
+    expect((await call('usr_a', 'GET', '/agents/agt_alpha/config')).body.backups).toHaveLength(1);
 
     expect((await call('usr_a', 'POST', '/agents', {})).body).toEqual({ error: 'Name required' });
     const created = await call('usr_a', 'POST', '/agents', { name: 'Later' });

@@ -12,6 +12,7 @@ import {
   getAgentConfigBackup,
   listAgentConfigBackups,
   restoreAgentConfig,
+  backUpAgentConfig,
   saveAgentConfig,
 } from '../../services/agent-config.js';
 import { syncWalletEnv, walletEnvFor, withWalletEnv } from '../../services/agent-wallet-env.js';
@@ -258,6 +259,8 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
       }
       const row = await app.db.withUser(userId, async (trx) => {
         await ownDeployment(trx, request.params.id);
+        // A new configuration keeps the one it replaces as a backup, as the configuration routes do.
+        if (agentConfig) await backUpAgentConfig(trx, request.params.id, new Date(app.clock()));
         return updateDeployment(trx, request.params.id, { plan: body.plan, aiProvider, config: agentConfig });
       });
       const state = await hostState(host, row.id);

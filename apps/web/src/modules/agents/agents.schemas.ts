@@ -3,13 +3,27 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 
 const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
+/** Where an agent's model comes from; tells "OpenClaw's default" (nothing names one) from "unknown" (not readable). */
+export const MODEL_SOURCES = ['platform', 'config', 'default', 'unknown'] as const;
+export type ModelSourceName = (typeof MODEL_SOURCES)[number];
+const ModelSource = Type.Union(
+  MODEL_SOURCES.map((s) => Type.Literal(s)),
+  {
+    description:
+      '`platform`: written from the agent’s AI provider key; `config`: its configuration names it; `default`: nothing names one (OpenClaw’s default); `unknown`: its applied configuration could not be read',
+  },
+);
+
 /** One of `GET /api/agents`' agents (agents.service.ts `listAgents`). */
 export const AgentSummary = Type.Object({
   id: Type.String(),
   name: Type.String(),
   model: nullable(
-    Type.String({ description: 'the model the agent runs, read from the configuration its host applies; null when it cannot be read' }),
+    Type.String({
+      description: 'the model the agent runs, read from the configuration its host applies; null when none is named or it cannot be read',
+    }),
   ),
+  modelSource: ModelSource,
   status: Type.String(),
   url: nullable(Type.String()),
   websocketUrl: nullable(Type.String({ description: 'the gateway URL with `ws` for `http`' })),
@@ -32,8 +46,11 @@ export const AgentRecord = Type.Object({
   id: Type.String(),
   name: Type.String(),
   model: nullable(
-    Type.String({ description: 'the model the agent runs, read from the configuration its host applies; null when it cannot be read' }),
+    Type.String({
+      description: 'the model the agent runs, read from the configuration its host applies; null when none is named or it cannot be read',
+    }),
   ),
+  modelSource: ModelSource,
   status: Type.String(),
   subdomain: nullable(Type.String()),
   url: nullable(Type.String()),

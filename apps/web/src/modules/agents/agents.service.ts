@@ -2,6 +2,7 @@ import type { Database, Tx } from '@aop/db';
 import { type BackendClient, BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { type AuthUser, backendCaller } from '../../platform/sessions.js';
 import { openGatewayToken } from './hosting.service.js';
+import { MODEL_SOURCES, type ModelSourceName } from './agents.schemas.js';
 
 /** The caller's agents, their records and runtime (spec §4.15), as the agent routes answer them. */
 
@@ -43,9 +44,10 @@ export async function listProvisionedAgents(db: Database, userId: string) {
 export interface AppliedModel {
   model: string | null;
   provider: string | null;
+  source: ModelSourceName;
 }
 
-const UNKNOWN_MODEL: AppliedModel = { model: null, provider: null };
+export const UNKNOWN_MODEL: AppliedModel = { model: null, provider: null, source: 'unknown' };
 /** A model read is part of a page load or a chat turn: a backend slower than this leaves the model unknown. */
 const APPLIED_MODEL_TIMEOUT_MS = 5_000;
 
@@ -61,15 +63,19 @@ export async function readAppliedModel(
   agentId: string,
 ): Promise<AppliedModel> {
   try {
-    const answer = await backend.request<{ model?: unknown; provider?: unknown }>(`/api/agents/${encodeURIComponent(agentId)}/model`, {
-      caller: backendCaller(user),
-      timeoutMs: APPLIED_MODEL_TIMEOUT_MS,
-    });
+    const answer = await backend.request<{ model?: unknown; provider?: unknown; source?: unknown }>(
+      `/api/agents/${encodeURIComponent(agentId)}/model`,
+      {
+        caller: backendCaller(user),
+        timeoutMs: APPLIED_MODEL_TIMEOUT_MS,
+      },
+    );
     if (answer.status !== 200 || !answer.body) return UNKNOWN_MODEL;
-    const { model, provider } = answer.body;
+    const { model, provider, source } = answer.body;
     return {
       model: typeof model === 'string' && model ? model : null,
       provider: typeof provider === 'string' && provider ? provider : null,
+      source: MODEL_SOURCES.includes(source as ModelSourceName) ? (source as ModelSourceName) : 'unknown',
     };
   } catch (err) {
     if (err instanceof BackendUnavailableError) return UNKNOWN_MODEL;
@@ -90,6 +96,7 @@ export async function listAgents(db: Database, backend: BackendClient, user: Aut
     id: a.id,
     name: a.name,
     model: models[i]?.model ?? null,
+    modelSource: models[i]?.source ?? 'unknown',
     status: a.status,
     url: a.url,
     websocketUrl: wsUrl(a.url),
@@ -124,11 +131,12 @@ export async function findAgent(db: Database, backend: BackendClient, user: Auth
     await primaryOf(trx, userId),
   ]);
   if (!agent) return null;
-  const { model } = await readAppliedModel(backend, user, agent.id);
+  const { model, source } = await readAppliedModel(backend, user, agent.id);
   return {
     id: agent.id,
     name: agent.name,
     model,
+    modelSource: source,
     status: agent.status,
     subdomain: agent.subdomain,
     url: agent.url,

@@ -3,7 +3,7 @@ import { isWarmUpSession } from '@aop/core/agent-state';
 import { llmCostUsd } from '@aop/core/llm-prices';
 import type { Database } from '@aop/db';
 import { type ChatEventPayload, GatewayError, type GatewayConnection, chatSend, restChat } from '@aop/gateway-client';
-import { type AppliedModel, readAppliedModel } from '../agents/agents.service.js';
+import { type AppliedModel, UNKNOWN_MODEL, readAppliedModel } from '../agents/agents.service.js';
 import { waitUntilLive } from '../agents/lifecycle.service.js';
 import { cronJobView, listOwnJobs } from '../schedule/cron-jobs.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
@@ -76,8 +76,6 @@ export function checkSessionKey(sessionKey: unknown): string {
   }
   return sessionKey;
 }
-
-const UNKNOWN_MODEL: AppliedModel = { model: null, provider: null };
 
 /**
  * The model an agent runs, or unknown when the turn went to no agent of the user (the shared platform gateway). Never

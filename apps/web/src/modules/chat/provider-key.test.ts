@@ -85,7 +85,7 @@ describe('providerKeyFailureOf', () => {
 });
 
 describe('providerKeyError', () => {
-  const applied = { model: 'platform/gpt-4.1-mini', provider: 'openai' };
+  const applied = { model: 'platform/gpt-4.1-mini', provider: 'openai', source: 'platform' as const };
 
   it('names the provider the user chose for the one the platform wrote (`platform`), else the one OpenClaw named', () => {
     expect(providerKeyError({ kind: 'refused', provider: 'platform' }, applied)).toMatchObject({
@@ -100,7 +100,7 @@ describe('providerKeyError', () => {
   });
 
   it('leaves the provider out when nobody named it', () => {
-    expect(providerKeyError({ kind: 'refused', provider: null }, { model: null, provider: null }).message).toBe(
+    expect(providerKeyError({ kind: 'refused', provider: null }, { model: null, provider: null, source: 'unknown' }).message).toBe(
       "The agent's AI provider refused its key: check the key in the agent's configuration",
     );
   });
