@@ -30,7 +30,7 @@ import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { approveCommand, assertApproved } from '../shared/approve-device.js';
 import { LineQueue, LineSplitter, splitTimestampNs } from '../shared/log-follow.js';
 import { pumpLogLines } from '../shared/log-pump.js';
-import { MESSAGING_CHANNELS, buildOpenClawConfig, checkAgentEnv, sameAgentEnv } from '../shared/openclaw-config.js';
+import { MESSAGING_CHANNELS, buildOpenClawConfig, carriesWarmUp, checkAgentEnv, sameAgentEnv } from '../shared/openclaw-config.js';
 import { approvePlatformDevice } from '../shared/pairing.js';
 import { exclusive, recordFile, writeRecord } from '../shared/registry.js';
 import { settleWithin } from '../shared/settle-within.js';
@@ -1377,18 +1377,23 @@ export class DockerAgentHost implements AgentHost {
   private async warmUp(agent: Agent, startedAt: string): Promise<void> {
     const info = await this.inspect(agent.record.agentId).catch(() => undefined);
     const url = info?.State.StartedAt === startedAt ? this.gatewayUrl(info) : null;
-    const result = url
-      ? await warmUpGateway({
-          baseUrl: url,
-          token: openSealedSpec(this.secrets, agent.record).gatewayToken,
-          headers: this.authorization(agent),
-          connect: async () => {
-            const c = await this.controlCredentials(agent.record.agentId);
-            return connectGateway({ url: url.replace(/^http/, 'ws'), token: c.token, device: c.device?.identity, retryDeadlineMs: 0 });
-          },
-          timeoutMs: Math.max(30_000, this.options.readyTimeoutMs - (Date.now() - Date.parse(startedAt))),
-        })
-      : { outcome: 'incomplete' as const, ms: 0, detail: 'the container run ended before its warm-up' };
+    const spec = openSealedSpec(this.secrets, agent.record);
+    // Only a configuration that names a model carries the warm-up provider (shared/openclaw-config.ts).
+    const named = carriesWarmUp(buildOpenClawConfig(spec, { port: GATEWAY_PORT, bind: 'lan' }));
+    const result = !named
+      ? { outcome: 'incomplete' as const, ms: 0, detail: 'no model is named, so there is no first turn to prepare' }
+      : url
+        ? await warmUpGateway({
+            baseUrl: url,
+            token: spec.gatewayToken,
+            headers: this.authorization(agent),
+            connect: async () => {
+              const c = await this.controlCredentials(agent.record.agentId);
+              return connectGateway({ url: url.replace(/^http/, 'ws'), token: c.token, device: c.device?.identity, retryDeadlineMs: 0 });
+            },
+            timeoutMs: Math.max(30_000, this.options.readyTimeoutMs - (Date.now() - Date.parse(startedAt))),
+          })
+        : { outcome: 'incomplete' as const, ms: 0, detail: 'the container run ended before its warm-up' };
     if (agent.readyFor !== startedAt) return; // another run began meanwhile
     this.log(
       agent,

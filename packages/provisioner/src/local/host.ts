@@ -35,7 +35,7 @@ import { LineQueue, followFile } from '../shared/log-follow.js';
 import { exclusive, writeFileAtomic, writeRecord } from '../shared/registry.js';
 import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
-import { buildOpenClawConfig, checkAgentEnv, secretEnv } from '../shared/openclaw-config.js';
+import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, secretEnv } from '../shared/openclaw-config.js';
 import { isAlive, memAvailableBytes, processTree, treeRssBytes, treeStats } from './proc.js';
 import {
   type OpenClawRuntime,
@@ -834,6 +834,14 @@ export class LocalAgentHost implements AgentHost {
    * the ready deadline (at least 30 s): a gateway that answers /readyz is not failed for a slow warm-up.
    */
   private async warmUp(agent: Agent, deadline: number): Promise<void> {
+    const written = JSON.parse(await readFile(this.paths(agent.record.agentId).config, 'utf8').catch(() => '{}')) as Record<
+      string,
+      unknown
+    >;
+    if (!carriesWarmUp(written)) {
+      this.log(agent, '[host] /readyz; no model is named, so there is no first turn to prepare');
+      return;
+    }
     const port = agent.record.port;
     const token = this.secrets.decrypt(agent.record.secrets.gatewayToken, secretAad(agent.record.agentId, 'gatewayToken'));
     const baseUrl = `http://127.0.0.1:${port}`;

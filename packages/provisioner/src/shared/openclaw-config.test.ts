@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig, secretEnv } from './openclaw-config.js';
+import { CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig, carriesWarmUp, secretEnv } from './openclaw-config.js';
 import { PINNED_OPENCLAW_VERSION, REPO_ROOT, openClawRuntime, runtimeProblem, validateOpenClawConfig } from './runtime.js';
 
 /** The provisioning template of spec §2.2, as the platform stores it (tools.profile depends on the plan). */
@@ -107,6 +107,24 @@ describe('buildOpenClawConfig', () => {
     const provider = at(config, 'models.providers.platform') as Record<string, unknown>;
     expect(provider).toMatchObject({ baseUrl: llm.baseUrl, api: 'openai-completions', apiKey: { source: 'env', id: LLM_API_KEY_ENV } });
     expect(JSON.stringify(config)).not.toContain('sk-local');
+  });
+
+  it('carries the warm-up provider (the gateway asking itself) only beside a named model', () => {
+    const keyed = buildOpenClawConfig({ config: storedDefaults('pro'), llm }, local);
+    expect(carriesWarmUp(keyed)).toBe(true);
+    expect(at(keyed, 'models.providers.aop-warm-up')).toMatchObject({
+      baseUrl: `http://127.0.0.1:${local.port}/v1`,
+      apiKey: { source: 'env', id: 'OPENCLAW_GATEWAY_TOKEN' },
+    });
+    // A model named by the configuration itself (string or { primary }) is warmed too.
+    expect(carriesWarmUp(buildOpenClawConfig({ config: { agents: { defaults: { model: 'openai/gpt-5' } } } }, local))).toBe(true);
+    expect(carriesWarmUp(buildOpenClawConfig({ config: { agents: { defaults: { model: { primary: 'openai/gpt-5' } } } } }, local))).toBe(
+      true,
+    );
+    // None named: OpenClaw would take the warm-up provider's model for its default, so it is not there.
+    const plain = buildOpenClawConfig({ config: {} }, local);
+    expect(carriesWarmUp(plain)).toBe(false);
+    expect(JSON.stringify(plain)).not.toContain('aop-warm-up');
   });
 
   it('places the workspace and OpenClaw log in the agent directory when asked, and strips host-reaching keys', () => {

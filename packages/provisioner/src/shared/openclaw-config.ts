@@ -148,12 +148,10 @@ export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTok
   if (options.workspaceDir) defaults.workspace = options.workspaceDir;
   if (options.logFile) objectAt(config, 'logging').file = options.logFile;
 
-  const models = objectAt(config, 'models');
-  if (models.mode === undefined) models.mode = 'merge';
-  const providers = objectAt(models, 'providers');
-  // The platform's warm-up turn (shared/warm-up.ts): the gateway asks itself, so no model is called.
-  providers[WARM_UP_PROVIDER_ID] = warmUpProvider(options.port, GATEWAY_TOKEN_ENV);
   if (spec.llm) {
+    const models = objectAt(config, 'models');
+    if (models.mode === undefined) models.mode = 'merge';
+    const providers = objectAt(models, 'providers');
     providers[LLM_PROVIDER_ID] = {
       baseUrl: spec.llm.baseUrl,
       apiKey: envRef(LLM_API_KEY_ENV),
@@ -172,8 +170,25 @@ export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTok
     };
     objectAt(defaults, 'model').primary = `${LLM_PROVIDER_ID}/${spec.llm.model}`;
   }
+  // The platform's warm-up turn (shared/warm-up.ts): the gateway asks itself, so no model is called. Only beside a
+  // named model: with none, OpenClaw would take this provider's for its default, and such an agent has no model to warm.
+  if (namesPrimaryModel(defaults.model)) {
+    const models = objectAt(config, 'models');
+    if (models.mode === undefined) models.mode = 'merge';
+    objectAt(models, 'providers')[WARM_UP_PROVIDER_ID] = warmUpProvider(options.port, GATEWAY_TOKEN_ENV);
+  }
   return config;
 }
+
+/** `agents.defaults.model` names a primary model (OpenClaw takes a string or `{ primary }`). */
+const namesPrimaryModel = (model: unknown) =>
+  (typeof model === 'string' && model !== '') || (isObject(model) && typeof model.primary === 'string' && model.primary !== '');
+
+/** Whether a config built here carries the warm-up provider, i.e. whether a start should end with the warm-up turn. */
+export const carriesWarmUp = (config: Record<string, unknown>): boolean => {
+  const models = config.models;
+  return isObject(models) && isObject(models.providers) && WARM_UP_PROVIDER_ID in models.providers;
+};
 
 /**
  * The gateway's secret variables: those the config refers to (gateway token, channel tokens, LLM key) and the agent's
