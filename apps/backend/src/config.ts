@@ -34,6 +34,8 @@ const BackendEnvSchema = Type.Composite([
     AGENT_DOMAIN: Env.optional(Type.String()),
     AGENT_READY_TIMEOUT_MS: Env.int(120_000, 1000),
     AGENT_MEMORY_BYTES: Env.int(1_610_612_736, 1),
+    // A measured gateway is budgeted at its peak PSS times this (local provider).
+    AGENT_MEMORY_MARGIN: Type.Number({ minimum: 1, default: 1.5 }),
     AGENT_MAX: Env.optional(Type.Integer({ minimum: 0 })),
     OPENROUTER_BASE_URL: Env.str('https://openrouter.ai/api/v1'),
     GEMINI_BASE_URL: Env.str('https://generativelanguage.googleapis.com/v1beta/openai'),
@@ -101,7 +103,7 @@ export interface BackendConfig extends BaseConfig {
   platformGatewayToken: string | undefined;
   /** Agents are reached at `https://<subdomain>.<AGENT_DOMAIN>` when set; at their gateway URL otherwise. */
   agentDomain: string | undefined;
-  agents: { readyTimeoutMs: number; memoryPerAgentBytes: number; maxAgents: number | undefined };
+  agents: { readyTimeoutMs: number; memoryPerAgentBytes: number; memoryMargin: number; maxAgents: number | undefined };
   /** OpenAI-compatible base URL per AI provider (`aiProvider` of a deployment). */
   aiBaseUrls: Record<'openrouter' | 'gemini' | 'groq' | 'anthropic' | 'openai', string>;
   /**
@@ -179,7 +181,12 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
     gatewaySharedToken: parsed.GATEWAY_SHARED_TOKEN,
     platformGatewayToken: parsed.PLATFORM_GATEWAY_TOKEN,
     agentDomain: parsed.AGENT_DOMAIN,
-    agents: { readyTimeoutMs: parsed.AGENT_READY_TIMEOUT_MS, memoryPerAgentBytes: parsed.AGENT_MEMORY_BYTES, maxAgents: parsed.AGENT_MAX },
+    agents: {
+      readyTimeoutMs: parsed.AGENT_READY_TIMEOUT_MS,
+      memoryPerAgentBytes: parsed.AGENT_MEMORY_BYTES,
+      memoryMargin: parsed.AGENT_MEMORY_MARGIN,
+      maxAgents: parsed.AGENT_MAX,
+    },
     aiBaseUrls: {
       openrouter: parsed.OPENROUTER_BASE_URL,
       gemini: parsed.GEMINI_BASE_URL,

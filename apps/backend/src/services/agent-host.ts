@@ -28,7 +28,12 @@ export function createAgentHost(config: BackendConfig): AgentHost {
   const maxAgents = config.agents.maxAgents !== undefined ? { maxAgents: config.agents.maxAgents } : {};
   switch (config.provisioner) {
     case 'local':
-      return new LocalAgentHost({ ...common, ...maxAgents, memoryPerAgentBytes: config.agents.memoryPerAgentBytes });
+      return new LocalAgentHost({
+        ...common,
+        ...maxAgents,
+        memoryPerAgentBytes: config.agents.memoryPerAgentBytes,
+        memoryMargin: config.agents.memoryMargin,
+      });
     case 'docker':
       return new DockerAgentHost({
         ...common,

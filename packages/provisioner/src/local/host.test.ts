@@ -217,6 +217,24 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
     await expect(tiny.create(spec())).rejects.toThrow(/Host is at capacity: 0 of 0 agents running \(1048576\.0 GiB budgeted per agent/);
   });
 
+  it('budgets gateways from their measured memory (peak PSS, kept with the agent), not a flat figure', async () => {
+    // Issue #20 "memory measured, not assumed": a margin so large that one measured gateway fills the host.
+    const measured = await newHost({ memoryMargin: 1e6 });
+    const first = spec();
+    await measured.create(first);
+    await measured.waitUntilReady(first.agentId);
+    // Sampled at every poll while it started: its start's peak is kept with the agent.
+    const { startPeakPssBytes } = JSON.parse(await readFile(measured.paths(first.agentId).registry, 'utf8'));
+    expect(startPeakPssBytes).toBeGreaterThan(5 * 1024 * 1024); // the stand-in gateway and its helper
+    expect(startPeakPssBytes).toBeLessThan(2 * 1024 ** 3);
+    await expect(measured.create(spec())).rejects.toThrow(
+      /Host is at capacity: 1 of \d+ agents running \([\d.]+ GiB budgeted per agent from measured memory/,
+    );
+    // With the default margin the same measurement leaves room: the stand-in holds megabytes, not the flat 1.5 GiB.
+    const roomy = await newHost({ maxAgents: 3 });
+    for (let i = 0; i < 3; i++) await roomy.create(spec());
+  });
+
   it('update: moves to a new version, or rolls back to the previous one with a backup', async () => {
     const host = await newHost();
     const s = spec();

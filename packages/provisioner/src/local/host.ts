@@ -9,8 +9,10 @@ import { BUS_SKILL_NAME, installBusSkill } from '../shared/bus-skill.js';
 import {
   Backoff,
   type BackoffOptions,
+  DEFAULT_MEMORY_MARGIN,
   DEFAULT_MEMORY_PER_AGENT_BYTES,
   DEFAULT_RESERVE_BYTES,
+  budgetFromPeak,
   capacityMessage,
   computeCapacity,
 } from '../shared/capacity.js';
@@ -36,7 +38,7 @@ import { exclusive, writeFileAtomic, writeRecord } from '../shared/registry.js';
 import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, secretEnv } from '../shared/openclaw-config.js';
-import { isAlive, memAvailableBytes, processTree, treeRssBytes, treeStats } from './proc.js';
+import { isAlive, memAvailableBytes, processTree, treePssBytes, treeStats } from './proc.js';
 import {
   type OpenClawRuntime,
   PINNED_OPENCLAW_VERSION,
@@ -64,8 +66,12 @@ export interface LocalHostOptions {
   runtimes?: Record<string, string>;
   /** Version for agents whose spec names none (default: the pinned one). */
   defaultVersion?: string;
-  /** Memory budget per gateway (default 1.5 GiB). */
+  /** Memory budget of a gateway not measured yet (default 1.5 GiB); measured ones are budgeted from their peak PSS. */
   memoryPerAgentBytes?: number;
+  /** A measured gateway's budget is its peak PSS times this (default 1.5). */
+  memoryMargin?: number;
+  /** How often the memory of running gateways is sampled (default 30 s; also at every start poll and capacity check). */
+  memorySampleMs?: number;
   /** Memory kept free for everything else on the host (default 2 GiB). */
   reserveBytes?: number;
   /** Hard cap on gateways, on top of the memory-derived one. */
@@ -105,6 +111,12 @@ interface AgentRecord {
   pid: number | null;
   llm: (Omit<LlmSpec, 'apiKey'> & { apiKey: string }) | null;
   secrets: SealedSpecRecord['secrets'];
+  /**
+   * The largest proportional set size (bytes) its gateway's process tree has been seen with once ready (chat turns
+   * included), and while starting (a transient peak, above the settled size): its memory budget's base.
+   */
+  peakPssBytes?: number | null;
+  startPeakPssBytes?: number | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -200,6 +212,7 @@ export class LocalAgentHost implements AgentHost {
   private readonly agents = new Map<string, Agent>();
   private readonly creating = new Set<string>();
   private shuttingDown = false;
+  private readonly memorySampler: NodeJS.Timeout;
 
   constructor(private readonly config: LocalHostOptions) {
     this.secrets = secretBoxFor(config, 'LocalAgentHost');
@@ -216,6 +229,8 @@ export class LocalAgentHost implements AgentHost {
     };
     openHosts.add(this);
     if (openHosts.size === 1) process.on('exit', stopGatewaysOnExit);
+    this.memorySampler = setInterval(() => void this.sampleMemory(), config.memorySampleMs ?? 30_000);
+    this.memorySampler.unref();
   }
 
   get defaultVersion(): string {
@@ -453,6 +468,7 @@ export class LocalAgentHost implements AgentHost {
   async shutdown(): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
+    clearInterval(this.memorySampler);
     await Promise.all(
       [...this.agents.values()].map((agent) =>
         exclusive(agent, async () => {
@@ -642,25 +658,75 @@ export class LocalAgentHost implements AgentHost {
     if (existsSync(paths.registry)) await chmod(paths.registry, 0o600);
   }
 
-  private async activeAgentsRss(exclude: string | null): Promise<{ active: number; rss: number }> {
-    let active = 0;
-    let rss = 0;
-    for (const [id, agent] of this.agents) {
-      if (id === exclude || (!ACTIVE.has(agent.status) && !agent.child)) continue;
-      active += 1;
-      if (agent.child?.pid) rss += await treeRssBytes(agent.child.pid);
+  /**
+   * Samples the PSS of an agent's gateway tree and keeps its peak (saved with the agent when it grew by 5 % or more, so
+   * a restarted host budgets it from what it was seen to need). Returns the current PSS (0 without a process).
+   */
+  private async measure(agent: Agent): Promise<number> {
+    const pid = agent.child?.pid;
+    if (!pid) return 0;
+    const now = await treePssBytes(pid);
+    const key = agent.status === 'starting' ? 'startPeakPssBytes' : 'peakPssBytes';
+    const peak = agent.record[key] ?? 0;
+    if (now > peak) {
+      agent.record[key] = now;
+      if (now >= peak * 1.05) await this.saveRecord(agent).catch(() => undefined);
     }
-    return { active: active + this.creating.size - (exclude === null ? 1 : 0), rss };
+    return now;
+  }
+
+  /**
+   * An agent's memory budget from its measurements: its peak once ready × margin (room for longer conversations), and
+   * at least its start's transient peak; null when it was never measured.
+   */
+  private budgetOf(agent: Agent, margin: number): number | null {
+    const { peakPssBytes: peak, startPeakPssBytes: start } = agent.record;
+    if (!peak && !start) return null;
+    return Math.max(peak ? budgetFromPeak(peak, margin) : 0, start ?? 0);
+  }
+
+  private async sampleMemory(): Promise<void> {
+    for (const agent of this.agents.values()) if (agent.status === 'running') await this.measure(agent).catch(() => undefined);
+  }
+
+  /**
+   * The active gateways (running, starting, or being created; `exclude`: the agent being (re)started, already counted),
+   * the PSS they hold now, and their budgets (`budgetOf`; `memoryPerAgentBytes` for one not measured yet). A new
+   * gateway is budgeted at the largest measured budget on this host (any agent ever measured), else the default.
+   */
+  private async activeAgentsMemory(exclude: string | null) {
+    const margin = this.config.memoryMargin ?? DEFAULT_MEMORY_MARGIN;
+    let active = 0;
+    let held = 0;
+    const budgets: number[] = [];
+    let largest = 0;
+    for (const [id, agent] of this.agents) {
+      const measured = id === exclude || (!ACTIVE.has(agent.status) && !agent.child) ? null : await this.measure(agent);
+      const budget = this.budgetOf(agent, margin);
+      if (budget) largest = Math.max(largest, budget);
+      if (measured === null) continue;
+      active += 1;
+      held += measured;
+      if (budget) budgets.push(budget);
+    }
+    return {
+      active: active + this.creating.size - (exclude === null ? 1 : 0),
+      held,
+      budgets,
+      newAgentBytes: largest > 0 ? largest : undefined,
+    };
   }
 
   /** Throws `HostFullError` unless one more gateway fits (`exclude`: the agent being (re)started, already counted). */
   private async assertCapacity(exclude: string | null): Promise<void> {
-    const { active, rss } = await this.activeAgentsRss(exclude);
+    const { active, held, budgets, newAgentBytes } = await this.activeAgentsMemory(exclude);
     const input = {
       availableBytes: await memAvailableBytes(),
-      agentsRssBytes: rss,
+      agentsRssBytes: held,
       activeAgents: Math.max(0, active),
       memoryPerAgentBytes: this.config.memoryPerAgentBytes ?? DEFAULT_MEMORY_PER_AGENT_BYTES,
+      measuredBudgetsBytes: budgets,
+      ...(newAgentBytes === undefined ? {} : { newAgentBytes }),
       reserveBytes: this.config.reserveBytes ?? DEFAULT_RESERVE_BYTES,
       maxAgents: this.config.maxAgents,
     };
@@ -802,6 +868,8 @@ export class LocalAgentHost implements AgentHost {
     const deadline = (agent.startedAt ?? Date.now()) + this.options.readyTimeoutMs;
     const port = agent.record.port;
     while (agent.generation === generation && agent.status === 'starting' && agent.child) {
+      // A gateway's start is its idle peak (0.8–0.95 GB): sampled as it happens.
+      await this.measure(agent);
       try {
         const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(2_000) });
         const body = (await res.json().catch(() => ({}))) as { ready?: boolean };

@@ -87,6 +87,29 @@ export async function treeRssBytes(rootPid: number): Promise<number> {
   return sizes.reduce((a, b) => a + b, 0);
 }
 
+/**
+ * The proportional set size of a process in bytes (`Pss` of `/proc/<pid>/smaps_rollup`): its private memory plus its
+ * share of pages it shares with others (the Node binary, the compile cache mapped by every gateway), so the PSS of
+ * several gateways adds up to what they really hold, where RSS counts shared pages once per process. RSS when the
+ * kernel has no smaps_rollup; 0 when the process is gone.
+ */
+export async function pssBytes(pid: number): Promise<number> {
+  try {
+    const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
+    const match = /^Pss:\s+(\d+)\s+kB/m.exec(rollup);
+    if (match) return Number(match[1]) * 1024;
+  } catch {
+    // fall through to RSS
+  }
+  return rssBytes(pid);
+}
+
+export async function treePssBytes(rootPid: number): Promise<number> {
+  const pids = await processTree(rootPid);
+  const sizes = await Promise.all(pids.map(pssBytes));
+  return sizes.reduce((a, b) => a + b, 0);
+}
+
 /** `MemAvailable` from `/proc/meminfo`, in bytes. */
 export async function memAvailableBytes(): Promise<number> {
   const meminfo = await readFile('/proc/meminfo', 'utf8');

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { Backoff, DEFAULT_MEMORY_PER_AGENT_BYTES, DEFAULT_RESERVE_BYTES, capacityMessage, computeCapacity } from './capacity.js';
+import {
+  Backoff,
+  DEFAULT_MEMORY_PER_AGENT_BYTES,
+  DEFAULT_RESERVE_BYTES,
+  budgetFromPeak,
+  capacityMessage,
+  computeCapacity,
+} from './capacity.js';
 import { parseStat } from '../local/proc.js';
 
 const GIB = 1024 ** 3;
@@ -33,6 +40,28 @@ describe('computeCapacity', () => {
     });
     expect(computeCapacity({ ...base, availableBytes: 20 * GIB, memoryPerAgentBytes: 1 * GIB, reserveBytes: 0 }).maxAgents).toBe(20);
     expect(computeCapacity({ ...base, availableBytes: 1 * GIB, reserveBytes: 4 * GIB }).maxAgents).toBe(0);
+  });
+
+  it('budgets measured gateways at their peak PSS × margin, and a new one at the largest measured budget', () => {
+    // 4 gateways measured at a 0.6 GiB peak (budget 0.9 GiB each) hold 2.4 GiB; 20 GiB are available:
+    // (20 + 2.4 − 2 − 4 × 0.9) / 0.9 = 18 more, 22 in all — where the flat 1.5 GiB allowed 13.
+    const measured = {
+      ...base,
+      availableBytes: 20 * GIB,
+      agentsRssBytes: 2.4 * GIB,
+      activeAgents: 4,
+      measuredBudgetsBytes: Array(4).fill(budgetFromPeak(0.6 * GIB)),
+      newAgentBytes: budgetFromPeak(0.6 * GIB),
+    };
+    expect(budgetFromPeak(0.6 * GIB)).toBe(Math.ceil(0.9 * GIB));
+    expect(computeCapacity(measured)).toEqual({ maxAgents: 22, activeAgents: 4, hasRoom: true });
+    expect(computeCapacity({ ...measured, measuredBudgetsBytes: undefined, newAgentBytes: undefined }).maxAgents).toBe(13);
+    // A gateway not measured yet (still starting) counts at the default budget.
+    expect(computeCapacity({ ...measured, activeAgents: 5 }).maxAgents).toBe(21);
+    const full = { ...measured, availableBytes: 1 * GIB };
+    expect(capacityMessage(computeCapacity(full), full)).toBe(
+      'Host is at capacity: 4 of 1 agents running (0.9 GiB budgeted per agent from measured memory, 1.0 GiB available)',
+    );
   });
 
   it('explains a full host', () => {

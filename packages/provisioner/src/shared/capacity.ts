@@ -2,8 +2,19 @@
 
 const GIB = 1024 ** 3;
 
-/** An OpenClaw gateway holds ~1.0 GB idle and ~1.5 GB after a few turns (research §4). */
+/**
+ * The budget of a gateway whose memory has not been measured yet: an OpenClaw gateway holds ~1.0 GB RSS idle and
+ * ~1.5 GB after a few turns (research §4). Measured gateways are budgeted from their own peak (`budgetFromPeak`).
+ */
 export const DEFAULT_MEMORY_PER_AGENT_BYTES = 1.5 * GIB;
+/**
+ * A measured gateway is budgeted at its peak PSS times this: an idle gateway's peak is its start (0.8–0.95 GB), and chat
+ * turns add about 30 % (research §4); the rest is room for longer conversations.
+ */
+export const DEFAULT_MEMORY_MARGIN = 1.5;
+
+/** The budget of a gateway measured at `peakBytes` (its largest proportional set size seen so far). */
+export const budgetFromPeak = (peakBytes: number, margin = DEFAULT_MEMORY_MARGIN) => Math.ceil(peakBytes * margin);
 /** Memory left for the platform itself (web, backend, database) and the OS. */
 export const DEFAULT_RESERVE_BYTES = 2 * GIB;
 
@@ -12,9 +23,14 @@ export interface CapacityInput {
   availableBytes: number;
   /** Resident memory of the gateways this host already runs (already missing from `availableBytes`). */
   agentsRssBytes: number;
-  /** Gateways this host runs or is starting (each is budgeted at `memoryPerAgentBytes`). */
+  /** Gateways this host runs or is starting. */
   activeAgents: number;
+  /** The budget of an active gateway not measured yet, and of a new one while no gateway here has been measured. */
   memoryPerAgentBytes: number;
+  /** The budgets of the active gateways that have been measured (`budgetFromPeak`); the others take `memoryPerAgentBytes`. */
+  measuredBudgetsBytes?: number[];
+  /** The budget of the gateway to start, when measurements give one (the largest measured peak's budget). */
+  newAgentBytes?: number;
   reserveBytes: number;
   /** A hard cap set by the operator. */
   maxAgents?: number;
@@ -28,23 +44,32 @@ export interface Capacity {
 }
 
 /**
- * How many gateways fit: the memory they could use (what is available plus what our gateways already hold),
- * less the reserve, divided by the per-gateway budget; capped by `maxAgents`.
+ * How many gateways fit: the memory they could use (what is available plus what our gateways already hold), less the
+ * reserve and the budgets of the active gateways (measured, or `memoryPerAgentBytes`), divided by a new gateway's
+ * budget, plus the active ones; capped by `maxAgents`. With nothing measured it is (available + held − reserve) / budget.
  */
 export function computeCapacity(input: CapacityInput): Capacity {
   const budget = input.availableBytes + input.agentsRssBytes - input.reserveBytes;
-  const byMemory = input.memoryPerAgentBytes > 0 ? Math.max(0, Math.floor(budget / input.memoryPerAgentBytes)) : 0;
+  const measured = input.measuredBudgetsBytes ?? [];
+  const unmeasured = Math.max(0, input.activeAgents - measured.length);
+  const committed = measured.reduce((a, b) => a + b, 0) + unmeasured * input.memoryPerAgentBytes;
+  const perNew = input.newAgentBytes ?? input.memoryPerAgentBytes;
+  const byMemory = perNew > 0 ? Math.max(0, input.activeAgents + Math.floor((budget - committed) / perNew)) : 0;
   const maxAgents = input.maxAgents === undefined ? byMemory : Math.min(byMemory, Math.max(0, Math.floor(input.maxAgents)));
   return { maxAgents, activeAgents: input.activeAgents, hasRoom: input.activeAgents < maxAgents };
 }
 
 export const formatGiB = (bytes: number) => `${(bytes / GIB).toFixed(1)} GiB`;
 
-export function capacityMessage(capacity: Capacity, input: Pick<CapacityInput, 'availableBytes' | 'memoryPerAgentBytes'>): string {
-  return (
-    `Host is at capacity: ${capacity.activeAgents} of ${capacity.maxAgents} agents running ` +
-    `(${formatGiB(input.memoryPerAgentBytes)} budgeted per agent, ${formatGiB(input.availableBytes)} available)`
-  );
+export function capacityMessage(
+  capacity: Capacity,
+  input: Pick<CapacityInput, 'availableBytes' | 'memoryPerAgentBytes' | 'newAgentBytes'>,
+): string {
+  const perAgent =
+    input.newAgentBytes === undefined
+      ? `${formatGiB(input.memoryPerAgentBytes)} budgeted per agent`
+      : `${formatGiB(input.newAgentBytes)} budgeted per agent from measured memory`;
+  return `Host is at capacity: ${capacity.activeAgents} of ${capacity.maxAgents} agents running (${perAgent}, ${formatGiB(input.availableBytes)} available)`;
 }
 
 export interface BackoffOptions {

@@ -1,0 +1,204 @@
+#!/usr/bin/env node
+// Agents on one host (issue #20): provisions K agents for K customers through the web API (the real web and backend,
+// the local provider, the pinned OpenClaw, a local OpenAI-compatible model), one after another, and measures for each
+// the time from `POST /api/provision` to its first answer (the first `POST /api/chat` is sent the moment provisioning
+// answers and waits for the agent), then, with all of them live, the PSS of every gateway's process tree and the host's
+// memory, and projects how many agents a 24 GiB host carries. Not a test: it prints figures and writes
+// bench/results/agents.json.
+// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_POSTGRES_URL: a server where it may create and drop a scratch
+// database; it needs the machine otherwise idle, as every figure here is CPU-bound)
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { startFakeLlm } from '../packages/testing/dist/fakes/llm.js';
+import { freePort, waitFor } from './lib/listen.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+const count = Number(process.env.BENCH_AGENTS ?? 3);
+const postgresServer = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const dataDir = mkdtempSync(join(tmpdir(), 'aop-bench-agents-'));
+const GIB = 1024 ** 3;
+const HOST_GIB = 24;
+const RESERVE_GIB = 2;
+const MARGIN = 1.5;
+
+const children = [];
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGTERM');
+});
+function start(script, env) {
+  const child = spawn(process.execPath, [join(root, script)], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  return child;
+}
+
+/** kB fields of /proc/meminfo, in bytes. */
+function meminfo() {
+  const info = {};
+  for (const line of readFileSync('/proc/meminfo', 'utf8').split('\n')) {
+    const m = /^(\w+):\s+(\d+) kB/.exec(line);
+    if (m) info[m[1]] = Number(m[2]) * 1024;
+  }
+  return info;
+}
+/** The process and its descendants. */
+function tree(rootPid) {
+  const parent = new Map();
+  for (const d of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+    try {
+      parent.set(Number(d), Number(readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1].split(' ')[1]));
+    } catch {}
+  }
+  const out = [rootPid];
+  for (let i = 0; i < out.length; i++) for (const [pid, pp] of parent) if (pp === out[i]) out.push(pid);
+  return out;
+}
+const pss = (pid) => {
+  try {
+    return Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))[1]) * 1024;
+  } catch {
+    return 0;
+  }
+};
+const rss = (pid) => {
+  try {
+    return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
+  } catch {
+    return 0;
+  }
+};
+const gib = (bytes) => Number((bytes / GIB).toFixed(2));
+const seconds = (ms) => Number((ms / 1000).toFixed(1));
+const json = (body, headers = {}) => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json', ...headers },
+  body: JSON.stringify(body),
+});
+
+const database = `aop_bench_agents_${Date.now()}`;
+const admin = new pg.Client({ connectionString: postgresServer });
+await admin.connect();
+await admin.query(`create database ${database}`);
+const databaseUrl = postgresServer.replace(/\/[^/]*$/, `/${database}`);
+const llm = await startFakeLlm();
+const memBefore = meminfo();
+
+try {
+  const secrets = { INTERNAL_API_KEY: randomBytes(24).toString('hex'), HMAC_SECRET: randomBytes(24).toString('hex') };
+  const backendPort = await freePort();
+  const webPort = await freePort();
+  const common = { ...secrets, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+  start('apps/backend/dist/server.js', {
+    ...common,
+    BACKEND_PORT: String(backendPort),
+    PROVISIONER: 'local',
+    OPENAI_BASE_URL: llm.url,
+    TRUST_PROXY: '127.0.0.1',
+  });
+  await waitFor(`http://127.0.0.1:${backendPort}/health`, 120_000);
+  start('apps/web/dist/server.js', {
+    ...common,
+    PORT: String(webPort),
+    BACKEND_API_URL: `http://127.0.0.1:${backendPort}`,
+    AGENT_START_WAIT_MS: '240000',
+    GATEWAY_CHAT_TIMEOUT_MS: '120000',
+  });
+  const web = `http://127.0.0.1:${webPort}`;
+  await waitFor(`${web}/api/health`, 120_000);
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+
+  const agents = [];
+  for (let i = 0; i < count; i++) {
+    const email = `customer-${i}@example.com`;
+    await fetch(`${web}/api/register`, json({ email, password: 'benchmark password' }));
+    // Agents need a plan: set it where the CLI would (`npm run cli -- plan set`).
+    await db.query(`update users set plan = 'solo', subscription_status = 'active' where email = $1`, [email]);
+    const { csrfToken } = await (await fetch(`${web}/api/auth/csrf`)).json();
+    const login = await fetch(`${web}/api/auth/login`, json({ email, password: 'benchmark password' }, { 'x-csrf-token': csrfToken }));
+    const cookie = login.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('service-session='))
+      ?.split(';')[0];
+    if (!cookie) throw new Error(`login failed: ${login.status}`);
+    const t0 = performance.now();
+    const provision = await fetch(
+      `${web}/api/provision`,
+      json({ name: `Agent ${i}`, autoProvision: true, aiProvider: 'openai', apiKey: 'sk-bench' }, { cookie }),
+    );
+    const provisioned = await provision.json();
+    if (provision.status !== 200) throw new Error(`provision ${i}: ${provision.status} ${JSON.stringify(provisioned)}`);
+    const answeredProvision = performance.now() - t0;
+    const chat = await fetch(`${web}/api/chat`, json({ message: `hello from customer ${i}` }, { cookie }));
+    const reply = await chat.json();
+    const firstAnswer = performance.now() - t0;
+    if (chat.status !== 200) throw new Error(`first chat ${i}: ${chat.status} ${JSON.stringify(reply)}`);
+    const second = performance.now();
+    await fetch(`${web}/api/chat`, json({ message: 'and again' }, { cookie }));
+    const secondAnswer = performance.now() - second;
+    agents.push({
+      agentId: provisioned.agentId,
+      provisionAnswerS: seconds(answeredProvision),
+      firstAnswerS: seconds(firstAnswer),
+      secondAnswerS: seconds(secondAnswer),
+    });
+    console.log(
+      `agent ${i}: provision answered ${seconds(answeredProvision)} s, first answer ${seconds(firstAnswer)} s after provision, next turn ${seconds(secondAnswer)} s`,
+    );
+  }
+  await db.end();
+
+  // Settled: a minute for the post-start work (memory index, SQLite maintenance) to finish.
+  await new Promise((r) => setTimeout(r, 60_000));
+  const memAfter = meminfo();
+  for (const a of agents) {
+    const record = JSON.parse(readFileSync(join(dataDir, 'agents', a.agentId, 'agent.json'), 'utf8'));
+    const pids = tree(record.pid);
+    a.pssGiB = gib(pids.reduce((s, p) => s + pss(p), 0));
+    a.rssGiB = gib(pids.reduce((s, p) => s + rss(p), 0));
+    a.peakPssGiB = gib(record.peakPssBytes ?? 0);
+    a.startPeakPssGiB = gib(record.startPeakPssBytes ?? 0);
+    // The host's budget for it (packages/provisioner/src/local/host.ts budgetOf): peak once ready × margin, at least
+    // the start's transient peak.
+    a.budgetGiB = gib(Math.max((record.peakPssBytes ?? 0) * MARGIN, record.startPeakPssBytes ?? 0));
+  }
+  const meanPss = agents.reduce((s, a) => s + a.pssGiB, 0) / agents.length;
+  const meanBudget = agents.reduce((s, a) => s + a.budgetGiB, 0) / agents.length;
+  const hostUsed = memBefore.MemAvailable - memAfter.MemAvailable;
+  const result = {
+    at: new Date().toISOString(),
+    agents,
+    registered: agents.length,
+    live: agents.length,
+    meanPssGiB: Number(meanPss.toFixed(2)),
+    meanBudgetGiB: Number(meanBudget.toFixed(2)),
+    hostMemoryUsedGiB: gib(hostUsed),
+    // What the capacity check admits on a 24 GiB host with 2 GiB reserved, at the measured budgets.
+    projectedLivePer24GiB: Math.floor((HOST_GIB - RESERVE_GIB) / meanBudget),
+    // What the memory alone would hold at the settled PSS, without the margin.
+    projectedLivePer24GiBSettled: Math.floor((HOST_GIB - RESERVE_GIB) / meanPss),
+    warmProvisionS: null,
+    wakeS: null,
+    notes: 'cold starts only: warm gateways and hibernation (issue #20) are not built yet',
+  };
+  mkdirSync(join(here, 'results'), { recursive: true });
+  writeFileSync(join(here, 'results', 'agents.json'), `${JSON.stringify(result, null, 2)}\n`);
+  console.table(agents);
+  console.log(JSON.stringify({ ...result, agents: undefined }, null, 2));
+} finally {
+  for (const c of children) c.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 5_000));
+  await llm.close();
+  await admin.query(`drop database if exists ${database} with (force)`).catch(() => undefined);
+  await admin.end();
+  rmSync(dataDir, { recursive: true, force: true });
+}
