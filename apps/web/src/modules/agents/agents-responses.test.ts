@@ -81,6 +81,7 @@ describe('agent answers', () => {
           // The model the agent runs is read from its host through the backend, never the stored column: no backend
           // runs this agent, so it is unknown.
           model: null,
+          modelSource: 'unknown',
           status: 'running',
           url: gatewayUrl,
           websocketUrl: gatewayUrl.replace('http', 'ws'),
@@ -92,6 +93,7 @@ describe('agent answers', () => {
           id: oldId,
           name: 'Old',
           model: null,
+          modelSource: 'unknown',
           status: 'error',
           url: null,
           websocketUrl: null,
@@ -110,6 +112,7 @@ describe('agent answers', () => {
         id: newId,
         name: 'New',
         model: null,
+        modelSource: 'unknown',
         status: 'running',
         subdomain: 'new-abc',
         url: gatewayUrl,
@@ -126,6 +129,7 @@ describe('agent answers', () => {
         id: oldId,
         name: 'Old',
         model: null,
+        modelSource: 'unknown',
         status: 'error',
         subdomain: null,
         url: null,
