@@ -14,8 +14,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { DEFAULT_MEMORY_MARGIN } from '../packages/provisioner/dist/shared/capacity.js';
 import { startFakeLlm } from '../packages/testing/dist/fakes/llm.js';
 import { freePort, waitFor } from './lib/listen.mjs';
+import { postJson, signedIn } from './lib/web-session.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -25,7 +27,6 @@ const dataDir = mkdtempSync(join(tmpdir(), 'aop-bench-agents-'));
 const GIB = 1024 ** 3;
 const HOST_GIB = 24;
 const RESERVE_GIB = 2;
-const MARGIN = 1.5;
 
 const children = [];
 process.on('exit', () => {
@@ -78,11 +79,7 @@ const rss = (pid) => {
 };
 const gib = (bytes) => Number((bytes / GIB).toFixed(2));
 const seconds = (ms) => Number((ms / 1000).toFixed(1));
-const json = (body, headers = {}) => ({
-  method: 'POST',
-  headers: { 'content-type': 'application/json', ...headers },
-  body: JSON.stringify(body),
-});
+const json = postJson;
 
 const database = `aop_bench_agents_${Date.now()}`;
 const admin = new pg.Client({ connectionString: postgresServer });
@@ -123,13 +120,7 @@ try {
     await fetch(`${web}/api/register`, json({ email, password: 'benchmark password' }));
     // Agents need a plan: set it where the CLI would (`npm run cli -- plan set`).
     await db.query(`update users set plan = 'solo', subscription_status = 'active' where email = $1`, [email]);
-    const { csrfToken } = await (await fetch(`${web}/api/auth/csrf`)).json();
-    const login = await fetch(`${web}/api/auth/login`, json({ email, password: 'benchmark password' }, { 'x-csrf-token': csrfToken }));
-    const cookie = login.headers
-      .getSetCookie()
-      .find((c) => c.startsWith('service-session='))
-      ?.split(';')[0];
-    if (!cookie) throw new Error(`login failed: ${login.status}`);
+    const cookie = await signedIn(web, email, 'benchmark password');
     const t0 = performance.now();
     const provision = await fetch(
       `${web}/api/provision`,
@@ -169,7 +160,7 @@ try {
     a.startPeakPssGiB = gib(record.startPeakPssBytes ?? 0);
     // The host's budget for it (packages/provisioner/src/local/host.ts budgetOf): peak once ready × margin, at least
     // the start's transient peak.
-    a.budgetGiB = gib(Math.max((record.peakPssBytes ?? 0) * MARGIN, record.startPeakPssBytes ?? 0));
+    a.budgetGiB = gib(Math.max((record.peakPssBytes ?? 0) * DEFAULT_MEMORY_MARGIN, record.startPeakPssBytes ?? 0));
   }
   const meanPss = agents.reduce((s, a) => s + a.pssGiB, 0) / agents.length;
   const meanBudget = agents.reduce((s, a) => s + a.budgetGiB, 0) / agents.length;

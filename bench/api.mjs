@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { freePort, waitFor } from './lib/listen.mjs';
+import { postJson, signedIn } from './lib/web-session.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -94,11 +95,7 @@ async function scratchDatabase() {
   return url.toString();
 }
 
-const json = (body, headers = {}) => ({
-  method: 'POST',
-  headers: { 'content-type': 'application/json', ...headers },
-  body: JSON.stringify(body),
-});
+const json = postJson;
 
 /** A web service with one account seeded through the API as the bare server seeds its own. */
 async function startWeb(engine, databaseUrl) {
@@ -113,15 +110,7 @@ async function startWeb(engine, databaseUrl) {
   });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`${url}/api/health`, 120_000);
-  const email = `bench-${Date.now()}@example.com`;
-  await fetch(`${url}/api/register`, json({ email, password: 'benchmark password' }));
-  const { csrfToken } = await (await fetch(`${url}/api/auth/csrf`)).json();
-  const login = await fetch(`${url}/api/auth/login`, json({ email, password: 'benchmark password' }, { 'x-csrf-token': csrfToken }));
-  const cookie = login.headers
-    .getSetCookie()
-    .find((c) => c.startsWith('service-session='))
-    ?.split(';')[0];
-  if (!cookie) throw new Error(`login failed: ${login.status}`);
+  const cookie = await signedIn(url, `bench-${Date.now()}@example.com`, 'benchmark password');
   // A saved configuration with 10 backups, and 5 workflows of 4 nodes: the bare server's rows.
   for (let i = 0; i <= 10; i++)
     await fetch(`${url}/api/config`, json({ config: { logging: { level: i < 10 ? 'debug' : 'info' }, i } }, { cookie }));

@@ -35,7 +35,7 @@ const BackendEnvSchema = Type.Composite([
     AGENT_READY_TIMEOUT_MS: Env.int(120_000, 1000),
     AGENT_MEMORY_BYTES: Env.int(1_610_612_736, 1),
     // A measured gateway is budgeted at its peak PSS times this (local provider).
-    AGENT_MEMORY_MARGIN: Type.Number({ minimum: 1, default: 1.5 }),
+    AGENT_MEMORY_MARGIN: Type.Number({ minimum: 1, default: 1.2 }),
     AGENT_MAX: Env.optional(Type.Integer({ minimum: 0 })),
     OPENROUTER_BASE_URL: Env.str('https://openrouter.ai/api/v1'),
     GEMINI_BASE_URL: Env.str('https://generativelanguage.googleapis.com/v1beta/openai'),

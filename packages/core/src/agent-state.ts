@@ -110,6 +110,10 @@ function derive({ host, ready, record, pending, lastError, failing }: AgentState
   return ['degraded', ready === false ? `the deployment runs but ${notReady}` : 'the deployment does not answer'];
 }
 
+/** States an agent passes through by itself on its way to live: a message sent meanwhile waits for it (issue #19). */
+export const isOnItsWayToLive = (state: AgentLifecycleState): boolean =>
+  state === 'provisioning' || state === 'starting' || state === 'updating';
+
 /** Which actions make sense in each state; the rest are refused by the dashboard with `actionBlockedReason`. */
 const VALID: Readonly<Record<AgentLifecycleState, readonly AgentAction[]>> = {
   provisioning: [],

@@ -43,17 +43,17 @@ describe('computeCapacity', () => {
   });
 
   it('budgets measured gateways at their peak PSS × margin, and a new one at the largest measured budget', () => {
-    // 4 gateways measured at a 0.6 GiB peak (budget 0.9 GiB each) hold 2.4 GiB; 20 GiB are available:
+    // 4 gateways measured at a 0.6 GiB peak, budgeted with a 1.5 margin (0.9 GiB each), hold 2.4 GiB; 20 GiB are available:
     // (20 + 2.4 − 2 − 4 × 0.9) / 0.9 = 18 more, 22 in all — where the flat 1.5 GiB allowed 13.
     const measured = {
       ...base,
       availableBytes: 20 * GIB,
       agentsRssBytes: 2.4 * GIB,
       activeAgents: 4,
-      measuredBudgetsBytes: Array(4).fill(budgetFromPeak(0.6 * GIB)),
-      newAgentBytes: budgetFromPeak(0.6 * GIB),
+      measuredBudgetsBytes: Array(4).fill(budgetFromPeak(0.6 * GIB, 1.5)),
+      newAgentBytes: budgetFromPeak(0.6 * GIB, 1.5),
     };
-    expect(budgetFromPeak(0.6 * GIB)).toBe(Math.ceil(0.9 * GIB));
+    expect(budgetFromPeak(0.6 * GIB, 1.5)).toBe(Math.ceil(0.9 * GIB));
     expect(computeCapacity(measured)).toEqual({ maxAgents: 22, activeAgents: 4, hasRoom: true });
     expect(computeCapacity({ ...measured, measuredBudgetsBytes: undefined, newAgentBytes: undefined }).maxAgents).toBe(13);
     // A gateway not measured yet (still starting) counts at the default budget.

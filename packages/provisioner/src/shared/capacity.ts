@@ -8,10 +8,11 @@ const GIB = 1024 ** 3;
  */
 export const DEFAULT_MEMORY_PER_AGENT_BYTES = 1.5 * GIB;
 /**
- * A measured gateway is budgeted at its peak PSS times this: an idle gateway's peak is its start (0.8–0.95 GB), and chat
- * turns add about 30 % (research §4); the rest is room for longer conversations.
+ * A measured gateway is budgeted at its peak PSS once ready times this. That peak already holds its first chat turns and
+ * the post-start work (1.18–1.25 GiB measured by `npm run bench:agents`, against 0.69–1.02 GiB settled); the margin is
+ * room for longer conversations.
  */
-export const DEFAULT_MEMORY_MARGIN = 1.5;
+export const DEFAULT_MEMORY_MARGIN = 1.2;
 
 /** The budget of a gateway measured at `peakBytes` (its largest proportional set size seen so far). */
 export const budgetFromPeak = (peakBytes: number, margin = DEFAULT_MEMORY_MARGIN) => Math.ceil(peakBytes * margin);

@@ -1,3 +1,4 @@
+import { isOnItsWayToLive } from '@aop/core/agent-state';
 import type { ChatHistory, ChatMessage, ChatReply } from '@aop/web/chat/chat.schemas';
 import { type FormEvent, type KeyboardEvent, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { useSearchParams } from 'wouter';
@@ -17,13 +18,12 @@ const PAGE = 30;
 const SESSION_KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const MESSAGE_MAX = 32_000;
 const DEFAULT_SESSION = 'main';
-/** States an agent passes through by itself on its way to live: a message sent meanwhile waits for it (server side). */
-const ON_ITS_WAY = new Set(['provisioning', 'starting', 'updating']);
 
 /** What the agent's state means for a message sent now; null when it is live (or not known yet). */
 function stateNotice(s: AgentStateNow | undefined): { tone: 'wait' | 'down'; text: string } | null {
   if (!s || s.state === 'live') return null;
-  if (ON_ITS_WAY.has(s.state)) {
+  // A message sent meanwhile waits for it, server side.
+  if (isOnItsWayToLive(s.state)) {
     return { tone: 'wait', text: `The agent is ${s.state} (${s.reason}). A message sent now waits until it is live, then goes.` };
   }
   if (s.state === 'degraded') return { tone: 'down', text: `The agent is degraded (${s.reason}): a message may not be answered.` };

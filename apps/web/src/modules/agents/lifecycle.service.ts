@@ -5,6 +5,7 @@ import {
   type AgentStateView,
   deriveAgentState,
   isAgentLifecycleState,
+  isOnItsWayToLive,
   targetState,
 } from '@aop/core/agent-state';
 import type { Database } from '@aop/db';
@@ -85,9 +86,6 @@ export async function readAgentState(deps: LifecycleDeps, user: AuthUser, agentI
   return { agentId, ...view, host: null, live, ready, failing, source: 'gateway', checkedAt };
 }
 
-/** States an agent passes through on its own way to live: a message sent meanwhile waits for it. */
-const ON_ITS_WAY: ReadonlySet<AgentLifecycleState> = new Set(['provisioning', 'starting', 'updating']);
-
 /**
  * Waits up to `waitMs` for the caller's agent to be live, when it is on its way there (provisioning, starting, updating);
  * answers its state at once otherwise. Null when the caller has no agent with this id.
@@ -96,7 +94,7 @@ export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId
   // A duration on the monotonic clock: how long this call has waited.
   const started = performance.now();
   let state = await readAgentState(deps, user, agentId);
-  while (state && ON_ITS_WAY.has(state.state) && performance.now() - started < waitMs) {
+  while (state && isOnItsWayToLive(state.state) && performance.now() - started < waitMs) {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     state = await readAgentState(deps, user, agentId);
   }

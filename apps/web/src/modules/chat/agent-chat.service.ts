@@ -1,5 +1,5 @@
 import { DomainError, newId } from '@aop/core';
-import { isWarmUpSession } from '@aop/core/agent-state';
+import { isOnItsWayToLive, isWarmUpSession } from '@aop/core/agent-state';
 import { llmCostUsd } from '@aop/core/llm-prices';
 import type { Database } from '@aop/db';
 import { type ChatEventPayload, GatewayError, type GatewayConnection, chatSend, restChat } from '@aop/gateway-client';
@@ -382,7 +382,7 @@ async function waitForAgent(deps: ChatDeps, log: ChatLog, user: AuthUser, agentI
   if (!state) throw new DomainError('AGENT_NOT_FOUND');
   log.info({ agentId, state: state.state, waitedMs }, 'chat waited for the agent to start');
   if (state.state === 'live') return;
-  if (state.state === 'provisioning' || state.state === 'starting' || state.state === 'updating') {
+  if (isOnItsWayToLive(state.state)) {
     throw new DomainError('AGENT_STILL_STARTING', { seconds: Math.round(waitedMs / 1000) });
   }
   // "stopped" says it all; a failure says why.
