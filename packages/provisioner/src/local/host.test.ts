@@ -219,14 +219,17 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
 
   it('budgets gateways from their measured memory (peak PSS, kept with the agent), not a flat figure', async () => {
     // Issue #20 "memory measured, not assumed": a margin so large that one measured gateway fills the host.
-    const measured = await newHost({ memoryMargin: 1e6 });
+    const measured = await newHost({ memoryMargin: 1e6, memorySampleMs: 600 });
     const first = spec();
     await measured.create(first);
     await measured.waitUntilReady(first.agentId);
+    const registry = async () => JSON.parse(await readFile(measured.paths(first.agentId).registry, 'utf8'));
     // Sampled at every poll while it started: its start's peak is kept with the agent.
-    const { startPeakPssBytes } = JSON.parse(await readFile(measured.paths(first.agentId).registry, 'utf8'));
+    const { startPeakPssBytes } = await registry();
     expect(startPeakPssBytes).toBeGreaterThan(5 * 1024 * 1024); // the stand-in gateway and its helper
     expect(startPeakPssBytes).toBeLessThan(2 * 1024 ** 3);
+    // Once ready, the sampler (here every 100 ms while the gateway is young) keeps its peak too.
+    await until(async () => ((await registry()).peakPssBytes ?? 0) > 5 * 1024 * 1024, 5_000);
     await expect(measured.create(spec())).rejects.toThrow(
       /Host is at capacity: 1 of \d+ agents running \([\d.]+ GiB budgeted per agent from measured memory/,
     );

@@ -70,7 +70,11 @@ export interface LocalHostOptions {
   memoryPerAgentBytes?: number;
   /** A measured gateway's budget is its peak PSS times this (default 1.5). */
   memoryMargin?: number;
-  /** How often the memory of running gateways is sampled (default 30 s; also at every start poll and capacity check). */
+  /**
+   * How often the memory of running gateways is sampled (default 30 s; also at every start poll and capacity check).
+   * For the first 3 minutes after a gateway is ready, when its post-start work and first turns make its peak, it is
+   * sampled six times as often.
+   */
   memorySampleMs?: number;
   /** Memory kept free for everything else on the host (default 2 GiB). */
   reserveBytes?: number;
@@ -213,6 +217,9 @@ export class LocalAgentHost implements AgentHost {
   private readonly creating = new Set<string>();
   private shuttingDown = false;
   private readonly memorySampler: NodeJS.Timeout;
+  private readonly memorySampleMs: number;
+  /** When each agent's memory was last sampled by the timer (performance.now()). */
+  private readonly sampledAt = new Map<string, number>();
 
   constructor(private readonly config: LocalHostOptions) {
     this.secrets = secretBoxFor(config, 'LocalAgentHost');
@@ -229,7 +236,8 @@ export class LocalAgentHost implements AgentHost {
     };
     openHosts.add(this);
     if (openHosts.size === 1) process.on('exit', stopGatewaysOnExit);
-    this.memorySampler = setInterval(() => void this.sampleMemory(), config.memorySampleMs ?? 30_000);
+    this.memorySampleMs = config.memorySampleMs ?? 30_000;
+    this.memorySampler = setInterval(() => void this.sampleMemory(), Math.max(1, Math.round(this.memorySampleMs / 6)));
     this.memorySampler.unref();
   }
 
@@ -461,6 +469,7 @@ export class LocalAgentHost implements AgentHost {
       agent.logFile?.end();
       agent.logFile = null;
       this.agents.delete(agentId);
+      this.sampledAt.delete(agentId);
       await rm(this.paths(agentId).dir, { recursive: true, force: true });
     });
   }
@@ -686,7 +695,15 @@ export class LocalAgentHost implements AgentHost {
   }
 
   private async sampleMemory(): Promise<void> {
-    for (const agent of this.agents.values()) if (agent.status === 'running') await this.measure(agent).catch(() => undefined);
+    const now = performance.now();
+    for (const [id, agent] of this.agents) {
+      if (agent.status !== 'running') continue;
+      // Wall clock: `readyAt` is a date. Young gateways every tick, the others every `memorySampleMs`.
+      const young = agent.readyAt !== null && Date.now() - agent.readyAt < 180_000;
+      if (!young && now - (this.sampledAt.get(id) ?? 0) < this.memorySampleMs) continue;
+      this.sampledAt.set(id, now);
+      await this.measure(agent).catch(() => undefined);
+    }
   }
 
   /**

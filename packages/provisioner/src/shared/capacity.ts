@@ -9,7 +9,7 @@ const GIB = 1024 ** 3;
 export const DEFAULT_MEMORY_PER_AGENT_BYTES = 1.5 * GIB;
 /**
  * A measured gateway is budgeted at its peak PSS once ready times this. That peak already holds its first chat turns and
- * the post-start work (1.18–1.25 GiB measured by `npm run bench:agents`, against 0.69–1.02 GiB settled); the margin is
+ * the post-start work (1.13–1.24 GiB measured by `npm run bench:agents`, against 0.69–0.96 GiB settled); the margin is
  * room for longer conversations.
  */
 export const DEFAULT_MEMORY_MARGIN = 1.2;
