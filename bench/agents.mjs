@@ -9,11 +9,12 @@
 // database; it needs the machine otherwise idle, as every figure here is CPU-bound)
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { memAvailableBytes, treePssBytes, treeRssBytes } from '../packages/provisioner/dist/local/proc.js';
 import { DEFAULT_MEMORY_MARGIN } from '../packages/provisioner/dist/shared/capacity.js';
 import { startFakeLlm } from '../packages/testing/dist/fakes/llm.js';
 import { freePort, waitFor } from './lib/listen.mjs';
@@ -42,41 +43,6 @@ function start(script, env) {
   return child;
 }
 
-/** kB fields of /proc/meminfo, in bytes. */
-function meminfo() {
-  const info = {};
-  for (const line of readFileSync('/proc/meminfo', 'utf8').split('\n')) {
-    const m = /^(\w+):\s+(\d+) kB/.exec(line);
-    if (m) info[m[1]] = Number(m[2]) * 1024;
-  }
-  return info;
-}
-/** The process and its descendants. */
-function tree(rootPid) {
-  const parent = new Map();
-  for (const d of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
-    try {
-      parent.set(Number(d), Number(readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1].split(' ')[1]));
-    } catch {}
-  }
-  const out = [rootPid];
-  for (let i = 0; i < out.length; i++) for (const [pid, pp] of parent) if (pp === out[i]) out.push(pid);
-  return out;
-}
-const pss = (pid) => {
-  try {
-    return Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))[1]) * 1024;
-  } catch {
-    return 0;
-  }
-};
-const rss = (pid) => {
-  try {
-    return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
-  } catch {
-    return 0;
-  }
-};
 const gib = (bytes) => Number((bytes / GIB).toFixed(2));
 const seconds = (ms) => Number((ms / 1000).toFixed(1));
 const json = postJson;
@@ -87,7 +53,7 @@ await admin.connect();
 await admin.query(`create database ${database}`);
 const databaseUrl = postgresServer.replace(/\/[^/]*$/, `/${database}`);
 const llm = await startFakeLlm();
-const memBefore = meminfo();
+const availableBefore = await memAvailableBytes();
 
 try {
   const secrets = { INTERNAL_API_KEY: randomBytes(24).toString('hex'), HMAC_SECRET: randomBytes(24).toString('hex') };
@@ -150,12 +116,11 @@ try {
 
   // Settled: a minute for the post-start work (memory index, SQLite maintenance) to finish.
   await new Promise((r) => setTimeout(r, 60_000));
-  const memAfter = meminfo();
+  const availableAfter = await memAvailableBytes();
   for (const a of agents) {
     const record = JSON.parse(readFileSync(join(dataDir, 'agents', a.agentId, 'agent.json'), 'utf8'));
-    const pids = tree(record.pid);
-    a.pssGiB = gib(pids.reduce((s, p) => s + pss(p), 0));
-    a.rssGiB = gib(pids.reduce((s, p) => s + rss(p), 0));
+    a.pssGiB = gib(await treePssBytes(record.pid));
+    a.rssGiB = gib(await treeRssBytes(record.pid));
     a.peakPssGiB = gib(record.peakPssBytes ?? 0);
     a.startPeakPssGiB = gib(record.startPeakPssBytes ?? 0);
     // The host's budget for it (packages/provisioner/src/local/host.ts budgetOf): peak once ready × margin, at least
@@ -164,7 +129,7 @@ try {
   }
   const meanPss = agents.reduce((s, a) => s + a.pssGiB, 0) / agents.length;
   const meanBudget = agents.reduce((s, a) => s + a.budgetGiB, 0) / agents.length;
-  const hostUsed = memBefore.MemAvailable - memAfter.MemAvailable;
+  const hostUsed = availableBefore - availableAfter;
   const result = {
     at: new Date().toISOString(),
     agents,

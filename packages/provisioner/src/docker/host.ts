@@ -36,7 +36,7 @@ import { exclusive, recordFile, writeRecord } from '../shared/registry.js';
 import { settleWithin } from '../shared/settle-within.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
-import { warmUpGateway } from '../shared/warm-up.js';
+import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
@@ -1395,10 +1395,7 @@ export class DockerAgentHost implements AgentHost {
           })
         : { outcome: 'incomplete' as const, ms: 0, detail: 'the container run ended before its warm-up' };
     if (agent.readyFor !== startedAt) return; // another run began meanwhile
-    this.log(
-      agent,
-      `[host] first turn ${result.outcome === 'prepared' ? 'prepared' : 'not prepared'} in ${(result.ms / 1000).toFixed(1)} s: ${result.detail}`,
-    );
+    this.log(agent, warmUpLogLine(result));
     agent.warmedFor = startedAt;
     agent.readyAt = Date.now();
     const after = (agent.readyAt - Date.parse(startedAt)) / 1000;

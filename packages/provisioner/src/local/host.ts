@@ -50,7 +50,7 @@ import {
 import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
 import { type AgentWorkspace, ProgramWorkspace, runProgramLocally } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
-import { warmUpGateway } from '../shared/warm-up.js';
+import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
 
 export interface LocalHostOptions {
   /** The platform's data directory; agents live in `<dataDir>/agents/<agentId>/`. */
@@ -580,7 +580,7 @@ export class LocalAgentHost implements AgentHost {
     const port = agent.record.port;
     if (port === null || !agent.child) return GATEWAY_DOWN;
     return probeGateway(`http://127.0.0.1:${port}`, () => ({
-      authorization: `Bearer ${this.secrets.decrypt(agent.record.secrets.gatewayToken, secretAad(agent.record.agentId, 'gatewayToken'))}`,
+      authorization: `Bearer ${this.gatewayToken(agent)}`,
     }));
   }
 
@@ -914,6 +914,11 @@ export class LocalAgentHost implements AgentHost {
     }
   }
 
+  /** The agent's gateway token, unsealed. */
+  private gatewayToken(agent: Agent): string {
+    return this.secrets.decrypt(agent.record.secrets.gatewayToken, secretAad(agent.record.agentId, 'gatewayToken'));
+  }
+
   /**
    * The first turn's lazy work, done before the agent is called running (shared/warm-up.ts). Bounded by what is left of
    * the ready deadline (at least 30 s): a gateway that answers /readyz is not failed for a slow warm-up.
@@ -928,7 +933,7 @@ export class LocalAgentHost implements AgentHost {
       return;
     }
     const port = agent.record.port;
-    const token = this.secrets.decrypt(agent.record.secrets.gatewayToken, secretAad(agent.record.agentId, 'gatewayToken'));
+    const token = this.gatewayToken(agent);
     const baseUrl = `http://127.0.0.1:${port}`;
     this.log(
       agent,
@@ -941,10 +946,7 @@ export class LocalAgentHost implements AgentHost {
       connect: () => connectGateway({ url: baseUrl.replace(/^http/, 'ws'), token, retryDeadlineMs: 0 }),
       timeoutMs: Math.max(30_000, deadline - Date.now()),
     });
-    this.log(
-      agent,
-      `[host] first turn ${result.outcome === 'prepared' ? 'prepared' : 'not prepared'} in ${(result.ms / 1000).toFixed(1)} s: ${result.detail}`,
-    );
+    this.log(agent, warmUpLogLine(result));
   }
 
   private onExit(agent: Agent, generation: number, code: number | null, signal: NodeJS.Signals | null, error?: Error): void {

@@ -66,6 +66,10 @@ export interface WarmUpResult {
   detail: string;
 }
 
+/** The host log line of a warm-up's outcome (the same on every provider, so operators read one wording). */
+export const warmUpLogLine = (result: WarmUpResult) =>
+  `[host] first turn ${result.outcome === 'prepared' ? 'prepared' : 'not prepared'} in ${(result.ms / 1000).toFixed(1)} s: ${result.detail}`;
+
 /**
  * Runs the warm-up turn and deletes its session. Never throws: a warm-up that cannot run leaves a gateway that answers
  * its first message slowly, not one that does not answer, so the caller reports it and carries on.

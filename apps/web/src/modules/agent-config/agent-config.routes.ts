@@ -1,13 +1,15 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { requireUser } from '../../platform/http/auth.js';
-import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
-import { type AuthUser, backendCaller } from '../../platform/sessions.js';
+import { backendPath, relayJson } from '../../platform/clients/backend-proxy.js';
+import type { AuthUser } from '../../platform/sessions.js';
 import { parseConfigInput } from './agent-config.service.js';
 import { requireCallersAgent } from '../../platform/owned-agent.js';
 
 const Params = Type.Object({ id: Type.String({ maxLength: 64 }) });
+/** The backend's route for one agent's configuration (the same path). */
+const CONFIG = '/api/agents/:id/config';
 
 // The fields are checked after the agent is found among the caller's (404 otherwise): a type in the schema would answer
 // 400 for someone else's agent, so they stay untyped here and are checked in the handler.
@@ -23,27 +25,6 @@ const RestoreBody = Type.Object({ backupId: Type.Optional(Type.Unknown({ descrip
  * keys (the same rules as `POST /api/config`), then relays.
  */
 export async function agentConfigRoutes(app: App): Promise<void> {
-  async function relay(
-    user: AuthUser,
-    reply: FastifyReply,
-    agentId: string,
-    method: 'GET' | 'PUT' | 'POST',
-    suffix: string,
-    body?: unknown,
-  ) {
-    try {
-      const answer = await app.backend.request(`/api/agents/${encodeURIComponent(agentId)}/config${suffix}`, {
-        method,
-        caller: backendCaller(user),
-        ...(body === undefined ? {} : { body }),
-      });
-      return reply.code(answer.status).send(answer.body);
-    } catch (err) {
-      if (err instanceof BackendUnavailableError) throw new DomainError('BACKEND_UNREACHABLE');
-      throw err;
-    }
-  }
-
   async function owner(request: FastifyRequest, agentId: string): Promise<AuthUser> {
     const user = await requireUser(request);
     await requireCallersAgent(app.db, user.id, agentId);
@@ -52,7 +33,7 @@ export async function agentConfigRoutes(app: App): Promise<void> {
 
   app.get('/api/agents/:id/config', { schema: { tags: ['agents'], params: Params } }, async (request, reply) => {
     const user = await owner(request, request.params.id);
-    return relay(user, reply, request.params.id, 'GET', '');
+    return relayJson(app.backend, request, reply, { method: 'GET', path: backendPath(CONFIG, request.params), user });
   });
 
   app.put(
@@ -61,7 +42,7 @@ export async function agentConfigRoutes(app: App): Promise<void> {
     async (request, reply) => {
       const user = await owner(request, request.params.id);
       const config = parseConfigInput(request.body.config);
-      return relay(user, reply, request.params.id, 'PUT', '', { config });
+      return relayJson(app.backend, request, reply, { method: 'PUT', path: backendPath(CONFIG, request.params), user, body: { config } });
     },
   );
 
@@ -73,7 +54,11 @@ export async function agentConfigRoutes(app: App): Promise<void> {
     },
     async (request, reply) => {
       const user = await owner(request, request.params.id);
-      return relay(user, reply, request.params.id, 'GET', `/backups/${encodeURIComponent(request.params.backupId)}`);
+      return relayJson(app.backend, request, reply, {
+        method: 'GET',
+        path: backendPath(`${CONFIG}/backups/:backupId`, request.params),
+        user,
+      });
     },
   );
 
@@ -87,7 +72,12 @@ export async function agentConfigRoutes(app: App): Promise<void> {
       if (typeof backupId !== 'string' || backupId === '') throw new DomainError('MISSING_BACKUPID');
       // No backup id is that long: it cannot be on record.
       if (backupId.length > 100) throw new DomainError('BACKUP_NOT_FOUND');
-      return relay(user, reply, request.params.id, 'POST', '/restore', { backupId });
+      return relayJson(app.backend, request, reply, {
+        method: 'POST',
+        path: backendPath(`${CONFIG}/restore`, request.params),
+        user,
+        body: { backupId },
+      });
     },
   );
 }

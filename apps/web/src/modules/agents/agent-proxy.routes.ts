@@ -1,9 +1,8 @@
-import { type App, DomainError } from '@aop/core';
+import type { App } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../platform/http/auth.js';
-import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
-import { backendCaller } from '../../platform/sessions.js';
+import { backendPath, relayJson } from '../../platform/clients/backend-proxy.js';
 import { findWalletAddress } from './agents.service.js';
 import { requireCallersAgent } from '../../platform/owned-agent.js';
 
@@ -22,33 +21,19 @@ const VerifyBody = Type.Object({
  * agent-config module's (`/api/agents/:id/config*`).
  */
 export async function agentProxyRoutes(app: App): Promise<void> {
-  async function forward(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    method: 'GET' | 'PUT' | 'POST' | 'DELETE',
-    suffix: string,
-    body?: unknown,
-  ) {
+  /** The caller's own agent only (404 otherwise), then the backend's same route. */
+  async function forward(request: FastifyRequest, reply: FastifyReply, method: 'POST' | 'DELETE', body?: unknown) {
     const user = await requireUser(request);
-    const { id } = request.params as { id: string };
-    await requireCallersAgent(app.db, user.id, id);
-    try {
-      const answer = await app.backend.request(`/api/agents/${encodeURIComponent(id)}${suffix}`, {
-        method,
-        caller: backendCaller(user),
-        ...(body === undefined ? {} : { body }),
-      });
-      return reply.code(answer.status).send(answer.body);
-    } catch (err) {
-      if (err instanceof BackendUnavailableError) throw new DomainError('BACKEND_UNREACHABLE');
-      throw err;
-    }
+    const params = request.params as { id: string };
+    await requireCallersAgent(app.db, user.id, params.id);
+    const path = backendPath('/api/agents/:id/verify', params);
+    return relayJson(app.backend, request, reply, { method, path, user, ...(body === undefined ? {} : { body }) });
   }
 
   app.post('/api/agents/:id/verify', { schema: { tags: ['agents'], params: Params, body: VerifyBody } }, async (request, reply) => {
     const user = await requireUser(request);
     const walletAddress = await findWalletAddress(app.db, user.id);
-    return forward(request, reply, 'POST', '/verify', {
+    return forward(request, reply, 'POST', {
       type: request.body.type,
       verified: true,
       verifierAddress: walletAddress,
@@ -57,6 +42,6 @@ export async function agentProxyRoutes(app: App): Promise<void> {
   });
 
   app.delete('/api/agents/:id/verify', { schema: { tags: ['agents'], params: Params } }, (request, reply) =>
-    forward(request, reply, 'DELETE', '/verify'),
+    forward(request, reply, 'DELETE'),
   );
 }

@@ -87,19 +87,32 @@ export async function readAgentState(deps: LifecycleDeps, user: AuthUser, agentI
 }
 
 /**
- * Waits up to `waitMs` for the caller's agent to be live, when it is on its way there (provisioning, starting, updating);
- * answers its state at once otherwise. Null when the caller has no agent with this id.
+ * The caller's agent's state, read again every half second while `keepWaiting` holds, for at most `waitMs`. Null when
+ * the caller has no agent with this id.
  */
-export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId: string, waitMs: number): Promise<AgentHealthView | null> {
+async function pollAgentState(
+  deps: LifecycleDeps,
+  user: AuthUser,
+  agentId: string,
+  waitMs: number,
+  keepWaiting: (state: AgentLifecycleState) => boolean,
+): Promise<AgentHealthView | null> {
   // A duration on the monotonic clock: how long this call has waited.
   const started = performance.now();
   let state = await readAgentState(deps, user, agentId);
-  while (state && isOnItsWayToLive(state.state) && performance.now() - started < waitMs) {
+  while (state && keepWaiting(state.state) && performance.now() - started < waitMs) {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     state = await readAgentState(deps, user, agentId);
   }
   return state;
 }
+
+/**
+ * Waits up to `waitMs` for the caller's agent to be live, when it is on its way there (provisioning, starting, updating);
+ * answers its state at once otherwise. Null when the caller has no agent with this id.
+ */
+export const waitUntilLive = (deps: LifecycleDeps, user: AuthUser, agentId: string, waitMs: number) =>
+  pollAgentState(deps, user, agentId, waitMs, isOnItsWayToLive);
 
 export type LifecycleOutcome =
   /** The backend refused or failed: its status and body, passed on. */
@@ -129,14 +142,8 @@ export async function runLifecycle(
   if (answer.status >= 400) return { kind: 'refused', status: answer.status, body: answer.body ?? {} };
 
   const wanted: AgentLifecycleState = targetState(action);
-  // A duration on the monotonic clock: how long this call has waited.
-  const started = performance.now();
-  let state = await readAgentState(deps, user, agentId);
   // `failed` ends the wait: the host gave up, and nothing changes until someone acts again.
-  while (state && state.state !== wanted && state.state !== 'failed' && performance.now() - started < waitMs) {
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    state = await readAgentState(deps, user, agentId);
-  }
+  const state = await pollAgentState(deps, user, agentId, waitMs, (s) => s !== wanted && s !== 'failed');
   if (!state) throw new DomainError('AGENT_NOT_FOUND');
   // The record follows what the agent is now, so lists and the primary-agent lookup see the truth.
   if (state.state === 'live') await setAgentStatus(deps.db, user.id, agentId, 'running');
