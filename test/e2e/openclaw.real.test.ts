@@ -139,7 +139,7 @@ describe.skipIf(skipReal)('a real OpenClaw gateway provisioned over HTTP', () =>
     console.info(`first message, sent as provisioning answered: answered after ${(ms / 1000).toFixed(1)} s`);
     // The platform's warm-up turn called no model: the LLM's first request is the customer's message.
     const seen = llm.chatRequests();
-    expect(seen[0]?.headers.authorization).toBe('Bearer sk-local'); // the agent's own key, from its environment
+    expect(seen[0]?.headers.authorization).toBe('Bearer sk-local'); // the agent's own key, from its secret file
     expect(JSON.stringify(seen[0]?.body)).toContain('ping over REST');
     const log = (await host.logs(agentId, { tail: 1_000 })).join('\n');
     expect(log).toMatch(/\[host\] first turn prepared in [\d.]+ s/);

@@ -124,6 +124,7 @@ export async function startServices(options: { databaseUrl: string | undefined; 
       // Local agents, but none may start: a body that happens to be a valid deployment is refused for capacity.
       PROVISIONER: 'local',
       AGENT_MAX: '0',
+      AGENT_WARM_POOL: '0',
       OPENROUTER_BASE_URL: closed,
       GEMINI_BASE_URL: closed,
       GROQ_BASE_URL: closed,

@@ -54,7 +54,7 @@ export async function buildApp({ config, db, counters, logger, host, clock = Dat
     },
   });
 
-  await app.register(healthRoutes, { config, probe: createHealthProbe(config, host) });
+  await app.register(healthRoutes, { config, probe: createHealthProbe(config, host), ...(host ? { host } : {}) });
 
   // Everything under /api counts against the general limit; areas add their own on top.
   await app.register(

@@ -37,6 +37,8 @@ const BackendEnvSchema = Type.Composite([
     // A measured gateway is budgeted at its peak PSS times this (local provider).
     AGENT_MEMORY_MARGIN: Type.Number({ minimum: 1, default: 1.2 }),
     AGENT_MAX: Env.optional(Type.Integer({ minimum: 0 })),
+    // Warm gateways kept ready for new agents (local provider): a number, or `auto` (sized from free memory).
+    AGENT_WARM_POOL: Env.optional(Type.String({ pattern: '^(auto|[0-9]|[12][0-9]|3[0-2])$' })),
     OPENROUTER_BASE_URL: Env.str('https://openrouter.ai/api/v1'),
     GEMINI_BASE_URL: Env.str('https://generativelanguage.googleapis.com/v1beta/openai'),
     GROQ_BASE_URL: Env.str('https://api.groq.com/openai/v1'),
@@ -103,7 +105,14 @@ export interface BackendConfig extends BaseConfig {
   platformGatewayToken: string | undefined;
   /** Agents are reached at `https://<subdomain>.<AGENT_DOMAIN>` when set; at their gateway URL otherwise. */
   agentDomain: string | undefined;
-  agents: { readyTimeoutMs: number; memoryPerAgentBytes: number; memoryMargin: number; maxAgents: number | undefined };
+  agents: {
+    readyTimeoutMs: number;
+    memoryPerAgentBytes: number;
+    memoryMargin: number;
+    maxAgents: number | undefined;
+    /** `AGENT_WARM_POOL`; unset: 1 on the embedded set-up (no DATABASE_URL), else `auto`. */
+    warmPool: number | 'auto';
+  };
   /** OpenAI-compatible base URL per AI provider (`aiProvider` of a deployment). */
   aiBaseUrls: Record<'openrouter' | 'gemini' | 'groq' | 'anthropic' | 'openai', string>;
   /**
@@ -143,6 +152,9 @@ export interface LoadOptions {
   /** Generate development secrets in DATA_DIR when unset (default: yes, except in production where they are required). */
   devSecrets?: boolean;
 }
+
+/** `AGENT_WARM_POOL` as checked by its pattern: `auto` or 0–32. */
+const warmPoolOf = (value: string): number | 'auto' => (value === 'auto' ? 'auto' : Number(value));
 
 export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options: LoadOptions = {}): BackendConfig {
   const parsed = parseEnv(BackendEnvSchema, env);
@@ -186,6 +198,7 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
       memoryPerAgentBytes: parsed.AGENT_MEMORY_BYTES,
       memoryMargin: parsed.AGENT_MEMORY_MARGIN,
       maxAgents: parsed.AGENT_MAX,
+      warmPool: parsed.AGENT_WARM_POOL === undefined ? (parsed.DATABASE_URL ? 'auto' : 1) : warmPoolOf(parsed.AGENT_WARM_POOL),
     },
     aiBaseUrls: {
       openrouter: parsed.OPENROUTER_BASE_URL,

@@ -91,6 +91,18 @@ export interface AgentStats {
   uptimeMs: number;
 }
 
+/** What a host tells about its warm pool (gateways started and warmed up for the next new agent). */
+export interface WarmPoolStatus {
+  /** Gateways it keeps warm. */
+  target: number;
+  /** Warmed up and waiting for an agent. */
+  ready: number;
+  /** Starting or warming up. */
+  starting: number;
+  /** Why the last fill stopped short (no room, a gateway that did not start), null when it did not. */
+  lastError: string | null;
+}
+
 export interface LogsOptions {
   /** Last N lines (default 200). */
   tail?: number;
@@ -184,6 +196,8 @@ export interface AgentHost {
   delete(agentId: string): Promise<void>;
   /** Brings back the agents that should be running (called once when the backend starts). */
   restore(): Promise<AgentState[]>;
+  /** Hosts that keep warm gateways for new agents (the local one): how the pool stands. */
+  warmPoolStatus?(): WarmPoolStatus;
   /**
    * Releases the host. The local provider stops its gateways (they start again on the next `restore()`); container
    * and hosting providers leave agents running, so a backend deploy does not take every tenant offline.

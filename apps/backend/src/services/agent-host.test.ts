@@ -42,6 +42,28 @@ describe('createAgentHost', () => {
     expect(hosting).toBeInstanceOf(HostingAgentHost);
   });
 
+  it('AGENT_WARM_POOL: a number or auto; unset, 1 on the embedded database and auto on a Postgres server', async () => {
+    expect(configOf({}).agents.warmPool).toBe(1);
+    expect(configOf({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test' }).agents.warmPool).toBe('auto');
+    expect(configOf({ AGENT_WARM_POOL: '0' }).agents.warmPool).toBe(0);
+    expect(configOf({ AGENT_WARM_POOL: '3' }).agents.warmPool).toBe(3);
+    expect(configOf({ AGENT_WARM_POOL: 'auto' }).agents.warmPool).toBe('auto');
+    for (const bad of ['-1', 'many', '1.5', '33']) expect(() => configOf({ AGENT_WARM_POOL: bad }), bad).toThrow(/AGENT_WARM_POOL/);
+    // The local host gets it, and reports it on the backend's /health (nothing warm until restore() fills it).
+    const host = createAgentHost(configOf({ AGENT_WARM_POOL: '2' })) as LocalAgentHost;
+    expect(host.warmPoolStatus()).toEqual({ target: 2, ready: 0, starting: 0, lastError: null });
+    const backend = await startBackend({ INTERNAL_API_KEY: KEY }, { host });
+    try {
+      expect((await request(`${backend.url}/health`)).body).toMatchObject({
+        provisioner: 'local',
+        warmPool: { target: 2, ready: 0, starting: 0, lastError: null },
+      });
+    } finally {
+      await backend.close();
+      await host.shutdown();
+    }
+  });
+
   it('refuses a hosting provisioner without its project settings', () => {
     expect(() => createAgentHost(configOf({ PROVISIONER: 'hosting', HOSTING_API_URL: 'http://127.0.0.1:9/graphql' }))).toThrow(
       ProvisionerConfigError,

@@ -33,6 +33,7 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         ...maxAgents,
         memoryPerAgentBytes: config.agents.memoryPerAgentBytes,
         memoryMargin: config.agents.memoryMargin,
+        warmPool: config.agents.warmPool,
       });
     case 'docker':
       return new DockerAgentHost({

@@ -65,6 +65,12 @@ beforeAll(async () => {
     stubborn: await installFakeRuntime(join(work, 'rt-stubborn'), 'stubborn', { ignoreSigterm: true }),
     slow: await installFakeRuntime(join(work, 'rt-slow'), 'slow', { readyDelayMs: 60_000 }),
     warming: await installFakeRuntime(join(work, 'rt-warming'), 'warming', { warmUpMs: 700 }),
+    protocol: await installFakeRuntime(join(work, 'rt-protocol'), 'protocol', { warmUpMs: 100, gatewayProtocol: true }),
+    refusing: await installFakeRuntime(join(work, 'rt-refusing'), 'refusing', {
+      warmUpMs: 100,
+      gatewayProtocol: true,
+      refuseConfigApply: true,
+    }),
   };
   for (const name of PLATFORM_SECRETS) process.env[name] ??= `platform-${name.toLowerCase()}-value`;
 });
@@ -106,14 +112,33 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
     expect(JSON.parse(config)).toMatchObject({ gateway: { mode: 'local', bind: 'loopback', port: created.port }, cron: { enabled: true } });
     expect(await host.spec(s.agentId)).toMatchObject({ gatewayToken: s.gatewayToken, channelTokens: { telegram: 'tg-secret-token' } });
 
-    // The environment is built from scratch: the tokens it needs, none of the platform's secrets.
+    // The secrets reach the gateway through SecretRefs into a 0600 file outside the data directory (memory-backed),
+    // which only lives as long as the gateway.
+    const parsed = JSON.parse(config);
+    const secretFile = parsed.secrets.providers.aop.path as string;
+    expect(parsed.secrets.providers.aop).toEqual({ source: 'file', path: secretFile, mode: 'json' });
+    expect(parsed.gateway.auth).toEqual({ mode: 'token', token: { source: 'file', provider: 'aop', id: '/gatewayToken' } });
+    expect(parsed.channels.telegram.botToken).toEqual({ source: 'file', provider: 'aop', id: '/telegramBotToken' });
+    expect(parsed.models.providers.platform.apiKey).toEqual({ source: 'file', provider: 'aop', id: '/llmApiKey' });
+    expect(secretFile.startsWith(host.agentsDir)).toBe(false);
+    expect(JSON.parse(await readFile(secretFile, 'utf8'))).toEqual({
+      gatewayToken: s.gatewayToken,
+      telegramBotToken: 'tg-secret-token',
+      llmApiKey: 'sk-llm-secret',
+    });
+    expect((await stat(secretFile)).mode & 0o777).toBe(0o600);
+    expect((await stat(join(secretFile, '..'))).mode & 0o777).toBe(0o700);
+
+    // The environment is built from scratch: none of the platform's secrets, and no token either (they are in the file).
     const environ = (await readFile(`/proc/${running.pid}/environ`, 'utf8')).split('\0');
-    expect(environ).toEqual(expect.arrayContaining([`OPENCLAW_GATEWAY_TOKEN=${s.gatewayToken}`, 'TELEGRAM_BOT_TOKEN=tg-secret-token']));
+    expect(environ.some((entry) => /^(OPENCLAW_GATEWAY_TOKEN|TELEGRAM_BOT_TOKEN|AOP_LLM_API_KEY)=/.test(entry))).toBe(false);
     expect(environ).toContain(`OPENCLAW_STATE_DIR=${paths.state}`);
     for (const name of PLATFORM_SECRETS) {
       expect(process.env[name]).toBeTruthy();
       expect(environ.some((entry) => entry.startsWith(`${name}=`))).toBe(false);
     }
+    await host.stop(s.agentId);
+    expect(existsSync(secretFile)).toBe(false);
   });
 
   it("is running only after its warm-up turn: the platform model on the gateway itself, never the agent's own", async () => {
@@ -143,7 +168,7 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
     const config = JSON.parse(await readFile(host.paths(s.agentId).config, 'utf8'));
     expect(config.models.providers['aop-warm-up']).toMatchObject({
       baseUrl: `http://127.0.0.1:${created.port}/v1`,
-      apiKey: { source: 'env', id: 'OPENCLAW_GATEWAY_TOKEN' },
+      apiKey: { source: 'file', provider: 'aop', id: '/gatewayToken' },
     });
     expect(config.agents.defaults.model.primary).toBe('platform/m');
   });
@@ -326,7 +351,7 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
     expect(await again.spec(running.agentId)).toMatchObject({ gatewayToken: running.gatewayToken });
   });
 
-  it('configure: a config change is written for hot reload, a token change restarts with the new environment', async () => {
+  it('configure: a config change is written for hot reload, a token change restarts with the new secrets', async () => {
     const host = await newHost();
     const s = spec();
     await host.create(s);
@@ -339,9 +364,9 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
 
     const restarted = await host.configure(s.agentId, { channelTokens: { discord: 'new-discord-token' } });
     expect(restarted.pid).not.toBe(pid);
-    const environ = (await readFile(`/proc/${restarted.pid}/environ`, 'utf8')).split('\0');
-    expect(environ).toContain('DISCORD_BOT_TOKEN=new-discord-token');
-    expect(JSON.parse(await readFile(paths.config, 'utf8')).channels.discord.enabled).toBe(true);
+    const written = JSON.parse(await readFile(paths.config, 'utf8'));
+    expect(written.channels.discord).toMatchObject({ enabled: true, token: { source: 'file', provider: 'aop', id: '/discordBotToken' } });
+    expect(JSON.parse(await readFile(written.secrets.providers.aop.path, 'utf8')).discordBotToken).toBe('new-discord-token');
     expect(await readFile(paths.registry, 'utf8')).not.toContain('new-discord-token');
     expect(JSON.parse(await readFile(paths.registry, 'utf8')).config.logging).toEqual({ level: 'debug' });
   });
@@ -369,5 +394,120 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
     expect(isAlive(pid!)).toBe(false);
     await expect(host.status(s.agentId)).rejects.toThrow(AgentNotFoundError);
     await expect(host.logs('agt_missing')).rejects.toThrow('Agent not found: agt_missing');
+  });
+});
+
+describe('LocalAgentHost warm pool (fake OpenClaw speaking the gateway protocol)', () => {
+  const llm = { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-llm-secret', model: 'm' };
+  /** The warm gateway's directory, its pid and the pool token (read back from its secret file, as a test may). */
+  async function warmSlot(host: LocalAgentHost) {
+    await until(() => host.warmPoolStatus().ready === 1);
+    const names = (await readdir(host.agentsDir)).filter((name) => name.startsWith('warm-'));
+    const unadopted = await Promise.all(
+      names.map(async (name) => JSON.parse(await readFile(join(host.agentsDir, name, 'agent.json'), 'utf8')).warmSlot === true),
+    );
+    const dir = names.find((_, i) => unadopted[i]);
+    const config = JSON.parse(await readFile(join(host.agentsDir, dir!, 'state', 'openclaw.json'), 'utf8'));
+    const token = JSON.parse(await readFile(config.secrets.providers.aop.path, 'utf8')).gatewayToken as string;
+    const pid = Number(JSON.parse(await readFile(join(host.agentsDir, dir!, 'agent.json'), 'utf8')).pid);
+    return { dir: dir!, pid, token, port: config.gateway.port as number };
+  }
+  const modelsStatus = async (port: number, token: string) =>
+    (await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${token}` } })).status;
+
+  it("the next agent adopts the warm gateway: the same process, warmed, given the agent's config and token; the pool refills", async () => {
+    const host = await newHost({ defaultVersion: 'protocol', warmPool: 1, refillQuietMs: 200 });
+    await host.restore();
+    const slot = await warmSlot(host);
+    expect(host.warmPoolStatus()).toEqual({ target: 1, ready: 1, starting: 0, lastError: null });
+    expect(await host.list()).toEqual([]); // a warm gateway is nobody's agent
+    expect(await modelsStatus(slot.port, slot.token)).toBe(200);
+
+    const s = spec({ llm, channelTokens: { telegram: 'tg-secret-token' } });
+    const created = await host.create(s);
+    expect(created).toMatchObject({ status: 'starting', pid: slot.pid, port: slot.port });
+    const running = await host.waitUntilReady(s.agentId);
+    expect(running).toMatchObject({ status: 'running', pid: slot.pid });
+    expect(Date.parse(running.readyAt!) - Date.parse(running.startedAt!)).toBeGreaterThanOrEqual(0);
+
+    // The agent lives in the warm gateway's directory; its config went in through config.apply, its token replaced the pool's.
+    const paths = host.paths(s.agentId);
+    expect(paths.dir).toBe(join(host.agentsDir, slot.dir));
+    const applies = (await readFile(join(paths.state, 'config-applies.jsonl'), 'utf8')).trim().split('\n');
+    expect(applies.map((line) => JSON.parse(line).model)).toEqual([{ primary: 'platform/m' }]);
+    expect(await modelsStatus(slot.port, s.gatewayToken)).toBe(200);
+    expect(await modelsStatus(slot.port, slot.token)).toBe(401);
+    const config = JSON.parse(await readFile(paths.config, 'utf8'));
+    expect(config.channels.telegram).toMatchObject({
+      enabled: true,
+      botToken: { source: 'file', provider: 'aop', id: '/telegramBotToken' },
+    });
+    expect(JSON.parse(await readFile(config.secrets.providers.aop.path, 'utf8'))).toEqual({
+      gatewayToken: s.gatewayToken,
+      llmApiKey: 'sk-llm-secret',
+      telegramBotToken: 'tg-secret-token',
+    });
+    const registry = JSON.parse(await readFile(paths.registry, 'utf8'));
+    expect(registry).toMatchObject({ agentId: s.agentId, desired: 'running' });
+    expect(registry.warmSlot).toBeUndefined();
+    const log = (await host.logs(s.agentId, { tail: 100 })).join('\n');
+    expect(log).toContain(`[host] warm gateway ${slot.dir} taken by agent ${s.agentId}`);
+    expect(log).toMatch(/\[host\] warm gateway adopted in [\d.]+ s/);
+
+    // A new warm gateway takes the adopted one's place.
+    await until(() => host.warmPoolStatus().ready === 1);
+    expect(host.gatewayPids()).toHaveLength(2);
+    expect((await host.list()).map((agent) => agent.agentId)).toEqual([s.agentId]);
+
+    // Stop and start: a gateway of its own, from the same directory, with the same secrets.
+    await host.stop(s.agentId);
+    expect(isAlive(slot.pid)).toBe(false);
+    const again = await host.start(s.agentId);
+    await host.waitUntilReady(s.agentId);
+    expect(again.pid).not.toBe(slot.pid);
+    expect(await modelsStatus(again.port!, s.gatewayToken)).toBe(200);
+
+    // A new host over the same data: the agent comes back from the adopted directory; the old pool is cleared.
+    const dataDir = join(host.agentsDir, '..');
+    await host.shutdown();
+    const next = await newHost({ dataDir, defaultVersion: 'protocol', warmPool: 1, refillQuietMs: 200 });
+    await next.restore();
+    expect((await next.list()).map((agent) => agent.agentId)).toEqual([s.agentId]);
+    expect(next.paths(s.agentId).dir).toBe(join(next.agentsDir, slot.dir));
+    await next.waitUntilReady(s.agentId);
+    const refilled = await warmSlot(next);
+    expect((await readdir(next.agentsDir)).filter((name) => name.startsWith('warm-')).sort()).toEqual([slot.dir, refilled.dir].sort());
+    await next.delete(s.agentId);
+    expect(existsSync(join(next.agentsDir, slot.dir))).toBe(false);
+  });
+
+  it('agents with variables of their own start cold; an agent that needs the room takes it from the pool', async () => {
+    const host = await newHost({ defaultVersion: 'protocol', warmPool: 1, maxAgents: 1, refillQuietMs: 200 });
+    await host.restore();
+    const slot = await warmSlot(host);
+    const s = spec({ agentEnv: { AOP_AGENT_WALLET_KEY: 'k' } });
+    const created = await host.create(s);
+    expect(created.pid).not.toBe(slot.pid);
+    expect(isAlive(slot.pid)).toBe(false); // given up for the agent: the host holds one gateway
+    await host.waitUntilReady(s.agentId);
+    await until(() => host.warmPoolStatus().lastError !== null);
+    expect(host.warmPoolStatus()).toMatchObject({ target: 1, ready: 0, starting: 0 });
+    expect(host.warmPoolStatus().lastError).toMatch(/capacity|full|room/i);
+    expect((await readdir(host.agentsDir)).filter((name) => name.startsWith('warm-'))).toEqual([]);
+  });
+
+  it('a warm gateway that refuses the configuration is replaced by a gateway of its own', async () => {
+    const host = await newHost({ defaultVersion: 'refusing', warmPool: 1, refillQuietMs: 200 });
+    await host.restore();
+    const slot = await warmSlot(host);
+    const s = spec({ llm });
+    await host.create(s);
+    const running = await host.waitUntilReady(s.agentId);
+    expect(running.pid).not.toBe(slot.pid);
+    expect(isAlive(slot.pid)).toBe(false);
+    expect(await modelsStatus(running.port!, s.gatewayToken)).toBe(200);
+    expect((await host.logs(s.agentId, { tail: 100 })).join('\n')).toMatch(
+      /adopting the warm gateway failed \(config reload failed[^)]*\); starting a gateway of its own/,
+    );
   });
 });

@@ -1,8 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { type WriteStream, createWriteStream, existsSync } from 'node:fs';
-import { chmod, cp, mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import { chmod, cp, mkdir, readFile, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { connectGateway } from '@aop/gateway-client';
 import { BUS_SKILL_NAME, installBusSkill } from '../shared/bus-skill.js';
@@ -12,6 +14,7 @@ import {
   DEFAULT_MEMORY_MARGIN,
   DEFAULT_MEMORY_PER_AGENT_BYTES,
   DEFAULT_RESERVE_BYTES,
+  autoWarmPoolSize,
   budgetFromPeak,
   capacityMessage,
   computeCapacity,
@@ -28,6 +31,7 @@ import {
   type LlmSpec,
   type LogsOptions,
   type WaitOptions,
+  type WarmPoolStatus,
   AgentExistsError,
   AgentNotFoundError,
   AgentStartError,
@@ -37,7 +41,7 @@ import { LineQueue, followFile } from '../shared/log-follow.js';
 import { exclusive, writeFileAtomic, writeRecord } from '../shared/registry.js';
 import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
-import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, secretEnv } from '../shared/openclaw-config.js';
+import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, secretFileContents } from '../shared/openclaw-config.js';
 import { isAlive, memAvailableBytes, processTree, treePssBytes, treeStats } from './proc.js';
 import {
   type OpenClawRuntime,
@@ -99,6 +103,23 @@ export interface LocalHostOptions {
    * connections then need device pairing). The platform always reaches them at 127.0.0.1.
    */
   bind?: 'loopback' | 'lan';
+  /**
+   * Warm gateways kept started, warmed up and unassigned (default 0), for `create` to adopt: the customer's agent is
+   * live in about 3 s instead of 25–30 s. Filled by `restore()` and after every adoption, one at a time and only while no
+   * agent is starting; counted against capacity, and given up when an agent needs the room. `auto`: sized from the
+   * memory free at `restore()` (`autoWarmPoolSize`).
+   */
+  warmPool?: number | 'auto';
+  /**
+   * How long after an agent became live the pool waits before starting a warm gateway (default 20 s): a customer's first
+   * turns come then, and a gateway's start is 20 s of CPU.
+   */
+  refillQuietMs?: number;
+  /**
+   * Where each gateway's secret file lives while it runs (default: a directory of this host under /dev/shm, memory
+   * only, else under the OS temp dir): the secrets as OpenClaw SecretRefs read them, never in the data directory.
+   */
+  secretsDir?: string;
 }
 
 /** What `agent.json` holds. Tokens, the LLM key and the agent's variables are sealed with the host's key. */
@@ -121,6 +142,8 @@ interface AgentRecord {
    */
   peakPssBytes?: number | null;
   startPeakPssBytes?: number | null;
+  /** A warm-pool gateway no agent has adopted yet: removed at the next `restore()` (its process does not outlive the host). */
+  warmSlot?: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -159,6 +182,8 @@ export interface AgentPaths {
 export { MEMORY_PATHS };
 
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+/** Directories of warm-pool gateways: `warm-<hex>`; an agent that adopts one keeps it as its directory. */
+const WARM_SLOT_PREFIX = 'warm-';
 /** Workspace files created on first boot (spec §2.2: seeded only when AGENTS.md is missing); kept by `resetMemory`. */
 export const SEED_FILES = ['AGENTS.md', 'SOUL.md', 'IDENTITY.md', 'USER.md', 'BOOTSTRAP.md', 'TOOLS.md', 'HEARTBEAT.md'];
 const ACTIVE: ReadonlySet<AgentStatus> = new Set(['starting', 'running', 'restarting', 'stopping']);
@@ -220,6 +245,15 @@ export class LocalAgentHost implements AgentHost {
   private readonly memorySampleMs: number;
   /** When each agent's memory was last sampled by the timer (performance.now()). */
   private readonly sampledAt = new Map<string, number>();
+  /** Agents whose directory is not named after them: those that adopted a warm gateway (agent id → directory name). */
+  private readonly dirs = new Map<string, string>();
+  /** Warm-pool gateways (their `record.agentId` is their directory name), oldest first. */
+  private readonly pool: Agent[] = [];
+  private filling: Promise<void> | null = null;
+  /** `warmPool`, once `auto` is resolved (at `restore()`). */
+  private poolTarget: number;
+  private poolError: string | null = null;
+  private readonly secretsDir: string;
 
   constructor(private readonly config: LocalHostOptions) {
     this.secrets = secretBoxFor(config, 'LocalAgentHost');
@@ -236,6 +270,10 @@ export class LocalAgentHost implements AgentHost {
     };
     openHosts.add(this);
     if (openHosts.size === 1) process.on('exit', stopGatewaysOnExit);
+    const hostKey = createHash('sha256').update(this.agentsDir).digest('hex').slice(0, 12);
+    const shm = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+    this.secretsDir = config.secretsDir ?? join(shm, `aop-gateway-secrets-${process.getuid?.() ?? 0}-${hostKey}`);
+    this.poolTarget = typeof config.warmPool === 'number' ? Math.max(0, Math.floor(config.warmPool)) : 0;
     this.memorySampleMs = config.memorySampleMs ?? 30_000;
     this.memorySampler = setInterval(() => void this.sampleMemory(), Math.max(1, Math.round(this.memorySampleMs / 6)));
     this.memorySampler.unref();
@@ -251,7 +289,7 @@ export class LocalAgentHost implements AgentHost {
   }
 
   paths(agentId: string): AgentPaths {
-    const dir = join(this.agentsDir, agentId);
+    const dir = join(this.agentsDir, this.dirs.get(agentId) ?? agentId);
     const state = join(dir, 'state');
     return {
       dir,
@@ -280,23 +318,10 @@ export class LocalAgentHost implements AgentHost {
     if (problem) throw new AgentStartError(`Cannot create agent ${spec.agentId}: ${problem}`);
     this.creating.add(spec.agentId);
     try {
+      const slot = this.takeWarmSlot(version, spec);
+      if (slot) return await this.adopt(slot, spec);
       await this.assertCapacity(null);
-      const now = new Date().toISOString();
-      const record: AgentRecord = {
-        agentId: spec.agentId,
-        userId: spec.userId,
-        plan: spec.plan,
-        config: spec.config,
-        version,
-        port: null,
-        desired: 'running',
-        pid: null,
-        llm: null,
-        secrets: { gatewayToken: '', channelTokens: {} },
-        createdAt: now,
-        updatedAt: now,
-      };
-      sealSpecSecrets(this.secrets, record, spec);
+      const record = this.newRecord(spec, version);
       await this.ensureLayout(paths);
       const agent = this.newAgent(record);
       this.agents.set(spec.agentId, agent);
@@ -308,6 +333,221 @@ export class LocalAgentHost implements AgentHost {
     } finally {
       this.creating.delete(spec.agentId);
     }
+  }
+
+  private newRecord(spec: AgentSpec, version: string): AgentRecord {
+    const now = new Date().toISOString();
+    const record: AgentRecord = {
+      agentId: spec.agentId,
+      userId: spec.userId,
+      plan: spec.plan,
+      config: spec.config,
+      version,
+      port: null,
+      desired: 'running',
+      pid: null,
+      llm: null,
+      secrets: { gatewayToken: '', channelTokens: {} },
+      createdAt: now,
+      updatedAt: now,
+    };
+    sealSpecSecrets(this.secrets, record, spec);
+    return record;
+  }
+
+  // ---------------------------------------------------------------- warm pool
+
+  /** How the warm pool stands. */
+  warmPoolStatus(): WarmPoolStatus {
+    const ready = this.pool.filter((slot) => slot.status === 'running').length;
+    return { target: this.poolTarget, ready, starting: this.pool.length - ready, lastError: this.poolError };
+  }
+
+  /**
+   * A warm gateway for this agent, taken out of the pool; null when there is none ready, or when the agent needs a
+   * gateway of its own: another OpenClaw version, or variables of its own (`AOP_AGENT_*` reach tools only through the
+   * environment a process starts with).
+   */
+  private takeWarmSlot(version: string, spec: AgentSpec): Agent | null {
+    if (Object.keys(spec.agentEnv ?? {}).length > 0) return null;
+    const index = this.pool.findIndex((slot) => slot.status === 'running' && slot.record.version === version);
+    if (index < 0) return null;
+    const [slot] = this.pool.splice(index, 1);
+    return slot ?? null;
+  }
+
+  /**
+   * Makes a warm gateway the agent's: its directory becomes the agent's (the process's state directory is fixed at
+   * spawn), the agent's record replaces the slot's, and the agent's configuration and secrets are applied to the
+   * running process (`adoptConfiguration`) while the agent shows `starting`. If that fails, the agent gets a gateway of
+   * its own (a cold start). The pool refills in the background.
+   */
+  private async adopt(slot: Agent, spec: AgentSpec): Promise<AgentState> {
+    const slotName = slot.record.agentId;
+    const poolToken = this.gatewayToken(slot);
+    const record = this.newRecord(spec, slot.record.version);
+    record.port = slot.record.port;
+    record.pid = slot.record.pid;
+    record.startPeakPssBytes = slot.record.startPeakPssBytes ?? null;
+    record.peakPssBytes = slot.record.peakPssBytes ?? null;
+    this.dirs.set(spec.agentId, slotName);
+    slot.record = record;
+    slot.supervise = true;
+    this.agents.set(spec.agentId, slot);
+    await this.saveRecord(slot);
+    this.log(slot, `[host] warm gateway ${slotName} taken by agent ${spec.agentId}`);
+    this.setStatus(slot, 'starting', null);
+    void exclusive(slot, async () => {
+      const started = performance.now();
+      try {
+        const steps = await this.adoptConfiguration(slot, poolToken);
+        slot.readyAt = Date.now();
+        this.log(
+          slot,
+          `[host] warm gateway adopted in ${((performance.now() - started) / 1000).toFixed(1)} s: the agent's configuration is live (${steps})`,
+        );
+        this.setStatus(slot, 'running', null);
+      } catch (error) {
+        if (this.shuttingDown || slot.status !== 'starting') return;
+        this.log(slot, `[host] adopting the warm gateway failed (${(error as Error).message}); starting a gateway of its own`);
+        await this.stopGateway(slot);
+        await this.spawnGateway(slot, { supervise: true });
+      }
+    }).catch((failure: unknown) => this.setStatus(slot, 'error', (failure as Error).message));
+    this.fillWarmPool();
+    return this.snapshot(slot);
+  }
+
+  /**
+   * The agent's secrets into the gateway's secret file, then its configuration through `config.apply` over the pool
+   * token's connection: the gateway resolves the file again (the agent's token replaces the pool's; connections made
+   * with the pool's are closed) and applies the configuration before it answers, without the file watcher's wait.
+   * Measured with the pinned OpenClaw: 0.6–1.1 s, first answer 2.9–3.0 s after adoption began (decisions.md).
+   */
+  private async adoptConfiguration(agent: Agent, poolToken: string): Promise<string> {
+    const port = agent.record.port;
+    if (port === null || !agent.child) throw new Error('the warm gateway is not running');
+    const started = performance.now();
+    const mark = () => `${((performance.now() - started) / 1000).toFixed(2)} s`;
+    await this.installSkills(agent, this.paths(agent.record.agentId));
+    const config = this.gatewayConfig(agent, port);
+    await this.writeSecretFile(agent);
+    const url = `ws://127.0.0.1:${port}`;
+    const conn = await connectGateway({ url, token: poolToken, retryDeadlineMs: 0 });
+    const connected = mark();
+    let applied: string;
+    try {
+      const current = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
+      await conn.request(
+        'config.apply',
+        { raw: `${JSON.stringify(config, null, 2)}\n`, baseHash: current.hash, note: 'platform: warm gateway adopted by an agent' },
+        { timeoutMs: 30_000 },
+      );
+      applied = mark();
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+    // The proof that the agent's token is the gateway's now (the pool's is refused from here on).
+    const res = await fetch(`http://127.0.0.1:${port}/v1/models`, {
+      headers: { authorization: `Bearer ${this.gatewayToken(agent)}` },
+      signal: AbortSignal.timeout(10_000),
+    });
+    await res.body?.cancel();
+    if (res.status !== 200) throw new Error(`the gateway refused the agent's token after config.apply (HTTP ${res.status})`);
+    return `connected ${connected}, applied ${applied}, token checked ${mark()}`;
+  }
+
+  /**
+   * Starts warm gateways until the pool is full: one at a time, each only while no agent is starting (a pool gateway's
+   * start must not slow a customer's), and only while one more fits (never evicting). Stops after three failures in a
+   * row; the next `restore()` or adoption tries again.
+   */
+  private fillWarmPool(): void {
+    const target = this.poolTarget;
+    if (this.filling || this.shuttingDown || this.pool.length >= target) return;
+    this.filling = (async () => {
+      let failures = 0;
+      while (!this.shuttingDown && this.pool.length < target && failures < 3) {
+        while (!this.shuttingDown && this.busyStarting()) await sleep(1_000);
+        if (this.shuttingDown) return;
+        try {
+          await this.addWarmSlot();
+          this.poolError = null;
+          failures = 0;
+        } catch (error) {
+          this.poolError = (error as Error).message;
+          if (error instanceof HostFullError) return;
+          failures += 1;
+        }
+      }
+    })().finally(() => {
+      this.filling = null;
+    });
+  }
+
+  /**
+   * An agent is being created or started, or became live less than `refillQuietMs` ago (its first turns are when a
+   * customer waits on it): a warm gateway's start (20 s of CPU) waits.
+   */
+  private busyStarting(): boolean {
+    if (this.creating.size > 0) return true;
+    const now = Date.now();
+    const quietMs = this.config.refillQuietMs ?? 20_000;
+    return [...this.agents.values()].some(
+      (agent) => agent.status === 'starting' || (agent.readyAt !== null && now - agent.readyAt < quietMs),
+    );
+  }
+
+  private async addWarmSlot(): Promise<void> {
+    const name = `${WARM_SLOT_PREFIX}${randomBytes(6).toString('hex')}`;
+    const version = this.defaultVersion;
+    const problem = runtimeProblem(this.runtimeFor(version));
+    if (problem) throw new AgentStartError(problem);
+    const spec: AgentSpec = { agentId: name, userId: '', plan: '', config: {}, gatewayToken: randomBytes(32).toString('base64url') };
+    const slot = this.newAgent({ ...this.newRecord(spec, version), warmSlot: true });
+    // In the pool (so an agent that needs the room can give it up) and counted as being created from here on.
+    this.pool.push(slot);
+    this.creating.add(name);
+    const givenUp = () => new HostFullError('The warm gateway was given up for an agent that needed the room');
+    try {
+      await this.assertCapacity(null, { evictWarm: false });
+      if (!this.pool.includes(slot)) throw givenUp();
+      await this.ensureLayout(this.paths(name));
+      await this.saveRecord(slot);
+      await exclusive(slot, async () => {
+        if (!this.pool.includes(slot)) throw givenUp();
+        await this.spawnGateway(slot, { supervise: false });
+      });
+    } catch (error) {
+      await this.dropWarmSlot(slot);
+      throw error;
+    } finally {
+      this.creating.delete(name);
+    }
+    try {
+      await this.waitForRunning(slot, this.options.readyTimeoutMs + 5_000);
+    } catch (error) {
+      await this.dropWarmSlot(slot);
+      throw error;
+    }
+    // A slot that dies while it waits leaves the pool (and is replaced).
+    slot.events.on('change', (status: AgentStatus) => {
+      if (slot.record.warmSlot && (status === 'error' || status === 'stopped') && this.pool.includes(slot)) {
+        void this.dropWarmSlot(slot).then(() => this.fillWarmPool());
+      }
+    });
+  }
+
+  /** Stops a pool gateway and removes it with its directory. */
+  private async dropWarmSlot(slot: Agent): Promise<void> {
+    slot.record.desired = 'stopped';
+    const index = this.pool.indexOf(slot);
+    if (index >= 0) this.pool.splice(index, 1);
+    this.creating.delete(slot.record.agentId);
+    await exclusive(slot, () => this.stopGateway(slot)).catch(() => undefined);
+    slot.logFile?.end();
+    slot.logFile = null;
+    await rm(this.paths(slot.record.agentId).dir, { recursive: true, force: true });
   }
 
   async start(agentId: string): Promise<AgentState> {
@@ -330,6 +570,7 @@ export class LocalAgentHost implements AgentHost {
       agent.record.desired = 'stopped';
       await this.saveRecord(agent);
       await this.stopGateway(agent);
+      this.fillWarmPool(); // the room it had may take a warm gateway
       return this.snapshot(agent);
     });
   }
@@ -468,9 +709,12 @@ export class LocalAgentHost implements AgentHost {
       await this.stopGateway(agent);
       agent.logFile?.end();
       agent.logFile = null;
+      const { dir } = this.paths(agentId);
       this.agents.delete(agentId);
       this.sampledAt.delete(agentId);
-      await rm(this.paths(agentId).dir, { recursive: true, force: true });
+      this.dirs.delete(agentId);
+      await rm(dir, { recursive: true, force: true });
+      this.fillWarmPool();
     });
   }
 
@@ -478,6 +722,9 @@ export class LocalAgentHost implements AgentHost {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
     clearInterval(this.memorySampler);
+    await Promise.all(this.pool.map((slot) => this.dropWarmSlot(slot)));
+    await this.filling; // a warm gateway it was starting is dropped by the fill itself (the host is closed)
+    await Promise.all(this.pool.map((slot) => this.dropWarmSlot(slot)));
     await Promise.all(
       [...this.agents.values()].map((agent) =>
         exclusive(agent, async () => {
@@ -487,37 +734,47 @@ export class LocalAgentHost implements AgentHost {
         }).catch(() => undefined),
       ),
     );
+    await rmdir(this.secretsDir).catch(() => undefined); // only when empty
     openHosts.delete(this);
     if (openHosts.size === 0) process.off('exit', stopGatewaysOnExit);
   }
 
   /**
    * Loads the agents of `<dataDir>/agents` (after a platform restart): stops gateways a previous host process left
-   * behind, then starts the agents that should be running (while there is room).
+   * behind, removes the warm gateways it left unadopted, starts the agents that should be running (while there is
+   * room), then fills the warm pool. An agent that adopted a warm gateway lives in that gateway's directory.
    */
   async restore(): Promise<AgentState[]> {
     this.assertOpen();
     const names = await readdir(this.agentsDir).catch(() => [] as string[]);
     for (const name of names) {
-      if (!ID_PATTERN.test(name) || this.agents.has(name)) continue;
       let record: AgentRecord;
       try {
-        record = JSON.parse(await readFile(this.paths(name).registry, 'utf8')) as AgentRecord;
+        record = JSON.parse(await readFile(join(this.agentsDir, name, 'agent.json'), 'utf8')) as AgentRecord;
       } catch {
         continue;
       }
-      const agent = this.newAgent(record);
-      this.agents.set(name, agent);
       if (record.pid && isAlive(record.pid)) await this.killLeftover(record.pid);
+      if (record.warmSlot) {
+        if (!this.pool.some((slot) => slot.record.agentId === name)) await rm(join(this.agentsDir, name), { recursive: true, force: true });
+        continue;
+      }
+      const agentId = record.agentId;
+      if (!ID_PATTERN.test(agentId) || this.agents.has(agentId)) continue;
+      if (name !== agentId) this.dirs.set(agentId, name);
+      const agent = this.newAgent(record);
+      this.agents.set(agentId, agent);
       if (record.desired === 'running') {
         try {
-          await this.start(name);
+          await this.start(agentId);
         } catch (error) {
           agent.status = 'error';
           agent.lastError = (error as Error).message;
         }
       }
     }
+    if (this.config.warmPool === 'auto') this.poolTarget = autoWarmPoolSize(await memAvailableBytes());
+    this.fillWarmPool();
     return this.list();
   }
 
@@ -591,7 +848,7 @@ export class LocalAgentHost implements AgentHost {
 
   /** Pids of the gateways this host runs. */
   gatewayPids(): number[] {
-    return [...this.agents.values()].flatMap((agent) => (agent.child?.pid ? [agent.child.pid] : []));
+    return [...this.agents.values(), ...this.pool].flatMap((agent) => (agent.child?.pid ? [agent.child.pid] : []));
   }
 
   // ---------------------------------------------------------------- internals
@@ -696,7 +953,8 @@ export class LocalAgentHost implements AgentHost {
 
   private async sampleMemory(): Promise<void> {
     const now = performance.now();
-    for (const [id, agent] of this.agents) {
+    for (const agent of [...this.agents.values(), ...this.pool]) {
+      const id = agent.record.agentId;
       if (agent.status !== 'running') continue;
       // Wall clock: `readyAt` is a date. Young gateways every tick, the others every `memorySampleMs`.
       const young = agent.readyAt !== null && Date.now() - agent.readyAt < 180_000;
@@ -717,7 +975,8 @@ export class LocalAgentHost implements AgentHost {
     let held = 0;
     const budgets: number[] = [];
     let largest = 0;
-    for (const [id, agent] of this.agents) {
+    for (const agent of [...this.agents.values(), ...this.pool]) {
+      const id = agent.record.agentId;
       const measured = id === exclude || (!ACTIVE.has(agent.status) && !agent.child) ? null : await this.measure(agent);
       const budget = this.budgetOf(agent, margin);
       if (budget) largest = Math.max(largest, budget);
@@ -734,8 +993,24 @@ export class LocalAgentHost implements AgentHost {
     };
   }
 
-  /** Throws `HostFullError` unless one more gateway fits (`exclude`: the agent being (re)started, already counted). */
-  private async assertCapacity(exclude: string | null): Promise<void> {
+  /**
+   * Throws `HostFullError` unless one more gateway fits (`exclude`: the agent being (re)started, already counted). An
+   * agent comes before the warm pool: while it does not fit, warm gateways are stopped to make room.
+   */
+  private async assertCapacity(exclude: string | null, options: { evictWarm?: boolean } = {}): Promise<void> {
+    for (;;) {
+      try {
+        return await this.checkCapacity(exclude);
+      } catch (error) {
+        const slot = options.evictWarm === false ? undefined : this.pool[0];
+        if (!(error instanceof HostFullError) || !slot) throw error;
+        await this.dropWarmSlot(slot);
+        this.fillWarmPool(); // it waits for the agent to start, then finds out whether there is still room for one
+      }
+    }
+  }
+
+  private async checkCapacity(exclude: string | null): Promise<void> {
     const { active, held, budgets, newAgentBytes } = await this.activeAgentsMemory(exclude);
     const input = {
       availableBytes: await memAvailableBytes(),
@@ -751,16 +1026,36 @@ export class LocalAgentHost implements AgentHost {
     if (!capacity.hasRoom) throw new HostFullError(capacityMessage(capacity, input));
   }
 
-  private async writeGatewayConfig(agent: Agent, port: number): Promise<void> {
+  /** The gateway's OpenClaw config: its secrets are SecretRefs into its secret file (`writeSecretFile`). */
+  private gatewayConfig(agent: Agent, port: number): Record<string, unknown> {
     const paths = this.paths(agent.record.agentId);
-    const spec = openSealedSpec(this.secrets, agent.record);
-    const config = buildOpenClawConfig(spec, {
+    return buildOpenClawConfig(openSealedSpec(this.secrets, agent.record), {
       port,
       bind: this.config.bind ?? 'loopback',
       workspaceDir: paths.workspace,
       logFile: join(paths.logs, 'openclaw.log'),
+      secretFile: this.secretFile(agent),
+      alwaysWarmUp: agent.record.warmSlot === true,
     });
-    await writeFileAtomic(paths.config, `${JSON.stringify(config, null, 2)}\n`);
+  }
+
+  private async writeGatewayConfig(agent: Agent, port: number): Promise<void> {
+    await writeFileAtomic(this.paths(agent.record.agentId).config, `${JSON.stringify(this.gatewayConfig(agent, port), null, 2)}\n`);
+  }
+
+  /**
+   * Where the gateway's secrets are while it runs: one file per agent directory (so a warm gateway keeps its file when an
+   * agent adopts it), in memory-backed storage outside the data directory, removed when the gateway stops.
+   */
+  private secretFile(agent: Agent): string {
+    return join(this.secretsDir, `${this.dirs.get(agent.record.agentId) ?? agent.record.agentId}.json`);
+  }
+
+  /** Written atomically (a new inode with one link: OpenClaw refuses hard-linked secret files), mode 0600. */
+  private async writeSecretFile(agent: Agent): Promise<void> {
+    await mkdir(this.secretsDir, { recursive: true, mode: 0o700 });
+    await chmod(this.secretsDir, 0o700);
+    await writeFileAtomic(this.secretFile(agent), JSON.stringify(secretFileContents(openSealedSpec(this.secrets, agent.record))));
   }
 
   /**
@@ -791,7 +1086,8 @@ export class LocalAgentHost implements AgentHost {
       OPENCLAW_NO_AUTO_UPDATE: '1',
       OPENCLAW_DISABLE_BONJOUR: '1',
       OPENCLAW_OFFLINE: '1',
-      ...secretEnv(openSealedSpec(this.secrets, agent.record)),
+      // The agent's own variables; every secret the config refers to is in the secret file instead.
+      ...checkAgentEnv(openSealedSpec(this.secrets, agent.record).agentEnv),
     };
   }
 
@@ -844,6 +1140,7 @@ export class LocalAgentHost implements AgentHost {
     let port = agent.record.port;
     if (port === null || !(await portIsFree(port))) port = await freePort();
     agent.record.port = port;
+    await this.writeSecretFile(agent);
     await this.writeGatewayConfig(agent, port);
     await this.openLogFile(agent);
     await this.installSkills(agent, paths);
@@ -1006,6 +1303,7 @@ export class LocalAgentHost implements AgentHost {
     agent.startedAt = null;
     agent.readyAt = null;
     agent.record.pid = null;
+    await rm(this.secretFile(agent), { force: true });
     this.setStatus(agent, 'stopped');
     await this.saveRecord(agent).catch(() => undefined);
   }
@@ -1024,7 +1322,8 @@ export class LocalAgentHost implements AgentHost {
     return new Promise((resolve, reject) => {
       const check = () => {
         if (agent.status === 'running') finish();
-        else if (agent.status === 'error' || agent.status === 'stopped') {
+        // `stopped` on the way to a new start (restart, a failed adoption's fallback) is not the end of the wait.
+        else if (agent.status === 'error' || (agent.status === 'stopped' && (agent.record.desired !== 'running' || this.shuttingDown))) {
           finish(new AgentStartError(agent.lastError ?? `Agent ${agent.record.agentId} is ${agent.status}`));
         }
       };

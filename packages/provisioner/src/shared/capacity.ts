@@ -19,6 +19,13 @@ export const budgetFromPeak = (peakBytes: number, margin = DEFAULT_MEMORY_MARGIN
 /** Memory left for the platform itself (web, backend, database) and the OS. */
 export const DEFAULT_RESERVE_BYTES = 2 * GIB;
 
+/**
+ * The warm pool's size when it is left to the host (`warmPool: 'auto'`): one warm gateway per 16 GiB of memory free
+ * when the host starts, 1 to 4. Each holds about 1 GiB doing nothing; more than the adoptions of the few minutes a
+ * refill takes (a start and its warm-up, ~30 s each, one at a time) only costs memory.
+ */
+export const autoWarmPoolSize = (availableBytes: number): number => Math.min(4, Math.max(1, Math.floor(availableBytes / (16 * GIB))));
+
 export interface CapacityInput {
   /** `MemAvailable` of the host now. */
   availableBytes: number;

@@ -1,5 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 /** How a fake gateway behaves; written next to its `openclaw.mjs`. */
 export interface FakeGatewayBehaviour {
@@ -16,6 +18,15 @@ export interface FakeGatewayBehaviour {
    * OpenClaw's answer to it (400, the refused model call), and record it in `<state>/warm-ups.jsonl`. Unset: 404.
    */
   warmUpMs?: number;
+  /**
+   * Speak the gateway's WebSocket protocol instead of echoing: `connect` (checked against the gateway token as
+   * OpenClaw resolves it: `gateway.auth.token`, a file SecretRef, else `OPENCLAW_GATEWAY_TOKEN`), `config.get`,
+   * `config.apply` (writes the file, re-resolves the token, records it in `<state>/config-applies.jsonl`),
+   * `secrets.reload`, `sessions.list`/`sessions.delete`.
+   */
+  gatewayProtocol?: boolean;
+  /** With `gatewayProtocol`: `config.apply` fails as OpenClaw's does when a reload cannot be applied (UNAVAILABLE). */
+  refuseConfigApply?: boolean;
 }
 
 /**
@@ -26,6 +37,7 @@ export interface FakeGatewayBehaviour {
  * `GET /env/<NAME>` whether a variable is in its environment (with its SHA-256, never the value), and stops on SIGTERM.
  */
 const SCRIPT = String.raw`
+import { WebSocketServer } from '__WS_URL__';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -43,7 +55,21 @@ console.log('fake openclaw ' + version + ' starting on port ' + port);
 if (behaviour.exitImmediately) { console.error('fatal: this version cannot start'); process.exit(1); }
 
 const state = process.env.OPENCLAW_STATE_DIR;
-const config = JSON.parse(readFileSync(process.env.OPENCLAW_CONFIG_PATH, 'utf8'));
+const readConfigText = () => readFileSync(process.env.OPENCLAW_CONFIG_PATH, 'utf8');
+const config = JSON.parse(readConfigText());
+// The gateway token as OpenClaw resolves it (at start, config.apply and secrets.reload): the config's token, a file
+// SecretRef into its secrets provider's JSON file, else the environment.
+const resolveToken = (cfg) => {
+  const ref = cfg.gateway?.auth?.token;
+  if (typeof ref === 'string') return ref;
+  if (ref?.source === 'file') {
+    const provider = cfg.secrets?.providers?.[ref.provider];
+    return JSON.parse(readFileSync(provider.path, 'utf8'))[ref.id.slice(1)];
+  }
+  return process.env.OPENCLAW_GATEWAY_TOKEN;
+};
+let token = resolveToken(config);
+const hashOf = (text) => createHash('sha256').update(text).digest('hex');
 if (config.gateway?.mode !== 'local') { console.error('Gateway start blocked: set gateway.mode=local'); process.exit(1); }
 const workspace = config.agents?.defaults?.workspace ?? join(state, 'workspace');
 mkdirSync(join(workspace, 'memory'), { recursive: true });
@@ -82,8 +108,12 @@ const server = http.createServer((req, res) => {
     const model = req.headers['x-openclaw-model'] ?? null;
     appendFileSync(join(state, 'warm-ups.jsonl'), JSON.stringify({ at: Date.now() - started, model,
       sessionKey: req.headers['x-openclaw-session-key'] ?? null,
-      tokenOk: req.headers.authorization === 'Bearer ' + process.env.OPENCLAW_GATEWAY_TOKEN }) + '\n');
+      tokenOk: req.headers.authorization === 'Bearer ' + token }) + '\n');
     return setTimeout(() => json(400, { error: { message: '400 LLM request failed: provider rejected the request schema or tool payload.', type: 'invalid_request_error' } }), behaviour.warmUpMs);
+  }
+  if (req.method === 'GET' && req.url === '/v1/models') {
+    if (req.headers.authorization !== 'Bearer ' + token) return json(401, { error: { message: 'Unauthorized', type: 'unauthorized' } });
+    return json(200, { object: 'list', data: [{ id: 'openclaw', object: 'model' }] });
   }
   if (req.url === '/healthz') return json(200, { ok: true, status: 'live' });
   if (req.url === '/readyz') {
@@ -93,7 +123,49 @@ const server = http.createServer((req, res) => {
   json(404, { error: 'not found' });
 });
 // A minimal WebSocket endpoint (RFC 6455, small text frames only): greets with what the upgrade carried, then echoes.
-server.on('upgrade', (req, socket) => {
+const wss = new WebSocketServer({ noServer: true });
+const clients = new Set();
+const methods = {
+  'config.get': () => {
+    const raw = readConfigText();
+    return { hash: hashOf(raw), config: JSON.parse(raw), configRevisionHash: hashOf(raw), appliedConfigHash: hashOf(raw) };
+  },
+  'config.apply': (params) => {
+    if (behaviour.refuseConfigApply) throw { code: 'UNAVAILABLE', message: 'config reload failed; the gateway keeps its previous config' };
+    if (params.baseHash !== hashOf(readConfigText())) throw { code: 'INVALID_REQUEST', message: 'config changed since last load; re-run config.get and retry' };
+    const next = JSON.parse(params.raw);
+    writeFileSync(process.env.OPENCLAW_CONFIG_PATH, params.raw);
+    token = resolveToken(next);
+    appendFileSync(join(state, 'config-applies.jsonl'), JSON.stringify({ at: Date.now() - started, model: next.agents?.defaults?.model ?? null }) + '\n');
+    return { ok: true, hash: hashOf(params.raw), changedPaths: [] };
+  },
+  'secrets.reload': () => { token = resolveToken(JSON.parse(readConfigText())); return { ok: true }; },
+  'sessions.list': () => ({ sessions: [] }),
+  'sessions.delete': () => ({ ok: true }),
+};
+wss.on('connection', (ws) => {
+  let authed = null;
+  clients.add(ws);
+  ws.on('close', () => clients.delete(ws));
+  ws.send(JSON.stringify({ type: 'event', event: 'connect.challenge', payload: { nonce: 'fake-nonce', ts: Date.now() } }));
+  ws.on('message', (data) => {
+    const frame = JSON.parse(String(data));
+    const reply = (ok, payloadOrError) => ws.send(JSON.stringify({ type: 'res', id: frame.id, ok, ...(ok ? { payload: payloadOrError } : { error: payloadOrError }) }));
+    if (frame.method === 'connect') {
+      if (frame.params?.auth?.token !== token) { reply(false, { code: 'UNAUTHORIZED', message: 'gateway token mismatch' }); ws.close(4001, 'unauthorized'); return; }
+      authed = token;
+      return reply(true, { type: 'hello-ok', protocol: frame.params.maxProtocol });
+    }
+    if (authed === null) return reply(false, { code: 'UNAUTHORIZED', message: 'connect first' });
+    const method = methods[frame.method];
+    if (!method) return reply(false, { code: 'METHOD_NOT_FOUND', message: 'unknown method ' + frame.method });
+    try { reply(true, method(frame.params ?? {})); } catch (error) { reply(false, error); }
+    // Like OpenClaw: once the token changed, connections made with the old one are closed.
+    if (token !== authed) setTimeout(() => { for (const c of clients) c.close(1008, 'gateway auth changed'); }, 10);
+  });
+});
+server.on('upgrade', (req, socket, head) => {
+  if (behaviour.gatewayProtocol) { wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req)); return; }
   // A gateway that takes warm-up turns is asked to delete the turn's session: it speaks no gateway protocol, so it
   // closes at once (the host reports the session not deleted) instead of leaving the handshake to time out.
   if (behaviour.warmUpMs !== undefined) { socket.destroy(); return; }
@@ -124,7 +196,9 @@ export async function installFakeRuntime(dir: string, version: string, behaviour
   const pkg = join(dir, 'node_modules', 'openclaw');
   await mkdir(pkg, { recursive: true });
   await writeFile(join(pkg, 'package.json'), JSON.stringify({ name: 'openclaw', version, type: 'module' }));
-  await writeFile(join(pkg, 'openclaw.mjs'), SCRIPT);
+  // The protocol part uses the repository's \`ws\` (the fake lives outside it, so by absolute URL).
+  const ws = pathToFileURL(join(dirname(createRequire(import.meta.url).resolve('ws')), 'wrapper.mjs')).href;
+  await writeFile(join(pkg, 'openclaw.mjs'), SCRIPT.replace('__WS_URL__', ws));
   await writeFile(join(pkg, 'behaviour.json'), JSON.stringify(behaviour));
   return dir;
 }

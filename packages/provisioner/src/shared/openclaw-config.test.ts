@@ -176,7 +176,15 @@ describe('the pinned OpenClaw', () => {
         cases.set(JSON.stringify(config), config); // plans differ only in tools.profile: validate each distinct config once
       }
     }
-    expect(cases.size).toBe(4);
+    // The local host's form: every secret a SecretRef into the gateway's secret file, the warm pool's with the warm-up.
+    const secretFile = '/dev/shm/aop-config-test/secrets.json';
+    const fileMode = buildOpenClawConfig(
+      { config: storedDefaults('pro'), channelTokens: tokens, llm },
+      { ...local, workspaceDir: '/tmp/ws', secretFile },
+    );
+    cases.set('file', fileMode);
+    cases.set('warm', buildOpenClawConfig({ config: {} }, { ...local, workspaceDir: '/tmp/ws', secretFile, alwaysWarmUp: true }));
+    expect(cases.size).toBe(6);
     const env = { TELEGRAM_BOT_TOKEN: 't', DISCORD_BOT_TOKEN: 'd', AOP_LLM_API_KEY: 'k' };
     const configs = [...cases.values()];
     for (let i = 0; i < configs.length; i += 2) {

@@ -6,13 +6,17 @@ import { warmUpProvider } from './warm-up.js';
  * Turns our stored agent configuration (spec §2.2) into a config the pinned OpenClaw accepts
  * (`openclaw config validate`), and builds the secret environment variables that config refers to.
  *
- * Secrets never reach the file: the gateway token comes from `OPENCLAW_GATEWAY_TOKEN` (used by OpenClaw when
- * `gateway.auth.token` is unset), channel tokens and the LLM key are OpenClaw SecretRefs to environment variables
- * (`{ source: 'env', provider: 'default', id: 'TELEGRAM_BOT_TOKEN' }`), resolved by the gateway at start.
+ * Secrets never reach the config file. In containers (`secretEnv`), the gateway token comes from
+ * `OPENCLAW_GATEWAY_TOKEN` (used by OpenClaw when `gateway.auth.token` is unset), and channel tokens and the LLM key
+ * are OpenClaw SecretRefs to environment variables (`{ source: 'env', provider: 'default', id: 'TELEGRAM_BOT_TOKEN' }`),
+ * resolved by the gateway at start. With `secretFile` (local gateways), every secret, the gateway token included, is a
+ * SecretRef into one JSON file (`secretFileContents`): a running gateway can then be given other secrets without a
+ * restart (`config.apply` or `secrets.reload` re-read it), which is what adopting a warm gateway needs.
  */
 
 /** Environment variables holding each channel's token (OpenClaw's own default-account names). */
 export const CHANNEL_TOKEN_ENV = { telegram: 'TELEGRAM_BOT_TOKEN', discord: 'DISCORD_BOT_TOKEN' } as const;
+const CHANNEL_SECRET = { telegram: 'telegramBotToken', discord: 'discordBotToken' } as const;
 /** Where each channel's token goes in OpenClaw's config. WhatsApp links by QR code: OpenClaw has no token for it. */
 const CHANNEL_TOKEN_KEY = { telegram: 'botToken', discord: 'token' } as const;
 /** Keys that would put a credential in the file; dropped from the stored config. */
@@ -20,6 +24,8 @@ const CHANNEL_SECRET_KEYS = ['botToken', 'token', 'tokenFile', 'webhookSecret'];
 export const MESSAGING_CHANNELS = ['telegram', 'discord', 'whatsapp'] as const;
 
 export const LLM_API_KEY_ENV = 'AOP_LLM_API_KEY';
+/** The variable OpenClaw reads its gateway token from when the config names none (never written to the file). */
+export const GATEWAY_TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
 
 /**
  * The agent's own secret variables (`AgentSpec.agentEnv`, e.g. its wallet key): names in the `AOP_AGENT_` namespace
@@ -64,6 +70,35 @@ export interface OpenClawConfigOptions {
   workspaceDir?: string;
   /** `logging.file`: OpenClaw's JSONL log (by default a file in the OS temp dir shared by every gateway). */
   logFile?: string;
+  /**
+   * The secrets as SecretRefs into this JSON file (`secretFileContents`, provider `SECRET_FILE_PROVIDER`) instead of
+   * environment variables; the gateway token is then `gateway.auth.token`.
+   */
+  secretFile?: string;
+  /** Carry the warm-up provider even without a named model (a warm-pool gateway, which has no customer model yet). */
+  alwaysWarmUp?: boolean;
+}
+
+/** The `secrets.providers` entry of `secretFile`. */
+export const SECRET_FILE_PROVIDER = 'aop';
+
+/** What the secret file holds, by JSON pointer (`/gatewayToken`), and which variable holds the same in a container. */
+const SECRET_KEYS = {
+  gatewayToken: GATEWAY_TOKEN_ENV,
+  llmApiKey: LLM_API_KEY_ENV,
+  telegramBotToken: CHANNEL_TOKEN_ENV.telegram,
+  discordBotToken: CHANNEL_TOKEN_ENV.discord,
+} as const;
+type SecretKey = keyof typeof SECRET_KEYS;
+
+/** The JSON of `secretFile`: every secret the config refers to, under its key. */
+export function secretFileContents(spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm'>): Partial<Record<SecretKey, string>> {
+  return {
+    gatewayToken: spec.gatewayToken,
+    ...(spec.llm ? { llmApiKey: spec.llm.apiKey } : {}),
+    ...(spec.channelTokens?.telegram ? { telegramBotToken: spec.channelTokens.telegram } : {}),
+    ...(spec.channelTokens?.discord ? { discordBotToken: spec.channelTokens.discord } : {}),
+  };
 }
 
 type Json = Record<string, unknown>;
@@ -76,9 +111,10 @@ const objectAt = (parent: Json, key: string): Json => {
   parent[key] = created;
   return created;
 };
-/** The variable OpenClaw reads its gateway token from (never written to the file). */
-export const GATEWAY_TOKEN_ENV = 'OPENCLAW_GATEWAY_TOKEN';
 const envRef = (id: string) => ({ source: 'env', provider: 'default', id });
+/** The SecretRef of one secret: into `secretFile` when there is one, else to its environment variable. */
+const secretRef = (options: OpenClawConfigOptions, key: SecretKey) =>
+  options.secretFile ? { source: 'file', provider: SECRET_FILE_PROVIDER, id: `/${key}` } : envRef(SECRET_KEYS[key]);
 
 /**
  * Keys of our stored config that the pinned OpenClaw rejects or ignores, and what happens to them. We keep
@@ -127,7 +163,10 @@ export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTok
   gateway.mode = 'local';
   gateway.port = options.port;
   gateway.bind = options.bind;
-  gateway.auth = { mode: 'token' };
+  gateway.auth = options.secretFile ? { mode: 'token', token: secretRef(options, 'gatewayToken') } : { mode: 'token' };
+  if (options.secretFile) {
+    config.secrets = { providers: { [SECRET_FILE_PROVIDER]: { source: 'file', path: options.secretFile, mode: 'json' } } };
+  }
   const endpoints = objectAt(objectAt(gateway, 'http'), 'endpoints');
   endpoints.chatCompletions = { ...(isObject(endpoints.chatCompletions) ? endpoints.chatCompletions : {}), enabled: true };
 
@@ -141,7 +180,7 @@ export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTok
     const token = tokens[name];
     channel.enabled = Boolean(token);
     if (channel.dmPolicy !== 'pairing' && channel.dmPolicy !== 'allowlist') channel.dmPolicy = 'pairing';
-    if (token && name !== 'whatsapp') channel[CHANNEL_TOKEN_KEY[name]] = envRef(CHANNEL_TOKEN_ENV[name]);
+    if (token && name !== 'whatsapp') channel[CHANNEL_TOKEN_KEY[name]] = secretRef(options, CHANNEL_SECRET[name]);
   }
 
   const defaults = objectAt(objectAt(config, 'agents'), 'defaults');
@@ -154,7 +193,7 @@ export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTok
     const providers = objectAt(models, 'providers');
     providers[LLM_PROVIDER_ID] = {
       baseUrl: spec.llm.baseUrl,
-      apiKey: envRef(LLM_API_KEY_ENV),
+      apiKey: secretRef(options, 'llmApiKey'),
       api: 'openai-completions',
       models: [
         {
@@ -172,10 +211,11 @@ export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTok
   }
   // The platform's warm-up turn (shared/warm-up.ts): the gateway asks itself, so no model is called. Only beside a
   // named model: with none, OpenClaw would take this provider's for its default, and such an agent has no model to warm.
-  if (namesPrimaryModel(defaults.model)) {
+  // A warm-pool gateway has no customer's model yet, and is not anyone's agent: its default may be the warm-up's.
+  if (namesPrimaryModel(defaults.model) || options.alwaysWarmUp) {
     const models = objectAt(config, 'models');
     if (models.mode === undefined) models.mode = 'merge';
-    objectAt(models, 'providers')[WARM_UP_PROVIDER_ID] = warmUpProvider(options.port, GATEWAY_TOKEN_ENV);
+    objectAt(models, 'providers')[WARM_UP_PROVIDER_ID] = warmUpProvider(options.port, secretRef(options, 'gatewayToken'));
   }
   return config;
 }

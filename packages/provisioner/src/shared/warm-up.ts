@@ -26,12 +26,12 @@ export const WARM_UP_MODEL = `${WARM_UP_PROVIDER_ID}/${NO_SUCH_AGENT}`;
 
 /**
  * The `models.providers` entry the warm-up turn uses (see above). `port` is the gateway's port where it runs (its own
- * loopback: the container's in a container); the key is a reference to the gateway token's variable, never the token.
+ * loopback: the container's in a container); the key is a SecretRef to the gateway token, never the token.
  */
-export function warmUpProvider(port: number, tokenEnv: string): Record<string, unknown> {
+export function warmUpProvider(port: number, tokenRef: Record<string, unknown>): Record<string, unknown> {
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
-    apiKey: { source: 'env', provider: 'default', id: tokenEnv },
+    apiKey: tokenRef,
     api: 'openai-completions',
     models: [
       {

@@ -1,5 +1,6 @@
 import type { App } from '@aop/core';
 import { Type } from '@sinclair/typebox';
+import type { AgentHost } from '@aop/provisioner';
 import type { BackendConfig } from '../../config.js';
 import type { HealthSnapshot } from '../../services/health.js';
 
@@ -10,15 +11,27 @@ const BackendHealthSchema = Type.Object({
   provisioning: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
   provider: Type.Literal('render'),
   provisioner: Type.String({ description: 'where agents run: local, docker or hosting' }),
+  warmPool: Type.Optional(
+    Type.Object(
+      {
+        target: Type.Integer({ description: 'warm gateways the host keeps (AGENT_WARM_POOL)' }),
+        ready: Type.Integer({ description: 'warmed up, waiting for a new agent' }),
+        starting: Type.Integer(),
+        lastError: Type.Union([Type.String(), Type.Null()], { description: 'why the pool is short, if it is' }),
+      },
+      { description: 'hosts with a warm pool (local provider): gateways ready for new agents' },
+    ),
+  ),
 });
 
 export interface HealthRoutesOptions {
   config: BackendConfig;
   probe: () => Promise<HealthSnapshot>;
+  host?: AgentHost;
 }
 
 /** `GET /health` (spec §4.10): always 200; reports Docker and provisioning reachability. */
-export async function healthRoutes(app: App, { config, probe }: HealthRoutesOptions): Promise<void> {
+export async function healthRoutes(app: App, { config, probe, host }: HealthRoutesOptions): Promise<void> {
   app.get('/health', { schema: { tags: ['health'], response: { 200: BackendHealthSchema } } }, async () => {
     const { docker, provisioning } = await probe();
     return {
@@ -28,6 +41,7 @@ export async function healthRoutes(app: App, { config, probe }: HealthRoutesOpti
       provisioning,
       provider: 'render' as const,
       provisioner: config.provisioner,
+      ...(host?.warmPoolStatus ? { warmPool: host.warmPoolStatus() } : {}),
     };
   });
 }

@@ -365,9 +365,15 @@ export function providerKeyError(failure: ProviderKeyFailure, applied: AppliedMo
   return new DomainError(code, { provider: named ?? '' });
 }
 
-/** The gateway did not take the message because it is not up: nothing listens, or it answered that it is not ready. */
+/**
+ * The gateway did not take the message because it is not up as the agent's yet: nothing listens, it answered that it is
+ * not ready, or it refused the agent's token (a warm gateway being adopted holds the pool's token until the agent's
+ * configuration is applied) — a 401 that is not the model provider refusing the agent's key (`authentication_error`,
+ * a turn that did run: never sent twice).
+ */
 const gatewayNotUp = (err: unknown) =>
-  err instanceof GatewayError && (err.code === 'CONNECT_FAILED' || err.code === 'HTTP_502' || err.code === 'HTTP_503');
+  err instanceof GatewayError &&
+  (['CONNECT_FAILED', 'HTTP_502', 'HTTP_503'].includes(err.code) || (err.code === 'HTTP_401' && providerKeyFailureOf(err) === null));
 
 /**
  * A message sent while the agent starts (issue #19): waits up to `AGENT_START_WAIT_MS` for it to be live, read from the
