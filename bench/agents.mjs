@@ -3,13 +3,15 @@
 // the local provider, the pinned OpenClaw, a local OpenAI-compatible model), one after another, and measures for each
 // the time from `POST /api/provision` to its first answer (the first `POST /api/chat` is sent the moment provisioning
 // answers and waits for the agent), then, with all of them live, the PSS of every gateway's process tree and the host's
-// memory, and projects how many agents a 24 GiB host carries. Not a test: it prints figures and writes
+// memory, and projects how many agents a 24 GiB host carries. Two phases, each on a fresh platform: cold starts
+// (AGENT_WARM_POOL=0), then adoptions of warm gateways (AGENT_WARM_POOL=1: each customer provisions once the pool has a
+// warm gateway ready, as the next customer on a quiet host would). Not a test: it prints figures and writes
 // bench/results/agents.json.
-// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_POSTGRES_URL: a server where it may create and drop a scratch
-// database; it needs the machine otherwise idle, as every figure here is CPU-bound)
+// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_PHASES=cold,warm, BENCH_POSTGRES_URL: a server where it may create
+// and drop scratch databases; it needs the machine otherwise idle, as every figure here is CPU-bound)
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +26,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 const count = Number(process.env.BENCH_AGENTS ?? 3);
 const postgresServer = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const dataDir = mkdtempSync(join(tmpdir(), 'aop-bench-agents-'));
+const phases = (process.env.BENCH_PHASES ?? 'cold,warm').split(',');
 const GIB = 1024 ** 3;
 const HOST_GIB = 24;
 const RESERVE_GIB = 2;
@@ -47,104 +49,159 @@ const gib = (bytes) => Number((bytes / GIB).toFixed(2));
 const seconds = (ms) => Number((ms / 1000).toFixed(1));
 const json = postJson;
 
-const database = `aop_bench_agents_${Date.now()}`;
+const llm = await startFakeLlm();
 const admin = new pg.Client({ connectionString: postgresServer });
 await admin.connect();
-await admin.query(`create database ${database}`);
-const databaseUrl = postgresServer.replace(/\/[^/]*$/, `/${database}`);
-const llm = await startFakeLlm();
-const availableBefore = await memAvailableBytes();
+
+/** The agent's registry record, wherever its directory is (an agent that adopted a warm gateway lives in `warm-<hex>/`). */
+function recordOf(dataDir, agentId) {
+  for (const name of readdirSync(join(dataDir, 'agents'))) {
+    try {
+      const record = JSON.parse(readFileSync(join(dataDir, 'agents', name, 'agent.json'), 'utf8'));
+      if (record.agentId === agentId) return { ...record, dirName: name };
+    } catch {
+      // not an agent directory
+    }
+  }
+  throw new Error(`no record for ${agentId}`);
+}
+
+/** One platform (scratch database, data directory), K customers, one agent each; the processes are stopped at the end. */
+async function runPhase(name, warmPool) {
+  const database = `aop_bench_agents_${name}_${Date.now()}`;
+  await admin.query(`create database ${database}`);
+  const databaseUrl = postgresServer.replace(/\/[^/]*$/, `/${database}`);
+  const dataDir = mkdtempSync(join(tmpdir(), `aop-bench-agents-${name}-`));
+  const phaseChildren = [];
+  const availableBefore = await memAvailableBytes();
+  try {
+    const secrets = { INTERNAL_API_KEY: randomBytes(24).toString('hex'), HMAC_SECRET: randomBytes(24).toString('hex') };
+    const backendPort = await freePort();
+    const webPort = await freePort();
+    const common = { ...secrets, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+    const backendUrl = `http://127.0.0.1:${backendPort}`;
+    phaseChildren.push(
+      start('apps/backend/dist/server.js', {
+        ...common,
+        BACKEND_PORT: String(backendPort),
+        PROVISIONER: 'local',
+        AGENT_WARM_POOL: String(warmPool),
+        OPENAI_BASE_URL: llm.url,
+        TRUST_PROXY: '127.0.0.1',
+      }),
+    );
+    await waitFor(`${backendUrl}/health`, 120_000);
+    phaseChildren.push(
+      start('apps/web/dist/server.js', {
+        ...common,
+        PORT: String(webPort),
+        BACKEND_API_URL: backendUrl,
+        AGENT_START_WAIT_MS: '240000',
+        GATEWAY_CHAT_TIMEOUT_MS: '120000',
+      }),
+    );
+    const web = `http://127.0.0.1:${webPort}`;
+    await waitFor(`${web}/api/health`, 120_000);
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+
+    const agents = [];
+    for (let i = 0; i < count; i++) {
+      const email = `customer-${i}@example.com`;
+      await fetch(`${web}/api/register`, json({ email, password: 'benchmark password' }));
+      // Agents need a plan: set it where the CLI would (`npm run cli -- plan set`).
+      await db.query(`update users set plan = 'solo', subscription_status = 'active' where email = $1`, [email]);
+      const cookie = await signedIn(web, email, 'benchmark password');
+      if (warmPool > 0) {
+        // The next customer on a quiet host: a warm gateway is waiting (the pool refills 20 s after the last one went
+        // live, then takes a cold start's time).
+        const deadline = Date.now() + 300_000;
+        for (;;) {
+          const pool = (await (await fetch(`${backendUrl}/health`)).json()).warmPool;
+          if (pool?.ready >= 1) break;
+          if (Date.now() > deadline) throw new Error(`no warm gateway within 300 s: ${JSON.stringify(pool)}`);
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+      const t0 = performance.now();
+      const provision = await fetch(
+        `${web}/api/provision`,
+        json({ name: `Agent ${i}`, autoProvision: true, aiProvider: 'openai', apiKey: 'sk-bench' }, { cookie }),
+      );
+      const provisioned = await provision.json();
+      if (provision.status !== 200) throw new Error(`provision ${i}: ${provision.status} ${JSON.stringify(provisioned)}`);
+      const answeredProvision = performance.now() - t0;
+      const chat = await fetch(`${web}/api/chat`, json({ message: `hello from customer ${i}` }, { cookie }));
+      const reply = await chat.json();
+      const firstAnswer = performance.now() - t0;
+      if (chat.status !== 200) throw new Error(`first chat ${i}: ${chat.status} ${JSON.stringify(reply)}`);
+      const second = performance.now();
+      await fetch(`${web}/api/chat`, json({ message: 'and again' }, { cookie }));
+      const secondAnswer = performance.now() - second;
+      const adopted = recordOf(dataDir, provisioned.agentId).dirName.startsWith('warm-');
+      agents.push({
+        phase: name,
+        agentId: provisioned.agentId,
+        adopted,
+        provisionAnswerS: seconds(answeredProvision),
+        firstAnswerS: seconds(firstAnswer),
+        secondAnswerS: seconds(secondAnswer),
+      });
+      console.log(
+        `${name} agent ${i}${adopted ? ' (warm gateway)' : ' (cold start)'}: provision answered ${seconds(answeredProvision)} s, first answer ${seconds(firstAnswer)} s after provision, next turn ${seconds(secondAnswer)} s`,
+      );
+    }
+    await db.end();
+
+    // Settled: a minute for the post-start work (memory index, SQLite maintenance) to finish.
+    await new Promise((r) => setTimeout(r, 60_000));
+    const availableAfter = await memAvailableBytes();
+    for (const a of agents) {
+      const record = recordOf(dataDir, a.agentId);
+      a.pssGiB = gib(await treePssBytes(record.pid));
+      a.rssGiB = gib(await treeRssBytes(record.pid));
+      a.peakPssGiB = gib(record.peakPssBytes ?? 0);
+      a.startPeakPssGiB = gib(record.startPeakPssBytes ?? 0);
+      // The host's budget for it (packages/provisioner/src/local/host.ts budgetOf): peak once ready × margin, at least
+      // the start's transient peak.
+      a.budgetGiB = gib(Math.max((record.peakPssBytes ?? 0) * DEFAULT_MEMORY_MARGIN, record.startPeakPssBytes ?? 0));
+    }
+    // Host memory taken by the phase: its agents, and the warm gateway waiting for the next one.
+    return { agents, hostMemoryUsedGiB: gib(availableBefore - availableAfter) };
+  } finally {
+    for (const c of phaseChildren) c.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 8_000));
+    await admin.query(`drop database if exists ${database} with (force)`).catch(() => undefined);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
 
 try {
-  const secrets = { INTERNAL_API_KEY: randomBytes(24).toString('hex'), HMAC_SECRET: randomBytes(24).toString('hex') };
-  const backendPort = await freePort();
-  const webPort = await freePort();
-  const common = { ...secrets, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
-  start('apps/backend/dist/server.js', {
-    ...common,
-    BACKEND_PORT: String(backendPort),
-    PROVISIONER: 'local',
-    OPENAI_BASE_URL: llm.url,
-    TRUST_PROXY: '127.0.0.1',
-  });
-  await waitFor(`http://127.0.0.1:${backendPort}/health`, 120_000);
-  start('apps/web/dist/server.js', {
-    ...common,
-    PORT: String(webPort),
-    BACKEND_API_URL: `http://127.0.0.1:${backendPort}`,
-    AGENT_START_WAIT_MS: '240000',
-    GATEWAY_CHAT_TIMEOUT_MS: '120000',
-  });
-  const web = `http://127.0.0.1:${webPort}`;
-  await waitFor(`${web}/api/health`, 120_000);
-  const db = new pg.Client({ connectionString: databaseUrl });
-  await db.connect();
-
-  const agents = [];
-  for (let i = 0; i < count; i++) {
-    const email = `customer-${i}@example.com`;
-    await fetch(`${web}/api/register`, json({ email, password: 'benchmark password' }));
-    // Agents need a plan: set it where the CLI would (`npm run cli -- plan set`).
-    await db.query(`update users set plan = 'solo', subscription_status = 'active' where email = $1`, [email]);
-    const cookie = await signedIn(web, email, 'benchmark password');
-    const t0 = performance.now();
-    const provision = await fetch(
-      `${web}/api/provision`,
-      json({ name: `Agent ${i}`, autoProvision: true, aiProvider: 'openai', apiKey: 'sk-bench' }, { cookie }),
-    );
-    const provisioned = await provision.json();
-    if (provision.status !== 200) throw new Error(`provision ${i}: ${provision.status} ${JSON.stringify(provisioned)}`);
-    const answeredProvision = performance.now() - t0;
-    const chat = await fetch(`${web}/api/chat`, json({ message: `hello from customer ${i}` }, { cookie }));
-    const reply = await chat.json();
-    const firstAnswer = performance.now() - t0;
-    if (chat.status !== 200) throw new Error(`first chat ${i}: ${chat.status} ${JSON.stringify(reply)}`);
-    const second = performance.now();
-    await fetch(`${web}/api/chat`, json({ message: 'and again' }, { cookie }));
-    const secondAnswer = performance.now() - second;
-    agents.push({
-      agentId: provisioned.agentId,
-      provisionAnswerS: seconds(answeredProvision),
-      firstAnswerS: seconds(firstAnswer),
-      secondAnswerS: seconds(secondAnswer),
-    });
-    console.log(
-      `agent ${i}: provision answered ${seconds(answeredProvision)} s, first answer ${seconds(firstAnswer)} s after provision, next turn ${seconds(secondAnswer)} s`,
-    );
-  }
-  await db.end();
-
-  // Settled: a minute for the post-start work (memory index, SQLite maintenance) to finish.
-  await new Promise((r) => setTimeout(r, 60_000));
-  const availableAfter = await memAvailableBytes();
-  for (const a of agents) {
-    const record = JSON.parse(readFileSync(join(dataDir, 'agents', a.agentId, 'agent.json'), 'utf8'));
-    a.pssGiB = gib(await treePssBytes(record.pid));
-    a.rssGiB = gib(await treeRssBytes(record.pid));
-    a.peakPssGiB = gib(record.peakPssBytes ?? 0);
-    a.startPeakPssGiB = gib(record.startPeakPssBytes ?? 0);
-    // The host's budget for it (packages/provisioner/src/local/host.ts budgetOf): peak once ready × margin, at least
-    // the start's transient peak.
-    a.budgetGiB = gib(Math.max((record.peakPssBytes ?? 0) * DEFAULT_MEMORY_MARGIN, record.startPeakPssBytes ?? 0));
-  }
+  const results = {};
+  for (const phase of phases) results[phase] = await runPhase(phase, phase === 'warm' ? 1 : 0);
+  const agents = Object.values(results).flatMap((r) => r.agents);
+  const range = (values) => (values.length ? [Math.min(...values), Math.max(...values)] : null);
+  const cold = results.cold?.agents ?? [];
+  const warm = (results.warm?.agents ?? []).filter((a) => a.adopted);
   const meanPss = agents.reduce((s, a) => s + a.pssGiB, 0) / agents.length;
   const meanBudget = agents.reduce((s, a) => s + a.budgetGiB, 0) / agents.length;
-  const hostUsed = availableBefore - availableAfter;
   const result = {
     at: new Date().toISOString(),
     agents,
     registered: agents.length,
     live: agents.length,
+    coldFirstAnswerS: range(cold.map((a) => a.firstAnswerS)),
+    warmFirstAnswerS: range(warm.map((a) => a.firstAnswerS)),
+    warmAdopted: `${warm.length} of ${results.warm?.agents.length ?? 0}`,
     meanPssGiB: Number(meanPss.toFixed(2)),
     meanBudgetGiB: Number(meanBudget.toFixed(2)),
-    hostMemoryUsedGiB: gib(hostUsed),
+    hostMemoryUsedGiB: Object.fromEntries(Object.entries(results).map(([phase, r]) => [phase, r.hostMemoryUsedGiB])),
     // What the capacity check admits on a 24 GiB host with 2 GiB reserved, at the measured budgets.
     projectedLivePer24GiB: Math.floor((HOST_GIB - RESERVE_GIB) / meanBudget),
     // What the memory alone would hold at the settled PSS, without the margin.
     projectedLivePer24GiBSettled: Math.floor((HOST_GIB - RESERVE_GIB) / meanPss),
-    warmProvisionS: null,
     wakeS: null,
-    notes: 'cold starts only: warm gateways and hibernation (issue #20) are not built yet',
+    notes: 'hibernation (issue #20) is not built yet: no wake figure',
   };
   mkdirSync(join(here, 'results'), { recursive: true });
   writeFileSync(join(here, 'results', 'agents.json'), `${JSON.stringify(result, null, 2)}\n`);
@@ -152,9 +209,6 @@ try {
   console.log(JSON.stringify({ ...result, agents: undefined }, null, 2));
 } finally {
   for (const c of children) c.kill('SIGTERM');
-  await new Promise((r) => setTimeout(r, 5_000));
   await llm.close();
-  await admin.query(`drop database if exists ${database} with (force)`).catch(() => undefined);
   await admin.end();
-  rmSync(dataDir, { recursive: true, force: true });
 }

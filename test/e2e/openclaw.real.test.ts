@@ -118,13 +118,15 @@ describe.skipIf(skipReal)('a real OpenClaw gateway provisioned over HTTP', () =>
     expect(JSON.stringify(config)).not.toContain('sk-local');
   });
 
-  it('runs with none of the platform secrets in its environment (gateway and helpers)', async () => {
+  it('runs with none of the platform secrets in its environment (gateway and helpers), nor its own tokens', async () => {
     const { pid } = await host.status(agentId);
     const tree = await processTree(pid!);
     expect(tree.length).toBeGreaterThanOrEqual(2);
     for (const p of tree) {
       const environ = (await readFile(`/proc/${p}/environ`, 'utf8').catch(() => '')).split('\0');
-      if (p === pid) expect(environ).toContain(`OPENCLAW_GATEWAY_TOKEN=${gatewayToken}`);
+      if (p === pid) expect(environ).toContain(`OPENCLAW_STATE_DIR=${host.paths(agentId).state}`);
+      // The gateway token and the model key reach it through its secret file (SecretRefs), not its environment.
+      expect(environ.some((entry) => entry.includes(gatewayToken) || entry.includes('sk-local'))).toBe(false);
       for (const name of PLATFORM_SECRETS) {
         expect(process.env[name]).toBeTruthy();
         expect(environ.some((entry) => entry.startsWith(`${name}=`))).toBe(false);

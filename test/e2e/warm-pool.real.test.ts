@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connectGateway } from '@aop/gateway-client';
 import { LocalAgentHost, PINNED_OPENCLAW_VERSION, openClawRuntime, runtimeProblem } from '@aop/provisioner';
 import { FAKE_LLM_REPLY, type FakeLlm, request, startFakeLlm } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +12,7 @@ import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 // Issue #20: a new agent adopts a warm gateway of the pool (the pinned OpenClaw, started and warmed up before anyone
 // asked) instead of a cold start. Provisioned through the web API like a customer, first message sent the moment
 // provisioning answers. The time is printed; the benchmark (`npm run bench:agents`) measures it on a quiet machine.
+// Then the agent hibernates, and the next message wakes it with its conversation intact.
 
 const READY_MS = 150_000;
 const SHARED = { INTERNAL_API_KEY: 'internal-key-for-warm-pool', HMAC_SECRET: 'hmac-secret-for-warm-pool' };
@@ -24,6 +26,7 @@ let backend: TestBackend;
 let web: TestWeb;
 let owner: { cookie: string; userId: string };
 let slot: { dir: string; pid: number };
+let agentId: string;
 
 const api = (path: string, init: { method?: string; json?: unknown } = {}) =>
   request(`${web.url}${path}`, { ...init, headers: { cookie: owner.cookie } });
@@ -36,7 +39,13 @@ beforeAll(async () => {
   llm = await startFakeLlm();
   host = new LocalAgentHost({ dataDir: join(work, 'data'), encryptionKey: randomBytes(32), readyTimeoutMs: READY_MS, warmPool: 1 });
   backend = await startBackend({ ...SHARED, OPENAI_BASE_URL: llm.url }, { host });
-  web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, GATEWAY_CHAT_TIMEOUT_MS: '100000' });
+  // A wake is a cold start, here beside the pool's refill on the same two cores: the message may wait that long.
+  web = await startWeb({
+    ...SHARED,
+    BACKEND_API_URL: backend.url,
+    GATEWAY_CHAT_TIMEOUT_MS: '100000',
+    AGENT_START_WAIT_MS: String(READY_MS),
+  });
   owner = await web.signIn({ isAdmin: true });
   await host.restore();
   const deadline = Date.now() + READY_MS;
@@ -65,7 +74,7 @@ describe.skipIf(skipReal)('a new agent adopts a warm OpenClaw gateway', () => {
     });
     expect(provisioned.status).toBe(200);
     const provisionMs = performance.now() - started;
-    const agentId = provisioned.body.agentId as string;
+    agentId = provisioned.body.agentId as string;
     const chat = await api('/api/chat', { json: { message: 'ping from a warm gateway' } });
     const firstAnswerMs = performance.now() - started;
     console.info(
@@ -104,4 +113,31 @@ describe.skipIf(skipReal)('a new agent adopts a warm OpenClaw gateway', () => {
     }
     expect(host.warmPoolStatus().ready + host.warmPoolStatus().starting).toBe(1);
   }, 120_000);
+
+  it('hibernates, and the next message wakes it and is answered, in the conversation it had', async () => {
+    const { pid } = await host.status(agentId);
+    await host.hibernate(agentId);
+    expect((await api(`/api/agents/${agentId}/health`)).body).toMatchObject({ state: 'hibernated', live: false });
+    const started = performance.now();
+    const chat = await api('/api/chat', { json: { message: 'ping after a nap' } });
+    console.info(`hibernation: the first message after a nap was answered in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    const log = async () => (await host.logs(agentId, { tail: 60 })).join('\n');
+    expect(chat.status, `${JSON.stringify(chat.body)}\n${await log()}`).toBe(200);
+    expect(chat.body.reply).toBe(FAKE_LLM_REPLY);
+    const state = await host.status(agentId);
+    expect(state.status).toBe('running');
+    expect(state.pid).not.toBe(pid);
+    // The gateway's own record of the conversation survived the nap: the turn before it and the one after, one session.
+    const conn = await connectGateway({ url: state.url!.replace(/^http/, 'ws'), token: (await host.spec(agentId)).gatewayToken });
+    try {
+      const { sessions } = await conn.request<{ sessions: { key: string }[] }>('sessions.list', {});
+      const texts = await Promise.all(
+        sessions.map(async (s) => JSON.stringify(await conn.request('chat.history', { sessionKey: s.key, limit: 20 }))),
+      );
+      const both = texts.filter((text) => text.includes('ping from a warm gateway') && text.includes('ping after a nap'));
+      expect(both).toHaveLength(1);
+    } finally {
+      await conn.close();
+    }
+  }, 180_000);
 });

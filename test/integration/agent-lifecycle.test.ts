@@ -230,3 +230,75 @@ describe('two agents of one customer, each with its own lifecycle', () => {
     }
   });
 });
+
+// Issue #20: an agent hibernated for being idle shows `hibernated`, and a message wakes it and is answered.
+describe('a hibernated agent, woken by a message', () => {
+  let work: string;
+  let host: LocalAgentHost;
+  let backend: TestBackend;
+  let web: TestWeb;
+  let cookie: string;
+  let agentId: string;
+
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), 'aop-hibernation-'));
+    host = await fakeRuntimeHost(work, { gatewayProtocol: true });
+    backend = await startBackend(SHARED, { host });
+    web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
+    let userId: string;
+    ({ cookie, userId } = await web.signIn());
+    await web.database.db.kysely
+      .updateTable('users')
+      .set({ plan: 'solo', subscription_status: 'active' })
+      .where('id', '=', userId)
+      .execute();
+    const res = await request(`${web.url}/api/provision`, {
+      json: { name: 'Sleeper', autoProvision: true },
+      headers: { ...from(), cookie },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    agentId = res.body.agentId;
+    await host.waitUntilReady(agentId, { timeoutMs: 10_000 });
+  }, 60_000);
+  afterAll(async () => {
+    await web?.close();
+    await backend?.close();
+    await host?.shutdown();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  const call = (method: string, path: string, json?: unknown) =>
+    request(`${web.url}${path}`, { method, headers: { ...from(), cookie }, ...(json === undefined ? {} : { json }) });
+
+  it('shows hibernated with what wakes it; the next message wakes it, waits, and is answered; nothing was lost', async () => {
+    const first = await call('POST', '/api/chat', { message: 'before the nap' });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body.reply).toBe('fake reply: before the nap');
+    const { pid } = await host.status(agentId);
+
+    await host.hibernate(agentId);
+    expect((await call('GET', `/api/agents/${agentId}/health`)).body).toMatchObject({
+      state: 'hibernated',
+      reason: 'asleep after being idle: the next message or its next scheduled job wakes it',
+      actions: ['start', 'stop'],
+      host: 'hibernated',
+      live: false,
+    });
+
+    const woken = await call('POST', '/api/chat', { message: 'after the nap' });
+    expect(woken.status, JSON.stringify(woken.body)).toBe(200);
+    expect(woken.body.reply).toBe('fake reply: after the nap');
+    const now = await host.status(agentId);
+    expect(now.status).toBe('running');
+    expect(now.pid).not.toBe(pid);
+    expect((await call('GET', `/api/agents/${agentId}/health`)).body).toMatchObject({ state: 'live' });
+    // The conversation is the one from before the nap: both turns, in order.
+    const history = await call('GET', '/api/chat');
+    expect(history.body.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
+      ['user', 'before the nap'],
+      ['assistant', 'fake reply: before the nap'],
+      ['user', 'after the nap'],
+      ['assistant', 'fake reply: after the nap'],
+    ]);
+  });
+});

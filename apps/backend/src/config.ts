@@ -39,6 +39,8 @@ const BackendEnvSchema = Type.Composite([
     AGENT_MAX: Env.optional(Type.Integer({ minimum: 0 })),
     // Warm gateways kept ready for new agents (local provider): a number, or `auto` (sized from free memory).
     AGENT_WARM_POOL: Env.optional(Type.String({ pattern: '^(auto|[0-9]|[12][0-9]|3[0-2])$' })),
+    // Idle agents hibernate after this many minutes (local provider); 0 keeps every agent awake.
+    AGENT_IDLE_MINUTES: Env.int(15, 0),
     OPENROUTER_BASE_URL: Env.str('https://openrouter.ai/api/v1'),
     GEMINI_BASE_URL: Env.str('https://generativelanguage.googleapis.com/v1beta/openai'),
     GROQ_BASE_URL: Env.str('https://api.groq.com/openai/v1'),
@@ -112,6 +114,8 @@ export interface BackendConfig extends BaseConfig {
     maxAgents: number | undefined;
     /** `AGENT_WARM_POOL`; unset: 1 on the embedded set-up (no DATABASE_URL), else `auto`. */
     warmPool: number | 'auto';
+    /** `AGENT_IDLE_MINUTES` in ms; 0: never hibernate. */
+    idleMs: number;
   };
   /** OpenAI-compatible base URL per AI provider (`aiProvider` of a deployment). */
   aiBaseUrls: Record<'openrouter' | 'gemini' | 'groq' | 'anthropic' | 'openai', string>;
@@ -198,6 +202,7 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
       memoryPerAgentBytes: parsed.AGENT_MEMORY_BYTES,
       memoryMargin: parsed.AGENT_MEMORY_MARGIN,
       maxAgents: parsed.AGENT_MAX,
+      idleMs: parsed.AGENT_IDLE_MINUTES * 60_000,
       warmPool: parsed.AGENT_WARM_POOL === undefined ? (parsed.DATABASE_URL ? 'auto' : 1) : warmPoolOf(parsed.AGENT_WARM_POOL),
     },
     aiBaseUrls: {

@@ -5,12 +5,23 @@
  *
  *   provisioning → starting → live ⇄ degraded → stopping → stopped
  *                                  ↘ updating ↗            failed (from anywhere the host gives up)
+ *                     live → hibernated (idle: no process, state on disk) → starting (a message, a due job, Start)
  *
  * A state is never assumed: it is derived from what the host says of the agent's process/container and what the
  * gateway's `/readyz` answers, each time it is asked.
  */
 
-export const AGENT_STATES = ['provisioning', 'starting', 'live', 'degraded', 'stopping', 'stopped', 'failed', 'updating'] as const;
+export const AGENT_STATES = [
+  'provisioning',
+  'starting',
+  'live',
+  'degraded',
+  'stopping',
+  'stopped',
+  'failed',
+  'updating',
+  'hibernated',
+] as const;
 export type AgentLifecycleState = (typeof AGENT_STATES)[number];
 
 export const AGENT_ACTIONS = ['start', 'stop', 'restart', 'update', 'repair', 'reset-memory'] as const;
@@ -26,7 +37,7 @@ export const WARM_UP_SESSION_KEY = 'aop-warm-up';
 export const isWarmUpSession = (key: string) => key === WARM_UP_SESSION_KEY || key.endsWith(`:${WARM_UP_SESSION_KEY}`);
 
 /** The host's word for the agent's process/container (`AgentStatus` of `@aop/provisioner`), or null when the host has no such agent. */
-export type HostProcessStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'error';
+export type HostProcessStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'error' | 'hibernated';
 
 export interface AgentStateInput {
   /** What the host says; null: the host has no such agent (not deployed yet, or deployed where no backend looks). */
@@ -96,6 +107,8 @@ function derive({ host, ready, record, pending, lastError, failing }: AgentState
       return ['stopped', 'the agent was stopped'];
     case 'error':
       return ['failed', lastError ? `the agent could not be started: ${lastError}` : 'the agent could not be started'];
+    case 'hibernated':
+      return ['hibernated', 'asleep after being idle: the next message or its next scheduled job wakes it'];
     case null:
       break;
   }
@@ -114,6 +127,9 @@ function derive({ host, ready, record, pending, lastError, failing }: AgentState
 export const isOnItsWayToLive = (state: AgentLifecycleState): boolean =>
   state === 'provisioning' || state === 'starting' || state === 'updating';
 
+/** Asleep with its state kept (issue #20): a message wakes it (a start), then waits for it like for any start. */
+export const wakesOnMessage = (state: AgentLifecycleState): boolean => state === 'hibernated';
+
 /** Which actions make sense in each state; the rest are refused by the dashboard with `actionBlockedReason`. */
 const VALID: Readonly<Record<AgentLifecycleState, readonly AgentAction[]>> = {
   provisioning: [],
@@ -124,6 +140,7 @@ const VALID: Readonly<Record<AgentLifecycleState, readonly AgentAction[]>> = {
   stopped: ['start', 'update', 'repair'],
   failed: ['start', 'restart', 'update', 'repair'],
   updating: [],
+  hibernated: ['start', 'stop'],
 };
 
 export function validActions(state: AgentLifecycleState): AgentAction[] {
@@ -157,6 +174,8 @@ export function actionBlockedReason(state: AgentLifecycleState, action: AgentAct
           : 'The agent is stopped; start it first.';
     case 'failed':
       return action === 'stop' ? 'The agent is not running.' : 'The agent is not running; start it first.';
+    case 'hibernated':
+      return 'The agent is asleep; a message or Start wakes it first.';
   }
 }
 

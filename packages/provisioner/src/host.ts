@@ -46,9 +46,10 @@ export interface AgentSpec {
 
 /**
  * `starting`: spawned, `/readyz` not ready yet. `running`: ready. `restarting`: crashed, waiting on the back-off.
- * `stopping`/`stopped`: by request. `error`: did not become ready in time, or could not be started.
+ * `stopping`/`stopped`: by request. `error`: did not become ready in time, or could not be started. `hibernated`: stopped
+ * after being idle, its state kept; `start` wakes it (hosts that hibernate: the local one).
  */
-export type AgentStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'error';
+export type AgentStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'error' | 'hibernated';
 
 export interface AgentState {
   agentId: string;

@@ -34,6 +34,7 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         memoryPerAgentBytes: config.agents.memoryPerAgentBytes,
         memoryMargin: config.agents.memoryMargin,
         warmPool: config.agents.warmPool,
+        idleMs: config.agents.idleMs,
       });
     case 'docker':
       return new DockerAgentHost({

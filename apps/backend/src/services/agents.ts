@@ -84,6 +84,9 @@ export function statusFromHost(state: AgentState | null, stored: string): string
       return 'stopped';
     case 'error':
       return 'error';
+    case 'hibernated':
+      // Asleep after being idle (issue #20), woken by the next message or due job: not what anyone stopped.
+      return 'hibernated';
   }
 }
 

@@ -95,7 +95,7 @@ async function probe(host: AgentHost | undefined, agentId: string): Promise<Agen
 
 /**
  * Spec §3.4 fleet node status from the host: a ready gateway is `active`, or `idle` once nothing happened on it for
- * `IDLE_AFTER_MS` (last ledger row or last start); a live gateway that is not ready, or one still starting, is `stale`;
+ * `IDLE_AFTER_MS` (last ledger row or last start), or hibernated; a live gateway that is not ready, or one still starting, is `stale`;
  * stopped, failed, unknown to the host or not answering `/healthz` is `offline`.
  */
 export function nodeStatus(p: AgentProbe, lastActivityMs: number | null, now: number): FleetNodeStatus {
@@ -110,6 +110,9 @@ export function nodeStatus(p: AgentProbe, lastActivityMs: number | null, now: nu
       const last = Math.max(lastActivityMs ?? 0, Number.isFinite(readyAt) ? readyAt : 0);
       return now - last <= IDLE_AFTER_MS ? 'active' : 'idle';
     }
+    case 'hibernated':
+      // Asleep because nothing happened on it (issue #20): idle, not offline — a message wakes it.
+      return 'idle';
     default:
       return 'offline';
   }

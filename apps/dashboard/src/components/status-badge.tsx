@@ -2,9 +2,9 @@ import type { AgentHealthView } from '@aop/web/agents/agents.schemas';
 import { useApi } from '../use-api.js';
 
 /**
- * Agent and gateway states in one palette: green running, amber on the way, red failed, grey stopped. The agent state
- * machine's states (`@aop/core/agent-state`) are all here: live, provisioning/starting/degraded/stopping/updating,
- * failed, stopped.
+ * Agent and gateway states in one palette: green running, amber on the way, red failed, grey stopped or asleep. The
+ * agent state machine's states (`@aop/core/agent-state`) are all here: live, provisioning/starting/degraded/stopping/
+ * updating, failed, stopped, hibernated.
  */
 const TONES: Record<string, string> = {
   running: 'ok',
@@ -29,6 +29,7 @@ const TONES: Record<string, string> = {
   denied: 'bad',
   revoked: 'bad',
   stopped: 'idle',
+  hibernated: 'idle',
   idle: 'idle',
 };
 

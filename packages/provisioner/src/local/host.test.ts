@@ -459,13 +459,17 @@ describe('LocalAgentHost warm pool (fake OpenClaw speaking the gateway protocol)
     expect(host.gatewayPids()).toHaveLength(2);
     expect((await host.list()).map((agent) => agent.agentId)).toEqual([s.agentId]);
 
-    // Stop and start: a gateway of its own, from the same directory, with the same secrets.
+    // Stop and start: a gateway of its own, from the same directory, with the same secrets and the agent's config —
+    // which keeps the `meta` block config.apply left (without it, OpenClaw would restore its backup: the pool's config).
     await host.stop(s.agentId);
     expect(isAlive(slot.pid)).toBe(false);
     const again = await host.start(s.agentId);
     await host.waitUntilReady(s.agentId);
     expect(again.pid).not.toBe(slot.pid);
     expect(await modelsStatus(again.port!, s.gatewayToken)).toBe(200);
+    const rewritten = JSON.parse(await readFile(paths.config, 'utf8'));
+    expect(rewritten.meta).toEqual({ lastTouchedVersion: 'protocol' });
+    expect(rewritten.agents.defaults.model.primary).toBe('platform/m');
 
     // A new host over the same data: the agent comes back from the adopted directory; the old pool is cleared.
     const dataDir = join(host.agentsDir, '..');
@@ -509,5 +513,93 @@ describe('LocalAgentHost warm pool (fake OpenClaw speaking the gateway protocol)
     expect((await host.logs(s.agentId, { tail: 100 })).join('\n')).toMatch(
       /adopting the warm gateway failed \(config reload failed[^)]*\); starting a gateway of its own/,
     );
+  });
+});
+
+describe('LocalAgentHost hibernation (fake OpenClaw speaking the gateway protocol)', () => {
+  const llm = { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-llm-secret', model: 'm' };
+  const chat = async (port: number, token: string, content: string) => {
+    const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-openclaw-session-key': 'talk' },
+      body: JSON.stringify({ model: 'openclaw', messages: [{ role: 'user', content }] }),
+    });
+    return res.json() as Promise<{ choices: { message: { content: string } }[] }>;
+  };
+
+  it('an idle agent hibernates with its state kept, stays asleep across a restore, and wakes on start with it all there', async () => {
+    const host = await newHost({ defaultVersion: 'protocol', idleMs: 1_500, idleCheckMs: 100 });
+    const s = spec({ llm });
+    await host.create(s);
+    const { pid, port } = await host.waitUntilReady(s.agentId);
+    // Activity (chat turns, as the gateway reports them in its sessions) keeps it awake past the idle time.
+    for (let i = 0; i < 6; i++) {
+      expect((await chat(port!, s.gatewayToken, `turn ${i}`)).choices[0]?.message.content).toBe(`fake reply: turn ${i}`);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+    }
+    expect((await host.status(s.agentId)).status).toBe('running');
+    await until(async () => (await host.status(s.agentId)).status === 'hibernated', 8_000);
+    expect(isAlive(pid!)).toBe(false);
+    const paths = host.paths(s.agentId);
+    const record = JSON.parse(await readFile(paths.registry, 'utf8'));
+    expect(record).toMatchObject({ desired: 'running', hibernation: { since: expect.any(String), wakeAt: null } });
+    expect((await host.logs(s.agentId, { tail: 20 })).join('\n')).toContain('[host] hibernating after being idle; no job due');
+    const secretFile = JSON.parse(await readFile(paths.config, 'utf8')).secrets.providers.aop.path;
+    expect(existsSync(secretFile)).toBe(false);
+
+    // A new host over the same data leaves it asleep.
+    const dataDir = join(host.agentsDir, '..');
+    await host.shutdown();
+    const next = await newHost({ dataDir, defaultVersion: 'protocol', idleMs: 60_000, idleCheckMs: 100 });
+    await next.restore();
+    expect(await next.status(s.agentId)).toMatchObject({ status: 'hibernated', pid: null });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await next.status(s.agentId)).status).toBe('hibernated');
+
+    // Start wakes it: the same state directory, the conversation still there.
+    await next.start(s.agentId);
+    const woken = await next.waitUntilReady(s.agentId);
+    expect(woken.status).toBe('running');
+    expect(JSON.parse(await readFile(next.paths(s.agentId).registry, 'utf8')).hibernation).toBeNull();
+    const sessions = JSON.parse(await readFile(join(next.paths(s.agentId).state, 'fake-sessions.json'), 'utf8'));
+    expect(sessions['agent:main:talk'].messages).toEqual(['turn 0', 'turn 1', 'turn 2', 'turn 3', 'turn 4', 'turn 5']);
+    expect((await chat(woken.port!, s.gatewayToken, 'after the nap')).choices[0]?.message.content).toBe('fake reply: after the nap');
+    expect((await next.logs(s.agentId, { tail: 50 })).join('\n')).toMatch(/\[host\] waking from hibernation \(asleep since /);
+  });
+
+  it('a hibernated agent is woken before its next due job; one whose job is due soon stays awake', async () => {
+    const host = await newHost({ defaultVersion: 'protocol', idleMs: 500, idleCheckMs: 100, wakeLeadMs: 1_000 });
+    const s = spec({ llm });
+    await host.create(s);
+    await host.waitUntilReady(s.agentId);
+    const jobs = join(host.paths(s.agentId).state, 'cron-jobs.json');
+    // Due within the idle time plus the lead: not worth a sleep.
+    await writeFile(jobs, JSON.stringify([{ id: 'soon', enabled: true, nextRunAtMs: Date.now() + 1_200 }]));
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect((await host.status(s.agentId)).status).toBe('running');
+    // Due in 5 s (a disabled job sooner does not count): it sleeps, and wakes a second before.
+    const dueAt = Date.now() + 5_000;
+    await writeFile(
+      jobs,
+      JSON.stringify([
+        { id: 'off', enabled: false, nextRunAtMs: Date.now() + 1_000 },
+        { id: 'daily', enabled: true, state: { nextRunAtMs: dueAt } },
+      ]),
+    );
+    await until(async () => (await host.status(s.agentId)).status === 'hibernated', 5_000);
+    const { hibernation } = JSON.parse(await readFile(host.paths(s.agentId).registry, 'utf8'));
+    expect(Date.parse(hibernation.wakeAt)).toBe(dueAt - 1_000);
+    await until(async () => (await host.status(s.agentId)).status !== 'hibernated', 8_000);
+    expect(Date.now()).toBeGreaterThanOrEqual(dueAt - 1_000);
+    expect((await host.waitUntilReady(s.agentId)).status).toBe('running');
+  });
+
+  it('an agent with a messaging channel stays awake', async () => {
+    const host = await newHost({ defaultVersion: 'protocol', idleMs: 300, idleCheckMs: 100 });
+    const s = spec({ llm, channelTokens: { telegram: 'tg-token' } });
+    await host.create(s);
+    const { pid } = await host.waitUntilReady(s.agentId);
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(await host.status(s.agentId)).toMatchObject({ status: 'running', pid });
   });
 });

@@ -6,6 +6,7 @@ import { chmod, cp, mkdir, readFile, readdir, rename, rm, rmdir, stat } from 'no
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { isWarmUpSession } from '@aop/core/agent-state';
 import { connectGateway } from '@aop/gateway-client';
 import { BUS_SKILL_NAME, installBusSkill } from '../shared/bus-skill.js';
 import {
@@ -116,6 +117,17 @@ export interface LocalHostOptions {
    */
   refillQuietMs?: number;
   /**
+   * Hibernation (default 0: never): a gateway on which nothing happened for this long — no chat turn or session activity,
+   * no cron run, no connected client, as the gateway itself reports them — is stopped with its state kept
+   * (`hibernated`), and started again by `start` (a message wakes it that way) or `wakeLeadMs` before its next due cron
+   * job or heartbeat. Agents with a messaging channel stay awake: their channels need a live connection.
+   */
+  idleMs?: number;
+  /** How often gateways are asked for their activity, and hibernated agents' due times checked (default 60 s). */
+  idleCheckMs?: number;
+  /** A hibernated agent is started this long before its next due job (default 90 s: a cold start and its warm-up). */
+  wakeLeadMs?: number;
+  /**
    * Where each gateway's secret file lives while it runs (default: a directory of this host under /dev/shm, memory
    * only, else under the OS temp dir): the secrets as OpenClaw SecretRefs read them, never in the data directory.
    */
@@ -144,6 +156,8 @@ interface AgentRecord {
   startPeakPssBytes?: number | null;
   /** A warm-pool gateway no agent has adopted yet: removed at the next `restore()` (its process does not outlive the host). */
   warmSlot?: boolean;
+  /** Hibernated since (ISO 8601), and when to wake it for its next due job (null: none due); absent when awake. */
+  hibernation?: { since: string; wakeAt: string | null } | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -166,6 +180,8 @@ interface Agent {
   logFile: WriteStream | null;
   lock: Promise<unknown>;
   events: EventEmitter;
+  /** The latest activity the gateway reported (wall clock ms), read by the idle check. */
+  lastActiveAt: number | null;
 }
 
 export interface AgentPaths {
@@ -254,6 +270,8 @@ export class LocalAgentHost implements AgentHost {
   private poolTarget: number;
   private poolError: string | null = null;
   private readonly secretsDir: string;
+  private readonly idleTimer: NodeJS.Timeout | null = null;
+  private checkingIdle = false;
 
   constructor(private readonly config: LocalHostOptions) {
     this.secrets = secretBoxFor(config, 'LocalAgentHost');
@@ -277,6 +295,10 @@ export class LocalAgentHost implements AgentHost {
     this.memorySampleMs = config.memorySampleMs ?? 30_000;
     this.memorySampler = setInterval(() => void this.sampleMemory(), Math.max(1, Math.round(this.memorySampleMs / 6)));
     this.memorySampler.unref();
+    if ((config.idleMs ?? 0) > 0) {
+      this.idleTimer = setInterval(() => void this.checkIdle(), config.idleCheckMs ?? 60_000);
+      this.idleTimer.unref();
+    }
   }
 
   get defaultVersion(): string {
@@ -550,6 +572,115 @@ export class LocalAgentHost implements AgentHost {
     await rm(this.paths(slot.record.agentId).dir, { recursive: true, force: true });
   }
 
+  // ---------------------------------------------------------------- hibernation
+
+  /**
+   * One pass of the idle check (every `idleCheckMs`): hibernated agents whose next job is due are woken; running ones
+   * the gateway reports nothing for during `idleMs` are hibernated. A gateway that cannot be asked stays awake.
+   */
+  private async checkIdle(): Promise<void> {
+    const idleMs = this.config.idleMs ?? 0;
+    if (this.checkingIdle || this.shuttingDown || idleMs <= 0) return;
+    this.checkingIdle = true;
+    try {
+      for (const agent of [...this.agents.values()]) {
+        if (this.shuttingDown) return;
+        const id = agent.record.agentId;
+        const wakeAt = agent.record.hibernation?.wakeAt;
+        if (agent.status === 'hibernated') {
+          if (wakeAt && Date.parse(wakeAt) <= Date.now()) {
+            await this.start(id).catch((error: Error) => this.log(agent, `[host] could not wake for its due job: ${error.message}`));
+          }
+          continue;
+        }
+        // Wall clock: `readyAt` and the gateway's activity times are dates.
+        if (agent.status !== 'running' || agent.readyAt === null || this.keepsAwake(agent)) continue;
+        if (Date.now() - Math.max(agent.readyAt, agent.lastActiveAt ?? 0) < idleMs) continue;
+        const activity = await this.readActivity(agent).catch(() => null);
+        if (!activity) continue;
+        agent.lastActiveAt = Math.max(agent.lastActiveAt ?? 0, activity.lastActiveMs);
+        if (activity.busy || Date.now() - Math.max(agent.readyAt, agent.lastActiveAt) < idleMs) continue;
+        // A job due before a sleep would be worth it (or overdue): stay awake for it.
+        if (activity.nextDueMs !== null && activity.nextDueMs - Date.now() < (this.config.wakeLeadMs ?? 90_000) + idleMs) continue;
+        await this.hibernate(id, activity.nextDueMs).catch((error: Error) =>
+          this.log(agent, `[host] hibernation failed: ${error.message}`),
+        );
+      }
+    } finally {
+      this.checkingIdle = false;
+    }
+  }
+
+  /** Messaging channels (Telegram, Discord, WhatsApp) need a live connection to receive anything: never hibernated. */
+  private keepsAwake(agent: Agent): boolean {
+    const channels = agent.record.config.channels as Record<string, { enabled?: unknown }> | undefined;
+    return Object.keys(agent.record.secrets.channelTokens).length > 0 || channels?.whatsapp?.enabled === true;
+  }
+
+  /**
+   * What the gateway itself says of its activity: the latest session activity (chat turns, cron and heartbeat runs all
+   * land in a session), whether a turn or job is running or a client other than the platform is connected
+   * (`system-presence` lists the gateway itself, `reason: self`), and the next due time of its enabled cron jobs
+   * (OpenClaw's heartbeat is one of them, `heartbeat-main`).
+   */
+  private async readActivity(agent: Agent): Promise<{ lastActiveMs: number; busy: boolean; nextDueMs: number | null }> {
+    const port = agent.record.port;
+    if (port === null) throw new Error('no port');
+    const conn = await connectGateway({ url: `ws://127.0.0.1:${port}`, token: this.gatewayToken(agent), retryDeadlineMs: 0 });
+    try {
+      const opts = { timeoutMs: 10_000 };
+      const sessions = await conn.request<{ sessions?: Record<string, unknown>[] }>(
+        'sessions.list',
+        { limit: 20, sortBy: 'activity' },
+        opts,
+      );
+      const cron = await conn.request<{ jobs?: Record<string, unknown>[] }>('cron.list', { includeDisabled: false, limit: 200 }, opts);
+      const presence = await conn.request<unknown>('system-presence', {}, opts);
+      const ms = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+      let lastActiveMs = 0;
+      let busy = false;
+      for (const row of sessions.sessions ?? []) {
+        if (typeof row.key === 'string' && isWarmUpSession(row.key)) continue;
+        lastActiveMs = Math.max(lastActiveMs, ms(row.lastActivityAt), ms(row.lastInteractionAt), ms(row.updatedAt));
+        if (row.hasActiveRun === true || row.status === 'running') busy = true;
+      }
+      let nextDueMs: number | null = null;
+      for (const job of cron.jobs ?? []) {
+        if (job.enabled === false) continue;
+        const state = (typeof job.state === 'object' && job.state !== null ? job.state : {}) as Record<string, unknown>;
+        lastActiveMs = Math.max(lastActiveMs, ms(job.lastRunAtMs), ms(state.lastRunAtMs));
+        if (ms(state.runningAtMs) > 0) busy = true;
+        const next = ms(job.nextRunAtMs) || ms(state.nextRunAtMs);
+        if (next > 0) nextDueMs = nextDueMs === null ? next : Math.min(nextDueMs, next);
+      }
+      const entries = Array.isArray(presence) ? presence : [];
+      if (entries.some((entry) => typeof entry === 'object' && entry !== null && (entry as { reason?: unknown }).reason !== 'self'))
+        busy = true;
+      return { lastActiveMs, busy, nextDueMs };
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Stops an idle agent's gateway with its state kept: `hibernated` until `start` (a message) or `wakeLeadMs` before
+   * `nextDueMs`. Public for operators and tests; the idle check calls it.
+   */
+  async hibernate(agentId: string, nextDueMs: number | null = null): Promise<AgentState> {
+    const agent = this.get(agentId);
+    return exclusive(agent, async () => {
+      if (agent.status !== 'running') return this.snapshot(agent);
+      const wakeAt = nextDueMs === null ? null : new Date(nextDueMs - (this.config.wakeLeadMs ?? 90_000)).toISOString();
+      agent.record.hibernation = { since: new Date().toISOString(), wakeAt };
+      await this.saveRecord(agent);
+      this.log(agent, `[host] hibernating after being idle; ${wakeAt ? `wakes at ${wakeAt} for its next due job` : 'no job due'}`);
+      await this.stopGateway(agent);
+      this.setStatus(agent, 'hibernated', null);
+      this.fillWarmPool();
+      return this.snapshot(agent);
+    });
+  }
+
   async start(agentId: string): Promise<AgentState> {
     const agent = this.get(agentId);
     return exclusive(agent, async () => {
@@ -568,6 +699,7 @@ export class LocalAgentHost implements AgentHost {
     const agent = this.get(agentId);
     return exclusive(agent, async () => {
       agent.record.desired = 'stopped';
+      agent.record.hibernation = null;
       await this.saveRecord(agent);
       await this.stopGateway(agent);
       this.fillWarmPool(); // the room it had may take a warm gateway
@@ -722,6 +854,7 @@ export class LocalAgentHost implements AgentHost {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
     clearInterval(this.memorySampler);
+    if (this.idleTimer) clearInterval(this.idleTimer);
     await Promise.all(this.pool.map((slot) => this.dropWarmSlot(slot)));
     await this.filling; // a warm gateway it was starting is dropped by the fill itself (the host is closed)
     await Promise.all(this.pool.map((slot) => this.dropWarmSlot(slot)));
@@ -764,7 +897,9 @@ export class LocalAgentHost implements AgentHost {
       if (name !== agentId) this.dirs.set(agentId, name);
       const agent = this.newAgent(record);
       this.agents.set(agentId, agent);
-      if (record.desired === 'running') {
+      if (record.hibernation)
+        agent.status = 'hibernated'; // woken by a message or its next due job, not by a restart
+      else if (record.desired === 'running') {
         try {
           await this.start(agentId);
         } catch (error) {
@@ -883,6 +1018,7 @@ export class LocalAgentHost implements AgentHost {
       logFile: null,
       lock: Promise.resolve(),
       events: new EventEmitter(),
+      lastActiveAt: null,
     };
   }
 
@@ -1039,8 +1175,20 @@ export class LocalAgentHost implements AgentHost {
     });
   }
 
+  /**
+   * Writes the config, keeping OpenClaw's own `meta` block from the file. OpenClaw adds `meta` when it writes the file
+   * itself (`config.apply`, migrations), and a later file without it counts as clobbered: at its next load it would put
+   * back its last backup instead (`missing-meta-vs-last-good`), e.g. a warm gateway's pool config after a restart.
+   */
   private async writeGatewayConfig(agent: Agent, port: number): Promise<void> {
-    await writeFileAtomic(this.paths(agent.record.agentId).config, `${JSON.stringify(this.gatewayConfig(agent, port), null, 2)}\n`);
+    const file = this.paths(agent.record.agentId).config;
+    const current = await readFile(file, 'utf8').then(
+      (text) => JSON.parse(text) as { meta?: unknown },
+      () => null,
+    );
+    const config = this.gatewayConfig(agent, port);
+    if (current && typeof current.meta === 'object' && current.meta !== null) config.meta = current.meta;
+    await writeFileAtomic(file, `${JSON.stringify(config, null, 2)}\n`);
   }
 
   /**
@@ -1135,6 +1283,11 @@ export class LocalAgentHost implements AgentHost {
       throw new AgentStartError(problem);
     }
     if (agent.child) await this.stopGateway(agent); // e.g. a gateway in `error` that never became ready
+    if (agent.record.hibernation) {
+      this.log(agent, `[host] waking from hibernation (asleep since ${agent.record.hibernation.since})`);
+      agent.record.hibernation = null;
+    }
+    agent.lastActiveAt = null;
     const paths = this.paths(agent.record.agentId);
     await this.ensureLayout(paths);
     let port = agent.record.port;

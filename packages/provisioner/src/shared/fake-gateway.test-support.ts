@@ -21,8 +21,12 @@ export interface FakeGatewayBehaviour {
   /**
    * Speak the gateway's WebSocket protocol instead of echoing: `connect` (checked against the gateway token as
    * OpenClaw resolves it: `gateway.auth.token`, a file SecretRef, else `OPENCLAW_GATEWAY_TOKEN`), `config.get`,
-   * `config.apply` (writes the file, re-resolves the token, records it in `<state>/config-applies.jsonl`),
-   * `secrets.reload`, `sessions.list`/`sessions.delete`.
+   * `config.apply` (writes the file with OpenClaw's \`meta\` block, re-resolves the token, records it in
+   * `<state>/config-applies.jsonl`),
+   * `secrets.reload`, `sessions.list`/`sessions.delete` (the sessions its chat turns made, kept in
+   * `<state>/fake-sessions.json` like OpenClaw keeps them on disk), `cron.list` (the jobs of `<state>/cron-jobs.json`,
+   * written by a test) and `system-presence` (the gateway itself). Chat turns (`POST /v1/chat/completions`, the
+   * gateway token checked) answer `fake reply: <the last message>`.
    */
   gatewayProtocol?: boolean;
   /** With `gatewayProtocol`: `config.apply` fails as OpenClaw's does when a reload cannot be applied (UNAVAILABLE). */
@@ -70,6 +74,8 @@ const resolveToken = (cfg) => {
 };
 let token = resolveToken(config);
 const hashOf = (text) => createHash('sha256').update(text).digest('hex');
+const sessionsFile = join(state, 'fake-sessions.json');
+const readJson = (file, fallback) => { try { return JSON.parse(readFileSync(file, 'utf8')); } catch { return fallback; } };
 if (config.gateway?.mode !== 'local') { console.error('Gateway start blocked: set gateway.mode=local'); process.exit(1); }
 const workspace = config.agents?.defaults?.workspace ?? join(state, 'workspace');
 mkdirSync(join(workspace, 'memory'), { recursive: true });
@@ -104,6 +110,22 @@ const server = http.createServer((req, res) => {
     const value = process.env[name];
     return json(200, { name, set: value !== undefined, sha256: value === undefined ? null : createHash('sha256').update(value).digest('hex') });
   }
+  if (req.method === 'POST' && req.url === '/v1/chat/completions' && behaviour.gatewayProtocol && req.headers['x-openclaw-model'] === undefined) {
+    if (req.headers.authorization !== 'Bearer ' + token) return json(401, { error: { message: 'Unauthorized', type: 'unauthorized' } });
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+      const key = 'agent:main:' + (req.headers['x-openclaw-session-key'] ?? (body.user ? 'openai-user:' + body.user : 'main'));
+      const sessions = readJson(sessionsFile, {});
+      const text = String(body.messages?.at(-1)?.content ?? '');
+      sessions[key] = { key, lastActivityAt: Date.now(), updatedAt: Date.now(), status: 'done', messages: [...(sessions[key]?.messages ?? []), text] };
+      writeFileSync(sessionsFile, JSON.stringify(sessions));
+      json(200, { id: 'chatcmpl-fake', object: 'chat.completion', model: 'openclaw', choices: [{ index: 0, finish_reason: 'stop',
+        message: { role: 'assistant', content: 'fake reply: ' + text } }], usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 } });
+    });
+    return;
+  }
   if (req.method === 'POST' && req.url === '/v1/chat/completions' && behaviour.warmUpMs !== undefined) {
     const model = req.headers['x-openclaw-model'] ?? null;
     appendFileSync(join(state, 'warm-ups.jsonl'), JSON.stringify({ at: Date.now() - started, model,
@@ -133,15 +155,18 @@ const methods = {
   'config.apply': (params) => {
     if (behaviour.refuseConfigApply) throw { code: 'UNAVAILABLE', message: 'config reload failed; the gateway keeps its previous config' };
     if (params.baseHash !== hashOf(readConfigText())) throw { code: 'INVALID_REQUEST', message: 'config changed since last load; re-run config.get and retry' };
-    const next = JSON.parse(params.raw);
-    writeFileSync(process.env.OPENCLAW_CONFIG_PATH, params.raw);
+    // Like OpenClaw, a config it writes itself carries its own \`meta\` block.
+    const next = { ...JSON.parse(params.raw), meta: { lastTouchedVersion: version } };
+    writeFileSync(process.env.OPENCLAW_CONFIG_PATH, JSON.stringify(next, null, 2));
     token = resolveToken(next);
     appendFileSync(join(state, 'config-applies.jsonl'), JSON.stringify({ at: Date.now() - started, model: next.agents?.defaults?.model ?? null }) + '\n');
-    return { ok: true, hash: hashOf(params.raw), changedPaths: [] };
+    return { ok: true, hash: hashOf(readConfigText()), changedPaths: [] };
   },
   'secrets.reload': () => { token = resolveToken(JSON.parse(readConfigText())); return { ok: true }; },
-  'sessions.list': () => ({ sessions: [] }),
+  'sessions.list': () => ({ sessions: Object.values(readJson(sessionsFile, {})) }),
   'sessions.delete': () => ({ ok: true }),
+  'cron.list': () => ({ jobs: readJson(join(state, 'cron-jobs.json'), []) }),
+  'system-presence': () => [{ mode: 'gateway', reason: 'self', ts: Date.now() }],
 };
 wss.on('connection', (ws) => {
   let authed = null;

@@ -1,4 +1,4 @@
-import { isOnItsWayToLive } from '@aop/core/agent-state';
+import { isOnItsWayToLive, wakesOnMessage } from '@aop/core/agent-state';
 import type { ChatHistory, ChatMessage, ChatReply } from '@aop/web/chat/chat.schemas';
 import { type FormEvent, type KeyboardEvent, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { useSearchParams } from 'wouter';
@@ -25,6 +25,9 @@ function stateNotice(s: AgentStateNow | undefined): { tone: 'wait' | 'down'; tex
   // A message sent meanwhile waits for it, server side.
   if (isOnItsWayToLive(s.state)) {
     return { tone: 'wait', text: `The agent is ${s.state} (${s.reason}). A message sent now waits until it is live, then goes.` };
+  }
+  if (wakesOnMessage(s.state)) {
+    return { tone: 'wait', text: 'The agent is asleep after being idle. A message sent now wakes it (about half a minute), then goes.' };
   }
   if (s.state === 'degraded') return { tone: 'down', text: `The agent is degraded (${s.reason}): a message may not be answered.` };
   // "stopped" says it all; a failure says why.

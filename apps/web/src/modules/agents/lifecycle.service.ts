@@ -7,6 +7,7 @@ import {
   isAgentLifecycleState,
   isOnItsWayToLive,
   targetState,
+  wakesOnMessage,
 } from '@aop/core/agent-state';
 import type { Database } from '@aop/db';
 import { type BackendClient, BackendUnavailableError } from '../../platform/clients/backend-client.js';
@@ -108,11 +109,23 @@ async function pollAgentState(
 }
 
 /**
- * Waits up to `waitMs` for the caller's agent to be live, when it is on its way there (provisioning, starting, updating);
- * answers its state at once otherwise. Null when the caller has no agent with this id.
+ * Waits up to `waitMs` for the caller's agent to be live, when it is on its way there (provisioning, starting, updating)
+ * or asleep (hibernated: it is started first, issue #20); answers its state at once otherwise. Null when the caller has
+ * no agent with this id.
  */
-export const waitUntilLive = (deps: LifecycleDeps, user: AuthUser, agentId: string, waitMs: number) =>
-  pollAgentState(deps, user, agentId, waitMs, isOnItsWayToLive);
+export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId: string, waitMs: number) {
+  const now = await readAgentState(deps, user, agentId);
+  if (now && wakesOnMessage(now.state)) {
+    const answer = await deps.backend.request<Record<string, unknown>>(`/api/agents/${encodeURIComponent(agentId)}/start`, {
+      method: 'POST',
+      caller: backendCaller(user),
+      body: {},
+      timeoutMs: 60_000,
+    });
+    if (answer.status >= 400) return readAgentState(deps, user, agentId);
+  } else if (!now || !isOnItsWayToLive(now.state)) return now;
+  return pollAgentState(deps, user, agentId, waitMs, isOnItsWayToLive);
+}
 
 export type LifecycleOutcome =
   /** The backend refused or failed: its status and body, passed on. */
