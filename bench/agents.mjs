@@ -3,12 +3,12 @@
 // the local provider, the pinned OpenClaw, a local OpenAI-compatible model), one after another, and measures for each
 // the time from `POST /api/provision` to its first answer (the first `POST /api/chat` is sent the moment provisioning
 // answers and waits for the agent), then, with all of them live, the PSS of every gateway's process tree and the host's
-// memory, and projects how many agents a 24 GiB host carries. Two phases, each on a fresh platform: cold starts
-// (AGENT_WARM_POOL=0), then adoptions of warm gateways (AGENT_WARM_POOL=1: each customer provisions once the pool has a
-// warm gateway ready, as the next customer on a quiet host would). Not a test: it prints figures and writes
-// bench/results/agents.json.
-// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_PHASES=cold,warm, BENCH_POSTGRES_URL: a server where it may create
-// and drop scratch databases; it needs the machine otherwise idle, as every figure here is CPU-bound)
+// memory, and projects how many agents a 24 GiB host carries. Three phases, each on a fresh platform: cold starts
+// (AGENT_WARM_POOL=0), adoptions of warm gateways (AGENT_WARM_POOL=1: each customer provisions once the pool has a
+// warm gateway ready, as the next customer on a quiet host would), and a wake (one agent, AGENT_IDLE_MINUTES=1: it
+// hibernates, then a message wakes it). Not a test: it prints figures and writes bench/results/agents.json.
+// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_PHASES=cold,warm,wake, BENCH_POSTGRES_URL: a server where it may
+// create and drop scratch databases; it needs the machine otherwise idle, as every figure here is CPU-bound)
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,7 +26,12 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 const count = Number(process.env.BENCH_AGENTS ?? 3);
 const postgresServer = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const phases = (process.env.BENCH_PHASES ?? 'cold,warm').split(',');
+const phases = (process.env.BENCH_PHASES ?? 'cold,warm,wake').split(',');
+const PHASES = {
+  cold: { agents: count, env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '0' } },
+  warm: { agents: count, env: { AGENT_WARM_POOL: '1', AGENT_IDLE_MINUTES: '0' } },
+  wake: { agents: 1, env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '1' } },
+};
 const GIB = 1024 ** 3;
 const HOST_GIB = 24;
 const RESERVE_GIB = 2;
@@ -67,7 +72,10 @@ function recordOf(dataDir, agentId) {
 }
 
 /** One platform (scratch database, data directory), K customers, one agent each; the processes are stopped at the end. */
-async function runPhase(name, warmPool) {
+async function runPhase(name) {
+  const phase = PHASES[name];
+  if (!phase) throw new Error(`unknown phase ${name}: cold, warm or wake`);
+  const warmPool = Number(phase.env.AGENT_WARM_POOL);
   const database = `aop_bench_agents_${name}_${Date.now()}`;
   await admin.query(`create database ${database}`);
   const databaseUrl = postgresServer.replace(/\/[^/]*$/, `/${database}`);
@@ -85,7 +93,7 @@ async function runPhase(name, warmPool) {
         ...common,
         BACKEND_PORT: String(backendPort),
         PROVISIONER: 'local',
-        AGENT_WARM_POOL: String(warmPool),
+        ...phase.env,
         OPENAI_BASE_URL: llm.url,
         TRUST_PROXY: '127.0.0.1',
       }),
@@ -106,7 +114,7 @@ async function runPhase(name, warmPool) {
     await db.connect();
 
     const agents = [];
-    for (let i = 0; i < count; i++) {
+    for (let i = 0; i < phase.agents; i++) {
       const email = `customer-${i}@example.com`;
       await fetch(`${web}/api/register`, json({ email, password: 'benchmark password' }));
       // Agents need a plan: set it where the CLI would (`npm run cli -- plan set`).
@@ -138,11 +146,17 @@ async function runPhase(name, warmPool) {
       const second = performance.now();
       await fetch(`${web}/api/chat`, json({ message: 'and again' }, { cookie }));
       const secondAnswer = performance.now() - second;
-      const adopted = recordOf(dataDir, provisioned.agentId).dirName.startsWith('warm-');
+      const { dirName } = recordOf(dataDir, provisioned.agentId);
+      const adopted = dirName.startsWith('warm-');
+      // The host's own account of the start: adoption steps, or the cold start and its warm-up.
+      const hostLog = readFileSync(join(dataDir, 'agents', dirName, 'logs', 'gateway.log'), 'utf8')
+        .split('\n')
+        .filter((line) => /^\[host\] (warm gateway adopted|ready after|first turn prepared|waking)/.test(line));
       agents.push({
         phase: name,
         agentId: provisioned.agentId,
         adopted,
+        hostLog,
         provisionAnswerS: seconds(answeredProvision),
         firstAnswerS: seconds(firstAnswer),
         secondAnswerS: seconds(secondAnswer),
@@ -152,6 +166,29 @@ async function runPhase(name, warmPool) {
       );
     }
     await db.end();
+
+    if (name === 'wake') {
+      // The agent hibernates once the gateway has reported nothing for a minute (checked every minute), then a message
+      // wakes it: the time from that message to its answer.
+      const [agent] = agents;
+      const cookie = await signedIn(web, 'customer-0@example.com', 'benchmark password');
+      const deadline = Date.now() + 300_000;
+      for (;;) {
+        const health = await (await fetch(`${web}/api/agents/${agent.agentId}/health`, { headers: { cookie } })).json();
+        if (health.state === 'hibernated') break;
+        if (Date.now() > deadline) throw new Error(`not hibernated within 300 s: ${JSON.stringify(health)}`);
+        await new Promise((r) => setTimeout(r, 2_000));
+      }
+      const availableAsleep = await memAvailableBytes();
+      const t0 = performance.now();
+      const chat = await fetch(`${web}/api/chat`, json({ message: 'wake up' }, { cookie }));
+      const reply = await chat.json();
+      if (chat.status !== 200) throw new Error(`wake chat: ${chat.status} ${JSON.stringify(reply)}`);
+      agent.wakeS = seconds(performance.now() - t0);
+      agent.memoryFreedAsleepGiB = gib(availableAsleep - (await memAvailableBytes()));
+      console.log(`wake: the first message to the hibernated agent was answered in ${agent.wakeS} s`);
+      return { agents, hostMemoryUsedGiB: null };
+    }
 
     // Settled: a minute for the post-start work (memory index, SQLite maintenance) to finish.
     await new Promise((r) => setTimeout(r, 60_000));
@@ -170,16 +207,23 @@ async function runPhase(name, warmPool) {
     return { agents, hostMemoryUsedGiB: gib(availableBefore - availableAfter) };
   } finally {
     for (const c of phaseChildren) c.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 8_000));
+    // The backend stops its gateways on exit; they drain for a few seconds and write their state meanwhile.
+    await new Promise((r) => setTimeout(r, 15_000));
     await admin.query(`drop database if exists ${database} with (force)`).catch(() => undefined);
-    rmSync(dataDir, { recursive: true, force: true });
+    try {
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 1_000 });
+    } catch (error) {
+      console.warn(`could not remove ${dataDir}: ${error.message}`);
+    }
   }
 }
 
 try {
   const results = {};
-  for (const phase of phases) results[phase] = await runPhase(phase, phase === 'warm' ? 1 : 0);
-  const agents = Object.values(results).flatMap((r) => r.agents);
+  for (const phase of phases) results[phase] = await runPhase(phase);
+  const agents = Object.values(results)
+    .flatMap((r) => r.agents)
+    .filter((a) => a.pssGiB !== undefined);
   const range = (values) => (values.length ? [Math.min(...values), Math.max(...values)] : null);
   const cold = results.cold?.agents ?? [];
   const warm = (results.warm?.agents ?? []).filter((a) => a.adopted);
@@ -195,17 +239,23 @@ try {
     warmAdopted: `${warm.length} of ${results.warm?.agents.length ?? 0}`,
     meanPssGiB: Number(meanPss.toFixed(2)),
     meanBudgetGiB: Number(meanBudget.toFixed(2)),
-    hostMemoryUsedGiB: Object.fromEntries(Object.entries(results).map(([phase, r]) => [phase, r.hostMemoryUsedGiB])),
+    hostMemoryUsedGiB: Object.fromEntries(
+      Object.entries(results)
+        .filter(([, r]) => r.hostMemoryUsedGiB !== null)
+        .map(([phase, r]) => [phase, r.hostMemoryUsedGiB]),
+    ),
     // What the capacity check admits on a 24 GiB host with 2 GiB reserved, at the measured budgets.
     projectedLivePer24GiB: Math.floor((HOST_GIB - RESERVE_GIB) / meanBudget),
     // What the memory alone would hold at the settled PSS, without the margin.
     projectedLivePer24GiBSettled: Math.floor((HOST_GIB - RESERVE_GIB) / meanPss),
-    wakeS: null,
-    notes: 'hibernation (issue #20) is not built yet: no wake figure',
+    wakeS: results.wake?.agents[0]?.wakeS ?? null,
+    // A hibernated agent holds no memory (its gateway is stopped, its state on disk): the memory a wake takes back.
+    wakeMemoryGiB: results.wake?.agents[0]?.memoryFreedAsleepGiB ?? null,
   };
   mkdirSync(join(here, 'results'), { recursive: true });
   writeFileSync(join(here, 'results', 'agents.json'), `${JSON.stringify(result, null, 2)}\n`);
-  console.table(agents);
+  console.table(agents.map(({ hostLog, ...a }) => a));
+  for (const a of agents) console.log(a.agentId, a.hostLog.join(' | '));
   console.log(JSON.stringify({ ...result, agents: undefined }, null, 2));
 } finally {
   for (const c of children) c.kill('SIGTERM');

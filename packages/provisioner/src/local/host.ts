@@ -73,7 +73,7 @@ export interface LocalHostOptions {
   defaultVersion?: string;
   /** Memory budget of a gateway not measured yet (default 1.5 GiB); measured ones are budgeted from their peak PSS. */
   memoryPerAgentBytes?: number;
-  /** A measured gateway's budget is its peak PSS times this (default 1.5). */
+  /** A measured gateway's budget is its peak PSS times this (default 1.2, `DEFAULT_MEMORY_MARGIN`). */
   memoryMargin?: number;
   /**
    * How often the memory of running gateways is sampled (default 30 s; also at every start poll and capacity check).
@@ -106,7 +106,7 @@ export interface LocalHostOptions {
   bind?: 'loopback' | 'lan';
   /**
    * Warm gateways kept started, warmed up and unassigned (default 0), for `create` to adopt: the customer's agent is
-   * live in about 3 s instead of 25–30 s. Filled by `restore()` and after every adoption, one at a time and only while no
+   * live in about 2 s instead of 25–30 s. Filled by `restore()` and after every adoption, one at a time and only while no
    * agent is starting; counted against capacity, and given up when an agent needs the room. `auto`: sized from the
    * memory free at `restore()` (`autoWarmPoolSize`).
    */
