@@ -27,7 +27,10 @@ function stateNotice(s: AgentStateNow | undefined): { tone: 'wait' | 'down'; tex
     return { tone: 'wait', text: `The agent is ${s.state} (${s.reason}). A message sent now waits until it is live, then goes.` };
   }
   if (wakesOnMessage(s.state)) {
-    return { tone: 'wait', text: 'The agent is asleep after being idle. A message sent now wakes it (about half a minute), then goes.' };
+    return {
+      tone: 'wait',
+      text: 'The agent is asleep after being idle. A message sent now wakes it (this can take up to a minute: the agent starts again), then goes.',
+    };
   }
   if (s.state === 'degraded') return { tone: 'down', text: `The agent is degraded (${s.reason}): a message may not be answered.` };
   // "stopped" says it all; a failure says why.
