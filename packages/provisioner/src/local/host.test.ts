@@ -66,6 +66,7 @@ beforeAll(async () => {
     slow: await installFakeRuntime(join(work, 'rt-slow'), 'slow', { readyDelayMs: 60_000 }),
     warming: await installFakeRuntime(join(work, 'rt-warming'), 'warming', { warmUpMs: 700 }),
     protocol: await installFakeRuntime(join(work, 'rt-protocol'), 'protocol', { warmUpMs: 100, gatewayProtocol: true }),
+    deaf: await installFakeRuntime(join(work, 'rt-deaf'), 'deaf', { warmUpMs: 100, gatewayProtocol: true, ignoreSigterm: true }),
     refusing: await installFakeRuntime(join(work, 'rt-refusing'), 'refusing', {
       warmUpMs: 100,
       gatewayProtocol: true,
@@ -498,6 +499,17 @@ describe('LocalAgentHost warm pool (fake OpenClaw speaking the gateway protocol)
     expect(host.warmPoolStatus()).toMatchObject({ target: 1, ready: 0, starting: 0 });
     expect(host.warmPoolStatus().lastError).toMatch(/capacity|full|room/i);
     expect((await readdir(host.agentsDir)).filter((name) => name.startsWith('warm-'))).toEqual([]);
+  });
+
+  it('a warm gateway nobody adopted is killed at once at shutdown, even one that ignores SIGTERM', async () => {
+    const host = await newHost({ defaultVersion: 'deaf', warmPool: 1 });
+    await host.restore();
+    const slot = await warmSlot(host);
+    const started = performance.now();
+    await host.shutdown();
+    expect(performance.now() - started).toBeLessThan(3_000); // not the 5 s stop timeout
+    expect(isAlive(slot.pid)).toBe(false);
+    expect(existsSync(join(host.agentsDir, slot.dir))).toBe(false);
   });
 
   it('a warm gateway that refuses the configuration is replaced by a gateway of its own', async () => {

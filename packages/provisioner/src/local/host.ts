@@ -566,7 +566,7 @@ export class LocalAgentHost implements AgentHost {
     const index = this.pool.indexOf(slot);
     if (index >= 0) this.pool.splice(index, 1);
     this.creating.delete(slot.record.agentId);
-    await exclusive(slot, () => this.stopGateway(slot)).catch(() => undefined);
+    await exclusive(slot, () => this.stopGateway(slot, { kill: true })).catch(() => undefined);
     slot.logFile?.end();
     slot.logFile = null;
     await rm(this.paths(slot.record.agentId).dir, { recursive: true, force: true });
@@ -1428,7 +1428,11 @@ export class LocalAgentHost implements AgentHost {
   }
 
   /** SIGTERM, wait, then SIGKILL for the whole process tree. Resolves when the gateway is gone. */
-  private async stopGateway(agent: Agent): Promise<void> {
+  /**
+   * `kill`: SIGKILL at once, for a warm gateway nobody adopted (nothing to drain; one still starting was seen to ignore
+   * SIGTERM past the backend's own shutdown grace, and live on as an orphan).
+   */
+  private async stopGateway(agent: Agent, options: { kill?: boolean } = {}): Promise<void> {
     if (agent.restartTimer) {
       clearTimeout(agent.restartTimer);
       agent.restartTimer = null;
@@ -1441,11 +1445,14 @@ export class LocalAgentHost implements AgentHost {
     agent.stopping = true;
     this.setStatus(agent, 'stopping');
     const tree = await processTree(child.pid);
-    killQuietly(child.pid, 'SIGTERM');
     const exited = agent.exited ?? Promise.resolve();
-    const timedOut = await Promise.race([exited.then(() => false), sleep(this.options.stopTimeoutMs).then(() => true)]);
+    let timedOut = true;
+    if (!options.kill) {
+      killQuietly(child.pid, 'SIGTERM');
+      timedOut = await Promise.race([exited.then(() => false), sleep(this.options.stopTimeoutMs).then(() => true)]);
+    }
     if (timedOut) {
-      this.log(agent, `[host] no exit ${this.options.stopTimeoutMs} ms after SIGTERM: SIGKILL`);
+      if (!options.kill) this.log(agent, `[host] no exit ${this.options.stopTimeoutMs} ms after SIGTERM: SIGKILL`);
       for (const pid of [...(await processTree(child.pid)), ...tree]) killQuietly(pid, 'SIGKILL');
       await exited;
     }
