@@ -37,18 +37,9 @@ beforeAll(async () => {
   if (problem) throw new Error(`The real OpenClaw runtime is required by this test file: ${problem} (\`npm install\` runs it too).`);
   work = await mkdtemp(join(tmpdir(), 'aop-warm-pool-real-'));
   llm = await startFakeLlm();
-  // Room for one gateway: the warm one, then the agent that adopts it. The refill finds no room (and says so), and the
-  // gateway a nap frees is taken back by the wake: one real gateway start for the pool, one for the wake (CI's time).
-  host = new LocalAgentHost({
-    dataDir: join(work, 'data'),
-    encryptionKey: randomBytes(32),
-    readyTimeoutMs: READY_MS,
-    warmPool: 1,
-    maxAgents: 1,
-    refillQuietMs: 1_000,
-  });
+  host = new LocalAgentHost({ dataDir: join(work, 'data'), encryptionKey: randomBytes(32), readyTimeoutMs: READY_MS, warmPool: 1 });
   backend = await startBackend({ ...SHARED, OPENAI_BASE_URL: llm.url }, { host });
-  // A wake is a cold start: on a loaded 2-core CI machine the message may wait as long as a start may take.
+  // A wake is a cold start, here beside the pool's refill on the same two cores: the message may wait that long.
   web = await startWeb({
     ...SHARED,
     BACKEND_API_URL: backend.url,
@@ -76,7 +67,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe.skipIf(skipReal)('a new agent adopts a warm OpenClaw gateway', () => {
-  it("answers its first message from the warm gateway, with the customer's model and token; the pool refills where there is room", async () => {
+  it("answers its first message from the warm gateway, with the customer's model and token, and the pool refills", async () => {
     const started = performance.now();
     const provisioned = await api('/api/provision', {
       json: { name: 'Warm agent', autoProvision: true, aiProvider: 'openai', apiKey: 'sk-local' },
@@ -115,17 +106,17 @@ describe.skipIf(skipReal)('a new agent adopts a warm OpenClaw gateway', () => {
     expect(JSON.stringify(config)).not.toContain('sk-local');
     const secrets = JSON.parse(await readFile(config.secrets.providers.aop.path, 'utf8'));
     expect(secrets).toEqual({ gatewayToken: (await host.spec(agentId)).gatewayToken, llmApiKey: 'sk-local' });
-    // The pool tries a replacement once nothing else is starting: here the host has room for one gateway, so it says why not.
-    const deadline = Date.now() + 30_000;
-    while (host.warmPoolStatus().lastError === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
-    expect(host.warmPoolStatus()).toMatchObject({ target: 1, ready: 0, starting: 0, lastError: expect.stringMatching(/capacity/) });
+    // The pool starts a replacement once nothing else is starting.
+    const deadline = Date.now() + 60_000;
+    while (host.warmPoolStatus().ready + host.warmPoolStatus().starting < 1 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(host.warmPoolStatus().ready + host.warmPoolStatus().starting).toBe(1);
   }, 120_000);
 
   it('hibernates, and the next message wakes it and is answered, in the conversation it had', async () => {
     const { pid } = await host.status(agentId);
     await host.hibernate(agentId);
-    // The room the nap freed goes to a warm gateway… until the wake needs it back.
-    expect(host.warmPoolStatus().ready + host.warmPoolStatus().starting).toBeLessThanOrEqual(1);
     expect((await api(`/api/agents/${agentId}/health`)).body).toMatchObject({ state: 'hibernated', live: false });
     const started = performance.now();
     const chat = await api('/api/chat', { json: { message: 'ping after a nap' } });
@@ -136,8 +127,6 @@ describe.skipIf(skipReal)('a new agent adopts a warm OpenClaw gateway', () => {
     const state = await host.status(agentId);
     expect(state.status).toBe('running');
     expect(state.pid).not.toBe(pid);
-    // The warm gateway the nap let start was given up for the wake: one gateway on the host, the agent's.
-    expect(host.gatewayPids()).toEqual([state.pid]);
     // The gateway's own record of the conversation survived the nap: the turn before it and the one after, one session.
     const conn = await connectGateway({ url: state.url!.replace(/^http/, 'ws'), token: (await host.spec(agentId)).gatewayToken });
     try {
