@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { type WriteStream, createWriteStream, existsSync } from 'node:fs';
-import { chmod, cp, mkdir, readFile, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { chmod, cp, mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -867,7 +867,8 @@ export class LocalAgentHost implements AgentHost {
         }).catch(() => undefined),
       ),
     );
-    await rmdir(this.secretsDir).catch(() => undefined); // only when empty
+    // Every gateway of this host is stopped: no secret file of it is needed any more (one whose gateway crashed, too).
+    await rm(this.secretsDir, { recursive: true, force: true });
     openHosts.delete(this);
     if (openHosts.size === 0) process.off('exit', stopGatewaysOnExit);
   }
@@ -879,6 +880,8 @@ export class LocalAgentHost implements AgentHost {
    */
   async restore(): Promise<AgentState[]> {
     this.assertOpen();
+    // Secret files a previous backend process left (killed, or gateways that crashed): each start writes its own again.
+    await rm(this.secretsDir, { recursive: true, force: true });
     const names = await readdir(this.agentsDir).catch(() => [] as string[]);
     for (const name of names) {
       let record: AgentRecord;
@@ -1408,6 +1411,7 @@ export class LocalAgentHost implements AgentHost {
     if (agent.stopping) return; // stopGateway sets the status
     if (!agent.supervise || this.shuttingDown || agent.record.desired !== 'running') {
       this.setStatus(agent, 'error', `Gateway ${how}`);
+      void rm(this.secretFile(agent), { force: true }); // not restarting: its secrets have no reader
       return;
     }
     const healthyFor = agent.readyAt === null ? 0 : Date.now() - agent.readyAt;
