@@ -36,6 +36,20 @@ export const WARM_UP_SESSION_KEY = 'aop-warm-up';
 /** The warm-up's session as OpenClaw lists it (`agent:<agent id>:aop-warm-up`): deleted after the turn, hidden meanwhile. */
 export const isWarmUpSession = (key: string) => key === WARM_UP_SESSION_KEY || key.endsWith(`:${WARM_UP_SESSION_KEY}`);
 
+/** A gateway's session row as `sessions.list` gives it: the fields that tell when it was last active, and whether now. */
+export interface SessionActivity {
+  lastActivityAt?: unknown;
+  lastInteractionAt?: unknown;
+  updatedAt?: unknown;
+  hasActiveRun?: unknown;
+  status?: unknown;
+}
+/** When a session was last active (ms since the epoch; 0 when it does not say). */
+export const sessionLastActivityMs = (row: SessionActivity): number =>
+  Math.max(...[row.lastActivityAt, row.lastInteractionAt, row.updatedAt].map((v) => (typeof v === 'number' ? v : 0)));
+/** A turn is running in the session now. */
+export const sessionIsActive = (row: SessionActivity): boolean => row.hasActiveRun === true || row.status === 'running';
+
 /** The host's word for the agent's process/container (`AgentStatus` of `@aop/provisioner`), or null when the host has no such agent. */
 export type HostProcessStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'error' | 'hibernated';
 

@@ -6,7 +6,7 @@ import { chmod, cp, mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/p
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { isWarmUpSession } from '@aop/core/agent-state';
+import { isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
 import { connectGateway } from '@aop/gateway-client';
 import { BUS_SKILL_NAME, installBusSkill } from '../shared/bus-skill.js';
 import {
@@ -641,8 +641,8 @@ export class LocalAgentHost implements AgentHost {
       let busy = false;
       for (const row of sessions.sessions ?? []) {
         if (typeof row.key === 'string' && isWarmUpSession(row.key)) continue;
-        lastActiveMs = Math.max(lastActiveMs, ms(row.lastActivityAt), ms(row.lastInteractionAt), ms(row.updatedAt));
-        if (row.hasActiveRun === true || row.status === 'running') busy = true;
+        lastActiveMs = Math.max(lastActiveMs, sessionLastActivityMs(row));
+        if (sessionIsActive(row)) busy = true;
       }
       let nextDueMs: number | null = null;
       for (const job of cron.jobs ?? []) {

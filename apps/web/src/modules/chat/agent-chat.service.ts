@@ -1,5 +1,5 @@
 import { DomainError, newId } from '@aop/core';
-import { isOnItsWayToLive, isWarmUpSession } from '@aop/core/agent-state';
+import { isOnItsWayToLive, isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
 import { llmCostUsd } from '@aop/core/llm-prices';
 import type { Database } from '@aop/db';
 import { type ChatEventPayload, GatewayError, type GatewayConnection, chatSend, restChat } from '@aop/gateway-client';
@@ -655,10 +655,8 @@ interface SessionRow {
   updatedAt?: unknown;
 }
 
-const lastActivityMs = (row: SessionRow) =>
-  Math.max(...[row.lastActivityAt, row.lastInteractionAt, row.updatedAt].map((v) => (typeof v === 'number' ? v : 0)));
-
-const isActive = (row: SessionRow) => row.hasActiveRun === true || row.status === 'running';
+const lastActivityMs = sessionLastActivityMs;
+const isActive = sessionIsActive;
 
 /** The session key as the user knows it: the owner prefix of a shared gateway is not theirs to see. */
 function shownKey(key: string, target: GatewayTarget): string {
