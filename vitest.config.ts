@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const ALL = ['apps/*/src/**/*.test.ts', 'packages/*/src/**/*.test.ts', 'test/**/*.test.ts'];
 
@@ -26,7 +27,21 @@ const SLOW = [
  * Fast-tier files that keep module state between their tests and another file's (the payments tests' chain clients),
  * so they run in a fresh module graph of their own; the rest of the fast tier shares one per worker.
  */
-const ISOLATED = ['apps/web/src/modules/payments/payments.test.ts'];
+const ISOLATED = ['apps/web/src/modules/payments/payments.test.ts', 'apps/web/src/modules/payments/mppx.test.ts'];
+
+/**
+ * The slow tier's files start first. Vitest orders projects by name (`fast`, `fast-isolated`, `slow`), so a run of the
+ * whole suite dispatched the longest files (a real gateway, a browser: 1–4 minutes each) last, and ended on one of
+ * them with the other worker idle; started first, the many short fast-tier files fill in around them. Within a tier
+ * the order is Vitest's (longest first once it has timed a run).
+ */
+class SlowTierFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const slow = (file: TestSpecification) => file.project.name === 'slow';
+    return [...sorted.filter(slow), ...sorted.filter((file) => !slow(file))];
+  }
+}
 
 // AOP_SKIP_BROWSER=1 leaves out the browser tests (test/e2e/*.e2e.test.ts), e.g. on a machine without Chromium.
 const skipped = process.env.AOP_SKIP_BROWSER === '1' ? ['test/e2e/*.e2e.test.ts'] : [];
@@ -47,6 +62,7 @@ export default defineConfig({
       { extends: true, test: { name: 'slow', include: SLOW, exclude: [...configDefaults.exclude, ...skipped] } },
     ],
     pool: 'forks',
+    sequence: { sequencer: SlowTierFirst },
     // Vitest's default is one worker fewer than the cores: on a 2-core machine, one file at a time. Most files wait on
     // sockets, child processes and timers rather than the CPU, so one worker per core roughly halves the suite's time.
     maxWorkers: Math.max(2, availableParallelism()),

@@ -5,6 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { announceWhenReady } from './ready-banner.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const tsc = join(root, 'node_modules', '.bin', 'tsc');
@@ -28,6 +29,13 @@ if (existsSync(vite)) {
 }
 
 const env = { ...process.env, DATA_DIR: process.env.DATA_DIR ?? join(root, '.data') };
+// The services write to a pipe (prefixed below), so they cannot see the terminal themselves: a person at one reads
+// one line per event; anything else (a file, a collector, production) gets JSON.
+if (process.stdout.isTTY && env.NODE_ENV !== 'production') {
+  env.LOG_FORMAT ??= 'pretty';
+  env.FORCE_COLOR ??= '1';
+}
+const webPort = env.PORT ?? '3000';
 const backendPort = env.BACKEND_PORT ?? '3001';
 const summarizerPort = env.SUMMARIZER_PORT ?? '3100';
 env.BACKEND_API_URL ??= `http://127.0.0.1:${backendPort}`;
@@ -82,6 +90,48 @@ for (const name of services) {
     if (children.size === 0) process.exit(exitCode);
   });
 }
+
+/** Whether the agents' runtime is there (the local provider runs it), read from the build like the backend reads it. */
+async function runtimeLine() {
+  const provider = env.PROVISIONER ?? 'local';
+  if (provider !== 'local') return `run on the ${provider} provider (PROVISIONER)`;
+  try {
+    const { openClawRuntime, runtimeProblem, PINNED_OPENCLAW_VERSION } = await import('../packages/provisioner/dist/index.js');
+    const problem = runtimeProblem(openClawRuntime(PINNED_OPENCLAW_VERSION));
+    return problem ? `cannot start: ${problem}` : `OpenClaw ${PINNED_OPENCLAW_VERSION} installed (runtime/), one local gateway per agent`;
+  } catch (error) {
+    return `unknown: the provisioner build could not be read (${error.message})`;
+  }
+}
+
+/** Where the data lives, without the credentials a DATABASE_URL may hold. */
+function dataLine() {
+  if (!env.DATABASE_URL) return `${env.DATA_DIR} (embedded Postgres, one per service)`;
+  try {
+    const url = new URL(env.DATABASE_URL);
+    return `Postgres at ${url.host}${url.pathname}${env.REDIS_URL ? ', Redis for shared counters' : ''}`;
+  } catch {
+    return 'the Postgres server of DATABASE_URL';
+  }
+}
+
+const web = env.PUBLIC_URL ?? `http://127.0.0.1:${webPort}`;
+void announceWhenReady({
+  checks: {
+    web: `http://127.0.0.1:${webPort}/api/health`,
+    backend: `http://127.0.0.1:${backendPort}/health`,
+    summarizer: `http://127.0.0.1:${summarizerPort}/health`,
+  },
+  rows: async () => [
+    ['dashboard', `${web}/`],
+    ['API', `${web}/api (OpenAPI: ${web}/api/openapi.json)`],
+    ['backend', `http://127.0.0.1:${backendPort} (internal)`],
+    ['summarizer', `http://127.0.0.1:${summarizerPort}`],
+    ['data', dataLine()],
+    ['agents', await runtimeLine()],
+  ],
+  stopped: () => stopping,
+});
 
 process.on('SIGINT', () => stopAll('SIGINT'));
 process.on('SIGTERM', () => stopAll('SIGTERM'));

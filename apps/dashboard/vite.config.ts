@@ -42,6 +42,8 @@ export default defineConfig({
       '@aop/core/agent-state': fileURLToPath(new URL('../../packages/core/src/agent-state.ts', import.meta.url)),
       '@aop/core/plans': fileURLToPath(new URL('../../packages/core/src/plans.ts', import.meta.url)),
       '@aop/core/schedule-expression': fileURLToPath(new URL('../../packages/core/src/schedule-expression.ts', import.meta.url)),
+      // The API client and its types, generated from the web service's OpenAPI document (no build needed).
+      '@aop/sdk': fileURLToPath(new URL('../../packages/sdk/src/index.ts', import.meta.url)),
     },
   },
   build: {

@@ -450,6 +450,8 @@ describe('workflows, mission control and costs in a real browser', () => {
     await screenshot(page, 'costs-phone');
     await page.goto('/mission-control');
     await page.getByRole('table', { name: 'Agents in the graph' }).waitFor({ timeout: 20_000 });
+    // Its views wait on the agents' gateways (the stand-in's session list times out): as long as on the desktop above.
+    await poll(() => page.getByText('No sessions to show').isVisible(), { timeout: 20_000 }).toBe(true);
     expect(await noSidewaysScroll(page)).toBe(true);
     await screenshot(page, 'mission-control-phone');
     await page.setViewportSize({ width: 1280, height: 900 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectGateway } from '@aop/gateway-client';
 import { LocalAgentHost, PINNED_OPENCLAW_VERSION, openClawRuntime, runtimeProblem } from '@aop/provisioner';
-import { FAKE_LLM_REPLY, type FakeLlm, startFakeLlm } from '@aop/testing';
+import { closeInOrder, FAKE_LLM_REPLY, type FakeLlm, startFakeLlm } from '@aop/testing';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
@@ -41,7 +41,13 @@ beforeAll(async () => {
   const dashboardDir = join(work, 'dashboard');
   await buildDashboard(dashboardDir);
   llm = await startFakeLlm();
-  host = new LocalAgentHost({ dataDir: join(work, 'agents'), encryptionKey: randomBytes(32), readyTimeoutMs: READY_MS });
+  // A gateway that does not end on SIGTERM within 10 s is killed (the default 30 s would outlast the clean-up's budget).
+  host = new LocalAgentHost({
+    dataDir: join(work, 'agents'),
+    encryptionKey: randomBytes(32),
+    readyTimeoutMs: READY_MS,
+    stopTimeoutMs: 10_000,
+  });
   backend = await startBackend({ ...SHARED, OPENAI_BASE_URL: llm.url }, { host });
   // The new user is an administrator (a verified ADMIN_EMAILS address), as the README's provisioning walk-through
   // starts: a paid plan would need the card provider.
@@ -65,14 +71,15 @@ async function gatewayConfigGet(agentId: string): Promise<{ config: unknown; con
 }
 
 afterAll(async () => {
-  await context?.close();
-  await browser?.close();
-  await web?.close();
-  await backend?.close();
-  await host?.shutdown();
-  await llm?.close();
-  if (work) await rm(work, { recursive: true, force: true });
-}, 60_000);
+  await closeInOrder([
+    ['the browser', context && (() => context.close().then(() => browser.close()))],
+    ['the web', web && (() => web.close())],
+    ['the backend', backend && (() => backend.close())],
+    ['the agent host', host && (() => host.shutdown())],
+    ['the model', llm && (() => llm.close())],
+    ['the work directory', work ? () => rm(work, { recursive: true, force: true }) : undefined],
+  ]);
+}, 150_000);
 
 describe.skipIf(skip)('the dashboard in a real browser', () => {
   it('registers, then signs in with the new password (CSRF fetched by the page)', async () => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type DeviceIdentity, GatewayError, connectGateway, createDeviceIdentity } from '@aop/gateway-client';
@@ -14,14 +14,18 @@ import {
   runtimeProblem,
 } from '@aop/provisioner';
 import { FAKE_LLM_REPLY, type FakeLlm, request, startFakeLlm } from '@aop/testing';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 
-// ONE real OpenClaw gateway (the pinned runtime on Node 24) for the whole file, provisioned over HTTP through the web
-// service and the backend, then used the way a customer uses it: chat over REST and WebSocket, cron, heartbeat, device
-// pairing; then the host's lifecycle (restart, stop, failed update roll-back, delete). Each gateway start costs ~20 s
-// of CPU, so everything shares it. The runtime comes with `npm install`; without it this file fails, on purpose.
+// ONE real OpenClaw agent (the pinned runtime on Node 24) for the whole file, provisioned over HTTP through the web
+// service and the backend by adopting the host's warm gateway (issue #20: started and warmed up before anyone asked),
+// then used the way a customer uses it: chat over REST and WebSocket and through the official `openai` client, cron,
+// heartbeat, device pairing; then it hibernates and a message wakes it; then the host's lifecycle (restart, stop,
+// failed update roll-back, delete). Each gateway start costs ~20 s of CPU and 30–45 s here, so everything shares as few
+// as it can: the host has room for one gateway (the pool's refill is refused for room, and the one a nap lets start is
+// given up for the wake). The runtime comes with `npm install`; without it this file fails, on purpose.
 
 const PLATFORM_SECRETS = ['DATABASE_URL', 'INTERNAL_API_KEY', 'HMAC_SECRET', 'SESSION_SECRET', 'ENCRYPTION_KEY', 'REDIS_URL'];
 const READY_MS = 150_000;
@@ -45,6 +49,9 @@ let agentId: string;
 let gatewayToken: string;
 let firstChatSentAt: number;
 let firstChat: Promise<{ res: Awaited<ReturnType<typeof request>>; ms: number }>;
+/** The warm gateway the agent adopted, and how long provisioning took to answer. */
+let slot: { dir: string; pid: number };
+let provisionMs: number;
 
 const api = (path: string, init: { method?: string; json?: unknown } = {}) =>
   request(`${web.url}${path}`, { ...init, headers: { cookie: owner.cookie } });
@@ -60,7 +67,20 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'aop-openclaw-real-'));
   llm = await startFakeLlm();
   // `lan`: the gateway also listens on this machine's other addresses, where device pairing applies.
-  host = new LocalAgentHost({ dataDir: join(work, 'data'), encryptionKey: randomBytes(32), readyTimeoutMs: READY_MS, bind: 'lan' });
+  host = new LocalAgentHost({
+    dataDir: join(work, 'data'),
+    encryptionKey: randomBytes(32),
+    readyTimeoutMs: READY_MS,
+    bind: 'lan',
+    warmPool: 1,
+    maxAgents: 1,
+    refillQuietMs: 1_000,
+    // Never asleep on its own here (the tests put it to sleep), but a sleeping agent's due job is checked every 2 s,
+    // and woken 100 s ahead: a cold start beside the rest of the suite can take a minute.
+    idleMs: 3_600_000,
+    idleCheckMs: 2_000,
+    wakeLeadMs: 100_000,
+  });
   backend = await startBackend({ ...SHARED, OPENAI_BASE_URL: llm.url }, { host });
   // A first turn on a real gateway can pass the spec's 30 s on a loaded 2-core CI machine; the tests bound it instead.
   // A message sent while the agent starts waits for it up to AGENT_START_WAIT_MS (here as long as a start may take).
@@ -75,9 +95,20 @@ beforeAll(async () => {
   // database and counters are unaffected); none may reach the gateway, which is spawned from here on.
   for (const name of PLATFORM_SECRETS) process.env[name] ??= `platform-${name.toLowerCase()}-value`;
 
+  await host.restore(); // starts the warm gateway
+  const deadline = Date.now() + READY_MS;
+  while (host.warmPoolStatus().ready < 1) {
+    if (Date.now() > deadline) throw new Error(`no warm gateway within ${READY_MS / 1000} s: ${host.warmPoolStatus().lastError}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  const [dir] = (await readdir(join(work, 'data', 'agents'))).filter((name) => name.startsWith('warm-'));
+  slot = { dir: dir!, pid: JSON.parse(await readFile(join(work, 'data', 'agents', dir!, 'agent.json'), 'utf8')).pid };
+
+  const started = performance.now();
   const provisioned = await api('/api/provision', {
     json: { name: 'Real agent', autoProvision: true, aiProvider: 'openai', apiKey: 'sk-local' },
   });
+  provisionMs = performance.now() - started;
   expect(provisioned.status).toBe(200);
   expect(provisioned.body).toMatchObject({ success: true, status: 'running', url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/) });
   agentId = provisioned.body.agentId;
@@ -163,12 +194,89 @@ describe.skipIf(skipReal)('a real OpenClaw gateway provisioned over HTTP', () =>
     expect(usage.some((u) => u.kind === 'chat' && u.agent_id === agentId)).toBe(true);
   }, 120_000);
 
+  it("is the warm gateway's process and directory, with the customer's config and secrets; the pool's refill finds no room", async () => {
+    const { ms } = await firstChat;
+    console.info(
+      `warm pool: provision answered in ${(provisionMs / 1000).toFixed(2)} s, first answer ${((ms + provisionMs) / 1000).toFixed(2)} s after provisioning began`,
+    );
+    // Far below a cold start (30–45 s with its warm-up on this machine; the benchmark has the figures).
+    expect(ms + provisionMs).toBeLessThan(15_000);
+    expect(await host.status(agentId)).toMatchObject({ status: 'running', pid: slot.pid });
+    expect(host.paths(agentId).dir).toBe(join(work, 'data', 'agents', slot.dir));
+    const log = (await host.logs(agentId, { tail: 1_000 })).join('\n');
+    expect(log).toMatch(/\[host\] warm gateway adopted in [\d.]+ s/);
+    console.info(
+      log
+        .split('\n')
+        .filter((line) => line.startsWith('[host]'))
+        .slice(-3)
+        .join('\n'),
+    );
+    // Its config is the agent's: its model, its key by reference; the pool's token is gone from the secret file.
+    const config = JSON.parse(await readFile(host.paths(agentId).config, 'utf8'));
+    expect(config.agents.defaults.model.primary).toMatch(/^platform\//);
+    const secrets = JSON.parse(await readFile(config.secrets.providers.aop.path, 'utf8'));
+    expect(secrets).toEqual({ gatewayToken, llmApiKey: 'sk-local' });
+    // The pool tries a replacement once nothing else is starting: this host has room for one gateway, so it says why not.
+    const deadline = Date.now() + 30_000;
+    while (host.warmPoolStatus().lastError === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(host.warmPoolStatus()).toMatchObject({ target: 1, ready: 0, starting: 0, lastError: expect.stringMatching(/capacity/) });
+  }, 60_000);
+
   it('chats over the WebSocket (POST /api/gateway/chat) and reads the conversation back', async () => {
     const res = await api('/api/gateway/chat', { json: { message: 'hello over the socket' } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toEqual({ success: true, reply: FAKE_LLM_REPLY, agentId, agentName: 'Real agent' });
     const messages = await api(`/api/agents/${agentId}/messages`);
     expect(messages.body.messages.map((m: { content: string }) => m.content)).toEqual(['hello over the socket', FAKE_LLM_REPLY]);
+  }, 120_000);
+
+  // Issue #22: the official `openai` client, pointed at the web's /v1 with a user API key, names the agent as its model.
+  it('answers the official openai client at /v1 (plain and streamed) with its LLM’s reply, usage in the ledger', async () => {
+    const key = await api('/api/keys', { json: { name: 'openai sdk' } });
+    expect(key.status).toBe(201);
+    const openai = new OpenAI({ apiKey: key.body.key, baseURL: `${web.url}/v1`, maxRetries: 0 });
+    expect((await openai.models.list()).data.map((m) => m.id)).toEqual([agentId]);
+
+    const completion = await openai.chat.completions.create({
+      model: agentId,
+      messages: [{ role: 'user', content: 'hello from the openai client' }],
+      user: 'sdk-conversation',
+    });
+    expect(completion.choices[0]?.message.content).toBe(FAKE_LLM_REPLY);
+    expect(completion.usage?.total_tokens).toBeGreaterThan(0);
+    expect(JSON.stringify(llm.chatRequests().at(-1)?.body)).toContain('hello from the openai client');
+
+    const stream = await openai.chat.completions.create({
+      model: 'Real agent',
+      messages: [{ role: 'user', content: 'stream it to me' }],
+      user: 'sdk-conversation',
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const pieces: string[] = [];
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of stream) {
+      const piece = chunk.choices[0]?.delta.content;
+      if (piece) pieces.push(piece);
+      usage = chunk.usage ?? usage;
+    }
+    console.info(`openai client: the streamed answer came in ${pieces.length} pieces: ${JSON.stringify(pieces)}`);
+    expect(pieces.join('')).toBe(FAKE_LLM_REPLY);
+    // The fake LLM sends its reply in two deltas ('FAKE-LLM rep', 'ly'); OpenClaw relays each, and so does the web.
+    expect(pieces.length).toBeGreaterThan(1);
+    expect(usage?.total_tokens).toBeGreaterThan(0);
+    const ledger = await web.database.db.kysely
+      .selectFrom('usage_events')
+      .selectAll()
+      .where('user_id', '=', owner.userId)
+      .orderBy('created_at', 'desc')
+      .limit(2)
+      .execute();
+    expect(ledger.map((row) => [row.kind, row.agent_id, row.total_tokens])).toEqual([
+      ['chat', agentId, usage?.total_tokens],
+      ['chat', agentId, completion.usage?.total_tokens],
+    ]);
   }, 120_000);
 
   it('refuses a WebSocket with the wrong token', async () => {
@@ -259,20 +367,70 @@ describe.skipIf(skipReal)('a real OpenClaw gateway provisioned over HTTP', () =>
   }, 60_000);
 });
 
-describe.skipIf(skipReal)('the host lifecycle on the same gateway', () => {
-  it('restarts into a new process with the same state, and is ready again', async () => {
-    const before = await host.status(agentId);
-    const agentsMd = join(host.paths(agentId).workspace, 'AGENTS.md');
-    const seeded = await stat(agentsMd);
-    const restarted = await host.restart(agentId);
-    expect(restarted.status).toBe('starting');
-    expect(restarted.pid).not.toBe(before.pid);
-    expect(isAlive(before.pid!)).toBe(false);
-    await host.waitUntilReady(agentId, { timeoutMs: READY_MS });
-    expect(await host.health(agentId)).toMatchObject({ live: true, ready: true });
-    expect((await stat(agentsMd)).mtimeMs).toBe(seeded.mtimeMs); // not re-seeded: the state survived
+describe.skipIf(skipReal)('hibernation', () => {
+  it('hibernates, and the next message wakes it and is answered, in the conversation it had', async () => {
+    const { pid } = await host.status(agentId);
+    await host.hibernate(agentId);
+    expect((await api(`/api/agents/${agentId}/health`)).body).toMatchObject({ state: 'hibernated', live: false });
+    // The room the nap freed goes to a warm gateway… until the wake needs it back.
+    expect(host.warmPoolStatus().ready + host.warmPoolStatus().starting).toBeLessThanOrEqual(1);
+    const started = performance.now();
+    const chat = await api('/api/chat', { json: { message: 'ping after a nap' } });
+    console.info(`hibernation: the first message after a nap was answered in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    expect(chat.status, `${JSON.stringify(chat.body)}\n${await gatewayLog()}`).toBe(200);
+    expect(chat.body.reply).toBe(FAKE_LLM_REPLY);
+    const state = await host.status(agentId);
+    expect(state.status).toBe('running');
+    expect(state.pid).not.toBe(pid);
+    // The warm gateway the nap let start was given up for the wake: one gateway on the host, the agent's.
+    expect(host.gatewayPids()).toEqual([state.pid]);
+    // The gateway's own record of the conversation survived the nap: the turn before it and the one after, one session.
+    const conn = await connectGateway({ url: state.url!.replace(/^http/, 'ws'), token: gatewayToken });
+    try {
+      const { sessions } = await conn.request<{ sessions: { key: string }[] }>('sessions.list', {});
+      const texts = await Promise.all(
+        sessions.map(async (s) => JSON.stringify(await conn.request('chat.history', { sessionKey: s.key, limit: 50 }))),
+      );
+      expect(texts.filter((text) => text.includes('ping over REST') && text.includes('ping after a nap'))).toHaveLength(1);
+    } finally {
+      await conn.close();
+    }
   }, 180_000);
 
+  it('sleeps until its next due job: the host wakes it ahead of time, and the job runs with nothing lost', async () => {
+    const created = await api('/api/cron', {
+      json: {
+        name: 'after-a-nap',
+        schedule: { kind: 'every', everyMs: 150_000 },
+        payload: { kind: 'agentTurn', message: 'cron after a nap' },
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const job = (await api('/api/cron')).body.jobs.find((j: { name: string }) => j.name === 'after-a-nap');
+    const dueMs = Date.parse(job.nextRun);
+    expect(dueMs - Date.now()).toBeGreaterThan(100_000);
+    const { pid } = await host.status(agentId);
+    await host.hibernate(agentId, dueMs);
+    expect((await api(`/api/agents/${agentId}/health`)).body).toMatchObject({ state: 'hibernated', live: false });
+    const asleepAt = performance.now();
+    // Nobody sends anything: the job's own turn reaching the model is the proof it ran.
+    const ran = () => llm.chatRequests().some((r) => JSON.stringify(r.body).includes('cron after a nap'));
+    while (!ran()) {
+      if (performance.now() - asleepAt > 280_000) throw new Error(`the due job did not run\n${await gatewayLog()}`);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+    console.info(
+      `hibernation: woken for its job; the job ran ${((Date.now() - dueMs) / 1000).toFixed(1)} s after it was due (${((performance.now() - asleepAt) / 1000).toFixed(1)} s after the nap began)`,
+    );
+    const state = await host.status(agentId);
+    expect(state).toMatchObject({ status: 'running' });
+    expect(state.pid).not.toBe(pid);
+    expect((await host.logs(agentId, { tail: 200 })).join('\n')).toContain('wakes at');
+    expect((await api(`/api/cron?jobId=${job.id}`, { method: 'DELETE' })).body).toEqual({ success: true, source: 'gateway' });
+  }, 300_000);
+});
+
+describe.skipIf(skipReal)('the host lifecycle on the same gateway', () => {
   it('stops: not live any more, no process left', async () => {
     const { pid } = await host.status(agentId);
     const tree = await processTree(pid!);
@@ -281,7 +439,11 @@ describe.skipIf(skipReal)('the host lifecycle on the same gateway', () => {
     for (const p of tree) expect(isAlive(p)).toBe(false);
   }, 60_000);
 
-  it('rolls back a failed update: UpdateFailedError with a backup, and the previous version runs again', async () => {
+  // Restarting on the real runtime is this rollback's start of a new process, and the hibernation test's wake (the
+  // host's restart itself is tested on the stand-in runtime in host.test.ts): one cold start fewer in CI.
+  it('rolls back a failed update: UpdateFailedError with a backup, and the previous version runs again on the same state', async () => {
+    const agentsMd = join(host.paths(agentId).workspace, 'AGENTS.md');
+    const updatedAt = Date.now();
     const error = await host.update(agentId, { version: '0.0.0-not-installed' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UpdateFailedError);
     const failure = error as UpdateFailedError;
@@ -292,6 +454,9 @@ describe.skipIf(skipReal)('the host lifecycle on the same gateway', () => {
     const state = await host.waitUntilReady(agentId, { timeoutMs: READY_MS });
     expect(state).toMatchObject({ status: 'running', version: PINNED_OPENCLAW_VERSION });
     expect(await host.health(agentId)).toMatchObject({ live: true, ready: true });
+    // Not re-seeded: the state survived (the rollback puts the backup back with its times, give or take the
+    // millisecond a copy's timestamps may round to; a new seed would be written after the update began).
+    expect((await stat(agentsMd)).mtimeMs).toBeLessThan(updatedAt - 1_000);
   }, 180_000);
 
   it('delete stops the gateway and removes its state', async () => {

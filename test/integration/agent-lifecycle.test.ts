@@ -284,6 +284,15 @@ describe('a hibernated agent, woken by a message', () => {
       host: 'hibernated',
       live: false,
     });
+    // The dashboard's "running now" counts what the host says, not the agent's record (still `running`).
+    expect((await call('GET', '/api/dashboard/stats')).body.agents).toMatchObject({ active: 0, total: 1 });
+    // Its scheduled jobs are not "unreachable": the platform's own look does not wake it, and says it sleeps.
+    expect((await call('GET', `/api/cron?agentId=${agentId}`)).body).toEqual({
+      jobs: [],
+      error: 'The agent is asleep (hibernated after being idle): its jobs are kept, and the next due one wakes it',
+      source: 'gateway-error',
+    });
+    expect((await host.status(agentId)).status).toBe('hibernated');
 
     const woken = await call('POST', '/api/chat', { message: 'after the nap' });
     expect(woken.status, JSON.stringify(woken.body)).toBe(200);
@@ -292,6 +301,7 @@ describe('a hibernated agent, woken by a message', () => {
     expect(now.status).toBe('running');
     expect(now.pid).not.toBe(pid);
     expect((await call('GET', `/api/agents/${agentId}/health`)).body).toMatchObject({ state: 'live' });
+    expect((await call('GET', '/api/dashboard/stats')).body.agents).toMatchObject({ active: 1, total: 1 });
     // The conversation is the one from before the nap: both turns, in order.
     const history = await call('GET', '/api/chat');
     expect(history.body.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([

@@ -1,4 +1,5 @@
-import { type App, type CounterStore, createServer, notFoundHandler, sharedHttpPlugin } from '@aop/core';
+import { type App, type CounterStore, createServer, metricsPlugin, notFoundHandler, sharedHttpPlugin } from '@aop/core';
+import { tracingPlugin } from '@aop/core/tracing';
 import type { Database } from '@aop/db';
 import type { AgentHost } from '@aop/provisioner';
 import type { FastifyBaseLogger } from 'fastify';
@@ -22,6 +23,8 @@ import { runtimeProxyRoutes } from './routes/runtime/proxy.js';
 import { toolHostRoutes } from './routes/tool-host/index.js';
 import { undergroundRoutes } from './routes/underground/index.js';
 import { createHealthProbe } from './services/health.js';
+import { registerAgentMetrics } from './services/agent-metrics.js';
+import { registerGatewayErrorMetrics } from '@aop/gateway-client';
 
 export interface BackendDeps {
   config: BackendConfig;
@@ -43,8 +46,17 @@ declare module 'fastify' {
 /** The backend (internal API) as a Fastify instance; `server.ts` listens. */
 export async function buildApp({ config, db, counters, logger, host, clock = Date.now }: BackendDeps): Promise<App> {
   const app = createServer({ config, ...(logger ? { logger } : {}) });
+  // First, so every request and every later hook runs in its span; adds nothing when OTEL_EXPORTER_OTLP_ENDPOINT is unset.
+  // The web's `traceparent` is continued, so its request and ours are one trace.
+  await app.register(tracingPlugin, { ...config.tracing, acceptIncomingContext: true });
   app.decorate('db', db);
   app.decorate('clock', clock);
+  // Before every route, so its hooks count and time each request; GET /metrics needs METRICS_TOKEN (else loopback only).
+  await app.register(metricsPlugin, { config, pool: () => db.pool() });
+  const unobserve = [registerAgentMetrics(app.metrics.registry, host), registerGatewayErrorMetrics(app.metrics.registry)];
+  app.addHook('onClose', async () => {
+    for (const stop of unobserve) stop();
+  });
   await app.register(sharedHttpPlugin, {
     counters,
     openapi: {

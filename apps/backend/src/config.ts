@@ -1,8 +1,22 @@
-import { BaseEnvSchema, type BaseConfig, Env, parseEnv, resolveSecrets, splitList, toBaseConfig } from '@aop/core';
+import {
+  BaseEnvSchema,
+  type BaseConfig,
+  Env,
+  MetricsEnvSchema,
+  type MetricsConfig,
+  parseEnv,
+  resolveSecrets,
+  splitList,
+  toBaseConfig,
+  toMetricsConfig,
+} from '@aop/core';
+import { TracingEnvSchema, type TracingConfig, toTracingConfig } from '@aop/core/tracing';
 import { Type } from '@sinclair/typebox';
 
 const BackendEnvSchema = Type.Composite([
   BaseEnvSchema,
+  MetricsEnvSchema,
+  TracingEnvSchema,
   Type.Object({
     BACKEND_PORT: Env.port(3001),
     DATABASE_URL: Env.url(),
@@ -65,7 +79,7 @@ const BackendEnvSchema = Type.Composite([
   }),
 ]);
 
-export interface BackendConfig extends BaseConfig {
+export interface BackendConfig extends BaseConfig, MetricsConfig {
   port: number;
   databaseUrl: string | undefined;
   /** Bearer key of the internal API; undefined only when deliberately unset (routes answer 500). */
@@ -150,6 +164,8 @@ export interface BackendConfig extends BaseConfig {
    * no fitness on the graph.
    */
   x402: { gatewayUrl: string | undefined; fitnessTimeoutMs: number };
+  /** OpenTelemetry: OTEL_EXPORTER_OTLP_ENDPOINT (unset: off) and OTEL_SERVICE_NAME (`aop-backend`). */
+  tracing: TracingConfig;
 }
 
 export interface LoadOptions {
@@ -170,6 +186,7 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
   const { ENCRYPTION_KEY } = resolveSecrets(['ENCRYPTION_KEY'], env, base);
   return Object.freeze({
     ...base,
+    ...toMetricsConfig(parsed),
     port: parsed.BACKEND_PORT,
     databaseUrl: parsed.DATABASE_URL,
     internalApiKey: secrets.INTERNAL_API_KEY,
@@ -237,5 +254,6 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
       busUrl: parsed.UNDERGROUND_BUS_URL,
     },
     x402: { gatewayUrl: parsed.X402_GATEWAY_URL?.replace(/\/+$/, ''), fitnessTimeoutMs: parsed.X402_FITNESS_TIMEOUT_MS },
+    tracing: toTracingConfig(parsed, 'aop-backend'),
   });
 }

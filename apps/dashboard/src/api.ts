@@ -1,3 +1,5 @@
+import { createClient } from '@aop/sdk';
+
 /**
  * The public API, called like any other client: same-origin requests carry the session cookie (httpOnly, never
  * readable here), errors come back as `{ error }` and become an `ApiError` with that message.
@@ -13,39 +15,33 @@ export class ApiError extends Error {
   }
 }
 
-export interface RequestOptions {
-  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-  body?: unknown;
-  query?: Record<string, string | number | boolean | undefined>;
-  headers?: Record<string, string>;
-  signal?: AbortSignal;
+/**
+ * The API client (`@aop/sdk`, typed from the web service's OpenAPI document): same-origin requests, so the session
+ * cookie goes along.
+ */
+export const client = createClient({ baseUrl: '', credentials: 'same-origin', headers: { accept: 'application/json' } });
+
+/** What a client call resolves to: `data` for a success, `error` (the parsed body) for a refusal. */
+interface Answer<D> {
+  data?: D;
+  error?: unknown;
+  response: Response;
 }
 
-export function apiUrl(path: string, query?: RequestOptions['query']): string {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined) params.set(key, String(value));
-  const qs = params.toString();
-  return qs ? `${path}?${qs}` : path;
-}
-
-export async function api<T>(path: string, options: RequestOptions = {}): Promise<T> {
-  const { method = options.body === undefined ? 'GET' : 'POST', body, query, headers, signal } = options;
-  let res: Response;
+/**
+ * The data of a client call, e.g. `await request(client.GET('/api/agents'))`; a refusal throws an `ApiError` with the
+ * API's own `{ error }` message, a request that never got an answer one with status 0.
+ */
+export async function request<D>(call: Promise<Answer<D>>): Promise<D> {
+  let answer: Answer<D>;
   try {
-    res = await fetch(apiUrl(path, query), {
-      method,
-      credentials: 'same-origin',
-      headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      ...(signal ? { signal } : {}),
-    });
+    answer = await call;
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
     throw new ApiError(0, 'The service cannot be reached. Check your connection and try again.', null);
   }
-  const data = parseBody(await res.text());
-  if (!res.ok) throw refusal(res.status, data);
-  return data as T;
+  if (!answer.response.ok) throw refusal(answer.response.status, answer.error ?? null);
+  return answer.data as D;
 }
 
 /** Parses an answer's text as JSON when it is JSON; otherwise keeps the text. */

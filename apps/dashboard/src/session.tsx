@@ -1,6 +1,8 @@
-import type { CsrfToken, Session, SessionUser } from '@aop/web/sign-in/sign-in.schemas';
+import type { Session } from '@aop/sdk';
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useState } from 'react';
-import { api } from './api.js';
+import { client, request } from './api.js';
+
+type SessionUser = NonNullable<Session['user']>;
 
 interface SessionState {
   /** undefined while the first check runs; null when signed out. */
@@ -17,23 +19,22 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   const [user, setUser] = useState<SessionUser | null | undefined>(undefined);
 
   const refresh = useCallback(async () => {
-    const { user: current } = await api<Session>('/api/auth/session').catch(() => ({ user: null }));
+    const { user: current } = await request(client.GET('/api/auth/session')).catch(() => ({ user: null }));
     setUser(current);
     return current;
   }, []);
 
   const signIn = useCallback(
     async (email: string, password: string) => {
-      // A CSRF token is good for one attempt: fetch a fresh one every time.
-      const { csrfToken } = await api<CsrfToken>('/api/auth/csrf');
-      await api('/api/auth/login', { body: { email, password }, headers: { 'x-csrf-token': csrfToken } });
+      // The client fetches a CSRF token for the attempt first (one token is good for one attempt).
+      await request(client.POST('/api/auth/login', { body: { email, password } }));
       await refresh();
     },
     [refresh],
   );
 
   const signOut = useCallback(async () => {
-    await api('/api/auth/signout', { method: 'POST' });
+    await request(client.POST('/api/auth/signout'));
     setUser(null);
   }, []);
 

@@ -1,5 +1,6 @@
+import type { ApiParams, ApiResponse, PathsWith } from '@aop/sdk';
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { api, errorMessage, type RequestOptions } from './api.js';
+import { client, errorMessage, request } from './api.js';
 
 export interface Resource<T> {
   data: T | undefined;
@@ -9,22 +10,37 @@ export interface Resource<T> {
   reload: () => Promise<void>;
 }
 
+type GetPath = PathsWith<'get'>;
+
+/** `params` (path, query) as the route takes them: required when the route has a required parameter. */
+export type UseApiOptions<P extends GetPath> = { refreshMs?: number } & (Record<never, never> extends ApiParams<P>
+  ? { params?: ApiParams<P> }
+  : { params: ApiParams<P> });
+
 /**
- * Loads `path` when the component mounts and whenever `path`/`query` change; `refreshMs` polls. A newer request
- * supersedes an older one, so a slow answer never overwrites a fresher one.
+ * Loads `GET path` (a path of the API's document, `/api/agents/{id}`, with its `params`) when the component mounts and
+ * whenever they change; `refreshMs` polls. A newer request supersedes an older one, so a slow answer never overwrites
+ * a fresher one. A `null` path loads nothing.
  */
-export function useApi<T>(path: string | null, options: { query?: RequestOptions['query']; refreshMs?: number } = {}): Resource<T> {
-  const [data, setData] = useState<T>();
+export function useApi<P extends GetPath>(
+  path: P | null,
+  ...[options]: Record<never, never> extends UseApiOptions<P> ? [UseApiOptions<P>?] : [UseApiOptions<P>]
+): Resource<ApiResponse<P>> {
+  type Data = ApiResponse<P>;
+  const [data, setData] = useState<Data>();
   const [error, setError] = useState<string>();
   const [loading, setLoading] = useState(path !== null);
   const generation = useRef(0);
-  const queryKey = JSON.stringify(options.query ?? {});
+  const paramsKey = JSON.stringify(options?.params ?? {});
+  const refreshMs = options?.refreshMs;
 
   const reload = useCallback(async () => {
     if (path === null) return;
     const mine = ++generation.current;
     try {
-      const result = await api<T>(path, { query: JSON.parse(queryKey) as RequestOptions['query'] });
+      // The path and its parameters were checked against the document where `useApi` was called.
+      const get = client.GET as (path: string, init: { params: unknown }) => Promise<{ data?: Data; error?: unknown; response: Response }>;
+      const result = await request(get(path, { params: JSON.parse(paramsKey) }));
       if (mine !== generation.current) return;
       setData(result);
       setError(undefined);
@@ -34,21 +50,21 @@ export function useApi<T>(path: string | null, options: { query?: RequestOptions
     } finally {
       if (mine === generation.current) setLoading(false);
     }
-  }, [path, queryKey]);
+  }, [path, paramsKey]);
 
   useEffect(() => {
     setLoading(path !== null);
     void reload();
-    if (!options.refreshMs) return () => void generation.current++;
+    if (!refreshMs) return () => void generation.current++;
     const timer = setInterval(() => {
       // A hidden tab does not need fresh numbers.
       if (document.visibilityState === 'visible') void reload();
-    }, options.refreshMs);
+    }, refreshMs);
     return () => {
       clearInterval(timer);
       generation.current++;
     };
-  }, [reload, options.refreshMs, path]);
+  }, [reload, refreshMs, path]);
 
   return { data, error, loading, reload };
 }

@@ -1,5 +1,5 @@
-import type { Nonce, Providers } from '@aop/web/sign-in/sign-in.schemas';
-import { api, ApiError } from './api.js';
+import { ApiError, client, request } from './api.js';
+import type { Providers } from './api-types.js';
 
 /** The EIP-1193 provider a wallet injects (`window.ethereum`). */
 interface Eip1193Provider {
@@ -43,7 +43,7 @@ export async function signInWithWallet(target: WalletSignInTarget): Promise<void
   const accounts = (await ethereum.request({ method: 'eth_requestAccounts' })) as string[];
   const address = accounts[0];
   if (!address) throw new Error('The wallet did not share an account.');
-  const { nonce } = await api<Nonce>('/api/auth/nonce');
+  const { nonce } = await request(client.GET('/api/auth/nonce'));
   const message = siweMessage({ domain: target.domain, address, uri: target.uri, chainId: target.chainId, nonce, issuedAt: new Date() });
   let signature: string;
   try {
@@ -52,7 +52,7 @@ export async function signInWithWallet(target: WalletSignInTarget): Promise<void
     throw new Error('The wallet did not sign the message. Nothing was changed.');
   }
   try {
-    await api('/api/wallet-auth', { body: { address, message, signature } });
+    await request(client.POST('/api/wallet-auth', { body: { address, message, signature } }));
   } catch (err) {
     if (err instanceof ApiError && err.status === 401 && /smart-contract/i.test(err.message)) {
       throw new Error(

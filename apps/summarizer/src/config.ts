@@ -1,9 +1,22 @@
-import { BaseEnvSchema, type BaseConfig, ConfigError, Env, parseEnv, toBaseConfig } from '@aop/core';
+import {
+  BaseEnvSchema,
+  type BaseConfig,
+  ConfigError,
+  Env,
+  MetricsEnvSchema,
+  type MetricsConfig,
+  parseEnv,
+  toBaseConfig,
+  toMetricsConfig,
+} from '@aop/core';
+import { TracingEnvSchema, type TracingConfig, toTracingConfig } from '@aop/core/tracing';
 import { availableParallelism } from 'node:os';
 import { Type } from '@sinclair/typebox';
 
 const SummarizerEnvSchema = Type.Composite([
   BaseEnvSchema,
+  MetricsEnvSchema,
+  TracingEnvSchema,
   Type.Object({
     SUMMARIZER_PORT: Env.port(3100),
     SUMMARIZER_ALLOW_PRIVATE: Env.bool(false),
@@ -28,7 +41,7 @@ const SummarizerEnvSchema = Type.Composite([
   }),
 ]);
 
-export interface SummarizerConfig extends BaseConfig {
+export interface SummarizerConfig extends BaseConfig, MetricsConfig {
   port: number;
   /** Turns the SSRF guard off: only for local use and tests. */
   allowPrivate: boolean;
@@ -41,12 +54,15 @@ export interface SummarizerConfig extends BaseConfig {
   workers: number;
   workerMinBytes: number;
   payment: { network: string; currency: string; payTo: string; note: string };
+  /** OpenTelemetry: OTEL_EXPORTER_OTLP_ENDPOINT (unset: off) and OTEL_SERVICE_NAME (`aop-summarizer`). */
+  tracing: TracingConfig;
 }
 
 export function loadSummarizerConfig(env: NodeJS.ProcessEnv = process.env): SummarizerConfig {
   const parsed = parseEnv(SummarizerEnvSchema, env);
   return Object.freeze({
     ...toBaseConfig(parsed),
+    ...toMetricsConfig(parsed),
     port: parsed.SUMMARIZER_PORT,
     allowPrivate: parsed.SUMMARIZER_ALLOW_PRIVATE,
     fetchTimeoutMs: parsed.SUMMARIZER_FETCH_TIMEOUT_MS,
@@ -66,6 +82,7 @@ export function loadSummarizerConfig(env: NodeJS.ProcessEnv = process.env): Summ
       payTo: parsed.SUMMARIZER_PAY_TO,
       note: parsed.SUMMARIZER_PAYMENT_NOTE,
     },
+    tracing: toTracingConfig(parsed, 'aop-summarizer'),
   });
 }
 

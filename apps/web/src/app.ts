@@ -1,4 +1,5 @@
-import { type App, type CounterStore, createServer, sharedHttpPlugin } from '@aop/core';
+import { type App, type CounterStore, createServer, metricsPlugin, sharedHttpPlugin } from '@aop/core';
+import { tracingPlugin } from '@aop/core/tracing';
 import type { Database } from '@aop/db';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebConfig } from './config.js';
@@ -7,6 +8,8 @@ import { dashboardPlugin } from './platform/http/dashboard-assets.js';
 import { MODULES } from './modules/index.js';
 import type { WebContext } from './platform/context.js';
 import { registerJobs } from './platform/jobs.js';
+import { registerGatewayErrorMetrics } from '@aop/gateway-client';
+import { registerUsageMetrics } from './modules/usage/usage.metrics.js';
 import { BackendClient } from './platform/clients/backend-client.js';
 import { type Mail, createMailer } from './platform/clients/mailer.js';
 import { type SystemMetrics, createSystemMetrics } from './platform/clients/system-metrics.js';
@@ -32,11 +35,20 @@ declare module 'fastify' {
 /** The public web API as a Fastify instance; `server.ts` listens. */
 export async function buildApp({ config, db, counters, logger, metrics, clock = Date.now }: WebDeps): Promise<App> {
   const app = createServer({ config, ...(logger ? { logger } : {}) });
+  // First, so every request and every later hook runs in its span; adds nothing when OTEL_EXPORTER_OTLP_ENDPOINT is unset.
+  // A public edge: a caller's `traceparent` is not continued (it could pick our trace ids or unsample itself).
+  await app.register(tracingPlugin, { ...config.tracing, acceptIncomingContext: false });
   app.decorate('db', db);
   app.decorate(
     'backend',
     new BackendClient({ baseUrls: config.backendUrls, internalApiKey: config.internalApiKey, userContextSecret: config.userContextSecret }),
   );
+  // Before every route, so its hooks count and time each request; GET /metrics needs METRICS_TOKEN (else loopback only).
+  await app.register(metricsPlugin, { config, pool: () => db.pool() });
+  const unobserve = [registerGatewayErrorMetrics(app.metrics.registry), registerUsageMetrics(app.metrics.registry)];
+  app.addHook('onClose', async () => {
+    for (const stop of unobserve) stop();
+  });
   await app.register(sharedHttpPlugin, {
     counters,
     // The dashboard's assets come from this origin: over plain HTTP (no Secure cookies), upgrading them breaks it.

@@ -1,4 +1,16 @@
-import { BaseEnvSchema, type BaseConfig, Env, parseEnv, resolveSecrets, splitList, toBaseConfig } from '@aop/core';
+import {
+  BaseEnvSchema,
+  type BaseConfig,
+  Env,
+  MetricsEnvSchema,
+  type MetricsConfig,
+  parseEnv,
+  resolveSecrets,
+  splitList,
+  toBaseConfig,
+  toMetricsConfig,
+} from '@aop/core';
+import { TracingEnvSchema, type TracingConfig, toTracingConfig } from '@aop/core/tracing';
 import { Type } from '@sinclair/typebox';
 import { AccountsEnvSchema, type AccountsConfig, toAccountsConfig } from './modules/accounts/accounts.config.js';
 import { AgentsEnvSchema, type AgentsConfig, toAgentsConfig } from './modules/agents/agents.config.js';
@@ -63,10 +75,13 @@ export const WebEnvSchema = Type.Composite([
   TradingEnvSchema,
   StreamingEnvSchema,
   VideoEnvSchema,
+  MetricsEnvSchema,
+  TracingEnvSchema,
 ]);
 
 export interface WebConfig
   extends BaseConfig,
+    MetricsConfig,
     WebhooksConfig,
     AccountsConfig,
     SignInConfig,
@@ -107,6 +122,8 @@ export interface WebConfig
    * agents that is starting waits for it to be live before its turn begins.
    */
   gateway: { sharedUrl: string | undefined; chatTimeoutMs: number; requestTimeoutMs: number; startWaitMs: number };
+  /** OpenTelemetry: OTEL_EXPORTER_OTLP_ENDPOINT (unset: off) and OTEL_SERVICE_NAME (`aop-web`). */
+  tracing: TracingConfig;
 }
 
 export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
@@ -118,6 +135,7 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
   const llm = parsed.LLM_BASE_URL && parsed.LLM_API_KEY ? { baseUrl: parsed.LLM_BASE_URL, apiKey: parsed.LLM_API_KEY } : undefined;
   return Object.freeze({
     ...base,
+    ...toMetricsConfig(parsed),
     port: parsed.PORT,
     databaseUrl: parsed.DATABASE_URL,
     ...toWebhooksConfig(parsed),
@@ -151,5 +169,6 @@ export function loadWebConfig(env: NodeJS.ProcessEnv = process.env): WebConfig {
     ...toTradingConfig(parsed),
     ...toStreamingConfig(parsed),
     ...toVideoConfig(parsed),
+    tracing: toTracingConfig(parsed, 'aop-web'),
   });
 }

@@ -23,16 +23,20 @@ export interface TestWeb extends RunningService {
   signIn(user?: { email?: string; name?: string; isAdmin?: boolean; emailVerified?: boolean }): Promise<{ userId: string; cookie: string }>;
 }
 
-/** A real web service on 127.0.0.1 with its own database, data dir and counters. */
+/**
+ * A real web service on 127.0.0.1 with its own database, data dir and counters. `database`: another service's, shared
+ * as in production (web and backend on one Postgres); its owner closes it.
+ */
 export async function startWeb(
   env: Record<string, string | undefined> = {},
-  deps: Pick<WebDeps, 'metrics' | 'clock'> = {},
+  deps: Pick<WebDeps, 'metrics' | 'clock'> & { database?: TestDatabase } = {},
 ): Promise<TestWeb> {
   const data = tempDataDir();
   const config = loadWebConfig(testEnv(data.dir, env));
-  const database = await createTestDatabase();
+  const { database: shared, ...appDeps } = deps;
+  const database = shared ?? (await createTestDatabase());
   const counters = testCounters();
-  const app = await buildApp({ config, db: database.db, counters, ...deps });
+  const app = await buildApp({ config, db: database.db, counters, ...appDeps });
   const running = await listen(app);
   return {
     ...running,
@@ -57,7 +61,7 @@ export async function startWeb(
     async close() {
       await running.close();
       await counters.close();
-      await database.close();
+      if (!shared) await database.close();
       data.remove();
     },
   };

@@ -141,6 +141,10 @@ function derive({ host, ready, record, pending, lastError, failing }: AgentState
 export const isOnItsWayToLive = (state: AgentLifecycleState): boolean =>
   state === 'provisioning' || state === 'starting' || state === 'updating';
 
+/** A gateway process is up for it (or being brought up): what "running now" counts. Asleep, stopped and failed are not. */
+export const isRunningNow = (state: AgentLifecycleState): boolean =>
+  state === 'live' || state === 'degraded' || state === 'stopping' || isOnItsWayToLive(state);
+
 /** Asleep with its state kept (issue #20): a message wakes it (a start), then waits for it like for any start. */
 export const wakesOnMessage = (state: AgentLifecycleState): boolean => state === 'hibernated';
 

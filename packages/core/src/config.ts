@@ -48,6 +48,8 @@ export const BaseEnvSchema = Type.Object({
   NODE_ENV: Env.oneOf(['development', 'production', 'test'] as const, 'development'),
   DATA_DIR: Env.str('./.data'),
   LOG_LEVEL: Env.oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+  /** `pretty`: one readable line per event, for a person at a terminal; `json`: one JSON object per line. */
+  LOG_FORMAT: Env.optional(Type.Union([Type.Literal('json'), Type.Literal('pretty')])),
   HOST: Env.optional(Type.String()),
   TRUST_PROXY: Env.optional(Type.String()),
   PRODUCT_NAME: Env.str('service'),
@@ -62,6 +64,8 @@ export interface BaseConfig {
   production: boolean;
   dataDir: string;
   logLevel: string;
+  /** Unset LOG_FORMAT: pretty on a terminal outside production, JSON otherwise (log collectors read JSON). */
+  logFormat: 'json' | 'pretty';
   host: string;
   /** What Fastify's `trustProxy` receives: false unless TRUST_PROXY is set. */
   trustProxy: boolean | number | string[];
@@ -76,6 +80,7 @@ export function toBaseConfig(env: Static<typeof BaseEnvSchema>): BaseConfig {
     production,
     dataDir: resolve(env.INIT_CWD ?? process.cwd(), env.DATA_DIR),
     logLevel: env.LOG_LEVEL,
+    logFormat: env.LOG_FORMAT ?? (process.stdout.isTTY && !production ? 'pretty' : 'json'),
     host: env.HOST ?? (production ? '0.0.0.0' : '127.0.0.1'),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     productName: env.PRODUCT_NAME,

@@ -512,11 +512,25 @@ export const ERROR_CATALOGUE = {
   TOKEN_GATING_NOT_CONFIGURED: { status: 503, message: 'Token gating is not configured' },
   WALLET_SIGN_IN_NOT_CONFIGURED: { status: 503, message: 'Wallet sign-in is not configured' },
 
-  // web: skills
+  // web: skills (and the built-in skills booking-settlement and instant-split)
+  AMOUNT_OR_BOOKING_ID: { status: 400, message: 'Send either amount or bookingId' },
+  AMOUNT_USDC_DECIMAL_STRING: { status: 400, message: 'amount must be a decimal string with at most 6 decimal places' },
+  BOOKING_ALREADY_SPLIT: { status: 409, message: 'Booking fee already split with other recipients' },
+  BOOKING_AMOUNT_MISMATCH: { status: 409, message: ({ fee }: P<'fee'>) => `amount does not match the agreed fee (${fee} USDC)` },
+  BOOKING_NOT_ACCEPTED: { status: 409, message: ({ status }: P<'status'>) => `Booking is ${status}; only an accepted booking is settled` },
+  BOOKING_NOT_FOUND: { status: 404, message: 'Booking not found' },
+  BOOKING_NOT_SETTLED: { status: 409, message: 'Booking is not settled yet' },
+  BOOKING_NO_FEE: { status: 409, message: 'Booking has no fee to settle' },
+  BOOKING_PAYEE_ONLY: { status: 403, message: 'Only the payee of a booking can split its fee' },
+  BOOKING_PAYER_ONLY: { status: 403, message: 'Only the payer of a booking can settle it' },
+  BOOKING_SPLIT_AGENT: { status: 400, message: 'agentId of a booking split must be the booking’s payee agent' },
   CONFIG_OBJECT: { status: 400, message: 'config must be an object' },
+  IDEMPOTENCY_KEY_INVALID: { status: 400, message: 'Idempotency-Key must be 1 to 255 visible ASCII characters' },
+  IDEMPOTENCY_KEY_REUSED: { status: 409, message: 'Idempotency-Key was already used for a different request' },
   INVALID_SKILL_NAME: { status: 400, message: 'Invalid skill name' },
   SKILL_ALREADY_INSTALLED: { status: 409, message: 'Skill already installed' },
   SKILL_CONFIG_TOO_LARGE: { status: 400, message: ({ max }: P<'max'>) => `config must be at most ${max} bytes of JSON` },
+  SKILL_NAME_RESERVED: { status: 409, message: 'Skill name is reserved for a built-in skill' },
   SKILL_NOT_FOUND: { status: 404, message: 'Skill not found' },
 
   // web: streaming

@@ -26,10 +26,13 @@ export const ID_PREFIXES = {
   bridgeMessage: 'brg',
   oauthAccount: 'oac',
   split: 'spl',
+  instantSplit: 'isp',
   invite: 'inv',
   installation: 'inst',
   swarm: 'swm',
   videoJob: 'vid',
+  /** An answer of the OpenAI-compatible `POST /v1/chat/completions` (OpenAI's own ids start `chatcmpl`). */
+  chatCompletion: 'chatcmpl',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

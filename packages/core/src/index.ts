@@ -3,6 +3,7 @@ export * from './counters/index.js';
 export * from './crypto.js';
 export * from './errors.js';
 export * from './http/json-text.js';
+export * from './http/metrics.js';
 export * from './http/rate-limit.js';
 export * from './http/server.js';
 export * from './http/shared-http.js';

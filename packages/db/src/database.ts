@@ -48,6 +48,11 @@ export interface Database {
    * moments after they commit. Returns the unsubscribe function.
    */
   onAuthChange(listener: (userId: string) => void): () => void;
+  /**
+   * How the connections are used now (for /metrics): a server's pool as `pg` counts it; PGlite is one session lent
+   * to one caller at a time (max 1), the others wait for it.
+   */
+  pool(): { max: number; inUse: number; idle: number; waiting: number };
   /** Answers true when a trivial query succeeds. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -77,6 +82,7 @@ interface Engine {
   kind: 'pglite' | 'postgres';
   kysely: Kysely<DB>;
   pglite?: PGlite;
+  pool: Database['pool'];
 }
 
 /** An embedded database with the platform's type parsers. */
@@ -92,7 +98,8 @@ export function openPglite(dir?: string, template?: Blob): PGlite {
 function pgliteDatabase(options: DatabaseOptions, notify: Notify): Engine {
   const pglite = options.pglite?.instance ?? openPglite(options.pgliteDir, options.pgliteTemplate);
   const dialect = new PGliteDialect(pglite, options.pglite?.release, { channel: AUTH_CHANGE_CHANNEL, notify });
-  return { kind: 'pglite', pglite, kysely: new Kysely<DB>({ dialect }) };
+  const pool = () => ({ max: 1, inUse: dialect.use.inUse, idle: 1 - dialect.use.inUse, waiting: dialect.use.waiting });
+  return { kind: 'pglite', pglite, kysely: new Kysely<DB>({ dialect }), pool };
 }
 
 function postgresDatabase(url: string, poolSize: number, notify: Notify): Engine {
@@ -121,7 +128,8 @@ function postgresDatabase(url: string, poolSize: number, notify: Notify): Engine
     });
     client.query(`listen ${AUTH_CHANGE_CHANNEL}`).catch(() => undefined);
   });
-  return { kind: 'postgres', kysely: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }) };
+  const stats = () => ({ max: poolSize, inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount });
+  return { kind: 'postgres', kysely: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), pool: stats };
 }
 
 export function createDatabase(options: DatabaseOptions = {}): Database {
@@ -129,7 +137,7 @@ export function createDatabase(options: DatabaseOptions = {}): Database {
   const notify: Notify = (userId) => {
     for (const listener of authListeners) listener(userId);
   };
-  const { kysely, kind, pglite } = options.databaseUrl
+  const { kysely, kind, pglite, pool } = options.databaseUrl
     ? postgresDatabase(options.databaseUrl, options.poolSize ?? 10, notify)
     : pgliteDatabase(options, notify);
 
@@ -185,6 +193,7 @@ export function createDatabase(options: DatabaseOptions = {}): Database {
       authListeners.add(listener);
       return () => authListeners.delete(listener);
     },
+    pool,
     async ping() {
       try {
         await sql`select 1`.execute(kysely);

@@ -6,4 +6,5 @@ export { sql } from 'kysely';
 export * from './paths.js';
 export * from './errors.js';
 export * from './usage-ledger.js';
+export * from './usage-metrics.js';
 export * from './prepared.js';

@@ -49,6 +49,12 @@ export interface PGliteListener {
   notify(payload: string): void;
 }
 
+/** How the one session is used now: lent out (0 or 1) and callers queued for it (read by /metrics). */
+export interface PGliteUse {
+  inUse: number;
+  waiting: number;
+}
+
 class PGliteDriver implements Driver {
   readonly #connection: PGliteConnection;
   #queue: Promise<void> = Promise.resolve();
@@ -59,6 +65,7 @@ class PGliteDriver implements Driver {
     private readonly pglite: PGlite,
     private readonly release: (pglite: PGlite) => Promise<void>,
     private readonly listener: PGliteListener | undefined,
+    private readonly use: PGliteUse,
   ) {
     this.#connection = new PGliteConnection(pglite);
   }
@@ -76,7 +83,13 @@ class PGliteDriver implements Driver {
     this.#queue = new Promise<void>((resolve) => {
       release = resolve;
     });
-    await previous;
+    this.use.waiting++;
+    try {
+      await previous;
+    } finally {
+      this.use.waiting--;
+    }
+    this.use.inUse = 1;
     this.#release = release;
     return this.#connection;
   }
@@ -97,6 +110,7 @@ class PGliteDriver implements Driver {
   async releaseConnection(): Promise<void> {
     const release = this.#release;
     this.#release = undefined;
+    this.use.inUse = 0;
     release?.();
   }
 
@@ -108,6 +122,8 @@ class PGliteDriver implements Driver {
 }
 
 export class PGliteDialect implements Dialect {
+  /** The session's use, shared with the driver Kysely creates. */
+  readonly use: PGliteUse = { inUse: 0, waiting: 0 };
   /** `release` runs when the Kysely instance is destroyed: closing the database, unless its owner recycles it. */
   constructor(
     private readonly pglite: PGlite,
@@ -118,7 +134,7 @@ export class PGliteDialect implements Dialect {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PGliteDriver(this.pglite, this.release, this.listener);
+    return new PGliteDriver(this.pglite, this.release, this.listener, this.use);
   }
   createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
     return new PostgresIntrospector(db);

@@ -741,6 +741,39 @@ export interface UndergroundNegotiationsTable {
   updated_at: Timestamp;
 }
 
+/** Settlements of accepted bookings by the `booking-settlement` skill (migration 0023): one per booking. */
+export interface BookingSettlementsTable {
+  booking_id: string;
+  payer_user_id: string;
+  payer_agent_id: string;
+  payee_user_id: string;
+  payee_agent_id: string;
+  amount: Numeric;
+  settled_at: Timestamp;
+}
+
+/** Splits recorded by the `instant-split` skill (migration 0023); amounts exact to USDC's 6 decimals. */
+export interface InstantSplitsTable {
+  id: string;
+  user_id: string;
+  agent_id: string | null;
+  booking_id: string | null;
+  idempotency_key: string | null;
+  request_hash: string;
+  name: string | null;
+  amount: Numeric;
+  created_at: Timestamp;
+}
+
+export interface InstantSplitPayoutsTable {
+  split_id: string;
+  ordinal: number;
+  user_id: string;
+  address: string;
+  share: Numeric;
+  amount: Numeric;
+}
+
 export interface SchemaMigrationsTable {
   version: number;
   name: string;
@@ -805,6 +838,9 @@ export interface DB {
   underground_bus_messages: UndergroundBusMessagesTable;
   underground_bus_deliveries: UndergroundBusDeliveriesTable;
   underground_negotiations: UndergroundNegotiationsTable;
+  booking_settlements: BookingSettlementsTable;
+  instant_splits: InstantSplitsTable;
+  instant_split_payouts: InstantSplitPayoutsTable;
   schema_migrations: SchemaMigrationsTable;
 }
 

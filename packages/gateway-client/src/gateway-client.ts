@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sseData } from '@aop/core/sse';
+import { traceOutgoing, tracedFetch } from '@aop/core/tracing';
 import WebSocket from 'ws';
 import type { RawData } from 'ws';
 import { type DeviceIdentity, signConnect } from './device-identity.js';
@@ -21,7 +22,20 @@ export class GatewayError extends Error {
     this.details = opts.details;
     this.retryable = opts.retryable ?? false;
     this.retryAfterMs = opts.retryAfterMs;
+    // Every failed gateway call surfaces as one of these: counting them here counts every call site's failures.
+    for (const listener of errorListeners) listener(this);
   }
+}
+
+const errorListeners = new Set<(err: GatewayError) => void>();
+
+/**
+ * Calls `listener` with every `GatewayError` raised in this process (an error answer, a timeout, a refused connect, an
+ * HTTP failure of the chat endpoint), for the services' metrics. Returns the unsubscribe function.
+ */
+export function onGatewayError(listener: (err: GatewayError) => void): () => void {
+  errorListeners.add(listener);
+  return () => errorListeners.delete(listener);
 }
 
 /** The `error` object of a failed response frame. */
@@ -96,6 +110,13 @@ export interface ConnectGatewayOptions {
 }
 
 const DEFAULT_SCOPES = ['operator.admin', 'operator.read', 'operator.write'];
+
+/**
+ * The `User-Agent` of every request the platform makes to an agent's gateway. A hibernated agent's address answers
+ * 503 while it sleeps and wakes it for anyone else (a webhook, a device), but not for the platform's own reads (a
+ * dashboard listing sessions must not wake every agent it shows): the platform wakes an agent by starting it.
+ */
+export const PLATFORM_USER_AGENT = 'aop-platform';
 const MAX_PAYLOAD = 26_214_400;
 
 interface Pending {
@@ -187,7 +208,20 @@ class Connection implements GatewayConnection {
     this.markClosed();
   }
 
+  /**
+   * One request in a CLIENT span (`gateway <method>`) of the calling request's trace, when it is traced. Only the method
+   * and the gateway's address are recorded: params can hold credentials (`connect` carries the token).
+   */
   request<T = unknown>(method: string, params: unknown = {}, opts: RequestOptions = {}): Promise<T> {
+    return traceOutgoing(
+      `gateway ${method}`,
+      () => gatewaySpanAttributes(this.ws.url, method),
+      () => this.send<T>(method, params, opts),
+    );
+  }
+
+  /** `request` without a span of its own: the handshake's `connect`, which runs inside `connectGateway`'s span. */
+  send<T = unknown>(method: string, params: unknown = {}, opts: RequestOptions = {}): Promise<T> {
     const timeoutMs = opts.timeoutMs ?? 60_000;
     return new Promise<T>((resolve, reject) => {
       if (this.closed || this.ws.readyState !== WebSocket.OPEN) {
@@ -254,7 +288,11 @@ function connectOnce(opts: ConnectGatewayOptions): Promise<Connection> {
   return new Promise<Connection>((resolve, reject) => {
     let settled = false;
     let challenged = false;
-    const ws = new WebSocket(opts.url, { maxPayload: MAX_PAYLOAD, handshakeTimeout: handshakeTimeoutMs });
+    const ws = new WebSocket(opts.url, {
+      maxPayload: MAX_PAYLOAD,
+      handshakeTimeout: handshakeTimeoutMs,
+      headers: { 'user-agent': PLATFORM_USER_AGENT },
+    });
     const fail = (err: GatewayError) => {
       if (settled) return;
       settled = true;
@@ -300,7 +338,7 @@ function connectOnce(opts: ConnectGatewayOptions): Promise<Connection> {
         params.device = { id: opts.device.deviceId, publicKey: opts.device.publicKeyRaw, signature, signedAt: ts, nonce };
       }
       const remaining = Math.max(1, Math.floor(handshakeTimeoutMs - (performance.now() - startedAt)));
-      conn.request<HelloOk>('connect', params, { timeoutMs: remaining }).then(
+      conn.send<HelloOk>('connect', params, { timeoutMs: remaining }).then(
         (hello) => {
           if (settled) return;
           if (hello?.type !== 'hello-ok') {
@@ -333,7 +371,27 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * on `hello-ok`. Retryable connect errors (`UNAVAILABLE` while sidecars start) are retried after their `retryAfterMs` until
  * `retryDeadlineMs`; any other rejection surfaces as a `GatewayError` carrying the server's code.
  */
-export async function connectGateway(opts: ConnectGatewayOptions): Promise<GatewayConnection> {
+export function connectGateway(opts: ConnectGatewayOptions): Promise<GatewayConnection> {
+  // One span for opening the socket, the handshake and its retries; what is sent later has spans of its own.
+  return traceOutgoing(
+    'gateway connect',
+    () => gatewaySpanAttributes(opts.url, 'connect'),
+    () => connectWithRetries(opts),
+  );
+}
+
+/** The span attributes of a gateway call: the method and where the gateway is (never a token, even one in the URL). */
+function gatewaySpanAttributes(url: string, method: string): Record<string, string | number> {
+  const at = new URL(url);
+  return {
+    'rpc.system': 'openclaw',
+    'rpc.method': method,
+    'server.address': at.hostname,
+    'server.port': Number(at.port || (at.protocol === 'wss:' ? 443 : 80)),
+  };
+}
+
+async function connectWithRetries(opts: ConnectGatewayOptions): Promise<GatewayConnection> {
   const deadline = performance.now() + (opts.retryDeadlineMs ?? 30_000);
   for (;;) {
     try {
@@ -485,9 +543,17 @@ export function cronRemove(conn: GatewayConnection, id: string, opts?: RequestOp
 // ---------------------------------------------------------------------------------------------------------------------
 // REST
 
+/** A text part of an OpenAI message's `content` array (OpenClaw joins them). */
+export interface RestChatTextPart {
+  type: 'text';
+  text: string;
+}
+
 export interface RestChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
+  /** `system` and `developer` become the agent's extra system prompt; the others its conversation (OpenClaw's words). */
+  role: 'system' | 'developer' | 'user' | 'assistant';
+  content: string | RestChatTextPart[];
+  name?: string;
 }
 
 export interface RestChatOptions {
@@ -503,6 +569,8 @@ export interface RestChatOptions {
   timeoutMs?: number;
   /** Extra headers (`x-openclaw-session-key`, `x-openclaw-model`). */
   headers?: Record<string, string>;
+  /** Further OpenAI request fields, sent as given (`temperature`, `max_tokens`, `stop` …: OpenClaw passes them to the model). */
+  params?: Record<string, unknown>;
 }
 
 export interface RestChatUsage {
@@ -535,13 +603,18 @@ async function postChatCompletions(
 ): Promise<{ res: Response; url: URL; timeoutMs: number; timeout: AbortSignal }> {
   const timeoutMs = opts.timeoutMs ?? 120_000;
   const url = new URL('/v1/chat/completions', opts.baseUrl);
-  const body: Record<string, unknown> = { model: opts.model ?? 'openclaw/default', messages: opts.messages, ...extra };
+  const body: Record<string, unknown> = { ...opts.params, model: opts.model ?? 'openclaw/default', messages: opts.messages, ...extra };
   if (opts.user !== undefined) body.user = opts.user;
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    const res = await fetch(url, {
+    const res = await tracedFetch('gateway', url, {
       method: 'POST',
-      headers: { ...opts.headers, authorization: `Bearer ${opts.token}`, 'content-type': 'application/json' },
+      headers: {
+        'user-agent': PLATFORM_USER_AGENT,
+        ...opts.headers,
+        authorization: `Bearer ${opts.token}`,
+        'content-type': 'application/json',
+      },
       body: JSON.stringify(body),
       signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
     });
@@ -566,10 +639,18 @@ function restHttpError(res: Response, raw: string): GatewayError {
   });
 }
 
-/** `POST /v1/chat/completions` with `Authorization: Bearer <token>`; non-2xx answers reject with `GatewayError('HTTP_<status>')`. */
-export async function restChat(opts: RestChatOptions): Promise<RestChatResult> {
-  const { res } = await postChatCompletions(opts, {});
-  const raw = await res.text();
+/**
+ * `POST /v1/chat/completions` with `Authorization: Bearer <token>`; non-2xx answers reject with `GatewayError('HTTP_<status>')`.
+ * `signal` stops it early (`ABORTED`): OpenClaw cancels the agent run when its caller goes away.
+ */
+export async function restChat(opts: RestChatOptions, signal?: AbortSignal): Promise<RestChatResult> {
+  const { res, url, timeoutMs, timeout } = await postChatCompletions(opts, {}, signal);
+  let raw: string;
+  try {
+    raw = await res.text();
+  } catch (err) {
+    throw restFetchError(err, url.pathname, timeoutMs, timeout);
+  }
   let json: any;
   try {
     json = raw ? JSON.parse(raw) : undefined;
@@ -587,16 +668,21 @@ export async function restChat(opts: RestChatOptions): Promise<RestChatResult> {
 
 /**
  * `restChat` with `stream: true`: OpenClaw answers standard SSE `chat.completion.chunk` frames (role delta, content
- * deltas, `finish_reason`, `[DONE]`). `onDelta` gets each piece of text as it arrives; the result is the whole text and
- * the usage when a frame carried one. The timeout covers the whole stream; `signal` stops it early (`ABORTED`). A plain
- * `chat.completion` answer is accepted as one delta.
+ * deltas, `finish_reason`, `[DONE]`), relaying its agent's text as the model produces it. `onDelta` gets each piece of
+ * text as it arrives; the result is the whole text and the usage of the trailing usage frame (asked for with
+ * `stream_options.include_usage`, which OpenClaw honours with its own count). The timeout covers the whole stream;
+ * `signal` stops it early (`ABORTED`). A plain `chat.completion` answer is accepted as one delta.
  */
 export async function restChatStream(
   opts: RestChatOptions,
   onDelta: (text: string) => void,
   signal?: AbortSignal,
 ): Promise<RestChatResult> {
-  const { res, url, timeoutMs, timeout } = await postChatCompletions(opts, { stream: true }, signal);
+  const { res, url, timeoutMs, timeout } = await postChatCompletions(
+    opts,
+    { stream: true, stream_options: { include_usage: true } },
+    signal,
+  );
   try {
     if (!res.ok) throw restHttpError(res, await res.text());
     if (!res.body || !/^text\/event-stream/i.test(res.headers.get('content-type') ?? '')) {

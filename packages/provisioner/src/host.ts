@@ -144,9 +144,28 @@ export interface ControlCredentials {
 /** What `configure` may change. */
 export type AgentChanges = Partial<Pick<AgentSpec, 'config' | 'plan' | 'channelTokens' | 'llm' | 'agentEnv'>>;
 
+/**
+ * Why a gateway was started: `provision` (a new agent, cold or adopting a warm gateway), `wake` (out of hibernation),
+ * `start` (Start, restart, update, repair, a crash restart), `warm-pool` (a gateway for the next new agent).
+ */
+export type AgentStartKind = 'provision' | 'wake' | 'start' | 'warm-pool';
+
+/** One start of a gateway that ended: ready (serving) or failed, after `seconds`. */
+export interface AgentStartEvent {
+  agentId: string;
+  kind: AgentStartKind;
+  outcome: 'ready' | 'failed';
+  seconds: number;
+}
+
 export interface AgentHost {
   /** `local`, `docker`, `kubernetes`, `hosting`. */
   readonly provider: string;
+  /**
+   * Hosts that see their gateways' starts end (the local one): calls `listener` as each does, for the platform's
+   * metrics. Returns the unsubscribe function.
+   */
+  onAgentStart?(listener: (event: AgentStartEvent) => void): () => void;
   /** Writes the agent's config and state, then starts it; resolves once the process is spawned (`starting`). */
   create(spec: AgentSpec): Promise<AgentState>;
   start(agentId: string): Promise<AgentState>;

@@ -1,3 +1,5 @@
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 /** A parsed HTTP answer: status, headers and the JSON (or text) body. */
 export interface TestResponse<T = any> {
   status: number;
@@ -33,4 +35,13 @@ export async function request<T = any>(url: string, options: RequestOptions = {}
   let parsed: unknown = text;
   if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
   return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+/** A TCP port on 127.0.0.1 that nothing listens on (a service that is down, an unreachable upstream). */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

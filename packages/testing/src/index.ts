@@ -1,5 +1,6 @@
 export * from './database.js';
 export * from './http.js';
+export * from './metrics.js';
 export * from './service.js';
 export * from './sse-client.js';
 export * from './fakes/docker-engine.js';

@@ -37,3 +37,31 @@ export async function listen(app: App): Promise<RunningService> {
   if (!address || typeof address === 'string') throw new Error('Service did not bind a TCP port');
   return { app, url: `http://127.0.0.1:${address.port}`, close: () => app.close() };
 }
+
+/**
+ * A test file's clean-up, step by step in the order given (browser before the services it talks to, services before
+ * the agent host). Each step gets `limitMs`: one that has not finished by then is named on stderr and left to finish
+ * in the background while the next one starts, so one stuck close neither hides which it was (a hook timeout names
+ * no step) nor keeps the rest from closing. Steps whose resource was never created are `undefined` and skipped.
+ */
+export async function closeInOrder(
+  steps: Array<[name: string, close: (() => unknown) | undefined]>,
+  { limitMs = 20_000 }: { limitMs?: number } = {},
+): Promise<void> {
+  for (const [name, close] of steps) {
+    if (!close) continue;
+    const started = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      Promise.resolve()
+        .then(close)
+        .then(() => 'closed' as const),
+      new Promise<'stuck'>((resolve) => {
+        timer = setTimeout(() => resolve('stuck'), limitMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    const ms = Math.round(performance.now() - started);
+    if (outcome === 'stuck') console.warn(`clean-up: closing ${name} had not finished after ${ms} ms; going on without it`);
+    else if (ms > limitMs / 4) console.warn(`clean-up: closing ${name} took ${ms} ms`);
+  }
+}

@@ -93,7 +93,7 @@ describe('createAgentHost', () => {
     // The API server is not there: the cluster is reported unreachable, not an exception.
     const backend = await startBackend({ INTERNAL_API_KEY: KEY, PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig }, { host: plain });
     try {
-      expect((await request(`${backend.url}/health`)).body).toMatchObject({ provisioning: 'disabled', provider: 'render' });
+      expect((await request(`${backend.url}/health`)).body).toMatchObject({ provisioning: 'disabled', provider: 'kubernetes' });
     } finally {
       await backend.close();
     }

@@ -221,6 +221,9 @@ export async function runChat(
   return { provider, model, completion, fallback, usage, costUsd };
 }
 
+/** The usage ledger's kind of an `/api/ai` call. */
+export const AI_USAGE_KIND = 'ai-chat';
+
 /** The call goes on the user's usage ledger (kind `ai-chat`), like every LLM call the platform pays for. */
 export async function recordAiUsage(trx: Tx, userId: string, result: ChatResult): Promise<void> {
   await trx
@@ -230,7 +233,7 @@ export async function recordAiUsage(trx: Tx, userId: string, result: ChatResult)
       user_id: userId,
       agent_id: null,
       agent_name: null,
-      kind: 'ai-chat',
+      kind: AI_USAGE_KIND,
       model: result.model,
       prompt_tokens: result.usage.prompt_tokens,
       completion_tokens: result.usage.completion_tokens,

@@ -4,7 +4,8 @@ import { type Address, type Hex, getAddress, recoverMessageAddress, verifyMessag
 import { privateKeyToAccount } from 'viem/accounts';
 import type { BackendConfig } from '../config.js';
 import { isAgentId } from './agents.js';
-import { VENUE_MAX, parseIsoDate, scaledInteger, formatScaled, USDC_DECIMALS, AMOUNT_MAX, ownAgent } from './underground.js';
+import { formatScaled, scaledInteger } from '@aop/core/money';
+import { VENUE_MAX, parseIsoDate, USDC_DECIMALS, AMOUNT_MAX, ownAgent } from './underground.js';
 import { type DeliveryResult, deliverToWebhook } from './underground-delivery.js';
 
 /**

@@ -5,6 +5,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { BackendConfig } from '../config.js';
 import { isAgentId } from './agents.js';
 import type { Logger } from '@aop/core';
+import { SHARE_DECIMALS, allocateByShares, formatScaled, parseShareRecipients, scaledInteger } from '@aop/core/money';
 
 /**
  * Underground (spec §2.9, §3.4, §4.11, §8): events, agent wallets and royalty splits. Every function here runs for
@@ -27,51 +28,6 @@ export const AMOUNT_MAX = 1_000_000_000_000;
 export const RECIPIENTS_MAX = 100;
 
 export const ADDRESS_FORMAT = /^0x[0-9a-fA-F]{40}$/;
-
-// ---------------------------------------------------------------------------
-// Exact decimals
-
-/**
- * A non-negative JSON number as an exact count of 10^-decimals units (33.33 with 2 decimals → 3333n), or undefined
- * when it is negative, not finite, or has more decimals. `String(n)` is the shortest text that reads back as the same
- * double, which is the decimal the client wrote; exponent forms (1e-7, 1e21) are refused by the pattern.
- */
-export function scaledInteger(value: number, decimals: number): bigint | undefined {
-  if (!Number.isFinite(value) || value < 0) return undefined;
-  const match = /^(\d+)(?:\.(\d+))?$/.exec(String(value));
-  if (!match) return undefined;
-  const fraction = match[2] ?? '';
-  if (fraction.length > decimals) return undefined;
-  return BigInt(match[1] as string) * 10n ** BigInt(decimals) + BigInt(fraction.padEnd(decimals, '0') || '0');
-}
-
-/** 1234n with 2 decimals → '12.34'. */
-export function formatScaled(value: bigint, decimals: number): string {
-  const unit = 10n ** BigInt(decimals);
-  const whole = value / unit;
-  if (decimals === 0) return whole.toString();
-  return `${whole}.${(value % unit).toString().padStart(decimals, '0')}`;
-}
-
-/**
- * Splits `total` (in cents) by shares in hundredths of a percent (adding up to 10 000) so that the parts add up to
- * the total exactly: each part is the floor of its exact share, and the cents left over (fewer than the number of
- * recipients) go one each to the largest remainders, the earlier recipient first on a tie. A zero share never
- * receives a cent.
- */
-export function allocateByShares(total: bigint, shares: readonly bigint[]): bigint[] {
-  const exact = shares.map((share) => total * share);
-  const parts = exact.map((value) => value / 10_000n);
-  let left = total - parts.reduce((sum, part) => sum + part, 0n);
-  const remainder = (i: number) => (exact[i] as bigint) % 10_000n;
-  const order = shares.map((_, i) => i).sort((a, b) => (remainder(a) === remainder(b) ? a - b : remainder(b) > remainder(a) ? 1 : -1));
-  for (const i of order) {
-    if (left === 0n) break;
-    parts[i] = (parts[i] as bigint) + 1n;
-    left -= 1n;
-  }
-  return parts;
-}
 
 // ---------------------------------------------------------------------------
 // Field checks (400 with the field named)
@@ -356,9 +312,6 @@ export async function walletBalance(
 
 /** Cents. */
 const MONEY_DECIMALS = 2;
-/** Shares in hundredths of a percent: 100 % = 10 000. */
-const SHARE_DECIMALS = 2;
-const FULL_SHARE = 10_000n;
 
 export interface SplitInput {
   agentId: string;
@@ -385,20 +338,7 @@ export function parseSplitInput(body: SplitBody): SplitInput {
   const total = scaledInteger(body.totalAmount, MONEY_DECIMALS);
   if (total === undefined) throw new DomainError('TOTALAMOUNT_HAVE_AT_MOST_2');
   if (total === 0n) throw new DomainError('TOTALAMOUNT_POSITIVE_NUMBER');
-  const seen = new Set<string>();
-  const recipients = body.recipients.map((entry: unknown, i) => {
-    const item = (typeof entry === 'object' && entry !== null && !Array.isArray(entry) ? entry : {}) as Record<string, unknown>;
-    if (typeof item.address !== 'string' || !ADDRESS_FORMAT.test(item.address)) {
-      throw new DomainError('RECIPIENT_ADDRESS_INVALID', { i });
-    }
-    const address = item.address.toLowerCase();
-    if (seen.has(address)) throw new DomainError('RECIPIENT_ADDRESS_LISTED_TWICE', { i });
-    seen.add(address);
-    const share = typeof item.share === 'number' && item.share <= 100 ? scaledInteger(item.share, SHARE_DECIMALS) : undefined;
-    if (share === undefined) throw new DomainError('RECIPIENT_SHARE_INVALID', { i });
-    return { address, share };
-  });
-  if (recipients.reduce((sum, r) => sum + r.share, 0n) !== FULL_SHARE) throw new DomainError('SHARES_SUM_EXACTLY_100');
+  const recipients = parseShareRecipients(body.recipients);
   return { agentId, name, total, recipients };
 }
 

@@ -1,4 +1,3 @@
-import type { AgentHealthView } from '@aop/web/agents/agents.schemas';
 import { useApi } from '../use-api.js';
 
 /**
@@ -43,7 +42,7 @@ export function StatusBadge({ status }: { status: string }) {
  * Until the first answer it shows the record's word, marked as such; the reason is the badge's tooltip.
  */
 export function AgentStateBadge({ agentId, recorded }: { agentId: string; recorded: string }) {
-  const health = useApi<AgentHealthView>(`/api/agents/${encodeURIComponent(agentId)}/health`, { refreshMs: 30_000 });
+  const health = useApi('/api/agents/{id}/health', { params: { path: { id: agentId } }, refreshMs: 30_000 });
   if (!health.data) {
     return (
       <span title={health.error ? `The state could not be read: ${health.error}` : 'Checking the agent…'}>

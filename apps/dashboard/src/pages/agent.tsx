@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { Link, useSearchParams } from 'wouter';
-import { api, errorMessage } from '../api.js';
+import { client, errorMessage, request } from '../api.js';
 import { PageHeader } from '../components/layout.js';
 import { ErrorState, Loading } from '../components/states.js';
 import { modelLabel, modelWhy } from '../format.js';
@@ -13,7 +13,7 @@ import { DevicesTab } from './agent/devices-tab.js';
 import { LifecycleTab } from './agent/lifecycle-tab.js';
 import { LogsTab } from './agent/logs-tab.js';
 import { ScheduleTab } from './agent/schedule-tab.js';
-import { type AgentAnswer, agentPath, formatTime, useAgentState } from './agent/shared.js';
+import { formatTime, useAgentState } from './agent/shared.js';
 
 const TABS = [
   { id: 'chat', label: 'Chat' },
@@ -29,7 +29,7 @@ const isTab = (value: string | null): value is TabId => TABS.some((t) => t.id ==
 
 /** `/agents/:id`: one agent, its status kept fresh, and its tabs; the selected tab lives in `?tab=` so a reload keeps it. */
 export default function AgentPage({ agentId }: { agentId: string }) {
-  const agent = useApi<AgentAnswer>(agentPath(agentId), { refreshMs: 5_000 });
+  const agent = useApi('/api/agents/{id}', { params: { path: { id: agentId } }, refreshMs: 5_000 });
   // The state machine's state, pushed by the agent's event stream: the badge, the health card and the buttons follow it.
   const live = useAgentState(agentId);
   const [primaryBusy, setPrimaryBusy] = useState(false);
@@ -70,7 +70,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
     setPrimaryBusy(true);
     setPrimaryError(undefined);
     try {
-      await api(`${agentPath(agentId)}/primary`, { method: 'PUT' });
+      await request(client.PUT('/api/agents/{id}/primary', { params: { path: { id: agentId } } }));
       await agent.reload();
     } catch (err) {
       setPrimaryError(errorMessage(err));

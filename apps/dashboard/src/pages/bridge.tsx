@@ -1,5 +1,5 @@
-import type { BridgeHealth } from '@aop/web/bridge/bridge.schemas';
 import { type FormEvent, useState } from 'react';
+import type { BridgeHealth } from '../api-types.js';
 import { PageHeader } from '../components/layout.js';
 import { ErrorState, InlineError, Loading } from '../components/states.js';
 import { Inbox } from './bridge/inbox.js';
@@ -13,7 +13,7 @@ import { useBridge } from './bridge/use-bridge.js';
  */
 export default function BridgePage() {
   const [secret, setSecret] = useState<string>();
-  const health = useBridge<BridgeHealth>('/api/bridge/health', secret, { refreshMs: 30_000 });
+  const health = useBridge('/api/bridge/health', secret, { refreshMs: 30_000 });
   const [sentCount, setSentCount] = useState(0);
 
   const locked = health.status === 401;

@@ -1,5 +1,4 @@
 import { planTitle } from '@aop/core/plans';
-import type { CostReport } from '@aop/web/usage/usage.schemas';
 import { useId, useState } from 'react';
 import { PageHeader } from '../components/layout.js';
 import { Empty, Loaded, Loading } from '../components/states.js';
@@ -18,7 +17,7 @@ const PERIODS: readonly { id: Period; label: string; phrase: string }[] = [
 export default function CostsPage() {
   const id = useId();
   const [period, setPeriod] = useState<Period>('7d');
-  const report = useApi<CostReport>('/api/dashboard/cost', { query: { period } });
+  const report = useApi('/api/dashboard/cost', { params: { query: { period } } });
   const current = PERIODS.find((p) => p.id === period)!;
   // useApi keeps the previous period's figures on screen while the new ones load: say so rather than mislead.
   const switching = report.data !== undefined && report.data.period !== period && !report.error;

@@ -1,8 +1,6 @@
-import type { AgentList } from '@aop/web/agents/agents.schemas';
-import type { CronList } from '@aop/web/schedule/schedule.schemas';
-import type { DashboardStats, NewAgentGate } from '@aop/web/usage/usage.schemas';
 import { useState } from 'react';
 import { Link } from 'wouter';
+import type { CronList, NewAgentGate } from '../api-types.js';
 import { PageHeader } from '../components/layout.js';
 import { modelLabel, modelWhy } from '../format.js';
 import { Loaded } from '../components/states.js';
@@ -11,12 +9,12 @@ import { type Resource, useApi } from '../use-api.js';
 import { ProvisionWizard } from './provision-wizard.js';
 
 export default function DashboardPage() {
-  const agents = useApi<AgentList>('/api/agents', { refreshMs: 5_000 });
-  const stats = useApi<DashboardStats>('/api/dashboard/stats', { refreshMs: 30_000 });
+  const agents = useApi('/api/agents', { refreshMs: 5_000 });
+  const stats = useApi('/api/dashboard/stats', { refreshMs: 30_000 });
   // What stands between this user and a new agent, read before the wizard opens rather than learnt at its last step.
-  const gate = useApi<NewAgentGate>('/api/dashboard/new-agent', { refreshMs: 30_000 });
+  const gate = useApi('/api/dashboard/new-agent', { refreshMs: 30_000 });
   // The Schedule tab's own list: the dashboard counts the jobs it shows, from the agent's gateway.
-  const cron = useApi<CronList>('/api/cron', { refreshMs: 60_000 });
+  const cron = useApi('/api/cron', { refreshMs: 60_000 });
   const [wizardOpen, setWizardOpen] = useState(false);
   const blocked = gate.data !== undefined && !gate.data.allowed;
   // Until the gate is known the button waits too: opening the wizard and refusing at its end is what this prevents.

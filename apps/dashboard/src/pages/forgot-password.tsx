@@ -1,6 +1,6 @@
 import { type FormEvent, useEffect, useState } from 'react';
 import { Link } from 'wouter';
-import { api, errorMessage } from '../api.js';
+import { client, errorMessage, request } from '../api.js';
 import { InlineError } from '../components/states.js';
 
 export default function ForgotPasswordPage() {
@@ -19,7 +19,7 @@ export default function ForgotPasswordPage() {
     setPending(true);
     setError(undefined);
     try {
-      const { message } = await api<{ message: string }>('/api/auth/forgot-password', { body: { email: email.trim(), website } });
+      const { message } = await request(client.POST('/api/auth/forgot-password', { body: { email: email.trim(), website } }));
       setSent(message);
     } catch (err) {
       setError(errorMessage(err));

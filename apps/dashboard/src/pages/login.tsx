@@ -1,4 +1,3 @@
-import type { Providers } from '@aop/web/sign-in/sign-in.schemas';
 import { type FormEvent, useEffect, useState } from 'react';
 import { Link, useLocation, useSearch } from 'wouter';
 import { errorMessage } from '../api.js';
@@ -31,7 +30,7 @@ export default function LoginPage() {
   const { signIn, refresh } = useSession();
   const [, navigate] = useLocation();
   const params = new URLSearchParams(useSearch());
-  const providers = useApi<Providers>('/api/auth/providers');
+  const providers = useApi('/api/auth/providers');
   const [email, setEmail] = useState(params.get('email') ?? '');
   const [password, setPassword] = useState('');
   const [pending, setPending] = useState(false);

@@ -1,12 +1,6 @@
-import type {
-  FleetBooking,
-  FleetBookings,
-  FleetGraph as FleetGraphData,
-  FleetTrace,
-  WebCosts,
-} from '@aop/web/mission-control/mission-control.schemas';
 import { useState } from 'react';
 import { Link } from 'wouter';
+import type { FleetBooking, FleetGraph as FleetGraphData } from '../api-types.js';
 import { PageHeader } from '../components/layout.js';
 import { Empty, Loaded } from '../components/states.js';
 import { StatusBadge } from '../components/status-badge.js';
@@ -23,10 +17,10 @@ export default function MissionControlPage() {
   const [live, setLive] = useState(true);
   // useApi skips a refresh while the tab is hidden; pausing stops them altogether.
   const refreshMs = live ? REFRESH_MS : undefined;
-  const graph = useApi<FleetGraphData>('/api/mission-control/fleet/graph', { refreshMs });
-  const traces = useApi<FleetTrace[]>('/api/mission-control/fleet/traces', { refreshMs });
-  const costs = useApi<WebCosts>('/api/mission-control/fleet/costs', { refreshMs });
-  const bookings = useApi<FleetBookings>('/api/mission-control/fleet/bookings', { refreshMs });
+  const graph = useApi('/api/mission-control/fleet/graph', { refreshMs });
+  const traces = useApi('/api/mission-control/fleet/traces', { refreshMs });
+  const costs = useApi('/api/mission-control/fleet/costs', { refreshMs });
+  const bookings = useApi('/api/mission-control/fleet/bookings', { refreshMs });
 
   const refreshAll = () => Promise.all([graph.reload(), traces.reload(), costs.reload(), bookings.reload()]);
   const names = new Map((graph.data?.source === 'soul' ? graph.data.nodes : []).map((n) => [n.id, n.name]));

@@ -2,7 +2,6 @@ import { Link } from 'wouter';
 import { PageHeader } from '../components/layout.js';
 import { Loaded } from '../components/states.js';
 import { useApi } from '../use-api.js';
-import type { ProviderInfo, WalletList } from '@aop/web/wallets/wallets.schemas';
 import { CardCheckouts } from './payments/card-checkouts.js';
 import { WalletSessions } from './payments/sessions.js';
 
@@ -11,8 +10,8 @@ import { WalletSessions } from './payments/sessions.js';
  * to a wallet, so the page starts from the account's wallets (`GET /api/wallet`).
  */
 export default function PaymentsPage() {
-  const wallets = useApi<WalletList>('/api/wallet');
-  const provider = useApi<ProviderInfo>('/api/wallet/provider');
+  const wallets = useApi('/api/wallet');
+  const provider = useApi('/api/wallet/provider');
   return (
     <div className="payments-page">
       <PageHeader title="Payments" />

@@ -1,7 +1,7 @@
-import type { AgentDoneEvent, AgentStatusEvent, Provisioned } from '@aop/web/agents/agents.schemas';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { Link } from 'wouter';
-import { ApiError, api, errorMessage } from '../api.js';
+import { ApiError, client, errorMessage, request } from '../api.js';
+import type { AgentDoneEvent, AgentStatusEvent, Provisioned } from '../api-types.js';
 import { eventData, readEventStream } from '../event-stream.js';
 import { InlineError } from '../components/states.js';
 import { StatusBadge } from '../components/status-badge.js';
@@ -73,17 +73,19 @@ export function ProvisionWizard({
     setPending(true);
     setError(undefined);
     try {
-      const result = await api<Provisioned>('/api/provision', {
-        body: {
-          name: name.trim() || undefined,
-          aiProvider: aiProvider || undefined,
-          apiKey: aiProvider === PLATFORM_DEFAULT ? undefined : apiKey.trim() || undefined,
-          autoProvision,
-          telegramToken: telegramToken.trim() || undefined,
-          discordToken: discordToken.trim() || undefined,
-          whatsappToken: whatsappToken.trim() || undefined,
-        },
-      });
+      const result = await request(
+        client.POST('/api/provision', {
+          body: {
+            name: name.trim() || undefined,
+            aiProvider: aiProvider || undefined,
+            apiKey: aiProvider === PLATFORM_DEFAULT ? undefined : apiKey.trim() || undefined,
+            autoProvision,
+            telegramToken: telegramToken.trim() || undefined,
+            discordToken: discordToken.trim() || undefined,
+            whatsappToken: whatsappToken.trim() || undefined,
+          },
+        }),
+      );
       // The API key and tokens are gone from this page as soon as the platform has them.
       setApiKey('');
       setTelegramToken('');

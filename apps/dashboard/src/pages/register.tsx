@@ -1,6 +1,6 @@
 import { type FormEvent, useEffect, useState } from 'react';
 import { Link, useLocation } from 'wouter';
-import { api, errorMessage } from '../api.js';
+import { client, errorMessage, request } from '../api.js';
 import { InlineError } from '../components/states.js';
 
 const MIN_PASSWORD = 8;
@@ -29,9 +29,11 @@ export default function RegisterPage() {
     setPending(true);
     setError(undefined);
     try {
-      await api('/api/register', {
-        body: { name: name.trim() || undefined, email: email.trim(), password, referralCode: referralCode.trim() || undefined, website },
-      });
+      await request(
+        client.POST('/api/register', {
+          body: { name: name.trim() || undefined, email: email.trim(), password, referralCode: referralCode.trim() || undefined, website },
+        }),
+      );
       // Registering creates no session: the person signs in with what they just chose.
       navigate(`/login?registered=1&email=${encodeURIComponent(email.trim())}`);
     } catch (err) {

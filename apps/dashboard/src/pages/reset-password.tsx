@@ -1,6 +1,6 @@
 import { type FormEvent, useEffect, useState } from 'react';
 import { Link, useLocation, useSearch } from 'wouter';
-import { api, errorMessage } from '../api.js';
+import { client, errorMessage, request } from '../api.js';
 import { InlineError } from '../components/states.js';
 
 export default function ResetPasswordPage() {
@@ -24,7 +24,7 @@ export default function ResetPasswordPage() {
     setPending(true);
     setError(undefined);
     try {
-      await api('/api/auth/reset-password', { body: { token, password } });
+      await request(client.POST('/api/auth/reset-password', { body: { token, password } }));
       navigate('/login?reset=1', { replace: true });
     } catch (err) {
       setError(errorMessage(err));

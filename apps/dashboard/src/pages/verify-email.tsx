@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { Link, useSearch } from 'wouter';
-import { api, errorMessage } from '../api.js';
+import { client, errorMessage, request } from '../api.js';
 import { useSession } from '../session.js';
 
 /**
@@ -19,7 +19,7 @@ export default function VerifyEmailPage() {
     // A link works once: React's development double effects must not spend it twice.
     if (!token || sent.current) return;
     sent.current = true;
-    api<{ message: string; email: string }>('/api/auth/verify-email', { body: { token } })
+    request(client.POST('/api/auth/verify-email', { body: { token } }))
       .then(async (answer) => {
         setResult(answer);
         await refresh();

@@ -1,7 +1,7 @@
-import type { Workflow } from '@aop/web/workflows/workflows.schemas';
 import { useCallback, useRef, useState } from 'react';
 import { Link, useLocation } from 'wouter';
-import { api } from '../api.js';
+import { client, request } from '../api.js';
+import type { Workflow } from '../api-types.js';
 import { ConfirmButton } from '../components/confirm-button.js';
 import { PageHeader } from '../components/layout.js';
 import { InlineError, Loaded } from '../components/states.js';
@@ -25,10 +25,12 @@ function untitledName(existing: readonly Workflow[]): string {
 
 function WorkflowList() {
   const [, navigate] = useLocation();
-  const list = useApi<{ workflows: Workflow[] }>('/api/workflows');
+  const list = useApi('/api/workflows');
   const heading = useRef<HTMLHeadingElement>(null);
   const [announcement, setAnnouncement] = useState('');
-  const remove = useAction(useCallback((id: string) => api(`/api/workflows/${encodeURIComponent(id)}`, { method: 'DELETE' }), []));
+  const remove = useAction(
+    useCallback((id: string) => request(client.DELETE('/api/workflows/{workflowId}', { params: { path: { workflowId: id } } })), []),
+  );
 
   // Nothing is stored until the editor's first save: an abandoned "New workflow" leaves no empty workflow behind.
   const onCreate = () => navigate(`/workflows/${NEW_WORKFLOW}`, { state: { name: untitledName(list.data?.workflows ?? []) } });

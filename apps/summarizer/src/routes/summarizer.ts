@@ -1,4 +1,4 @@
-import { type App, DomainError, HttpError } from '@aop/core';
+import { type App, DomainError, HttpError, registerQueueDepths } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { SummarizerConfig } from '../config.js';
@@ -57,6 +57,8 @@ export async function summarizerRoutes(app: App, { config }: { config: Summarize
   app.addHook('onClose', async () => {
     await pages.close();
   });
+  // Without workers (SUMMARIZER_WORKERS ≤ 1) pages are extracted in the request: nothing ever waits.
+  registerQueueDepths(app.metrics.registry, () => [{ queue: 'extract', depth: pages.pool?.queued ?? 0 }]);
 
   async function load(url: string) {
     try {

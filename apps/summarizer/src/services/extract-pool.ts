@@ -54,6 +54,11 @@ export class ExtractPool {
     return this.slots.length;
   }
 
+  /** Pages waiting for a free worker (/metrics). */
+  get queued(): number {
+    return this.queue.length;
+  }
+
   run(html: string, baseUrl: string, opts: { crash?: boolean } = {}): Promise<PageExtract> {
     if (this.closed) return Promise.reject(new ExtractPoolError('Extract pool is closed'));
     return new Promise((resolve, reject) => {

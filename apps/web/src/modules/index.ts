@@ -12,6 +12,7 @@ import { demoModule } from './demo/index.js';
 import { devicesModule } from './devices/index.js';
 import { fleetModule } from './fleet/index.js';
 import { missionControlModule } from './mission-control/index.js';
+import { openAiCompatModule } from './openai-compat/index.js';
 import { opsModule } from './ops/index.js';
 import { paymentsModule } from './payments/index.js';
 import { pluginGatewayModule } from './plugin-gateway/index.js';
@@ -43,6 +44,7 @@ export const MODULES: readonly WebModule[] = [
   walletsModule,
   agentsModule,
   chatModule,
+  openAiCompatModule,
   tradingModule,
   usageModule,
   agentDataModule,

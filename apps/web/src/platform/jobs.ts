@@ -1,4 +1,4 @@
-import type { App } from '@aop/core';
+import { type App, registerQueueDepths } from '@aop/core';
 import type { BatchWorker } from './batch-worker.js';
 
 /** One background job of the web process: a queue worker run on an interval. */
@@ -9,6 +9,8 @@ export interface Job {
   worker: BatchWorker;
   /** One pass as soon as the service is ready: work that fell due while it was down. */
   catchUp: boolean;
+  /** How many items wait for the job now (rows due in its queue), read at each /metrics scrape. */
+  depth?: () => Promise<number>;
 }
 
 /**
@@ -25,6 +27,12 @@ export class Jobs {
     if (this.#started) throw new Error(`Job ${job.name} added after the jobs started`);
     this.#jobs.push(job);
     return job.worker;
+  }
+
+  /** Each job's queue depth, for those that can tell. */
+  async depths(): Promise<Array<{ name: string; depth: number }>> {
+    const measured = this.#jobs.filter((job) => job.depth !== undefined);
+    return Promise.all(measured.map(async (job) => ({ name: job.name, depth: await (job.depth as () => Promise<number>)() })));
   }
 
   list(): ReadonlyArray<Pick<Job, 'name' | 'everyMs'>> {
@@ -50,10 +58,14 @@ declare module 'fastify' {
   }
 }
 
-/** Decorates the app with its job list, started on `onReady` and stopped on `onClose`. */
+/**
+ * Decorates the app with its job list, started on `onReady` and stopped on `onClose`; `aop_queue_depth{queue}` in the
+ * app's metrics says how much waits for each job (registered after `metricsPlugin`).
+ */
 export function registerJobs(app: App): Jobs {
   const jobs = new Jobs();
   app.decorate('jobs', jobs);
+  registerQueueDepths(app.metrics.registry, async () => (await jobs.depths()).map(({ name, depth }) => ({ queue: name, depth })));
   app.addHook('onReady', async () => {
     jobs.start();
     app.log.debug({ jobs: jobs.list() }, 'background jobs started');

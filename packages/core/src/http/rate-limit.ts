@@ -13,6 +13,16 @@ export interface RateLimitRule {
   keyBy?: (request: FastifyRequest) => string;
 }
 
+/** The 429 of a rate-limit rule: it names the rule, so /metrics counts refusals by rule (`http/metrics.ts`). */
+export class RateLimitRefusal extends HttpError {
+  constructor(
+    readonly rule: string,
+    message: string,
+  ) {
+    super(429, message);
+  }
+}
+
 /**
  * An onRequest hook that counts the request against `rule` and answers 429 once
  * the window is used up. Rules stack: a route under a general and an area limit
@@ -30,7 +40,7 @@ export function createRateLimitHook(store: CounterStore, rule: RateLimitRule) {
     reply.header('RateLimit-Reset', resetSeconds);
     if (count > rule.max) {
       reply.header('Retry-After', resetSeconds);
-      throw new HttpError(429, rule.message);
+      throw new RateLimitRefusal(rule.name, rule.message);
     }
   };
 }

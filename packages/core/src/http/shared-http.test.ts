@@ -208,6 +208,17 @@ describe('shared HTTP rules', () => {
     expect(res.body).toEqual({ error: 'Unauthorized' });
   });
 
+  it('the OpenAPI document gives every operation the error shape as its default answer, keeping the route’s own', async () => {
+    const { body: doc } = await request(`${svc.url}/openapi.json`);
+    expect(doc.components.schemas.Error).toMatchObject({ required: ['error'], properties: { error: { type: 'string' } } });
+    const error = { content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+    expect(doc.paths['/api/teapot'].get.responses.default).toMatchObject(error);
+    expect(doc.paths['/api/config'].post.responses.default).toMatchObject(error);
+    // A route's declared 401 stays what it says (the document describes it; the error handler still answers `{ error }`).
+    expect(doc.paths['/api/typed-401'].get.responses['401'].content['application/json'].schema).toMatchObject({ required: ['valid'] });
+    expect(doc.paths['/api/typed-401'].get.responses.default).toMatchObject(error);
+  });
+
   it('an unexpected error is a generic 500: no message, no stack', async () => {
     const res = await request(`${svc.url}/api/crash`);
     expect(res.status).toBe(500);

@@ -78,6 +78,35 @@ function errorBody(error: FastifyError, request: FastifyRequest): [number, Recor
   return [500, { error: 'Internal server error' }];
 }
 
+/** What every error answer holds (see the error handler below): the message, and some answers add fields. */
+const ERROR_BODY = {
+  type: 'object',
+  required: ['error'],
+  properties: { error: { type: 'string', description: 'What went wrong, in words for people (the spec’s message).' } },
+  additionalProperties: true,
+} as const;
+
+type OpenApiDocument = { components?: { schemas?: Record<string, unknown> }; paths?: Record<string, Record<string, unknown>> };
+
+/**
+ * The error shape in the OpenAPI document, once (`#/components/schemas/Error`), as every operation's `default`
+ * answer: routes declare their successes, and whatever else they answer comes from the error handler. With it a
+ * generated client (`@aop/sdk`) types the `error` of a refused request.
+ */
+function addErrorAnswers(doc: OpenApiDocument): void {
+  doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, Error: ERROR_BODY } };
+  const error = {
+    description: 'An error: `{ "error": message }`, some with more fields.',
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  };
+  for (const item of Object.values(doc.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      const responses = (operation as { responses?: Record<string, unknown> } | undefined)?.responses;
+      if (responses && !responses.default) responses.default = error;
+    }
+  }
+}
+
 /**
  * The HTTP rules every service shares (spec §4 conventions, §7, §8): one error
  * shape, 1 MB bodies, JSON-only bodies unless a route opts in to another type,
@@ -129,13 +158,22 @@ async function sharedHttp(app: FastifyInstance, opts: SharedHttpOptions): Promis
       openapi: '3.1.0',
       info: { title: opts.openapi.title, description: opts.openapi.description, version: opts.openapi.version ?? '1.0.0' },
     },
+    transformObject: (document) => {
+      // Always OpenAPI 3 here (`openapi` above), never Swagger 2.
+      if (!('openapiObject' in document)) return document.swaggerObject;
+      addErrorAnswers(document.openapiObject as OpenApiDocument);
+      return document.openapiObject;
+    },
   });
   app.get(opts.openapi.path, { schema: { hide: true } }, async () => app.swagger());
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const [status, body] = errorBody(error, request);
-    if (status >= 500) request.log.error({ err: error }, 'request failed');
-    else if (status !== 404) request.log.info({ status, error: body.error }, 'request refused');
+    // `error` (with the stack) is for our faults: an unexpected error, or a 500. What the caller or the set-up caused (a
+    // refused input, a gateway refusing a bad cron job, payments not configured: a catalogued error that is not a 500)
+    // is a `warn`, without a stack. A 404 is in the request line already.
+    if (status === 500 || (status > 500 && !isPublicError(error))) request.log.error({ err: error }, 'request failed');
+    else if (status !== 404) request.log.warn({ status, error: body.error }, 'request refused');
     // Error bodies are always `{ error, … }`: never run them through a route's response schema for that status.
     return reply.code(status).type('application/json; charset=utf-8').serializer(JSON.stringify).send(body);
   });

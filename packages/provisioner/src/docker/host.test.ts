@@ -561,7 +561,15 @@ describe('DockerAgentHost (emulated Docker Engine)', () => {
     await host.stop(agents[0]?.agentId as string);
     const bigger = (await host.create(spec({ plan: 'collective' })).catch((e: unknown) => e)) as HostFullError;
     expect(bigger.message).toBe('Host is at capacity: 2 of 2 agents running (4.0 GiB budgeted per agent, 2.0 GiB available)');
-    expect((await host.start(agents[0]?.agentId as string)).status).toBe('starting');
+    // Two starts at once for the last room: one gets it (the checks run one at a time and hold what they promised).
+    const other = spec();
+    await host.create(other);
+    await host.stop(other.agentId);
+    const starts = await Promise.allSettled([host.start(agents[0]?.agentId as string), host.start(other.agentId)]);
+    expect(starts.map((start) => start.status).sort()).toEqual(['fulfilled', 'rejected']);
+    const statuses = (await host.list()).map((agent) => agent.status);
+    expect(statuses.filter((status) => status === 'starting' || status === 'running')).toHaveLength(3);
+    expect(statuses.filter((status) => status === 'stopped')).toHaveLength(1); // the refused one, as it was
   });
 
   it('deletes the container, the state and backup volumes and the registry entry; an unknown agent is AgentNotFoundError', async () => {

@@ -239,6 +239,8 @@ export class DockerAgentHost implements AgentHost {
   private readonly creating = new Set<string>();
   /** Memory promised to agents being started (capacity is checked before their container exists). */
   private readonly reserving = new Map<string, number>();
+  /** Capacity checks run one at a time (`exclusive`). */
+  private readonly capacityChecks = { lock: Promise.resolve() as Promise<unknown> };
   private loading: Promise<void> | null = null;
   private shuttingDown = false;
   /** Pairings started after a launch, awaited by `shutdown()`. */
@@ -363,13 +365,21 @@ export class DockerAgentHost implements AgentHost {
     const agent = await this.get(agentId);
     return exclusive(agent, async () => {
       const info = await this.inspect(agentId);
-      if (agent.record.desired !== 'running') {
+      const wantRunning = async () => {
+        if (agent.record.desired === 'running') return;
         agent.record.desired = 'running';
         await this.saveRecord(agent);
-      }
+      };
       // Running, or crashed and being restarted by Docker's restart policy.
-      if (info?.State.Running) return this.observe(agent);
-      await this.withCapacity(agentId, agent.record.plan, () => this.launch(agent));
+      if (info?.State.Running) {
+        await wantRunning();
+        return this.observe(agent);
+      }
+      // Wanted running only once it has room: a start refused for capacity leaves the agent stopped, not failed.
+      await this.withCapacity(agentId, agent.record.plan, async () => {
+        await wantRunning();
+        await this.launch(agent);
+      });
       return this.observe(agent);
     });
   }
@@ -1453,10 +1463,15 @@ export class DockerAgentHost implements AgentHost {
 
   // ---------------------------------------------------------------- capacity
 
-  /** Checks for room, then keeps the agent's memory promised until `fn` is done (so parallel starts cannot overbook). */
+  /**
+   * Checks for room, then keeps the agent's memory promised until `fn` is done (so parallel starts cannot overbook). The
+   * checks run one at a time: two that ran side by side could both see the last room free.
+   */
   private async withCapacity<T>(agentId: string, plan: string, fn: () => Promise<T>): Promise<T> {
-    await this.assertCapacity(agentId, plan);
-    this.reserving.set(agentId, dockerLimits(plan).Memory);
+    await exclusive(this.capacityChecks, async () => {
+      await this.assertCapacity(agentId, plan);
+      this.reserving.set(agentId, dockerLimits(plan).Memory);
+    });
     try {
       return await fn();
     } finally {

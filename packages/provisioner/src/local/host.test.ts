@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installFakeRuntime } from '../shared/fake-gateway.test-support.js';
+import { PLATFORM_USER_AGENT, connectGateway } from '@aop/gateway-client';
 import { AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from '../host.js';
 import { LocalAgentHost, type LocalHostOptions } from './host.js';
 import { isAlive, processTree } from './proc.js';
@@ -67,6 +68,11 @@ beforeAll(async () => {
     warming: await installFakeRuntime(join(work, 'rt-warming'), 'warming', { warmUpMs: 700 }),
     protocol: await installFakeRuntime(join(work, 'rt-protocol'), 'protocol', { warmUpMs: 100, gatewayProtocol: true }),
     deaf: await installFakeRuntime(join(work, 'rt-deaf'), 'deaf', { warmUpMs: 100, gatewayProtocol: true, ignoreSigterm: true }),
+    sluggish: await installFakeRuntime(join(work, 'rt-sluggish'), 'sluggish', {
+      readyDelayMs: 1_500,
+      warmUpMs: 100,
+      gatewayProtocol: true,
+    }),
     refusing: await installFakeRuntime(join(work, 'rt-refusing'), 'refusing', {
       warmUpMs: 100,
       gatewayProtocol: true,
@@ -238,6 +244,11 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
     await capped.stop(first.agentId);
     await capped.create(second); // room again
     await expect(capped.start(first.agentId)).rejects.toThrow(HostFullError);
+    // Two starts at once for the last room: one gets it (the checks run one at a time and hold what they gave).
+    await capped.stop(second.agentId);
+    const starts = await Promise.allSettled([capped.start(first.agentId), capped.start(second.agentId)]);
+    expect(starts.map((start) => start.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(capped.gatewayPids()).toHaveLength(1);
 
     const tiny = await newHost({ memoryPerAgentBytes: 2 ** 50 });
     await expect(tiny.create(spec())).rejects.toThrow(/Host is at capacity: 0 of 0 agents running \(1048576\.0 GiB budgeted per agent/);
@@ -285,6 +296,21 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
     }
     expect((await host.status(s.agentId)).version).toBe('1.1.0');
     expect(JSON.parse(await readFile(host.paths(s.agentId).registry, 'utf8')).version).toBe('1.1.0');
+  });
+
+  it('a shutdown does not wait out an update to a gateway that is still starting (the update held the agent)', async () => {
+    const host = await newHost({ readyTimeoutMs: 60_000 });
+    const s = spec();
+    await host.create(s);
+    await host.waitUntilReady(s.agentId);
+    const updating = host.update(s.agentId, { version: 'slow' }).catch((error: unknown) => error);
+    await until(async () => (await host.status(s.agentId)).version === 'slow' && (await host.status(s.agentId)).status === 'starting');
+    const { pid } = await host.status(s.agentId);
+    const started = performance.now();
+    await host.shutdown();
+    expect(performance.now() - started).toBeLessThan(8_000); // the stop timeout (5 s), not the 60 s wait for readiness
+    expect(isAlive(pid as number)).toBe(false);
+    expect(await updating).toBeInstanceOf(Error);
   });
 
   it('resetMemory clears sessions and memory but keeps the workspace seed files', async () => {
@@ -422,6 +448,9 @@ describe('LocalAgentHost warm pool (fake OpenClaw speaking the gateway protocol)
     const slot = await warmSlot(host);
     expect(host.warmPoolStatus()).toEqual({ target: 1, ready: 1, starting: 0, lastError: null });
     expect(await host.list()).toEqual([]); // a warm gateway is nobody's agent
+    // The platform's skills are in its workspace before anyone adopts it (the first turn finds them there).
+    const skill = join(host.agentsDir, slot.dir, 'state', 'workspace', '.agents', 'skills', 'underground-bus', 'SKILL.md');
+    const skillWritten = (await stat(skill)).mtimeMs;
     expect(await modelsStatus(slot.port, slot.token)).toBe(200);
 
     const s = spec({ llm, channelTokens: { telegram: 'tg-secret-token' } });
@@ -453,7 +482,9 @@ describe('LocalAgentHost warm pool (fake OpenClaw speaking the gateway protocol)
     expect(registry.warmSlot).toBeUndefined();
     const log = (await host.logs(s.agentId, { tail: 100 })).join('\n');
     expect(log).toContain(`[host] warm gateway ${slot.dir} taken by agent ${s.agentId}`);
-    expect(log).toMatch(/\[host\] warm gateway adopted in [\d.]+ s/);
+    // Over the connection opened while it waited; the skills were not written again.
+    expect(log).toMatch(/\[host\] warm gateway adopted in [\d.]+ s: the agent's configuration is live \(connected before, applied/);
+    expect((await stat(skill)).mtimeMs).toBe(skillWritten);
 
     // A new warm gateway takes the adopted one's place.
     await until(() => host.warmPoolStatus().ready === 1);
@@ -539,7 +570,7 @@ describe('LocalAgentHost hibernation (fake OpenClaw speaking the gateway protoco
     return res.json() as Promise<{ choices: { message: { content: string } }[] }>;
   };
 
-  it('an idle agent hibernates with its state kept, stays asleep across a restore, and wakes on start with it all there', async () => {
+  it('an idle agent hibernates with its state kept, stays asleep across a restore, and wakes when something comes to its address', async () => {
     const host = await newHost({ defaultVersion: 'protocol', idleMs: 1_500, idleCheckMs: 100 });
     const s = spec({ llm });
     await host.create(s);
@@ -558,6 +589,13 @@ describe('LocalAgentHost hibernation (fake OpenClaw speaking the gateway protoco
     expect((await host.logs(s.agentId, { tail: 20 })).join('\n')).toContain('[host] hibernating after being idle; no job due');
     const secretFile = JSON.parse(await readFile(paths.config, 'utf8')).secrets.providers.aop.path;
     expect(existsSync(secretFile)).toBe(false);
+    // Its address answers 503 while it sleeps; the platform's own requests (a session list, a probe) do not wake it.
+    const platformRead = await fetch(`http://127.0.0.1:${port}/readyz`, { headers: { 'user-agent': PLATFORM_USER_AGENT } });
+    expect(platformRead.status).toBe(503);
+    expect(platformRead.headers.get('retry-after')).toBe('30');
+    await expect(connectGateway({ url: `ws://127.0.0.1:${port}`, token: s.gatewayToken, retryDeadlineMs: 0 })).rejects.toThrow();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await host.status(s.agentId)).status).toBe('hibernated');
 
     // A new host over the same data leaves it asleep.
     const dataDir = join(host.agentsDir, '..');
@@ -568,15 +606,24 @@ describe('LocalAgentHost hibernation (fake OpenClaw speaking the gateway protoco
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await next.status(s.agentId)).status).toBe('hibernated');
 
-    // Start wakes it: the same state directory, the conversation still there.
-    await next.start(s.agentId);
+    // Anything else that comes to its address (a webhook here) is told to retry, and wakes it: the same state
+    // directory, the same port, the conversation still there.
+    const hook = await fetch(`http://127.0.0.1:${port}/hooks/agent?token=x`, { method: 'POST', body: '{}' });
+    expect(hook.status).toBe(503);
+    expect(await hook.json()).toEqual({ error: 'The agent is waking up from hibernation: retry shortly' });
     const woken = await next.waitUntilReady(s.agentId);
+    expect(woken.port).toBe(port);
     expect(woken.status).toBe('running');
     expect(JSON.parse(await readFile(next.paths(s.agentId).registry, 'utf8')).hibernation).toBeNull();
     const sessions = JSON.parse(await readFile(join(next.paths(s.agentId).state, 'fake-sessions.json'), 'utf8'));
     expect(sessions['agent:main:talk'].messages).toEqual(['turn 0', 'turn 1', 'turn 2', 'turn 3', 'turn 4', 'turn 5']);
     expect((await chat(woken.port!, s.gatewayToken, 'after the nap')).choices[0]?.message.content).toBe('fake reply: after the nap');
-    expect((await next.logs(s.agentId, { tail: 50 })).join('\n')).toMatch(/\[host\] waking from hibernation \(asleep since /);
+    const log = (await next.logs(s.agentId, { tail: 50 })).join('\n');
+    expect(log).toContain('[host] waking: POST /hooks/agent came to its address');
+    expect(log).toMatch(/\[host\] waking from hibernation \(asleep since /);
+    // Stopped, it has no doorbell: nothing listens on its port.
+    await next.stop(s.agentId);
+    await expect(fetch(`http://127.0.0.1:${port}/readyz`)).rejects.toThrow();
   });
 
   it('a hibernated agent is woken before its next due job; one whose job is due soon stays awake', async () => {
@@ -604,6 +651,24 @@ describe('LocalAgentHost hibernation (fake OpenClaw speaking the gateway protoco
     await until(async () => (await host.status(s.agentId)).status !== 'hibernated', 8_000);
     expect(Date.now()).toBeGreaterThanOrEqual(dueAt - 1_000);
     expect((await host.waitUntilReady(s.agentId)).status).toBe('running');
+  });
+
+  it('a wake on a full host takes back the room from the warm gateway its nap let start', async () => {
+    const host = await newHost({ defaultVersion: 'sluggish', warmPool: 1, maxAgents: 1, refillQuietMs: 0 });
+    const s = spec({ llm });
+    await host.create(s);
+    await host.waitUntilReady(s.agentId, { timeoutMs: 15_000 });
+    for (const wait of [false, true]) {
+      await host.hibernate(s.agentId);
+      // The room the nap freed goes to a warm gateway (at once, or within the refill's 1 s check if a refill still runs).
+      await until(() => host.warmPoolStatus().starting === 1, 5_000);
+      // The wake comes while that gateway is being set up, or once it is spawned and starting.
+      if (wait) await until(() => host.gatewayPids().length === 1, 5_000);
+      expect((await host.start(s.agentId)).status).toBe('starting');
+      const woken = await host.waitUntilReady(s.agentId, { timeoutMs: 15_000 });
+      expect(host.gatewayPids()).toEqual([woken.pid]);
+      expect((await readdir(host.agentsDir)).filter((name) => name.startsWith('warm-'))).toEqual([]);
+    }
   });
 
   it('an agent with a messaging channel stays awake', async () => {

@@ -3,11 +3,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { type WriteStream, createWriteStream, existsSync } from 'node:fs';
 import { chmod, cp, mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import { type Server as HttpServer, createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
-import { connectGateway } from '@aop/gateway-client';
+import { type GatewayConnection, PLATFORM_USER_AGENT, connectGateway } from '@aop/gateway-client';
 import { BUS_SKILL_NAME, installBusSkill } from '../shared/bus-skill.js';
 import {
   Backoff,
@@ -25,6 +26,8 @@ import {
   type AgentHealth,
   type AgentHost,
   type AgentSpec,
+  type AgentStartEvent,
+  type AgentStartKind,
   type AgentState,
   type AgentStats,
   type AgentStatus,
@@ -162,6 +165,11 @@ interface AgentRecord {
   updatedAt: string;
 }
 
+interface PoolConnection {
+  conn: GatewayConnection;
+  hash: string | undefined;
+}
+
 interface Agent {
   record: AgentRecord;
   status: AgentStatus;
@@ -182,6 +190,16 @@ interface Agent {
   events: EventEmitter;
   /** The latest activity the gateway reported (wall clock ms), read by the idle check. */
   lastActiveAt: number | null;
+  /**
+   * A warm gateway's connection under the pool token, opened once it is ready, with its config's hash (null if it could
+   * not be opened): adoption sends the agent's configuration over it at once (a new connection and `config.get` cost
+   * 0.5–1.1 s on the pinned OpenClaw). A promise: an adoption right after the gateway became ready waits for it.
+   */
+  poolConn?: Promise<PoolConnection | null> | null;
+  /** The start under way (why, since when: performance.now()), reported to `onAgentStart` listeners as it ends. */
+  starting?: { kind: AgentStartKind; at: number } | null;
+  /** Why the next `spawnGateway` runs, when the caller knows better than the record (a new agent: `provision`). */
+  nextStartKind?: AgentStartKind;
 }
 
 export interface AgentPaths {
@@ -256,7 +274,16 @@ export class LocalAgentHost implements AgentHost {
   private readonly nodeBin: string;
   private readonly agents = new Map<string, Agent>();
   private readonly creating = new Set<string>();
+  /**
+   * Gateways that were given room and have no process yet (an agent being created or (re)started, a warm gateway being
+   * set up): every later capacity check counts them. Checks run one at a time (`exclusive` on `capacityChecks`), so two
+   * starts cannot both take the last room.
+   */
+  private readonly reserved = new Set<string>();
+  private readonly capacityChecks = { lock: Promise.resolve() as Promise<unknown> };
   private shuttingDown = false;
+  /** Aborted when the host shuts down. */
+  private readonly closing = new AbortController();
   private readonly memorySampler: NodeJS.Timeout;
   private readonly memorySampleMs: number;
   /** When each agent's memory was last sampled by the timer (performance.now()). */
@@ -272,6 +299,9 @@ export class LocalAgentHost implements AgentHost {
   private readonly secretsDir: string;
   private readonly idleTimer: NodeJS.Timeout | null = null;
   private checkingIdle = false;
+  /** The listeners on hibernated agents' gateway ports (`openDoorbell`), by agent id. */
+  private readonly doorbells = new Map<string, HttpServer>();
+  private readonly startListeners = new Set<(event: AgentStartEvent) => void>();
 
   constructor(private readonly config: LocalHostOptions) {
     this.secrets = secretBoxFor(config, 'LocalAgentHost');
@@ -342,15 +372,17 @@ export class LocalAgentHost implements AgentHost {
     try {
       const slot = this.takeWarmSlot(version, spec);
       if (slot) return await this.adopt(slot, spec);
-      await this.assertCapacity(null);
-      const record = this.newRecord(spec, version);
-      await this.ensureLayout(paths);
-      const agent = this.newAgent(record);
-      this.agents.set(spec.agentId, agent);
-      await this.saveRecord(agent);
-      return await exclusive(agent, async () => {
-        await this.spawnGateway(agent, { supervise: true });
-        return this.snapshot(agent);
+      return await this.withRoom(spec.agentId, async () => {
+        const record = this.newRecord(spec, version);
+        await this.ensureLayout(paths);
+        const agent = this.newAgent(record);
+        this.agents.set(spec.agentId, agent);
+        await this.saveRecord(agent);
+        return exclusive(agent, async () => {
+          agent.nextStartKind = 'provision';
+          await this.spawnGateway(agent, { supervise: true });
+          return this.snapshot(agent);
+        });
       });
     } finally {
       this.creating.delete(spec.agentId);
@@ -418,6 +450,7 @@ export class LocalAgentHost implements AgentHost {
     this.agents.set(spec.agentId, slot);
     await this.saveRecord(slot);
     this.log(slot, `[host] warm gateway ${slotName} taken by agent ${spec.agentId}`);
+    slot.starting = { kind: 'provision', at: performance.now() };
     this.setStatus(slot, 'starting', null);
     void exclusive(slot, async () => {
       const started = performance.now();
@@ -433,6 +466,7 @@ export class LocalAgentHost implements AgentHost {
         if (this.shuttingDown || slot.status !== 'starting') return;
         this.log(slot, `[host] adopting the warm gateway failed (${(error as Error).message}); starting a gateway of its own`);
         await this.stopGateway(slot);
+        slot.nextStartKind = 'provision';
         await this.spawnGateway(slot, { supervise: true });
       }
     }).catch((failure: unknown) => this.setStatus(slot, 'error', (failure as Error).message));
@@ -442,30 +476,39 @@ export class LocalAgentHost implements AgentHost {
 
   /**
    * The agent's secrets into the gateway's secret file, then its configuration through `config.apply` over the pool
-   * token's connection: the gateway resolves the file again (the agent's token replaces the pool's; connections made
-   * with the pool's are closed) and applies the configuration before it answers, without the file watcher's wait.
-   * Measured with the pinned OpenClaw: 0.6–1.1 s, first answer 2.9–3.0 s after adoption began (decisions.md).
+   * token's connection (the one opened while the gateway waited, else a new one): the gateway resolves the file again
+   * (the agent's token replaces the pool's; connections made with the pool's are closed) and applies the configuration
+   * before it answers, without the file watcher's wait. The platform's skills are in the workspace already (written
+   * before the warm gateway started). Measured with the pinned OpenClaw: see docs/operations.md "Warm gateways".
    */
   private async adoptConfiguration(agent: Agent, poolToken: string): Promise<string> {
     const port = agent.record.port;
     if (port === null || !agent.child) throw new Error('the warm gateway is not running');
     const started = performance.now();
     const mark = () => `${((performance.now() - started) / 1000).toFixed(2)} s`;
-    await this.installSkills(agent, this.paths(agent.record.agentId));
     const config = this.gatewayConfig(agent, port);
     await this.writeSecretFile(agent);
-    const url = `ws://127.0.0.1:${port}`;
-    const conn = await connectGateway({ url, token: poolToken, retryDeadlineMs: 0 });
-    const connected = mark();
+    const kept = (await agent.poolConn) ?? null;
+    agent.poolConn = null;
+    const pooled = kept && !kept.conn.closed ? kept : null;
+    if (kept && !pooled) this.log(agent, '[host] the connection kept open for the adoption had closed; connecting again');
+    const conn = pooled?.conn ?? (await connectGateway({ url: `ws://127.0.0.1:${port}`, token: poolToken, retryDeadlineMs: 0 }));
+    const connected = pooled ? 'connected before' : `connected ${mark()}`;
     let applied: string;
     try {
-      const current = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
-      await conn.request(
-        'config.apply',
-        { raw: `${JSON.stringify(config, null, 2)}\n`, baseHash: current.hash, note: 'platform: warm gateway adopted by an agent' },
-        { timeoutMs: 30_000 },
-      );
-      applied = mark();
+      const apply = (baseHash: string | undefined) =>
+        conn.request(
+          'config.apply',
+          { raw: `${JSON.stringify(config, null, 2)}\n`, baseHash, note: 'platform: warm gateway adopted by an agent' },
+          { timeoutMs: 30_000 },
+        );
+      const hash = pooled?.hash ?? (await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 })).hash;
+      // A hash read when the gateway became ready that is stale now (its config changed since) is refused: read it again.
+      await apply(hash).catch(async (error: unknown) => {
+        if (!pooled) throw error;
+        await apply((await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 })).hash);
+      });
+      applied = `applied ${mark()}`;
     } finally {
       await conn.close().catch(() => undefined);
     }
@@ -476,7 +519,7 @@ export class LocalAgentHost implements AgentHost {
     });
     await res.body?.cancel();
     if (res.status !== 200) throw new Error(`the gateway refused the agent's token after config.apply (HTTP ${res.status})`);
-    return `connected ${connected}, applied ${applied}, token checked ${mark()}`;
+    return `${connected}, ${applied}, token checked ${mark()}`;
   }
 
   /**
@@ -512,7 +555,7 @@ export class LocalAgentHost implements AgentHost {
    * customer waits on it): a warm gateway's start (20 s of CPU) waits.
    */
   private busyStarting(): boolean {
-    if (this.creating.size > 0) return true;
+    if (this.creating.size > 0 || [...this.reserved].some((id) => !id.startsWith(WARM_SLOT_PREFIX))) return true;
     const now = Date.now();
     const quietMs = this.config.refillQuietMs ?? 20_000;
     return [...this.agents.values()].some(
@@ -529,22 +572,24 @@ export class LocalAgentHost implements AgentHost {
     const slot = this.newAgent({ ...this.newRecord(spec, version), warmSlot: true });
     // In the pool (so an agent that needs the room can give it up) and counted as being created from here on.
     this.pool.push(slot);
-    this.creating.add(name);
     const givenUp = () => new HostFullError('The warm gateway was given up for an agent that needed the room');
     try {
-      await this.assertCapacity(null, { evictWarm: false });
-      if (!this.pool.includes(slot)) throw givenUp();
-      await this.ensureLayout(this.paths(name));
-      await this.saveRecord(slot);
-      await exclusive(slot, async () => {
-        if (!this.pool.includes(slot)) throw givenUp();
-        await this.spawnGateway(slot, { supervise: false });
-      });
+      await this.withRoom(
+        name,
+        // Its directory is made under the slot's lock, once it is known to be still wanted: a slot given up meanwhile
+        // (`dropWarmSlot` takes the same lock before removing the directory) must not write into a directory being removed.
+        () =>
+          exclusive(slot, async () => {
+            if (!this.pool.includes(slot)) throw givenUp();
+            await this.ensureLayout(this.paths(name));
+            await this.saveRecord(slot);
+            await this.spawnGateway(slot, { supervise: false });
+          }),
+        { evictWarm: false },
+      );
     } catch (error) {
       await this.dropWarmSlot(slot);
       throw error;
-    } finally {
-      this.creating.delete(name);
     }
     try {
       await this.waitForRunning(slot, this.options.readyTimeoutMs + 5_000);
@@ -552,6 +597,11 @@ export class LocalAgentHost implements AgentHost {
       await this.dropWarmSlot(slot);
       throw error;
     }
+    // Without it, adoption connects itself.
+    slot.poolConn = this.openPoolConnection(slot).catch((error: Error) => {
+      this.log(slot, `[host] warm gateway: no connection kept open for its adoption (${error.message})`);
+      return null;
+    });
     // A slot that dies while it waits leaves the pool (and is replaced).
     slot.events.on('change', (status: AgentStatus) => {
       if (slot.record.warmSlot && (status === 'error' || status === 'stopped') && this.pool.includes(slot)) {
@@ -560,16 +610,41 @@ export class LocalAgentHost implements AgentHost {
     });
   }
 
-  /** Stops a pool gateway and removes it with its directory. */
+  private async openPoolConnection(slot: Agent): Promise<PoolConnection> {
+    const conn = await connectGateway({ url: `ws://127.0.0.1:${slot.record.port}`, token: this.gatewayToken(slot), retryDeadlineMs: 0 });
+    try {
+      const current = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
+      return { conn, hash: current.hash };
+    } catch (error) {
+      await conn.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Closes a warm gateway's pool connection, if it has one. */
+  private closePoolConnection(slot: Agent): void {
+    void slot.poolConn?.then((pooled) => pooled?.conn.close()).catch(() => undefined);
+    slot.poolConn = null;
+  }
+
+  /**
+   * Stops a pool gateway and removes it with its directory. Never throws: an agent that needs the room must get it even
+   * if the directory cannot be removed now (`restore()` removes unadopted slots left behind).
+   */
   private async dropWarmSlot(slot: Agent): Promise<void> {
     slot.record.desired = 'stopped';
     const index = this.pool.indexOf(slot);
     if (index >= 0) this.pool.splice(index, 1);
-    this.creating.delete(slot.record.agentId);
+    this.closePoolConnection(slot);
     await exclusive(slot, () => this.stopGateway(slot, { kill: true })).catch(() => undefined);
     slot.logFile?.end();
     slot.logFile = null;
-    await rm(this.paths(slot.record.agentId).dir, { recursive: true, force: true });
+    // Retried: a process of the killed tree may still be finishing a write (ENOTEMPTY from the final rmdir).
+    await rm(this.paths(slot.record.agentId).dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }).catch(
+      (error: Error) => {
+        this.poolError = `a warm gateway's directory could not be removed: ${error.message}`;
+      },
+    );
   }
 
   // ---------------------------------------------------------------- hibernation
@@ -676,23 +751,74 @@ export class LocalAgentHost implements AgentHost {
       this.log(agent, `[host] hibernating after being idle; ${wakeAt ? `wakes at ${wakeAt} for its next due job` : 'no job due'}`);
       await this.stopGateway(agent);
       this.setStatus(agent, 'hibernated', null);
+      await this.openDoorbell(agent);
       this.fillWarmPool();
       return this.snapshot(agent);
     });
+  }
+
+  /**
+   * While an agent sleeps, the host listens on its gateway's port (and interfaces), so what comes to the agent's own
+   * address is not lost: a webhook, a device or client connecting. Each is answered 503 with `Retry-After` (a wake is
+   * a cold start, longer than a caller waits) and wakes the agent, so the retry finds it. The platform's own requests
+   * (`PLATFORM_USER_AGENT`: a dashboard reading sessions, a health probe) get the 503 without waking it; the platform
+   * wakes an agent by starting it (a message does). No doorbell if the port is taken meanwhile (logged).
+   */
+  private async openDoorbell(agent: Agent): Promise<void> {
+    const agentId = agent.record.agentId;
+    const port = agent.record.port;
+    if (port === null || this.doorbells.has(agentId)) return;
+    const ring = (request: { method?: string; url?: string; headers: { 'user-agent'?: string } }) => {
+      if (request.headers['user-agent'] === PLATFORM_USER_AGENT || agent.status !== 'hibernated') return;
+      this.log(agent, `[host] waking: ${request.method ?? 'a request'} ${(request.url ?? '').split('?')[0]} came to its address`);
+      void this.start(agentId).catch((error: Error) => this.log(agent, `[host] could not wake: ${error.message}`));
+    };
+    const body = JSON.stringify({ error: 'The agent is waking up from hibernation: retry shortly' });
+    const server = createHttpServer((request, response) => {
+      ring(request);
+      response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '30', connection: 'close' });
+      response.end(body);
+    });
+    server.on('upgrade', (request, socket) => {
+      ring(request);
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nRetry-After: 30\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    });
+    server.on('clientError', (_error, socket) => socket.destroy());
+    const listening = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, (this.config.bind ?? 'loopback') === 'lan' ? '0.0.0.0' : '127.0.0.1', () => resolve(true));
+    });
+    if (!listening) {
+      this.log(agent, `[host] port ${port} is taken: requests to its address will not wake it while it sleeps`);
+      return;
+    }
+    this.doorbells.set(agentId, server);
+  }
+
+  private async closeDoorbell(agentId: string): Promise<void> {
+    const server = this.doorbells.get(agentId);
+    if (!server) return;
+    this.doorbells.delete(agentId);
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
   }
 
   async start(agentId: string): Promise<AgentState> {
     const agent = this.get(agentId);
     return exclusive(agent, async () => {
       if (ACTIVE.has(agent.status) && agent.status !== 'stopping') return this.snapshot(agent);
-      await this.assertCapacity(agentId);
-      agent.record.desired = 'running';
-      agent.restarts = 0;
-      agent.backoff.reset();
-      await this.saveRecord(agent);
-      await this.spawnGateway(agent, { supervise: true });
-      return this.snapshot(agent);
+      return this.withRoom(agentId, () => this.spawnWanted(agent));
     });
+  }
+
+  /** A new gateway for an agent that is wanted running, with a fresh crash back-off. */
+  private async spawnWanted(agent: Agent): Promise<AgentState> {
+    agent.record.desired = 'running';
+    agent.restarts = 0;
+    agent.backoff.reset();
+    await this.saveRecord(agent);
+    await this.spawnGateway(agent, { supervise: true });
+    return this.snapshot(agent);
   }
 
   async stop(agentId: string): Promise<AgentState> {
@@ -701,6 +827,7 @@ export class LocalAgentHost implements AgentHost {
       agent.record.desired = 'stopped';
       agent.record.hibernation = null;
       await this.saveRecord(agent);
+      await this.closeDoorbell(agentId);
       await this.stopGateway(agent);
       this.fillWarmPool(); // the room it had may take a warm gateway
       return this.snapshot(agent);
@@ -709,16 +836,16 @@ export class LocalAgentHost implements AgentHost {
 
   async restart(agentId: string): Promise<AgentState> {
     const agent = this.get(agentId);
-    return exclusive(agent, async () => {
-      if (!ACTIVE.has(agent.status)) await this.assertCapacity(agentId);
-      await this.stopGateway(agent);
-      agent.record.desired = 'running';
-      agent.restarts = 0;
-      agent.backoff.reset();
-      await this.saveRecord(agent);
-      await this.spawnGateway(agent, { supervise: true });
-      return this.snapshot(agent);
-    });
+    return exclusive(agent, () =>
+      this.withRoom(
+        agentId,
+        async () => {
+          await this.stopGateway(agent);
+          return this.spawnWanted(agent);
+        },
+        { needed: !ACTIVE.has(agent.status) },
+      ),
+    );
   }
 
   async update(agentId: string, options: { version: string }): Promise<AgentState> {
@@ -727,81 +854,96 @@ export class LocalAgentHost implements AgentHost {
       const previousVersion = agent.record.version;
       const targetVersion = options.version;
       const paths = this.paths(agentId);
-      if (!ACTIVE.has(agent.status)) await this.assertCapacity(agentId);
-      await this.stopGateway(agent);
-      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-      const backupPath = join(paths.backups, `${stamp}-${previousVersion}`);
-      await mkdir(backupPath, { recursive: true, mode: 0o700 });
-      await cp(paths.state, join(backupPath, 'state'), { recursive: true, preserveTimestamps: true });
-      this.log(agent, `[host] state backed up to ${backupPath}; updating OpenClaw ${previousVersion} -> ${targetVersion}`);
-
-      agent.record.version = targetVersion;
-      agent.record.desired = 'running';
-      agent.restarts = 0;
-      agent.backoff.reset();
-      await this.saveRecord(agent);
-      return updateWithRollback({
-        previousVersion,
-        targetVersion,
-        backup: backupPath,
-        apply: async () => {
-          await this.spawnGateway(agent, { supervise: false });
-          await this.waitForRunning(agent, this.options.readyTimeoutMs);
-          agent.supervise = true;
-          await this.pruneBackups(paths.backups);
-          return this.snapshot(agent);
-        },
-        rollBack: async (reason) => {
-          this.log(agent, `[host] OpenClaw ${targetVersion} did not start (${reason}); rolling back to ${previousVersion}`);
+      return this.withRoom(
+        agentId,
+        async () => {
           await this.stopGateway(agent);
-          await rm(paths.state, { recursive: true, force: true });
-          await cp(join(backupPath, 'state'), paths.state, { recursive: true, preserveTimestamps: true });
-          agent.record.version = previousVersion;
+          const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+          const backupPath = join(paths.backups, `${stamp}-${previousVersion}`);
+          await mkdir(backupPath, { recursive: true, mode: 0o700 });
+          await cp(paths.state, join(backupPath, 'state'), { recursive: true, preserveTimestamps: true });
+          this.log(agent, `[host] state backed up to ${backupPath}; updating OpenClaw ${previousVersion} -> ${targetVersion}`);
+
+          agent.record.version = targetVersion;
+          agent.record.desired = 'running';
+          agent.restarts = 0;
+          agent.backoff.reset();
           await this.saveRecord(agent);
-          await this.spawnGateway(agent, { supervise: true });
-          return `Rolled back to ${previousVersion}.`;
+          return updateWithRollback({
+            previousVersion,
+            targetVersion,
+            backup: backupPath,
+            apply: async () => {
+              await this.spawnGateway(agent, { supervise: false });
+              await this.waitForRunning(agent, this.options.readyTimeoutMs);
+              agent.supervise = true;
+              await this.pruneBackups(paths.backups);
+              return this.snapshot(agent);
+            },
+            rollBack: async (reason) => {
+              this.log(agent, `[host] OpenClaw ${targetVersion} did not start (${reason}); rolling back to ${previousVersion}`);
+              await this.stopGateway(agent);
+              await rm(paths.state, { recursive: true, force: true });
+              await cp(join(backupPath, 'state'), paths.state, { recursive: true, preserveTimestamps: true });
+              agent.record.version = previousVersion;
+              await this.saveRecord(agent);
+              await this.spawnGateway(agent, { supervise: true });
+              return `Rolled back to ${previousVersion}.`;
+            },
+          });
         },
-      });
+        { needed: !ACTIVE.has(agent.status) },
+      );
     });
   }
 
   async repair(agentId: string): Promise<AgentState> {
     const agent = this.get(agentId);
-    return exclusive(agent, async () => {
-      if (!ACTIVE.has(agent.status)) await this.assertCapacity(agentId);
-      await this.stopGateway(agent);
-      const paths = this.paths(agentId);
-      await this.ensureLayout(paths);
-      // Lock files of a gateway that died hard; OpenClaw reclaims them too, but only after a wait.
-      const lockRoot = join(paths.state, 'tmp');
-      for (const name of await readdir(lockRoot).catch(() => [] as string[])) {
-        if (name.startsWith('openclaw')) await rm(join(lockRoot, name), { recursive: true, force: true });
-      }
-      agent.record.port = null;
-      agent.record.desired = 'running';
-      agent.restarts = 0;
-      agent.backoff.reset();
-      agent.lastError = null;
-      await this.saveRecord(agent);
-      this.log(agent, '[host] repair: config re-written from the spec, state directory fixed');
-      await this.spawnGateway(agent, { supervise: true });
-      return this.snapshot(agent);
-    });
+    return exclusive(agent, () =>
+      this.withRoom(
+        agentId,
+        async () => {
+          await this.stopGateway(agent);
+          const paths = this.paths(agentId);
+          await this.ensureLayout(paths);
+          // Lock files of a gateway that died hard; OpenClaw reclaims them too, but only after a wait.
+          const lockRoot = join(paths.state, 'tmp');
+          for (const name of await readdir(lockRoot).catch(() => [] as string[])) {
+            if (name.startsWith('openclaw')) await rm(join(lockRoot, name), { recursive: true, force: true });
+          }
+          agent.record.port = null;
+          agent.record.desired = 'running';
+          agent.restarts = 0;
+          agent.backoff.reset();
+          agent.lastError = null;
+          await this.saveRecord(agent);
+          this.log(agent, '[host] repair: config re-written from the spec, state directory fixed');
+          await this.spawnGateway(agent, { supervise: true });
+          return this.snapshot(agent);
+        },
+        { needed: !ACTIVE.has(agent.status) },
+      ),
+    );
   }
 
   async resetMemory(agentId: string): Promise<AgentState> {
     const agent = this.get(agentId);
     return exclusive(agent, async () => {
       const wasActive = ACTIVE.has(agent.status);
-      if (!wasActive) await this.assertCapacity(agentId);
-      await this.stopGateway(agent);
-      const { state } = this.paths(agentId);
-      for (const relative of MEMORY_PATHS) await rm(join(state, relative), { recursive: true, force: true });
-      this.log(agent, `[host] memory reset: removed ${MEMORY_PATHS.join(', ')}; workspace seed files kept`);
-      agent.record.desired = 'running';
-      await this.saveRecord(agent);
-      await this.spawnGateway(agent, { supervise: true });
-      return this.snapshot(agent);
+      return this.withRoom(
+        agentId,
+        async () => {
+          await this.stopGateway(agent);
+          const { state } = this.paths(agentId);
+          for (const relative of MEMORY_PATHS) await rm(join(state, relative), { recursive: true, force: true });
+          this.log(agent, `[host] memory reset: removed ${MEMORY_PATHS.join(', ')}; workspace seed files kept`);
+          agent.record.desired = 'running';
+          await this.saveRecord(agent);
+          await this.spawnGateway(agent, { supervise: true });
+          return this.snapshot(agent);
+        },
+        { needed: !wasActive },
+      );
     });
   }
 
@@ -838,6 +980,7 @@ export class LocalAgentHost implements AgentHost {
     const agent = this.get(agentId);
     await exclusive(agent, async () => {
       agent.record.desired = 'stopped';
+      await this.closeDoorbell(agentId);
       await this.stopGateway(agent);
       agent.logFile?.end();
       agent.logFile = null;
@@ -855,6 +998,8 @@ export class LocalAgentHost implements AgentHost {
     this.shuttingDown = true;
     clearInterval(this.memorySampler);
     if (this.idleTimer) clearInterval(this.idleTimer);
+    this.closing.abort(); // ends every wait for readiness
+    await Promise.all([...this.doorbells.keys()].map((agentId) => this.closeDoorbell(agentId)));
     await Promise.all(this.pool.map((slot) => this.dropWarmSlot(slot)));
     await this.filling; // a warm gateway it was starting is dropped by the fill itself (the host is closed)
     await Promise.all(this.pool.map((slot) => this.dropWarmSlot(slot)));
@@ -900,9 +1045,10 @@ export class LocalAgentHost implements AgentHost {
       if (name !== agentId) this.dirs.set(agentId, name);
       const agent = this.newAgent(record);
       this.agents.set(agentId, agent);
-      if (record.hibernation)
-        agent.status = 'hibernated'; // woken by a message or its next due job, not by a restart
-      else if (record.desired === 'running') {
+      if (record.hibernation) {
+        agent.status = 'hibernated'; // woken by a message, a request to its address or its next due job; not by a restart
+        await this.openDoorbell(agent);
+      } else if (record.desired === 'running') {
         try {
           await this.start(agentId);
         } catch (error) {
@@ -959,7 +1105,10 @@ export class LocalAgentHost implements AgentHost {
   /** The workspace on this machine (it exists whether or not the gateway runs); see `workspace.ts`. */
   async workspace(agentId: string): Promise<AgentWorkspace> {
     this.get(agentId);
-    const paths = this.paths(agentId);
+    return this.programWorkspace(this.paths(agentId));
+  }
+
+  private programWorkspace(paths: AgentPaths): AgentWorkspace {
     return new ProgramWorkspace({ root: paths.workspace, home: paths.home, node: [process.execPath] }, runProgramLocally);
   }
 
@@ -1045,7 +1194,26 @@ export class LocalAgentHost implements AgentHost {
   private setStatus(agent: Agent, status: AgentStatus, error?: string | null): void {
     agent.status = status;
     if (error !== undefined) agent.lastError = error;
+    if (agent.starting && status !== 'starting') {
+      // A start ends ready or failed; a stop (or sleep) in the middle of it is neither, and is not reported.
+      const outcome = status === 'running' ? 'ready' : status === 'error' || status === 'restarting' ? 'failed' : null;
+      if (outcome) {
+        const event = {
+          agentId: agent.record.agentId,
+          kind: agent.starting.kind,
+          outcome,
+          seconds: (performance.now() - agent.starting.at) / 1000,
+        } as const;
+        for (const listener of this.startListeners) listener(event);
+      }
+      agent.starting = null;
+    }
     agent.events.emit('change', status);
+  }
+
+  onAgentStart(listener: (event: AgentStartEvent) => void): () => void {
+    this.startListeners.add(listener);
+    return () => this.startListeners.delete(listener);
   }
 
   private async saveRecord(agent: Agent): Promise<void> {
@@ -1104,44 +1272,54 @@ export class LocalAgentHost implements AgentHost {
   }
 
   /**
-   * The active gateways (running, starting, or being created; `exclude`: the agent being (re)started, already counted),
+   * The gateways that hold room (a process, an active state, or a reservation; `self`: the one asking, not counted),
    * the PSS they hold now, and their budgets (`budgetOf`; `memoryPerAgentBytes` for one not measured yet). A new
    * gateway is budgeted at the largest measured budget on this host (any agent ever measured), else the default.
    */
-  private async activeAgentsMemory(exclude: string | null) {
+  private async activeAgentsMemory(self: string) {
     const margin = this.config.memoryMargin ?? DEFAULT_MEMORY_MARGIN;
-    let active = 0;
+    const counted = new Set<string>([self]);
     let held = 0;
     const budgets: number[] = [];
     let largest = 0;
     for (const agent of [...this.agents.values(), ...this.pool]) {
       const id = agent.record.agentId;
-      const measured = id === exclude || (!ACTIVE.has(agent.status) && !agent.child) ? null : await this.measure(agent);
       const budget = this.budgetOf(agent, margin);
       if (budget) largest = Math.max(largest, budget);
-      if (measured === null) continue;
-      active += 1;
-      held += measured;
+      if (counted.has(id) || (!ACTIVE.has(agent.status) && !agent.child)) continue;
+      counted.add(id);
+      held += await this.measure(agent);
       if (budget) budgets.push(budget);
     }
-    return {
-      active: active + this.creating.size - (exclude === null ? 1 : 0),
-      held,
-      budgets,
-      newAgentBytes: largest > 0 ? largest : undefined,
-    };
+    const reservedOnly = [...this.reserved].filter((id) => !counted.has(id)).length;
+    return { active: counted.size - 1 + reservedOnly, held, budgets, newAgentBytes: largest > 0 ? largest : undefined };
   }
 
   /**
-   * Throws `HostFullError` unless one more gateway fits (`exclude`: the agent being (re)started, already counted). An
-   * agent comes before the warm pool: while it does not fit, warm gateways are stopped to make room.
+   * Runs `fn` (which starts the gateway `id`: an agent being created or (re)started, or a warm one) once there is room
+   * for it, holding that room until `fn` ends (by then the gateway has a process, which counts). Throws `HostFullError`
+   * when it does not fit. An agent comes before the warm pool: while it does not fit, warm gateways are stopped to make
+   * room (`evictWarm: false` for a warm gateway itself). `needed: false` (a gateway that already holds room) skips it.
    */
-  private async assertCapacity(exclude: string | null, options: { evictWarm?: boolean } = {}): Promise<void> {
+  private async withRoom<T>(id: string, fn: () => Promise<T>, options: { evictWarm?: boolean; needed?: boolean } = {}): Promise<T> {
+    if (options.needed === false) return fn();
+    await exclusive(this.capacityChecks, () => this.reserveRoom(id, options.evictWarm !== false));
+    try {
+      return await fn();
+    } finally {
+      this.reserved.delete(id);
+    }
+  }
+
+  /** One capacity check at a time (`withRoom`): passes by reserving the room for `id`. */
+  private async reserveRoom(id: string, evictWarm: boolean): Promise<void> {
     for (;;) {
       try {
-        return await this.checkCapacity(exclude);
+        await this.checkCapacity(id);
+        this.reserved.add(id);
+        return;
       } catch (error) {
-        const slot = options.evictWarm === false ? undefined : this.pool[0];
+        const slot = evictWarm ? this.pool[0] : undefined;
         if (!(error instanceof HostFullError) || !slot) throw error;
         await this.dropWarmSlot(slot);
         this.fillWarmPool(); // it waits for the agent to start, then finds out whether there is still room for one
@@ -1149,8 +1327,8 @@ export class LocalAgentHost implements AgentHost {
     }
   }
 
-  private async checkCapacity(exclude: string | null): Promise<void> {
-    const { active, held, budgets, newAgentBytes } = await this.activeAgentsMemory(exclude);
+  private async checkCapacity(self: string): Promise<void> {
+    const { active, held, budgets, newAgentBytes } = await this.activeAgentsMemory(self);
     const input = {
       availableBytes: await memAvailableBytes(),
       agentsRssBytes: held,
@@ -1216,7 +1394,7 @@ export class LocalAgentHost implements AgentHost {
   private async installSkills(agent: Agent, paths: AgentPaths): Promise<void> {
     try {
       await mkdir(paths.workspace, { recursive: true, mode: 0o700 });
-      await installBusSkill(await this.workspace(agent.record.agentId));
+      await installBusSkill(this.programWorkspace(paths));
     } catch (error) {
       this.log(agent, `[host] the ${BUS_SKILL_NAME} skill was not installed: ${(error as Error).message}`);
     }
@@ -1286,10 +1464,13 @@ export class LocalAgentHost implements AgentHost {
       throw new AgentStartError(problem);
     }
     if (agent.child) await this.stopGateway(agent); // e.g. a gateway in `error` that never became ready
+    const kind = agent.nextStartKind ?? (agent.record.hibernation ? 'wake' : agent.record.warmSlot ? 'warm-pool' : 'start');
+    agent.nextStartKind = undefined;
     if (agent.record.hibernation) {
       this.log(agent, `[host] waking from hibernation (asleep since ${agent.record.hibernation.since})`);
       agent.record.hibernation = null;
     }
+    await this.closeDoorbell(agent.record.agentId); // its port is the gateway's again
     agent.lastActiveAt = null;
     const paths = this.paths(agent.record.agentId);
     await this.ensureLayout(paths);
@@ -1330,6 +1511,7 @@ export class LocalAgentHost implements AgentHost {
     agent.record.pid = child.pid ?? null;
     await this.saveRecord(agent);
     this.log(agent, `[host] started OpenClaw ${runtime.version} (pid ${child.pid}) on 127.0.0.1:${port}`);
+    agent.starting = { kind, at: performance.now() };
     this.setStatus(agent, 'starting', null);
     void this.pollReady(agent, generation);
   }
@@ -1431,8 +1613,8 @@ export class LocalAgentHost implements AgentHost {
     agent.restartTimer.unref();
   }
 
-  /** SIGTERM, wait, then SIGKILL for the whole process tree. Resolves when the gateway is gone. */
   /**
+   * SIGTERM, wait, then SIGKILL for the whole process tree. Resolves when the gateway is gone.
    * `kill`: SIGKILL at once, for a warm gateway nobody adopted (nothing to drain; one still starting was seen to ignore
    * SIGTERM past the backend's own shutdown grace, and live on as an orphan).
    */
@@ -1486,6 +1668,9 @@ export class LocalAgentHost implements AgentHost {
     return new Promise((resolve, reject) => {
       const check = () => {
         if (agent.status === 'running') finish();
+        // A shutdown ends every wait at once: a wait holds the agent's lock (an update, an adoption), and the shutdown
+        // needs that lock to stop the gateway.
+        else if (this.shuttingDown) finish(new AgentStartError('The agent host is shutting down'));
         // `stopped` on the way to a new start (restart, a failed adoption's fallback) is not the end of the wait.
         else if (agent.status === 'error' || (agent.status === 'stopped' && (agent.record.desired !== 'running' || this.shuttingDown))) {
           finish(new AgentStartError(agent.lastError ?? `Agent ${agent.record.agentId} is ${agent.status}`));
@@ -1498,10 +1683,12 @@ export class LocalAgentHost implements AgentHost {
       const finish = (error?: Error) => {
         clearTimeout(timer);
         agent.events.off('change', check);
+        this.closing.signal.removeEventListener('abort', check);
         if (error) reject(error);
         else resolve();
       };
       agent.events.on('change', check);
+      this.closing.signal.addEventListener('abort', check);
       check();
     });
   }

@@ -26,9 +26,17 @@ export interface FakeGatewayBehaviour {
    * `secrets.reload`, `sessions.list`/`sessions.delete` (the sessions its chat turns made, kept in
    * `<state>/fake-sessions.json` like OpenClaw keeps them on disk), `cron.list` (the jobs of `<state>/cron-jobs.json`,
    * written by a test) and `system-presence` (the gateway itself). Chat turns (`POST /v1/chat/completions`, the
-   * gateway token checked) answer `fake reply: <the last message>`.
+   * gateway token checked; `stream: true` answered in OpenClaw's SSE frames) answer `fake reply: <the last message>`,
+   * or the model's reply with `callModel`.
    */
   gatewayProtocol?: boolean;
+  /**
+   * With `gatewayProtocol`: chat turns are answered by the agent's model, as OpenClaw reads it from the config
+   * (`agents.defaults.model.primary`, that provider's `baseUrl` and key, a file SecretRef): the messages go to its
+   * `/chat/completions` streamed with `stream_options.include_usage`, as OpenClaw asks; a streamed turn relays each
+   * piece as the model sends it and ends with the model's usage when asked.
+   */
+  callModel?: boolean;
   /** With `gatewayProtocol`: `config.apply` fails as OpenClaw's does when a reload cannot be applied (UNAVAILABLE). */
   refuseConfigApply?: boolean;
 }
@@ -73,6 +81,83 @@ const resolveToken = (cfg) => {
   return process.env.OPENCLAW_GATEWAY_TOKEN;
 };
 let token = resolveToken(config);
+// A secret as OpenClaw resolves one: a plain string, or a file SecretRef into its secrets provider's JSON file.
+const resolveSecret = (cfg, ref) => {
+  if (typeof ref === 'string' || ref === undefined) return ref;
+  return JSON.parse(readFileSync(cfg.secrets.providers[ref.provider].path, 'utf8'))[ref.id.slice(1)];
+};
+// The agent's model: agents.defaults.model.primary ('<provider>/<model>') and that provider's address and key; null when
+// the config names none with an address.
+const agentModel = () => {
+  const cfg = JSON.parse(readConfigText());
+  const model = cfg.agents?.defaults?.model;
+  const primary = typeof model === 'string' ? model : model?.primary;
+  if (typeof primary !== 'string' || !primary.includes('/')) return null;
+  const provider = cfg.models?.providers?.[primary.slice(0, primary.indexOf('/'))];
+  if (typeof provider?.baseUrl !== 'string') return null;
+  return { baseUrl: provider.baseUrl.replace(/\/$/, ''), id: primary.slice(primary.indexOf('/') + 1), apiKey: resolveSecret(cfg, provider.apiKey) };
+};
+// The model's reply, piece by piece as its SSE frames arrive; its usage lands in usageOut. The request's other fields
+// (temperature, max_tokens …) go with it, as OpenClaw forwards them best-effort.
+async function* modelReply(model, request, usageOut) {
+  const { model: target, user, stream, stream_options, messages, ...params } = request;
+  const res = await fetch(model.baseUrl + '/chat/completions', {
+    method: 'POST',
+    headers: { authorization: 'Bearer ' + model.apiKey, 'content-type': 'application/json' },
+    body: JSON.stringify({ ...params, model: model.id, messages, stream: true, stream_options: { include_usage: true } }),
+  });
+  if (!res.ok) throw new Error('model call failed: HTTP ' + res.status);
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const bytes of res.body) {
+    buffer += decoder.decode(bytes, { stream: true });
+    for (let at = buffer.indexOf('\n\n'); at >= 0; at = buffer.indexOf('\n\n')) {
+      const data = buffer.slice(0, at).split('\n').filter((line) => line.startsWith('data:')).map((line) => line.slice(5).trim()).join('\n');
+      buffer = buffer.slice(at + 2);
+      if (!data || data === '[DONE]') continue;
+      const frame = JSON.parse(data);
+      if (frame.usage) usageOut.usage = frame.usage;
+      const piece = frame.choices?.[0]?.delta?.content;
+      if (piece) yield piece;
+    }
+  }
+}
+// One REST chat turn: the session recorded, then the reply (the model's, else 'fake reply: …'), streamed as OpenClaw
+// streams (SSE headers and the role chunk at once, a piece per model delta, finish, usage when asked, [DONE]) or whole.
+async function chatTurn(req, res, body) {
+  const json = (status, payload) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(payload)); };
+  const key = 'agent:main:' + (req.headers['x-openclaw-session-key'] ?? (body.user ? 'openai-user:' + body.user : 'openai:' + Date.now() + Math.random()));
+  const sessions = readJson(sessionsFile, {});
+  const last = body.messages?.at(-1)?.content;
+  const text = typeof last === 'string' ? last : Array.isArray(last) ? last.map((part) => part.text ?? '').join('') : '';
+  sessions[key] = { key, lastActivityAt: Date.now(), updatedAt: Date.now(), status: 'done', messages: [...(sessions[key]?.messages ?? []), text] };
+  writeFileSync(sessionsFile, JSON.stringify(sessions));
+  const model = behaviour.callModel ? agentModel() : null;
+  const out = { usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 } };
+  const pieces = model ? modelReply(model, body, out) : (async function* () { yield 'fake reply: ' + text; })();
+  const id = 'chatcmpl-fake' + Date.now();
+  const created = Math.floor(Date.now() / 1000);
+  if (body.stream !== true) {
+    let reply = '';
+    for await (const piece of pieces) reply += piece;
+    return json(200, { id, object: 'chat.completion', created, model: body.model ?? 'openclaw', choices: [{ index: 0, finish_reason: 'stop',
+      message: { role: 'assistant', content: reply } }], usage: out.usage });
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  const frame = (data) => res.write('data: ' + JSON.stringify(data) + '\n\n');
+  const chunk = (delta, finish = null) => frame({ id, object: 'chat.completion.chunk', created, model: body.model ?? 'openclaw',
+    choices: [{ index: 0, delta, finish_reason: finish }] });
+  chunk({ role: 'assistant' });
+  try {
+    for await (const piece of pieces) chunk({ content: piece });
+  } catch (error) {
+    frame({ error: { message: error.message, type: 'api_error' } });
+    return res.end('data: [DONE]\n\n');
+  }
+  chunk({}, 'stop');
+  if (body.stream_options?.include_usage) frame({ id, object: 'chat.completion.chunk', created, model: body.model ?? 'openclaw', choices: [], usage: out.usage });
+  res.end('data: [DONE]\n\n');
+}
 const hashOf = (text) => createHash('sha256').update(text).digest('hex');
 const sessionsFile = join(state, 'fake-sessions.json');
 const readJson = (file, fallback) => { try { return JSON.parse(readFileSync(file, 'utf8')); } catch { return fallback; } };
@@ -115,14 +200,10 @@ const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-      const key = 'agent:main:' + (req.headers['x-openclaw-session-key'] ?? (body.user ? 'openai-user:' + body.user : 'main'));
-      const sessions = readJson(sessionsFile, {});
-      const text = String(body.messages?.at(-1)?.content ?? '');
-      sessions[key] = { key, lastActivityAt: Date.now(), updatedAt: Date.now(), status: 'done', messages: [...(sessions[key]?.messages ?? []), text] };
-      writeFileSync(sessionsFile, JSON.stringify(sessions));
-      json(200, { id: 'chatcmpl-fake', object: 'chat.completion', model: 'openclaw', choices: [{ index: 0, finish_reason: 'stop',
-        message: { role: 'assistant', content: 'fake reply: ' + text } }], usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 } });
+      chatTurn(req, res, JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}')).catch((error) => {
+        if (!res.headersSent) json(502, { error: { message: error.message, type: 'api_error' } });
+        else res.end();
+      });
     });
     return;
   }

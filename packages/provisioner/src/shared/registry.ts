@@ -1,9 +1,16 @@
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-/** Write-then-rename, so a crash mid-write leaves the previous record rather than a truncated one. */
+let writes = 0;
+
+/**
+ * Write-then-rename, so a crash mid-write leaves the previous record rather than a truncated one. Each write has its
+ * own temporary file: two writes of one record at once (a lifecycle step and the memory sampler, which saves a new
+ * peak outside the agent's lock) sharing one would have the second rename fail with ENOENT (seen in CI as a 500 on
+ * repair).
+ */
 export async function writeFileAtomic(path: string, data: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`;
+  const tmp = `${path}.${process.pid}.${++writes}.tmp`;
   await writeFile(tmp, data, { mode: 0o600 });
   await rename(tmp, path);
 }

@@ -28,6 +28,8 @@ export interface FakeLlmOptions {
   transcript?: string | ((audio: Buffer) => string);
   /** Milliseconds to wait before answering a chat completion (timeouts). */
   delayMs?: number;
+  /** Milliseconds between the chunks of a streamed answer (a model that takes its time, to see chunks relayed as they come). */
+  chunkDelayMs?: number;
 }
 
 export interface FakeLlm {
@@ -167,7 +169,10 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
         const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
           frame({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] });
         chunk({ role: 'assistant', content: '' });
-        for (const piece of text.match(/[\s\S]{1,12}/g) ?? []) chunk({ content: piece });
+        for (const piece of text.match(/[\s\S]{1,12}/g) ?? []) {
+          chunk({ content: piece });
+          if (options.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, options.chunkDelayMs));
+        }
         chunk({}, 'stop');
         const streamOptions = json.stream_options as Record<string, unknown> | undefined;
         if (streamOptions?.include_usage) frame({ id, object: 'chat.completion.chunk', created, model, choices: [], usage });

@@ -198,6 +198,21 @@ describe('backend agents and deployments', () => {
       },
     );
     expect(seen.has('live')).toBe(true);
+    // `?waitMs=`: a starting agent is answered once it is live, in one request (what a message waiting on a start uses).
+    await call('usr_a', 'POST', '/agents/agt_alpha/restart');
+    expect((await call('usr_a', 'GET', '/agents/agt_alpha/state')).body.state).not.toBe('live');
+    const waited = await call('usr_a', 'GET', '/agents/agt_alpha/state?waitMs=10000');
+    expect(waited.body).toMatchObject({ state: 'live', host: 'running', ready: true });
+    // A stopped agent is answered at once: there is nothing to wait for.
+    await call('usr_a', 'POST', '/agents/agt_alpha/stop');
+    const asked = performance.now();
+    expect((await call('usr_a', 'GET', '/agents/agt_alpha/state?waitMs=10000')).body.state).toBe('stopped');
+    expect(performance.now() - asked).toBeLessThan(5_000);
+    for (const bad of ['-1', '30001', 'soon', '1.5']) {
+      expect((await call('usr_a', 'GET', `/agents/agt_alpha/state?waitMs=${bad}`)).status).toBe(400);
+    }
+    await call('usr_a', 'POST', '/agents/agt_alpha/start');
+    await host.waitUntilReady('agt_alpha', { timeoutMs: 10_000 });
     // Another user's agent is 404 like a missing one.
     expect((await call('usr_b', 'GET', '/agents/agt_alpha/state')).status).toBe(404);
     expect((await call('usr_a', 'GET', '/agents/agt_missing/state')).status).toBe(404);

@@ -53,6 +53,7 @@ export interface AgentRoutesOptions {
 }
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+const StateQuery = Type.Object({ waitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 30_000 })) });
 
 /** The caller, from the signed user context; agents always belong to a real user. */
 function callerId(request: FastifyRequest): string {
@@ -319,8 +320,17 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
 
   // Issue #19: the one agent state machine (`@aop/core/agent-state`), derived from the host's process state and the
   // gateway's /readyz each time it is asked; the web relays it on `/api/agents/:id/health` and the event stream.
-  app.get('/agents/:id/state', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
+  // `waitMs`: an agent that is starting is answered once it is ready (or `waitMs` has passed), not at once, so a caller
+  // waiting for it (a message sent while it starts or wakes) hears of it the moment it is live instead of polling.
+  app.get('/agents/:id/state', { schema: { tags: ['agents'], params: IdParams, querystring: StateQuery } }, async (request) => {
     const row = await app.db.withUser(callerId(request), (trx) => ownDeployment(trx, request.params.id));
+    const waitMs = request.query.waitMs ?? 0;
+    if (waitMs > 0 && !updating.has(row.id)) {
+      const now = await hostState(host, row.id);
+      if (now?.status === 'starting' || now?.status === 'restarting') {
+        await host.waitUntilReady(row.id, { timeoutMs: waitMs }).catch(() => undefined); // the state says how it went
+      }
+    }
     return onHost(() => agentLifecycleState(host, row, updating.has(row.id) ? 'update' : null));
   });
 

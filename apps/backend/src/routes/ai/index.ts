@@ -1,4 +1,5 @@
 import { type App, DomainError } from '@aop/core';
+import { createUsageDebitMeter } from '@aop/db';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { BackendConfig } from '../../config.js';
@@ -6,6 +7,7 @@ import { requireInternalKey, verifyUserContext } from '../../plugins/auth.js';
 import { requirePaidPlan } from '../../plugins/plan.js';
 import { llmCostUsd, priceOf } from '@aop/core/llm-prices';
 import {
+  AI_USAGE_KIND,
   DEFAULT_MAX_TOKENS,
   DEFAULT_PROVIDER,
   PROVIDER_IDS,
@@ -46,6 +48,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
   app.addHook('onRequest', requireInternalKey(config.internalApiKey));
   app.addHook('onRequest', verifyUserContext(config.userContextSecret));
   const health = createAiHealth(config);
+  const debits = createUsageDebitMeter(app.metrics.registry);
 
   app.get('/health', { schema: { tags: ['ai'] } }, async () => health());
 
@@ -123,6 +126,7 @@ export async function aiRoutes(app: App, { config }: AiRoutesOptions): Promise<v
         request.log,
       );
       await app.db.withUser(userId, (trx) => recordAiUsage(trx, userId, result));
+      debits.debited(AI_USAGE_KIND, result.costUsd);
       return {
         id: result.completion.id ?? null,
         provider: result.provider,

@@ -9,8 +9,10 @@ const BackendHealthSchema = Type.Object({
   timestamp: Type.String({ format: 'date-time' }),
   docker: Type.Union([Type.Literal('available'), Type.Literal('unavailable')]),
   provisioning: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
-  provider: Type.Literal('render'),
-  provisioner: Type.String({ description: 'where agents run: local, docker or hosting' }),
+  provider: Type.Union([Type.Literal('render'), Type.Literal('local'), Type.Literal('docker'), Type.Literal('kubernetes')], {
+    description: "the agent provider in use: `render` (the spec's) is the hosting provider's API; docs/decisions.md",
+  }),
+  provisioner: Type.String({ description: 'where agents run: local, docker, kubernetes or hosting (PROVISIONER)' }),
   warmPool: Type.Optional(
     Type.Object(
       {
@@ -39,7 +41,7 @@ export async function healthRoutes(app: App, { config, probe, host }: HealthRout
       timestamp: new Date().toISOString(),
       docker,
       provisioning,
-      provider: 'render' as const,
+      provider: config.provisioner === 'hosting' ? ('render' as const) : config.provisioner,
       provisioner: config.provisioner,
       ...(host?.warmPoolStatus ? { warmPool: host.warmPoolStatus() } : {}),
     };

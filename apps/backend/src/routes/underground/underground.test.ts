@@ -9,7 +9,8 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { startWebhookServer } from './webhooks.test-support.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestBackend, startBackend } from '../../backend.test-support.js';
-import { allocateByShares, walletKeyAad } from '../../services/underground.js';
+import { allocateByShares } from '@aop/core/money';
+import { walletKeyAad } from '../../services/underground.js';
 import { type UnsignedAgentMessage, signAgentMessage, signingText } from '../../services/underground-bus.js';
 
 const KEY = 'internal-key-for-underground-tests';

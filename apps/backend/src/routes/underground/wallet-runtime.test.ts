@@ -165,7 +165,7 @@ describe('underground wallet handed to the agent runtime', () => {
     await host.configure('agt_signer', { agentEnv: {} });
     expect(await runtimeEnv('agt_signer', 'AOP_AGENT_WALLET_KEY')).toMatchObject({ set: false });
     const repaired = await call('usr_w', 'POST', '/agents/agt_signer/repair');
-    expect(repaired.status).toBe(200);
+    expect([repaired.status, repaired.body]).toEqual([200, { success: true, message: 'Agent repaired successfully' }]);
     expect(await runtimeEnv('agt_signer', 'AOP_AGENT_WALLET_KEY')).toMatchObject({ set: true, sha256: sha256(key) });
 
     const redeployed = await call('usr_w', 'POST', '/deployments', { agentId: 'agt_signer', config: { autoProvision: true } });

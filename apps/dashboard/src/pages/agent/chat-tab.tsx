@@ -1,8 +1,8 @@
 import { isOnItsWayToLive, wakesOnMessage } from '@aop/core/agent-state';
-import type { ChatHistory, ChatMessage, ChatReply } from '@aop/web/chat/chat.schemas';
 import { type FormEvent, type KeyboardEvent, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { useSearchParams } from 'wouter';
-import { api, errorMessage } from '../../api.js';
+import { client, errorMessage, request } from '../../api.js';
+import type { ChatMessage } from '../../api-types.js';
 import { Empty, ErrorState, InlineError, Loading } from '../../components/states.js';
 import { useApi } from '../../use-api.js';
 import { type AgentStateNow, formatTime } from './shared.js';
@@ -56,7 +56,7 @@ export function ChatTab({ agentId, agentState }: { agentId: string; agentState?:
     );
 
   // Which sessions exist: the keys of this agent's recent stored messages.
-  const recent = useApi<ChatHistory>('/api/chat', { query: { agentId, limit: 200 } });
+  const recent = useApi('/api/chat', { params: { query: { agentId, limit: '200' } } });
   const [opened, setOpened] = useState<string[]>([]);
   const sessions = useMemo(() => {
     const keys = new Set<string>([DEFAULT_SESSION, sessionKey, ...opened]);
@@ -85,7 +85,7 @@ export function ChatTab({ agentId, agentState }: { agentId: string; agentState?:
     setLoading(true);
     setLoadError(undefined);
     try {
-      const page = await api<ChatHistory>('/api/chat', { query: { agentId, sessionKey, limit: PAGE } });
+      const page = await request(client.GET('/api/chat', { params: { query: { agentId, sessionKey, limit: String(PAGE) } } }));
       if (mine !== generation.current) return;
       scrollIntent.current = { kind: 'bottom' };
       setMessages(page.messages);
@@ -111,7 +111,9 @@ export function ChatTab({ agentId, agentState }: { agentId: string; agentState?:
     const mine = generation.current;
     setOlder({ loading: true });
     try {
-      const page = await api<ChatHistory>('/api/chat', { query: { agentId, sessionKey, limit: PAGE, before: cursor } });
+      const page = await request(
+        client.GET('/api/chat', { params: { query: { agentId, sessionKey, limit: String(PAGE), before: cursor } } }),
+      );
       if (mine !== generation.current) return;
       const el = logRef.current;
       scrollIntent.current = { kind: 'keep', fromBottom: el ? el.scrollHeight - el.scrollTop : 0 };
@@ -147,7 +149,7 @@ export function ChatTab({ agentId, agentState }: { agentId: string; agentState?:
     setPending({ text, at: askedAt });
     scrollIntent.current = { kind: 'bottom' };
     try {
-      const reply = await api<ChatReply>('/api/chat', { body: { message: text, agentId, sessionKey } });
+      const reply = await request(client.POST('/api/chat', { body: { message: text, agentId, sessionKey } }));
       // The person moved to another session (or agent) meanwhile: the turn is stored there and shows when they return.
       if (current.current.agentId !== to.agentId || current.current.sessionKey !== to.sessionKey) return;
       scrollIntent.current = { kind: 'bottom' };

@@ -1,11 +1,11 @@
-import type { AgentConfigView, AppliedAgentConfig, Backup } from '@aop/web/agent-config/agent-config.schemas';
 import { useCallback, useEffect, useMemo, useState } from 'react';
-import { api, errorMessage } from '../../api.js';
+import { client, errorMessage, request } from '../../api.js';
+import type { AgentConfigView, AppliedAgentConfig, ConfigBackup as Backup } from '../../api-types.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { Empty, ErrorState, InlineError, Loading } from '../../components/states.js';
 import { CONFIG_GROUPS, type ConfigField, type ConfigObject, configProblems, getPath, parseConfigText, setPath } from './config-fields.js';
 import { diffJson, foldUnchanged, stableStringify } from './line-diff.js';
-import { agentPath, formatTime } from './shared.js';
+import { formatTime } from './shared.js';
 
 /**
  * This agent's own configuration (`/api/agents/:id/config`, issue #19): what its host writes into the agent's
@@ -24,7 +24,6 @@ const replacedModel = (field: ConfigField, applied: AppliedAgentConfig): ConfigF
 const newestFirst = (backups: Backup[]) => [...backups].sort((a, b) => Date.parse(b.timestamp) - Date.parse(a.timestamp));
 
 export function ConfigTab({ agentId, agentName }: { agentId: string; agentName: string }) {
-  const base = `${agentPath(agentId)}/config`;
   const [saved, setSaved] = useState<AgentConfigView>();
   const [loadError, setLoadError] = useState<string>();
   const [draft, setDraft] = useState<ConfigObject>({});
@@ -47,21 +46,21 @@ export function ConfigTab({ agentId, agentName }: { agentId: string; agentName: 
   const load = useCallback(async () => {
     setLoadError(undefined);
     try {
-      adopt(await api<AgentConfigView>(base));
+      adopt(await request(client.GET('/api/agents/{id}/config', { params: { path: { id: agentId } } })));
     } catch (err) {
       setLoadError(errorMessage(err));
     }
-  }, [adopt, base]);
+  }, [adopt, agentId]);
 
   /** What the agent runs with after a save or restore (its host applied the new configuration). */
   const refreshApplied = useCallback(async () => {
     try {
-      const answer = await api<AgentConfigView>(base);
+      const answer = await request(client.GET('/api/agents/{id}/config', { params: { path: { id: agentId } } }));
       setSaved((before) => (before ? { ...before, applied: answer.applied } : before));
     } catch {
       // The saved configuration is shown; the model line keeps what it said until the next load.
     }
-  }, [base]);
+  }, [agentId]);
 
   useEffect(() => {
     void load();
@@ -103,7 +102,7 @@ export function ConfigTab({ agentId, agentName }: { agentId: string; agentName: 
     }
     setSaving(true);
     try {
-      const answer = await api<Omit<AgentConfigView, 'applied'> & { backupId: string }>(base, { method: 'PUT', body: { config: draft } });
+      const answer = await request(client.PUT('/api/agents/{id}/config', { params: { path: { id: agentId } }, body: { config: draft } }));
       adopt(answer);
       void refreshApplied();
       setNotice('Configuration saved. The previous configuration was kept as a backup.');
@@ -118,9 +117,9 @@ export function ConfigTab({ agentId, agentName }: { agentId: string; agentName: 
     setSaveError(undefined);
     setNotice(undefined);
     try {
-      const answer = await api<Omit<AgentConfigView, 'applied'> & { restoredFrom: string }>(`${base}/restore`, {
-        body: { backupId: backup.id },
-      });
+      const answer = await request(
+        client.POST('/api/agents/{id}/config/restore', { params: { path: { id: agentId } }, body: { backupId: backup.id } }),
+      );
       adopt(answer);
       void refreshApplied();
       setNotice(`Restored the backup from ${formatTime(backup.timestamp)}. The configuration it replaced was kept as a backup.`);
@@ -223,7 +222,7 @@ export function ConfigTab({ agentId, agentName }: { agentId: string; agentName: 
         </p>
       ) : null}
 
-      <Backups backups={newestFirst(saved.backups)} current={saved.config} base={base} onRestore={restore} />
+      <Backups backups={newestFirst(saved.backups)} current={saved.config} agentId={agentId} onRestore={restore} />
     </div>
   );
 }
@@ -352,12 +351,12 @@ function AppliedModel({ applied }: { applied: AppliedAgentConfig | null }) {
 function Backups({
   backups,
   current,
-  base,
+  agentId,
   onRestore,
 }: {
   backups: Backup[];
   current: ConfigObject;
-  base: string;
+  agentId: string;
   onRestore: (b: Backup) => Promise<void>;
 }) {
   const [open, setOpen] = useState<string | null>(null);
@@ -395,7 +394,7 @@ function Backups({
                 </div>
                 {open === b.id ? (
                   <div id={`diff-${b.id}`}>
-                    <BackupDiff backupId={b.id} current={current} base={base} />
+                    <BackupDiff backupId={b.id} current={current} agentId={agentId} />
                   </div>
                 ) : null}
               </li>
@@ -408,19 +407,21 @@ function Backups({
 }
 
 /** What restoring the backup would change: lines of the current configuration removed (−) and of the backup added (+). */
-function BackupDiff({ backupId, current, base }: { backupId: string; current: ConfigObject; base: string }) {
+function BackupDiff({ backupId, current, agentId }: { backupId: string; current: ConfigObject; agentId: string }) {
   const [backup, setBackup] = useState<ConfigObject>();
   const [error, setError] = useState<string>();
 
   const load = useCallback(async () => {
     setError(undefined);
     try {
-      const answer = await api<{ backup: { config: ConfigObject } }>(`${base}/backups/${encodeURIComponent(backupId)}`);
+      const answer = await request(
+        client.GET('/api/agents/{id}/config/backups/{backupId}', { params: { path: { id: agentId, backupId } } }),
+      );
       setBackup(answer.backup.config);
     } catch (err) {
       setError(errorMessage(err));
     }
-  }, [backupId, base]);
+  }, [backupId, agentId]);
 
   useEffect(() => {
     void load();

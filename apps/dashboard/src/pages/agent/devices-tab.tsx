@@ -1,6 +1,6 @@
-import type { Device, DeviceLists } from '@aop/web/devices/devices.schemas';
 import { type ReactNode, useEffect, useState } from 'react';
-import { api, errorMessage } from '../../api.js';
+import { client, errorMessage, request } from '../../api.js';
+import type { Device } from '../../api-types.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { useApi } from '../../use-api.js';
@@ -15,7 +15,7 @@ const REFRESH_MS = 10_000;
  * again 10 seconds after each answer. Each agent's devices are its own, whichever agent is the account's primary one.
  */
 export function DevicesTab({ agentId }: { agentId: string }) {
-  const devices = useApi<DeviceLists>(`/api/devices?agentId=${encodeURIComponent(agentId)}`);
+  const devices = useApi('/api/devices', { params: { query: { agentId } } });
   const { reload, loading } = devices;
   // Read again 10 s after each answer rather than every 10 s: a gateway that answers slower than the interval (an
   // unreachable one takes the web's whole gateway timeout, 10 s by default) would otherwise have every answer
@@ -45,7 +45,7 @@ export function DevicesTab({ agentId }: { agentId: string }) {
     setError(undefined);
     setDone(undefined);
     try {
-      await api('/api/devices', { body: { deviceId: device.id, action, agentId } });
+      await request(client.POST('/api/devices', { body: { deviceId: device.id, action, agentId } }));
       setDone(`${label(device)} ${DONE[action]}.`);
     } catch (err) {
       setError(`Could not ${action} ${label(device)}: ${errorMessage(err)}`);

@@ -1,11 +1,11 @@
 import { type AgentAction, actionBlockedReason } from '@aop/core/agent-state';
-import type { LifecycleAnswer } from '@aop/web/agents/agents.schemas';
 import { useState } from 'react';
-import { ApiError, api, errorMessage } from '../../api.js';
+import { ApiError, client, errorMessage, request } from '../../api.js';
+import type { LifecycleAnswer } from '../../api-types.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { Loading } from '../../components/states.js';
 import { StatusBadge } from '../../components/status-badge.js';
-import { agentPath, formatTime, type useAgentState } from './shared.js';
+import { formatTime, type useAgentState } from './shared.js';
 
 type Action = AgentAction;
 
@@ -90,7 +90,7 @@ export function LifecycleTab({
     setOutcome(undefined);
     try {
       const body = action === 'update' && wanted ? { image: wanted } : {};
-      const answer = await api<LifecycleAnswer>(`${agentPath(agentId)}/${action}`, { method: 'POST', body });
+      const answer = await request(client.POST(`/api/agents/{id}/${action}`, { params: { path: { id: agentId } }, body }));
       live.adopt(answer);
       setOutcome({ action, ok: true, text: describe(label, answer) });
     } catch (err) {

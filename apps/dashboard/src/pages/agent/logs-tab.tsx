@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
-import { ApiError, api, errorMessage } from '../../api.js';
+import { ApiError, client, errorMessage, request } from '../../api.js';
 import { ErrorState, Loading } from '../../components/states.js';
 import { eventData, readEventStream } from '../../event-stream.js';
 
@@ -57,7 +57,9 @@ export function LogsTab({ agentId }: { agentId: string }) {
     async (why: string) => {
       setMode({ kind: 'history', why, loading: true });
       try {
-        const answer = await api<{ lines: unknown[] }>(`${base}/history`, { query: { limit: MAX_LINES } });
+        const answer = await request(
+          client.GET('/api/logs/{agentId}/history', { params: { path: { agentId }, query: { limit: String(MAX_LINES) } } }),
+        );
         lines.current = answer.lines.map(lineOf).slice(-MAX_LINES);
         setVersion((v) => v + 1);
         setMode({ kind: 'history', why, loading: false });
@@ -65,7 +67,7 @@ export function LogsTab({ agentId }: { agentId: string }) {
         setMode({ kind: 'history', why, loading: false, error: errorMessage(err) });
       }
     },
-    [base],
+    [agentId],
   );
 
   // One live connection per `connection` number; a broken one is tried again after the announced delay.

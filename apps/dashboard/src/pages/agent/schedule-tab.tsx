@@ -1,7 +1,8 @@
 import { cronExpressionProblem, timeZoneProblem } from '@aop/core/schedule-expression';
-import type { CronJob, CronList, Heartbeat, HeartbeatWrite } from '@aop/web/schedule/schedule.schemas';
 import { type FormEvent, useEffect, useState } from 'react';
-import { api, errorMessage } from '../../api.js';
+import type { ApiRequestBody } from '@aop/sdk';
+import { client, errorMessage, request } from '../../api.js';
+import type { CronJob, CronList } from '../../api-types.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { type Resource, useApi } from '../../use-api.js';
@@ -66,7 +67,7 @@ const SYSTEM_BADGES: Record<NonNullable<CronJob['system']>['kind'], string> = {
 export function ScheduleTab({ agentId }: { agentId: string }) {
   // One list for the job table and the heartbeat section, so both say the same and a save refreshes both.
   // This agent's gateway, whichever agent is primary (issue #19).
-  const cron = useApi<CronList>('/api/cron', { query: { agentId } });
+  const cron = useApi('/api/cron', { params: { query: { agentId } } });
   return (
     <div className="stack">
       <p className="notice">Scheduled jobs and the heartbeat run on this agent’s gateway.</p>
@@ -82,7 +83,7 @@ function CronJobs({ agentId, cron }: { agentId: string; cron: Resource<CronList>
   const remove = async (job: CronJob) => {
     setDeleteError(undefined);
     try {
-      await api('/api/cron', { method: 'DELETE', query: { jobId: job.id, agentId } });
+      await request(client.DELETE('/api/cron', { params: { query: { jobId: job.id, agentId } } }));
     } catch (err) {
       setDeleteError(`Could not delete “${job.name}”: ${errorMessage(err)}`);
     }
@@ -193,7 +194,7 @@ function NewJobForm({ agentId, onAdded }: { agentId: string; onAdded: () => void
     const payload = payloadKind === 'systemEvent' ? { kind: 'systemEvent', text } : { kind: 'agentTurn', message: text };
     setBusy(true);
     try {
-      await api('/api/cron', { body: { name: name.trim(), schedule, payload, enabled, agentId } });
+      await request(client.POST('/api/cron', { body: { name: name.trim(), schedule, payload, enabled, agentId } }));
       setDone(`Added “${name.trim()}”.`);
       setName('');
       setExpr('');
@@ -314,7 +315,7 @@ function systemHeartbeatText(cron: Resource<CronList>): string | null {
 }
 
 function HeartbeatSettings({ agentId, cron }: { agentId: string; cron: Resource<CronList> }) {
-  const heartbeat = useApi<Heartbeat>('/api/heartbeat', { query: { agentId } });
+  const heartbeat = useApi('/api/heartbeat', { params: { query: { agentId } } });
   const [enabled, setEnabled] = useState(true);
   const [frequency, setFrequency] = useState<string>('30m');
   const [busy, setBusy] = useState(false);
@@ -334,10 +335,9 @@ function HeartbeatSettings({ agentId, cron }: { agentId: string; cron: Resource<
     setError(undefined);
     setDone(undefined);
     try {
-      const answer = await api<HeartbeatWrite>('/api/heartbeat', {
-        method: 'PUT',
-        body: { agentId, frequency, enabled },
-      });
+      // A frequency set elsewhere (not one of the choices) goes back as it is: the API says whether it takes it.
+      const body = { agentId, frequency: frequency as ApiRequestBody<'/api/heartbeat', 'put'>['frequency'], enabled };
+      const answer = await request(client.PUT('/api/heartbeat', { body }));
       const state = answer.enabled ? `on, ${FREQUENCY_WORDS[answer.frequency] ?? answer.frequency}` : 'off';
       setDone(`Heartbeat ${state}: saved ${answer.source === 'gateway' ? 'on the gateway' : 'in the platform settings'}.`);
       // The platform heartbeat is a job on the gateway: the table shows it too.

@@ -1,13 +1,10 @@
 import type { AgentAction, AgentLifecycleState } from '@aop/core/agent-state';
-import type { AgentStatusEvent } from '@aop/web/agents/agents.schemas';
 import { useCallback, useEffect, useState } from 'react';
 import { errorMessage } from '../../api.js';
+import type { AgentStatusEvent } from '../../api-types.js';
 import { eventData, readEventStream } from '../../event-stream.js';
 
-/** Shapes the agent page reads from the public API, small formatting helpers its tabs share, and the agent's state. */
-
-/** `GET /api/agents/:id` → `{ status: 'ok', agent }` (web proxy shape, spec §2.3 / §4.15): the route's response schema. */
-export type { AgentAnswer, AgentRecord } from '@aop/web/agents/agents.schemas';
+/** Small formatting helpers the agent page's tabs share, and the agent's state. */
 
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return '—';
@@ -33,8 +30,6 @@ export function formatEvery(ms: number): string {
   return `every ${ms} ms`;
 }
 
-export const agentPath = (agentId: string) => `/api/agents/${encodeURIComponent(agentId)}`;
-
 /**
  * The agent's state as its event stream pushes it (`GET /api/agents/:id/events?follow=1`, the one state machine of
  * `@aop/core/agent-state`): the badge, the health card and which lifecycle buttons are enabled all read this. The
@@ -55,7 +50,7 @@ export function useAgentState(agentId: string): {
       while (!stop.signal.aborted) {
         try {
           await readEventStream(
-            `${agentPath(agentId)}/events?follow=1`,
+            `/api/agents/${encodeURIComponent(agentId)}/events?follow=1`,
             (event) => {
               if (event.event !== 'status') return;
               const data = eventData(event) as AgentStatusEvent;

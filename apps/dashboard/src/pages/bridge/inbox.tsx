@@ -1,4 +1,3 @@
-import type { BridgeInbox } from '@aop/web/bridge/bridge.schemas';
 import { useEffect, useRef, useState } from 'react';
 import { Loaded } from '../../components/states.js';
 import { useBridge } from './use-bridge.js';
@@ -24,8 +23,8 @@ export function Inbox({ channels, secret, refreshKey }: { channels: string[]; se
   const [channel, setChannel] = useState(channels[0] ?? 'general');
   const [period, setPeriod] = useState<PeriodId>('24h');
   const windowMs = PERIODS.find((p) => p.id === period)?.ms ?? 24 * HOUR;
-  const inbox = useBridge<BridgeInbox>('/api/bridge/inbox', secret, {
-    query: () => ({ channel, since: new Date(Date.now() - windowMs).toISOString(), limit: LIMIT }),
+  const inbox = useBridge('/api/bridge/inbox', secret, {
+    query: () => ({ channel, since: new Date(Date.now() - windowMs).toISOString(), limit: String(LIMIT) }),
     key: `${channel}|${period}`,
     refreshMs: 10_000,
   });

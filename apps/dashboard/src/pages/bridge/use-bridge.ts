@@ -1,5 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
-import { ApiError, api, errorMessage, type RequestOptions } from '../../api.js';
+import type { ApiParams, ApiResponse } from '@aop/sdk';
+import { ApiError, client, errorMessage, request } from '../../api.js';
+
+type BridgePath = '/api/bridge/health' | '/api/bridge/inbox';
 
 /**
  * The bridge routes take `X-Bridge-Secret` instead of the session (when the server sets BRIDGE_SECRET). The secret is
@@ -22,11 +25,12 @@ export interface BridgeResource<T> {
  * Like useApi, with the bridge secret header. `query` is called at each request, so a "since" window is measured
  * from the moment of the request; `key` says when the query has changed.
  */
-export function useBridge<T>(
-  path: string,
+export function useBridge<P extends BridgePath>(
+  path: P,
   secret: string | undefined,
-  options: { query?: () => RequestOptions['query']; key?: string; refreshMs?: number; enabled?: boolean } = {},
-): BridgeResource<T> {
+  options: { query?: () => ApiParams<P>['query']; key?: string; refreshMs?: number; enabled?: boolean } = {},
+): BridgeResource<ApiResponse<P>> {
+  type T = ApiResponse<P>;
   const { key = '', refreshMs, enabled = true } = options;
   const [data, setData] = useState<T>();
   const [error, setError] = useState<string>();
@@ -40,7 +44,9 @@ export function useBridge<T>(
     if (!enabled) return;
     const mine = ++generation.current;
     try {
-      const result = await api<T>(path, { query: query.current?.(), headers: bridgeHeaders(secret) });
+      // `path` and its query were checked against the document where `useBridge` was called.
+      const get = client.GET as (path: string, init: object) => Promise<{ data?: T; error?: unknown; response: Response }>;
+      const result = await request(get(path, { params: { query: query.current?.() }, headers: bridgeHeaders(secret) }));
       if (mine !== generation.current) return;
       setData(result);
       setError(undefined);

@@ -1,4 +1,4 @@
-import type { CostReport } from '@aop/web/usage/usage.schemas';
+import type { CostReport } from '../../api-types.js';
 import { useRef } from 'react';
 import { formatInteger, formatMoney } from '../../format.js';
 import { useElementWidth } from '../../use-element-width.js';

@@ -1,4 +1,4 @@
-import type { FleetGraph as FleetGraphData, FleetNode } from '@aop/web/mission-control/mission-control.schemas';
+import type { FleetGraph as FleetGraphData, FleetNode } from '../../api-types.js';
 import { useLayoutEffect, useRef } from 'react';
 import { formatPercent } from '../../format.js';
 import { useElementWidth } from '../../use-element-width.js';

@@ -1,7 +1,7 @@
 import { planTitle } from '@aop/core/plans';
-import type { CardCheckout as Checkout, CardCheckouts as CheckoutList } from '@aop/web/billing/billing.schemas';
+import type { CardCheckout as Checkout, CardCheckouts as CheckoutList } from '../../api-types.js';
 import { Loaded } from '../../components/states.js';
-import { useApi } from '../../use-api.js';
+import { type Resource, useApi } from '../../use-api.js';
 
 const TONE: Record<Checkout['status'], string> = { complete: 'badge-ok', open: 'badge-busy', expired: 'badge-idle' };
 const LABEL: Record<Checkout['status'], string> = { complete: 'paid', open: 'not paid yet', expired: 'expired' };
@@ -19,7 +19,8 @@ function money(c: Checkout): string {
 
 /** The caller's card checkouts, newest 20, as recorded when they were started and completed. */
 export function CardCheckouts() {
-  const checkouts = useApi<CheckoutList>('/api/wallet/top-up');
+  // Without `session_id` the answer is the list.
+  const checkouts = useApi('/api/wallet/top-up') as Resource<CheckoutList>;
   return (
     <section aria-labelledby="checkouts-heading" className="stack">
       <h2 id="checkouts-heading">Card payments</h2>

@@ -1,7 +1,6 @@
-import type { PaymentSession, SessionAnswer, SessionClosed, SessionList } from '@aop/web/payments/payments.schemas';
-import type { ProviderInfo, WalletView as Wallet } from '@aop/web/wallets/wallets.schemas';
 import { type FormEvent, useState } from 'react';
-import { api } from '../../api.js';
+import { client, request } from '../../api.js';
+import type { PaymentSession, PaymentSessionList, ProviderInfo, WalletView as Wallet } from '../../api-types.js';
 import { Announce } from '../../components/announce.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
@@ -18,10 +17,11 @@ const when = (ms: number) => new Date(ms).toLocaleString();
 
 export function WalletSessions({ wallets, provider }: { wallets: Wallet[]; provider: Resource<ProviderInfo> }) {
   const [address, setAddress] = useState(wallets[0]?.address ?? '');
-  const sessions = useApi<SessionList>('/api/wallet/sessions', { query: { address }, refreshMs: 30_000 });
+  // Without `sessionId` the answer is the wallet's sessions.
+  const sessions = useApi('/api/wallet/sessions', { params: { query: { address } }, refreshMs: 30_000 }) as Resource<PaymentSessionList>;
   // What the last open or close did; kept here, not in the form, which goes away once a session is open.
   const [notice, setNotice] = useState<string>();
-  const close = useAction(async (id: string) => api<SessionClosed>('/api/wallet/sessions', { method: 'DELETE', query: { sessionId: id } }));
+  const close = useAction(async (id: string) => request(client.DELETE('/api/wallet/sessions', { params: { query: { sessionId: id } } })));
   const open = sessions.data?.sessions.find((s) => s.status !== 'closed');
 
   return (
@@ -154,9 +154,7 @@ function OpenSession({
   const [deposit, setDeposit] = useState('');
   const [transaction, setTransaction] = useState('');
   const openSession = useAction(async () =>
-    api<SessionAnswer>('/api/wallet/sessions', {
-      body: { address, deposit: deposit.trim(), transaction: transaction.trim() },
-    }),
+    request(client.POST('/api/wallet/sessions', { body: { address, deposit: deposit.trim(), transaction: transaction.trim() } })),
   );
 
   const onSubmit = async (event: FormEvent) => {

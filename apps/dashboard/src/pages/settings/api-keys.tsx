@@ -1,6 +1,6 @@
-import type { CreatedKey, KeyView } from '@aop/web/api-keys/api-keys.schemas';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
-import { api } from '../../api.js';
+import type { ApiKey, CreatedApiKey } from '@aop/sdk';
+import { client, request } from '../../api.js';
 import { Announce } from '../../components/announce.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
@@ -12,15 +12,15 @@ const KEY_NAME_MAX = 64;
 const when = (iso: string) => new Date(iso).toLocaleString();
 
 export function ApiKeysSection() {
-  const keys = useApi<{ keys: KeyView[] }>('/api/keys');
+  const keys = useApi('/api/keys');
   const [name, setName] = useState('');
   // The new key lives only here, only while its dialog is open: never in storage, the URL or a log.
-  const [created, setCreated] = useState<CreatedKey>();
+  const [created, setCreated] = useState<CreatedApiKey>();
   const [revoked, setRevoked] = useState<string>();
 
-  const create = useAction(async (keyName: string) => api<CreatedKey>('/api/keys', { body: { name: keyName } }));
-  const revoke = useAction(async (key: KeyView) => {
-    await api(`/api/keys/${encodeURIComponent(key.id)}`, { method: 'DELETE' });
+  const create = useAction(async (keyName: string) => request(client.POST('/api/keys', { body: { name: keyName } })));
+  const revoke = useAction(async (key: ApiKey) => {
+    await request(client.DELETE('/api/keys/{id}', { params: { path: { id: key.id } } }));
     return key;
   });
 
@@ -123,7 +123,7 @@ export function ApiKeysSection() {
  * The one time a key is shown. A modal dialog so it cannot be missed; "Copy" uses the clipboard and, where the
  * browser refuses (no permission, not a secure context), selects the key so the person can copy it themselves.
  */
-function NewKeyDialog({ created, onClose }: { created: CreatedKey; onClose: () => void }) {
+function NewKeyDialog({ created, onClose }: { created: CreatedApiKey; onClose: () => void }) {
   const dialog = useRef<HTMLDialogElement>(null);
   const field = useRef<HTMLInputElement>(null);
   const copyButton = useRef<HTMLButtonElement>(null);

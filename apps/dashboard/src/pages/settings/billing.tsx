@@ -1,14 +1,9 @@
 import { planTitle } from '@aop/core/plans';
-import type {
-  BillingOverview as Billing,
-  BillingUsage as Usage,
-  CheckoutAnswer,
-  PlanPrice,
-  VerifyResult,
-} from '@aop/web/billing/billing.schemas';
+import type { ApiRequestBody, ApiResponse } from '@aop/sdk';
 import { type FormEvent, type ReactNode, useEffect, useState } from 'react';
 import { Link } from 'wouter';
-import { api, errorMessage } from '../../api.js';
+import { client, errorMessage, request } from '../../api.js';
+import type { Billing, ByokAnswer, CheckoutAnswer, PlanPrice, BillingUsage as Usage, UsageAnswer } from '../../api-types.js';
 import { Announce } from '../../components/announce.js';
 import { ErrorState, InlineError, Loaded, Loading } from '../../components/states.js';
 import { formatMoney, formatPounds, GBP_NOTE, USD_NOTE } from '../../format.js';
@@ -27,7 +22,7 @@ const planLabel = (p: PlanPrice) =>
     : `${planTitle(p.plan)} — monthly, price set by the operator`;
 
 export function BillingSection() {
-  const billing = useApi<Billing>('/api/billing');
+  const billing = useApi('/api/billing');
   return (
     <section aria-labelledby="billing-heading" className="stack">
       <h2 id="billing-heading" className="visually-hidden">
@@ -48,7 +43,7 @@ function CheckoutReturn({ onApplied }: { onApplied: () => void }) {
   const [params] = useState(() => new URLSearchParams(window.location.search));
   const outcome = params.get('checkout');
   const sessionId = params.get('session_id');
-  const [result, setResult] = useState<VerifyResult>();
+  const [result, setResult] = useState<ApiResponse<'/api/checkout/verify'>>();
   const [error, setError] = useState<string>();
   const [dismissed, setDismissed] = useState(false);
 
@@ -58,7 +53,7 @@ function CheckoutReturn({ onApplied }: { onApplied: () => void }) {
     window.history.replaceState(window.history.state, '', `${window.location.pathname}${window.location.hash}`);
     if (outcome !== 'success' || !sessionId) return;
     let live = true;
-    api<VerifyResult>('/api/checkout/verify', { query: { session_id: sessionId } }).then(
+    request(client.GET('/api/checkout/verify', { params: { query: { session_id: sessionId } } })).then(
       (answer) => {
         if (!live) return;
         setResult(answer);
@@ -165,8 +160,9 @@ function NoCardPayments() {
 /** Starts a Checkout and leaves for the provider's page; the way back is CheckoutReturn. */
 function useCheckout() {
   const [leaving, setLeaving] = useState(false);
-  const action = useAction(async (body: Record<string, string>) => {
-    const answer = await api<CheckoutAnswer>('/api/billing', { body });
+  const action = useAction(async (body: ApiRequestBody<'/api/billing', 'post'>) => {
+    // A checkout action answers with the provider's page.
+    const answer = (await request(client.POST('/api/billing', { body }))) as CheckoutAnswer;
     setLeaving(true);
     window.location.assign(answer.url);
   });
@@ -273,8 +269,9 @@ function CreditPacks({ billing: b }: { billing: Billing }) {
 }
 
 function ByokToggle({ enabled, reload }: { enabled: boolean; reload: () => Promise<void> }) {
-  const toggle = useAction(async (on: boolean) =>
-    api<{ success: true; byok: boolean }>('/api/billing', { body: { action: on ? 'enable-byok' : 'disable-byok' } }),
+  const toggle = useAction(
+    async (on: boolean) =>
+      request(client.POST('/api/billing', { body: { action: on ? 'enable-byok' : 'disable-byok' } })) as Promise<ByokAnswer>,
   );
   return (
     <div className="card stack">
@@ -305,7 +302,7 @@ function ByokToggle({ enabled, reload }: { enabled: boolean; reload: () => Promi
 function UsageCard({ initial }: { initial: Usage }) {
   const [fresh, setFresh] = useState<Usage>();
   const refresh = useAction(async () => {
-    const { usage } = await api<{ usage: Usage }>('/api/billing', { body: { action: 'get-usage' } });
+    const { usage } = (await request(client.POST('/api/billing', { body: { action: 'get-usage' } }))) as UsageAnswer;
     setFresh(usage);
   });
   const usage = fresh ?? initial;

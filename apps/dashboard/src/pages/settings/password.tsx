@@ -1,5 +1,5 @@
 import { type FormEvent, useState } from 'react';
-import { api } from '../../api.js';
+import { client, request } from '../../api.js';
 import { Announce } from '../../components/announce.js';
 import { InlineError } from '../../components/states.js';
 import { useAction } from '../../use-api.js';
@@ -15,7 +15,7 @@ export function PasswordSection() {
   const [done, setDone] = useState<string>();
 
   const change = useAction(async (currentPassword: string, newPassword: string) => {
-    await api('/api/settings/password', { body: { currentPassword, newPassword } });
+    await request(client.POST('/api/settings/password', { body: { currentPassword, newPassword } }));
     return true;
   });
 

@@ -1,6 +1,6 @@
-import type { Settings as AccountSettings } from '@aop/web/accounts/accounts.schemas';
 import { type FormEvent, useState } from 'react';
-import { api } from '../../api.js';
+import { client, request } from '../../api.js';
+import type { AccountSettings } from '../../api-types.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { Announce } from '../../components/announce.js';
 import { useSession } from '../../session.js';
@@ -10,7 +10,7 @@ import { useAction, useApi } from '../../use-api.js';
 const NAME_MAX = 100;
 
 export function ProfileSection() {
-  const settings = useApi<AccountSettings>('/api/settings');
+  const settings = useApi('/api/settings');
   const [saved, setSaved] = useState<string>();
   return (
     <section aria-labelledby="profile-heading" className="card stack">
@@ -80,13 +80,12 @@ function ProfileForm({
   const save = useAction(async () => {
     if (emailChanged) {
       // POST is the route that may change the sign-in email: a signed-in session and the current password.
-      const answer = await api<AccountSettings>('/api/settings', {
-        method: 'POST',
-        body: { ...(nameChanged ? { name } : {}), email: email.trim(), currentPassword },
-      });
+      const answer = await request(
+        client.POST('/api/settings', { body: { ...(nameChanged ? { name } : {}), email: email.trim(), currentPassword } }),
+      );
       return `We sent a link to ${answer.pendingEmail ?? email.trim()}. Your sign-in address changes to it when you open the link; until then it stays ${answer.email}.`;
     }
-    await api<AccountSettings>('/api/settings', { method: 'PATCH', body: { name } });
+    await request(client.PATCH('/api/settings', { body: { name } }));
     // The header shows the name from the session: bring it up to date.
     await refresh();
     return 'Saved.';
@@ -162,7 +161,7 @@ function ProfileForm({
 /** Whether the sign-in address is confirmed, and an email change that waits for its link; either link can be re-sent. */
 function EmailStatus({ settings, onSent }: { settings: AccountSettings; onSent: (message: string) => void }) {
   const resend = useAction(async () => {
-    const answer = await api<{ email: string }>('/api/auth/verify-email/resend', { method: 'POST' });
+    const answer = await request(client.POST('/api/auth/verify-email/resend'));
     return `We sent a new link to ${answer.email}.`;
   });
   const send = async () => {

@@ -1,6 +1,5 @@
-import type { TradingKeyStatus } from '@aop/web/trading/trading.schemas';
 import { type FormEvent, useState } from 'react';
-import { api } from '../../api.js';
+import { client, request } from '../../api.js';
 import { Announce } from '../../components/announce.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
@@ -14,12 +13,12 @@ const TRADING_KEY_MAX = 512;
  * page never shows it; the field is emptied as soon as the key is sent.
  */
 export function TradingKeySection() {
-  const status = useApi<TradingKeyStatus>('/api/user/trading-key');
+  const status = useApi('/api/user/trading-key');
   const [value, setValue] = useState('');
   const [done, setDone] = useState<string>();
 
-  const save = useAction(async (apiKey: string) => api('/api/user/trading-key', { body: { apiKey } }));
-  const remove = useAction(async () => api('/api/user/trading-key', { method: 'DELETE' }));
+  const save = useAction(async (apiKey: string) => request(client.POST('/api/user/trading-key', { body: { apiKey } })));
+  const remove = useAction(async () => request(client.DELETE('/api/user/trading-key')));
 
   const onSave = async (event: FormEvent) => {
     event.preventDefault();

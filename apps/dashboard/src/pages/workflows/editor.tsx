@@ -1,7 +1,7 @@
-import type { Workflow } from '@aop/web/workflows/workflows.schemas';
 import { useCallback, useEffect, useId, useMemo, useRef, useState } from 'react';
 import { Link, useLocation } from 'wouter';
-import { api } from '../../api.js';
+import { client, request } from '../../api.js';
+import type { Workflow } from '../../api-types.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { PageHeader } from '../../components/layout.js';
 import { ErrorState, InlineError, Loading } from '../../components/states.js';
@@ -63,7 +63,7 @@ export function WorkflowEditor({ workflowId }: { workflowId: string }) {
   // The id the draft was saved as: the address changes to it, the same editor stays (with its state and message).
   const [created, setCreated] = useState<string>();
   const isDraft = workflowId === NEW_WORKFLOW || workflowId === created;
-  const resource = useApi<{ workflow: Workflow }>(isDraft ? null : `/api/workflows/${encodeURIComponent(workflowId)}`);
+  const resource = useApi(isDraft ? null : '/api/workflows/{workflowId}', { params: { path: { workflowId } } });
   if (isDraft) {
     return (
       <Editor
@@ -135,12 +135,14 @@ function Editor({ workflow, onCreated }: { workflow: Workflow | null; onCreated?
     useCallback(
       (id: string | null, body: ReturnType<typeof requestBody>) =>
         id === null
-          ? api<{ workflow: Workflow }>('/api/workflows', { body })
-          : api<{ workflow: Workflow }>(`/api/workflows/${id}`, { method: 'PUT', body }),
+          ? request(client.POST('/api/workflows', { body }))
+          : request(client.PUT('/api/workflows/{workflowId}', { params: { path: { workflowId: id } }, body })),
       [],
     ),
   );
-  const remove = useAction(useCallback((id: string) => api(`/api/workflows/${id}`, { method: 'DELETE' }), []));
+  const remove = useAction(
+    useCallback((id: string) => request(client.DELETE('/api/workflows/{workflowId}', { params: { path: { workflowId: id } } })), []),
+  );
 
   const body = useMemo(() => JSON.stringify(requestBody(meta, graph)), [meta, graph]);
   // Steps (still on the canvas) whose "Other settings" do not parse: their text is not in `graph`, so not saved.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { WorkflowNode } from '@aop/web/workflows/workflows.schemas';
+import type { WorkflowNode } from '../../api-types.js';
 import {
   addNode,
   connect,

@@ -8,7 +8,7 @@
  * in `config` (`label` and any other setting) is kept as it came.
  */
 
-import type { WorkflowNode } from '@aop/web/workflows/workflows.schemas';
+import type { WorkflowNode } from '../../api-types.js';
 
 export const NODE_TYPES = ['trigger', 'action', 'condition', 'output'] as const;
 export type NodeType = (typeof NODE_TYPES)[number];

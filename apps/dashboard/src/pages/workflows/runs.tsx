@@ -1,6 +1,6 @@
-import type { WorkflowRun, WorkflowRunStep } from '@aop/web/workflows/workflows.schemas';
 import { useCallback, useId, useState } from 'react';
-import { api } from '../../api.js';
+import { client, request } from '../../api.js';
+import type { WorkflowRun, WorkflowRunStep } from '../../api-types.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { formatDateTime, formatDuration } from '../../format.js';
 import { useAction, useApi } from '../../use-api.js';
@@ -22,15 +22,20 @@ function duration(run: WorkflowRun): string {
  */
 export function WorkflowRuns({ workflowId, unsaved }: { workflowId: string | null; unsaved: boolean }) {
   const ids = useId();
-  const runs = useApi<{ runs: WorkflowRun[] }>(workflowId === null ? null : `/api/workflows/${encodeURIComponent(workflowId)}/runs`, {
-    query: { limit: SHOWN },
+  const runs = useApi(workflowId === null ? null : '/api/workflows/{workflowId}/runs', {
+    params: { path: { workflowId: workflowId ?? '' }, query: { limit: SHOWN } },
   });
   const [input, setInput] = useState('');
   const [notice, setNotice] = useState<string>();
   const start = useAction(
     useCallback(
       (id: string, text: string) =>
-        api<{ run: WorkflowRun }>(`/api/workflows/${encodeURIComponent(id)}/run`, { body: text.trim() ? { input: text } : {} }),
+        request(
+          client.POST('/api/workflows/{workflowId}/run', {
+            params: { path: { workflowId: id } },
+            body: text.trim() ? { input: text } : {},
+          }),
+        ),
       [],
     ),
   );

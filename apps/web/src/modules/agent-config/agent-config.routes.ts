@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { requireUser } from '../../platform/http/auth.js';
 import { backendPath, relayJson } from '../../platform/clients/backend-proxy.js';
 import type { AuthUser } from '../../platform/sessions.js';
+import { AgentConfigBackup, AgentConfigView, RestoredAgentConfig, SavedAgentConfig } from './agent-config.schemas.js';
 import { parseConfigInput } from './agent-config.service.js';
 import { requireCallersAgent } from '../../platform/owned-agent.js';
 
@@ -22,7 +23,8 @@ const RestoreBody = Type.Object({ backupId: Type.Optional(Type.Unknown({ descrip
  * One agent's configuration (spec §4.15 `GET/PUT /api/agents/:id/config`; issue #19 "Configuration is per agent"):
  * kept by the backend, which backs up the configuration each save replaces (10 per agent, as §4.2 does for the
  * account) and has the agent's host apply it. The web checks the caller owns the agent and the configuration's known
- * keys (the same rules as `POST /api/config`), then relays.
+ * keys (the same rules as `POST /api/config`), then relays. The response schemas describe the backend's answers for
+ * the OpenAPI document; the relayed JSON text is sent as it came, never re-serialized through them.
  */
 export async function agentConfigRoutes(app: App): Promise<void> {
   async function owner(request: FastifyRequest, agentId: string): Promise<AuthUser> {
@@ -31,14 +33,21 @@ export async function agentConfigRoutes(app: App): Promise<void> {
     return user;
   }
 
-  app.get('/api/agents/:id/config', { schema: { tags: ['agents'], params: Params } }, async (request, reply) => {
-    const user = await owner(request, request.params.id);
-    return relayJson(app.backend, request, reply, { method: 'GET', path: backendPath(CONFIG, request.params), user });
-  });
+  app.get(
+    '/api/agents/:id/config',
+    { schema: { tags: ['agents'], params: Params, response: { 200: AgentConfigView } } },
+    async (request, reply) => {
+      const user = await owner(request, request.params.id);
+      return relayJson(app.backend, request, reply, { method: 'GET', path: backendPath(CONFIG, request.params), user });
+    },
+  );
 
   app.put(
     '/api/agents/:id/config',
-    { config: { invalidBody: 'INVALID_CONFIG_OBJECT' }, schema: { tags: ['agents'], params: Params, body: ConfigBody } },
+    {
+      config: { invalidBody: 'INVALID_CONFIG_OBJECT' },
+      schema: { tags: ['agents'], params: Params, body: ConfigBody, response: { 200: SavedAgentConfig } },
+    },
     async (request, reply) => {
       const user = await owner(request, request.params.id);
       const config = parseConfigInput(request.body.config);
@@ -50,7 +59,11 @@ export async function agentConfigRoutes(app: App): Promise<void> {
   app.get(
     '/api/agents/:id/config/backups/:backupId',
     {
-      schema: { tags: ['agents'], params: Type.Object({ ...Params.properties, backupId: Type.String({ minLength: 1, maxLength: 100 }) }) },
+      schema: {
+        tags: ['agents'],
+        params: Type.Object({ ...Params.properties, backupId: Type.String({ minLength: 1, maxLength: 100 }) }),
+        response: { 200: AgentConfigBackup },
+      },
     },
     async (request, reply) => {
       const user = await owner(request, request.params.id);
@@ -65,7 +78,10 @@ export async function agentConfigRoutes(app: App): Promise<void> {
   // Restores a backup: the configuration it replaces is backed up first, and the agent's host applies the restored one.
   app.post(
     '/api/agents/:id/config/restore',
-    { config: { invalidBody: 'INVALID_REQUEST_BODY' }, schema: { tags: ['agents'], params: Params, body: RestoreBody } },
+    {
+      config: { invalidBody: 'INVALID_REQUEST_BODY' },
+      schema: { tags: ['agents'], params: Params, body: RestoreBody, response: { 200: RestoredAgentConfig } },
+    },
     async (request, reply) => {
       const user = await owner(request, request.params.id);
       const { backupId } = request.body;

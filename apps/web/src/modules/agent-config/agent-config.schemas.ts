@@ -49,3 +49,27 @@ export const AgentConfigView = Type.Object({
   applied: Type.Union([AppliedAgentConfig, Type.Null()]),
 });
 export type AgentConfigView = Static<typeof AgentConfigView>;
+
+/** `PUT /api/agents/:id/config`: the configuration saved, `backupId` the backup of the one it replaced. */
+export const SavedAgentConfig = Type.Object({
+  success: Type.Literal(true),
+  agentId: Type.String(),
+  config: Config,
+  backupId: Type.String(),
+  backups: Type.Array(Backup),
+});
+export type SavedAgentConfig = Static<typeof SavedAgentConfig>;
+
+/** `POST /api/agents/:id/config/restore`: the configuration restored from backup `restoredFrom`. */
+export const RestoredAgentConfig = Type.Object({
+  success: Type.Literal(true),
+  agentId: Type.String(),
+  config: Config,
+  restoredFrom: Type.String(),
+  backups: Type.Array(Backup),
+});
+export type RestoredAgentConfig = Static<typeof RestoredAgentConfig>;
+
+/** `GET /api/agents/:id/config/backups/:backupId`: one backup with its configuration. */
+export const AgentConfigBackup = Type.Object({ agentId: Type.String(), backup: Type.Object({ ...Backup.properties, config: Config }) });
+export type AgentConfigBackup = Static<typeof AgentConfigBackup>;

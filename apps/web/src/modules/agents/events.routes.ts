@@ -1,7 +1,7 @@
 import { type App, DomainError } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import { requireUser } from '../../platform/http/auth.js';
-import type { AgentDoneEvent, AgentStatusEvent } from './agents.schemas.js';
+import { AgentDoneEvent, AgentStatusEvent } from './agents.schemas.js';
 import { findAgentProgress } from './agents.service.js';
 import { readAgentState } from './lifecycle.service.js';
 
@@ -26,6 +26,13 @@ export async function agentEventRoutes(app: App): Promise<void> {
         querystring: Type.Object({
           follow: Type.Optional(Type.Union([Type.Literal('1'), Type.Literal('true')], { description: 'keep the stream open past live' })),
         }),
+        // For the document only (the stream is written by hand below): what each event's `data` holds.
+        response: {
+          200: {
+            description: 'Server-sent events: `status` (the agent’s state) at each change, then `done` when the stream ends.',
+            content: { 'text/event-stream': { schema: Type.Union([AgentStatusEvent, AgentDoneEvent]) } },
+          },
+        },
       },
     },
     async (request, reply) => {
@@ -46,7 +53,7 @@ export async function agentEventRoutes(app: App): Promise<void> {
         connection: 'keep-alive',
         'x-request-id': request.id,
       });
-      // The payloads are written by hand (no serializer): their types are the schemas the dashboard reads them with.
+      // The payloads are written by hand (no serializer): their types are the schemas the response above declares.
       function send(event: 'status', data: AgentStatusEvent): void;
       function send(event: 'done', data: AgentDoneEvent): void;
       function send(event: string, data: unknown): void {

@@ -34,6 +34,8 @@ export interface LifecycleDeps {
 /** How long a lifecycle call waits by default for the state it asked for before it answers 202 with the state on the way. */
 export const LIFECYCLE_WAIT_MS = 60_000;
 const POLL_MS = 500;
+/** How long one state request may wait on the backend for an agent that is starting to be live (`?waitMs=`). */
+const LONG_POLL_MS = 10_000;
 
 /** Where to follow an agent that is on its way: its event stream, kept open past each state (`follow=1`). */
 export const eventsPath = (agentId: string) => `/api/agents/${encodeURIComponent(agentId)}/events?follow=1`;
@@ -41,17 +43,25 @@ export const eventsPath = (agentId: string) => `/api/agents/${encodeURIComponent
 /**
  * The agent's state now. The backend derives it from its host (process state + `/readyz`); an agent no backend knows
  * (a direct deployment at the hosting provider) or a backend that does not answer leaves the record and the gateway's
- * own `/readyz`, derived with the same function. Null when the caller has no agent with this id.
+ * own `/readyz`, derived with the same function. `waitMs`: a starting agent is answered once live, or when that has
+ * passed (the backend's `?waitMs=`). Null when the caller has no agent with this id.
  */
-export async function readAgentState(deps: LifecycleDeps, user: AuthUser, agentId: string): Promise<AgentHealthView | null> {
+export async function readAgentState(
+  deps: LifecycleDeps,
+  user: AuthUser,
+  agentId: string,
+  options: { waitMs?: number } = {},
+): Promise<AgentHealthView | null> {
   const record = await findAgentProgress(deps.db, user.id, agentId);
   if (!record) return null;
-  const checkedAt = new Date(deps.clock()).toISOString();
+  const waitMs = Math.max(0, Math.min(LONG_POLL_MS, Math.round(options.waitMs ?? 0)));
   try {
-    const answer = await deps.backend.request<Partial<AgentHealthView>>(`/api/agents/${encodeURIComponent(agentId)}/state`, {
+    const path = `/api/agents/${encodeURIComponent(agentId)}/state${waitMs > 0 ? `?waitMs=${waitMs}` : ''}`;
+    const answer = await deps.backend.request<Partial<AgentHealthView>>(path, {
       caller: backendCaller(user),
-      timeoutMs: 15_000,
+      timeoutMs: waitMs + 15_000,
     });
+    const checkedAt = new Date(deps.clock()).toISOString();
     const b = answer.body;
     if (answer.status === 200 && isAgentLifecycleState(b.state)) {
       return {
@@ -71,6 +81,7 @@ export async function readAgentState(deps: LifecycleDeps, user: AuthUser, agentI
     if (!(err instanceof BackendUnavailableError)) throw err;
   }
   // No host to ask: the gateway's own answer is the evidence (a stopped record stays stopped without probing).
+  const checkedAt = new Date(deps.clock()).toISOString();
   let live = false;
   let ready: boolean | null = null;
   let failing: string[] = [];
@@ -88,8 +99,10 @@ export async function readAgentState(deps: LifecycleDeps, user: AuthUser, agentI
 }
 
 /**
- * The caller's agent's state, read again every half second while `keepWaiting` holds, for at most `waitMs`. Null when
- * the caller has no agent with this id.
+ * The caller's agent's state, read again while `keepWaiting` holds, for at most `waitMs`. Each read after the first asks
+ * the backend to answer once a starting agent is live (`LONG_POLL_MS` at most), so the caller hears of it at once; a
+ * read the backend answered sooner (a state it does not wait on: stopping, updating) is followed by a half-second pause.
+ * Null when the caller has no agent with this id.
  */
 async function pollAgentState(
   deps: LifecycleDeps,
@@ -102,8 +115,10 @@ async function pollAgentState(
   const started = performance.now();
   let state = await readAgentState(deps, user, agentId);
   while (state && keepWaiting(state.state) && performance.now() - started < waitMs) {
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    state = await readAgentState(deps, user, agentId);
+    const asked = performance.now();
+    state = await readAgentState(deps, user, agentId, { waitMs: waitMs - (asked - started) });
+    const took = performance.now() - asked;
+    if (state && keepWaiting(state.state) && took < POLL_MS) await new Promise((resolve) => setTimeout(resolve, POLL_MS - took));
   }
   return state;
 }

@@ -22,6 +22,7 @@ import {
 import { findCreditPack, penceToPounds } from './billing-catalog.js';
 import {
   BILLING_ACTIONS,
+  BillingActionAnswer,
   BillingActionBody,
   BillingOverview,
   CardCheckoutFound,
@@ -130,6 +131,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
         tags: ['billing'],
         description: `Actions: ${BILLING_ACTIONS.join(', ')}. \`create-checkout\` takes \`plan\`; \`buy-credits\` takes \`price\` (GBP).`,
         body: BillingActionBody,
+        response: { 200: BillingActionAnswer },
       },
     },
     async (request, reply) => {
@@ -146,7 +148,7 @@ export async function billingRoutes(app: App, { config }: { config: WebConfig })
         }
         case 'enable-byok':
         case 'disable-byok':
-          return { success: true, byok: await setByok(app.db, user.id, action === 'enable-byok', request.ip) };
+          return { success: true as const, byok: await setByok(app.db, user.id, action === 'enable-byok', request.ip) };
         case 'get-usage':
           return { usage: await app.db.withUser(user.id, (trx) => usageThisPeriod(trx, user.id, app.clock())) };
       }

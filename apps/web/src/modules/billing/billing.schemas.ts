@@ -3,8 +3,8 @@ import { invalidAs, refuse } from '@aop/core/request-schema';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 
 /**
- * `POST /api/billing` actions. Kept here rather than in billing.service.ts (which re-exports it): the dashboard's type
- * check reads this file, and the service imports the payment provider's SDK and the database.
+ * `POST /api/billing` actions. Kept here rather than in billing.service.ts (which re-exports it): the request schema
+ * lists them, and a schemas file imports no service (the service imports the payment provider's SDK and the database).
  */
 export const BILLING_ACTIONS = ['create-checkout', 'enable-byok', 'disable-byok', 'get-usage', 'buy-credits'] as const;
 
@@ -40,6 +40,17 @@ export const BillingUsage = Type.Object({
   byKind: Type.Array(Type.Object({ kind: Type.String(), calls: Type.Integer(), tokens: Type.Integer(), cost: Type.Number() })),
 });
 export type BillingUsage = Static<typeof BillingUsage>;
+
+/**
+ * `POST /api/billing`'s answer, by action: a card checkout (`create-checkout`, `buy-credits`), the bring-your-own-key
+ * flag (`enable-byok`, `disable-byok`) or this period's usage (`get-usage`).
+ */
+export const BillingActionAnswer = Type.Union([
+  CheckoutAnswer,
+  Type.Object({ success: Type.Literal(true), byok: Type.Boolean() }),
+  Type.Object({ usage: BillingUsage }),
+]);
+export type BillingActionAnswer = Static<typeof BillingActionAnswer>;
 
 /** A card plan's price: pounds by the month, or the provider's price id when the operator priced it so. */
 export const PlanPrice = Type.Object({

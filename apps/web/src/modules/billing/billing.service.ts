@@ -16,7 +16,7 @@ import { periodRange } from '../usage/usage.service.js';
 
 export type StripeConfig = NonNullable<WebConfig['stripe']>;
 
-/** `POST /api/billing` actions (defined with the schemas, which the dashboard's type check reads). */
+/** `POST /api/billing` actions (defined with the schemas, whose request schema lists them). */
 
 /** Spec §8 webhook timestamp tolerance (5 minutes), applied to the payment provider's signatures too. */
 export const WEBHOOK_TOLERANCE_SECONDS = 300;

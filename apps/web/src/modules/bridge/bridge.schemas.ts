@@ -3,8 +3,8 @@ import { type Static, Type } from '@sinclair/typebox';
 
 /**
  * The bridge's channels (spec §4.18); the daily brief counts messages per channel too. Kept here rather than in
- * bridge.service.ts (which re-exports it): the dashboard's type check reads this file, and the service imports the
- * database.
+ * bridge.service.ts (which re-exports it): the request schema lists them, and a schemas file imports no service (the
+ * service imports the database).
  */
 export const BRIDGE_CHANNELS = ['general', 'tasks', 'alerts'] as const;
 

@@ -1,7 +1,7 @@
 import { newId } from '@aop/core';
 import { type Database, sql } from '@aop/db';
 
-/** The bridge's channels (defined with the schemas, which the dashboard's type check reads). */
+/** The bridge's channels (defined with the schemas, whose request schema lists them). */
 
 /** The bridge message bus (spec §4.8): `bridge_messages` and the per-reader claims in `bridge_reads`. */
 

@@ -1,8 +1,17 @@
-import { DomainError, newId } from '@aop/core';
+import { DomainError, type RateLimitRule, newId } from '@aop/core';
 import { isOnItsWayToLive, isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
 import { llmCostUsd } from '@aop/core/llm-prices';
 import type { Database } from '@aop/db';
-import { type ChatEventPayload, GatewayError, type GatewayConnection, chatSend, restChat } from '@aop/gateway-client';
+import {
+  type ChatEventPayload,
+  GatewayError,
+  type GatewayConnection,
+  type RestChatMessage,
+  type RestChatOptions,
+  chatSend,
+  restChat,
+  restChatStream,
+} from '@aop/gateway-client';
 import { type AppliedModel, UNKNOWN_MODEL, readAppliedModel } from '../agents/agents.service.js';
 import { waitUntilLive } from '../agents/lifecycle.service.js';
 import { cronJobView, listOwnJobs } from '../schedule/cron-jobs.service.js';
@@ -32,6 +41,13 @@ export const DEFAULT_SESSION_KEY = 'main';
  * OpenClaw's reserved namespaces (`subagent:`, `cron:`, `acp:`, `agent:`).
  */
 export const SESSION_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+/** Spec §8 "Web rate: chat 60/min". */
+export const CHAT_LIMIT_PER_MINUTE = 60;
+/**
+ * The chat's budget, per client: every path that opens a turn on an agent counts against it (one counter, by name):
+ * `/api/chat`, `/api/gateway/chat`, `/api/agent`'s `chat` action and the OpenAI-compatible `/v1/chat/completions`.
+ */
+export const CHAT_RATE_LIMIT: RateLimitRule = { name: 'chat', max: CHAT_LIMIT_PER_MINUTE, windowMs: 60_000, message: 'Too many requests' };
 /** The usage ledger's kind for agent chat turns (REST and WebSocket alike). */
 export const CHAT_USAGE_KIND = 'chat';
 /** Spec §8: the status page lists up to 10 sessions and 10 jobs. */
@@ -142,7 +158,7 @@ export function agentTurnUsage(user: AuthUser, target: GatewayTarget, kind: stri
 }
 
 /** Appends the turn to the usage ledger; a lost row is logged, never turned into an error for a turn the user got. */
-async function recordChatUsage(
+export async function recordChatUsage(
   deps: ChatDeps,
   log: ChatLog,
   user: AuthUser,
@@ -330,8 +346,14 @@ function keyFailureOfText(text: string, fallback: ProviderKeyFailure['kind'] | n
  */
 export function providerKeyFailureOf(err: unknown): ProviderKeyFailure | null {
   if (!(err instanceof GatewayError)) return null;
-  if (/^HTTP_\d{3}$/.test(err.code)) {
-    const error = (err.details as { body?: { error?: { type?: unknown; message?: unknown } } } | undefined)?.body?.error;
+  // A streamed answer's `error` event carries the error object a plain answer's body would (OpenClaw's
+  // `finishStreamWithError(resolveOpenAiCompatError(err).error)`).
+  if (/^HTTP_\d{3}$/.test(err.code) || err.code === 'STREAM_ERROR') {
+    type ErrorObject = { type?: unknown; message?: unknown } | undefined;
+    const error =
+      err.code === 'STREAM_ERROR'
+        ? (err.details as ErrorObject)
+        : (err.details as { body?: { error?: ErrorObject } } | undefined)?.body?.error;
     const message = typeof error?.message === 'string' ? error.message : '';
     if (error?.type === 'authentication_error') return keyFailureOfText(message, 'refused');
     if (error?.type === 'permission_error' && !TOOL_AUTHORIZATION.test(message)) return keyFailureOfText(message, 'refused');
@@ -420,40 +442,72 @@ function restFailure(err: unknown): DomainError {
   return new DomainError('AGENT_GATEWAY_FAILED');
 }
 
-/**
- * Spec §4.4 `POST /api/chat`: an OpenAI-style `POST /v1/chat/completions` to the user's agent (Bearer gateway token;
- * `user` = a stable id per user and session key, so OpenClaw keeps one session per conversation), then the turn is
- * stored (both messages, one transaction with its usage row) and answered.
- */
-export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser, input: RestChatInput): Promise<RestChatAnswer> {
-  let target: GatewayTarget;
-  try {
-    target = input.agentId ? await ownAgentGateway(deps, user, input.agentId) : await resolveGateway(deps, user);
-  } catch (err) {
-    if (err instanceof GatewayUnavailableError) throw gatewayUnavailableError(err);
-    throw err;
-  }
+export interface AgentTurnInput {
+  messages: RestChatMessage[];
+  /** The OpenAI `user` OpenClaw keys the turn's session by (`restChatUser`); absent: a session of the turn's own. */
+  gatewayUser?: string | undefined;
+  /** Further OpenAI request fields, passed to the gateway as given (sampling, token caps). */
+  params?: Record<string, unknown> | undefined;
+  /** Streams the turn: each piece of the reply as the gateway relays it from the model. */
+  onDelta?: ((text: string) => void) | undefined;
+  /** Stops the turn early (its caller went away); OpenClaw then cancels the agent run. */
+  signal?: AbortSignal | undefined;
+}
 
-  const askedAt = new Date();
+export interface AgentTurn {
+  text: string;
+  /** The model the agent's applied configuration runs, null when unknown. */
+  model: string | null;
+  usage: ChatUsage;
+}
+
+/**
+ * One turn of the user's agent over OpenClaw's OpenAI-compatible REST endpoint (`POST /v1/chat/completions`, Bearer
+ * gateway token), for `POST /api/chat` and the platform's own `/v1/chat/completions` alike. A gateway that is not up
+ * while its agent is on its way to live or asleep is waited for (AGENT_START_WAIT_MS, the agent woken), then asked
+ * again — never once a piece of the reply was relayed. Failures are domain errors in fixed words (a provider key's in
+ * the chat's words); the gateway's own message is logged only. Usage is the gateway's own count (zero when it reports
+ * none); nothing is recorded here.
+ */
+export async function runAgentTurn(
+  deps: ChatDeps,
+  log: ChatLog,
+  user: AuthUser,
+  target: GatewayTarget,
+  input: AgentTurnInput,
+): Promise<AgentTurn> {
   // OpenClaw's `/v1/chat/completions` names no model in its answer (its `model` echoes the requested agent target,
   // `openclaw/default`), so the turn is recorded with the model the agent's applied configuration runs, read while the
   // agent answers. Null (unknown, priced 0) when it cannot be read: never a default model.
   const applied = appliedModelOf(deps, log, user, target);
+  const options: RestChatOptions = {
+    baseUrl: target.baseUrl,
+    token: target.token,
+    messages: input.messages,
+    timeoutMs: deps.config.gateway.chatTimeoutMs,
+    ...(input.gatewayUser !== undefined ? { user: input.gatewayUser } : {}),
+    ...(input.params ? { params: input.params } : {}),
+  };
+  let relayed = false;
+  const { onDelta } = input;
   const send = () =>
-    restChat({
-      baseUrl: target.baseUrl,
-      token: target.token,
-      user: restChatUser(user.id, input.sessionKey),
-      messages: [{ role: 'user', content: input.message }],
-      timeoutMs: deps.config.gateway.chatTimeoutMs,
-    });
+    onDelta
+      ? restChatStream(
+          options,
+          (text) => {
+            relayed = true;
+            onDelta(text);
+          },
+          input.signal,
+        )
+      : restChat(options, input.signal);
   let result: Awaited<ReturnType<typeof restChat>>;
   try {
     try {
       result = await send();
     } catch (err) {
       // The gateway is not up (yet): when the agent is on its way to live, the message waits for it, then goes.
-      if (!target.agentId || !gatewayNotUp(err)) throw err;
+      if (!target.agentId || relayed || !gatewayNotUp(err)) throw err;
       await waitForAgent(deps, log, user, target.agentId);
       result = await send();
     }
@@ -472,6 +526,28 @@ export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser
     total_tokens: 0,
   };
   usage.total_tokens = count(result.usage?.total_tokens) || usage.prompt_tokens + usage.completion_tokens;
+  return { text: result.text, model, usage };
+}
+
+/**
+ * Spec §4.4 `POST /api/chat`: an OpenAI-style `POST /v1/chat/completions` to the user's agent (Bearer gateway token;
+ * `user` = a stable id per user and session key, so OpenClaw keeps one session per conversation), then the turn is
+ * stored (both messages, one transaction with its usage row) and answered.
+ */
+export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser, input: RestChatInput): Promise<RestChatAnswer> {
+  let target: GatewayTarget;
+  try {
+    target = input.agentId ? await ownAgentGateway(deps, user, input.agentId) : await resolveGateway(deps, user);
+  } catch (err) {
+    if (err instanceof GatewayUnavailableError) throw gatewayUnavailableError(err);
+    throw err;
+  }
+
+  const askedAt = new Date();
+  const { text, model, usage } = await runAgentTurn(deps, log, user, target, {
+    messages: [{ role: 'user', content: input.message }],
+    gatewayUser: restChatUser(user.id, input.sessionKey),
+  });
   const replyId = newId('message');
   await deps.db.withUser(user.id, async (trx) => {
     const common = { user_id: user.id, agent_id: target.agentId, session_key: input.sessionKey };
@@ -485,7 +561,7 @@ export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser
         ...common,
         id: replyId,
         role: 'assistant',
-        content: result.text,
+        content: text,
         model,
         prompt_tokens: usage.prompt_tokens,
         completion_tokens: usage.completion_tokens,
@@ -493,7 +569,7 @@ export async function restAgentChat(deps: ChatDeps, log: ChatLog, user: AuthUser
       .execute();
     await recordUsage(trx, agentTurnUsage(user, target, CHAT_USAGE_KIND, model, usage));
   });
-  return { success: true, reply: result.text, agentId: target.agentId, sessionKey: input.sessionKey, messageId: replyId, model, usage };
+  return { success: true, reply: text, agentId: target.agentId, sessionKey: input.sessionKey, messageId: replyId, model, usage };
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

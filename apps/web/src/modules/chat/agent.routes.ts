@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
-import { checkMessage, checkSessionKey, restAgentChat } from './agent-chat.service.js';
+import { CHAT_RATE_LIMIT, checkMessage, checkSessionKey, restAgentChat } from './agent-chat.service.js';
 import { AgentActionBody } from './chat.schemas.js';
 import {
   AGENT_ACTIONS,
@@ -17,7 +17,6 @@ import {
   setAgentCredential,
 } from './agent-interaction.service.js';
 import { updateSkill } from '../skills/skills.service.js';
-import { CHAT_LIMIT_PER_MINUTE } from './chat.routes.js';
 
 const MINUTE = 60_000;
 
@@ -39,8 +38,8 @@ const authenticate = async (request: FastifyRequest) => {
  */
 export async function agentInteractionRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
-  // The `chat` action opens a turn like `POST /api/chat`, so it spends the same per-client budget (same counter name).
-  const chatLimit = app.rateLimit({ name: 'chat', max: CHAT_LIMIT_PER_MINUTE, windowMs: MINUTE, message: 'Too many requests' });
+  // The `chat` action opens a turn like `POST /api/chat`, so it spends the same per-client budget.
+  const chatLimit = app.rateLimit(CHAT_RATE_LIMIT);
   const credentialLimit = app.rateLimit({
     name: 'agent-credential',
     max: CREDENTIAL_LIMIT_PER_MINUTE,

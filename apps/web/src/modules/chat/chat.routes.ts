@@ -5,6 +5,7 @@ import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { ChatBody, ChatHistory, ChatReply, GatewayChatBody } from './chat.schemas.js';
 import {
+  CHAT_RATE_LIMIT,
   DEFAULT_SESSION_KEY,
   HISTORY_DEFAULT_LIMIT,
   HISTORY_MAX_LIMIT,
@@ -13,11 +14,6 @@ import {
   gatewayStatus,
   restAgentChat,
 } from './agent-chat.service.js';
-
-const MINUTE = 60_000;
-
-/** Spec §8 "Web rate: chat 60/min". */
-export const CHAT_LIMIT_PER_MINUTE = 60;
 
 /** 401 before the body is looked at: an anonymous caller learns nothing about what a valid body is. */
 const authenticate = async (request: FastifyRequest) => {
@@ -31,8 +27,7 @@ const authenticate = async (request: FastifyRequest) => {
  */
 export async function chatRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
-  // One budget for every chat path of a client: both open a turn on an agent.
-  const chatLimit = app.rateLimit({ name: 'chat', max: CHAT_LIMIT_PER_MINUTE, windowMs: MINUTE, message: 'Too many requests' });
+  const chatLimit = app.rateLimit(CHAT_RATE_LIMIT);
 
   app.post(
     '/api/gateway/chat',

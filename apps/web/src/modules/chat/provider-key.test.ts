@@ -40,6 +40,21 @@ describe('providerKeyFailureOf', () => {
     });
   });
 
+  it('REST, streamed: the `error` event carries the same error object, read the same way', () => {
+    // `restChatStream` throws an event's error as STREAM_ERROR with the error object as details.
+    const streamed = (error: { message: string; type: string }) => new GatewayError('STREAM_ERROR', error.message, { details: error });
+    expect(
+      providerKeyFailureOf(
+        streamed({ message: 'No route-compatible authentication source is configured for openai.', type: 'authentication_error' }),
+      ),
+    ).toEqual({ kind: 'missing', provider: 'openai' });
+    expect(providerKeyFailureOf(streamed({ message: '401 Incorrect API key provided', type: 'authentication_error' }))).toEqual({
+      kind: 'refused',
+      provider: null,
+    });
+    expect(providerKeyFailureOf(streamed({ message: 'internal error', type: 'api_error' }))).toBeNull();
+  });
+
   it('REST: the gateway refusing its own token, a tool refusing the requester and other failures are not the key', () => {
     expect(providerKeyFailureOf(rest(401, { message: 'Unauthorized', type: 'unauthorized' }))).toBeNull();
     expect(providerKeyFailureOf(rest(403, { message: 'Conversation tools require owner access', type: 'permission_error' }))).toBeNull();

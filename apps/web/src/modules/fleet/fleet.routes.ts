@@ -1,5 +1,5 @@
 import { type App, DomainError } from '@aop/core';
-import { type TObject, Type } from '@sinclair/typebox';
+import { type TObject, type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireSessionUser, requireUser } from '../../platform/http/auth.js';
 import { type ProxyMethod, backendPath, endEventStreams, relayEventStream, relayJson } from '../../platform/clients/backend-proxy.js';
@@ -15,6 +15,12 @@ interface Area {
   summary: string;
   auth?: Auth;
   params?: TObject;
+  query?: TObject;
+  /**
+   * The backend's answer, for the OpenAPI document (the relayed JSON text is sent as it came, never re-serialized
+   * through it).
+   */
+  response?: TSchema;
   /** Longer than the backend client's 15 s for calls the backend itself bounds later (git, the config validator). */
   timeoutMs?: number;
 }
@@ -83,7 +89,21 @@ const AREAS: Area[] = [
   },
 
   { method: 'GET', url: '/api/logs/active', tag: 'logs', summary: 'The user’s open log streams' },
-  { method: 'GET', url: '/api/logs/:agentId/history', tag: 'logs', summary: 'Recent gateway output', params: AgentParams },
+  {
+    method: 'GET',
+    url: '/api/logs/:agentId/history',
+    tag: 'logs',
+    summary: 'Recent gateway output',
+    params: AgentParams,
+    query: Type.Object({ limit: Type.Optional(Type.String({ description: 'how many lines, newest last' })) }),
+    response: Type.Object({
+      agentId: Type.String(),
+      provider: Type.String(),
+      limit: Type.Integer(),
+      count: Type.Integer(),
+      lines: Type.Array(Type.Unknown(), { description: 'the gateway’s log lines as its host reports them' }),
+    }),
+  },
   { method: 'POST', url: '/api/logs/:agentId/stop', tag: 'logs', summary: 'End the user’s log streams of an agent', params: AgentParams },
 
   { method: 'POST', url: '/api/register-home', tag: 'installations', summary: 'Register a self-hosted home' },
@@ -128,6 +148,8 @@ export async function backendAreaRoutes(app: App): Promise<void> {
         tags: [area.tag],
         summary: area.summary,
         ...(area.params ? { params: area.params } : {}),
+        ...(area.query ? { querystring: area.query } : {}),
+        ...(area.response ? { response: { 200: area.response } } : {}),
         ...(hasBody ? { body: JsonBody } : {}),
       },
       handler: async (request: FastifyRequest, reply: FastifyReply) => {

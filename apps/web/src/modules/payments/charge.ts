@@ -5,6 +5,7 @@ import { recordUsage } from '../usage/usage.service.js';
 import { parseUsd } from './money.js';
 import { chargeMpp } from './mpp.js';
 import { chargeSession } from './payment-sessions.service.js';
+import type { PaymentMeter } from './payments.metrics.js';
 import { type ChargeRequest, type ChargeResult, PaymentError, type PaymentMethod } from './types.js';
 
 export interface ChargeDeps {
@@ -14,6 +15,8 @@ export interface ChargeDeps {
   clock?: () => number;
   /** Failures that do not change the answer (a settlement the sweep will retry). */
   logger?: { warn(obj: object, msg: string): void };
+  /** Counts each payment, refusal and release for /metrics (`payments.metrics.ts`). */
+  meter?: PaymentMeter;
 }
 
 const PAYMENT_METHODS: readonly PaymentMethod[] = ['card', 'mpp', 'session'];
@@ -56,7 +59,31 @@ const unknownPlugin = (plugin: string) => new PaymentError(400, { error: 'unknow
  * undoes the charge when the plugin could not answer.
  */
 export async function chargeForPlugin(deps: ChargeDeps, request: ChargeRequest): Promise<ChargeResult> {
-  const method = selectPaymentMethod(request.headers);
+  const { meter } = deps;
+  let method: PaymentMethod | 'invalid' = 'invalid';
+  let result: ChargeResult;
+  try {
+    method = selectPaymentMethod(request.headers);
+    result = await takePayment(deps, method, request);
+  } catch (err) {
+    if (err instanceof PaymentError) meter?.refused(method, err.statusCode);
+    throw err;
+  }
+  if (!meter) return result;
+  // An anonymous card call of an unprotected plugin leaves no ledger row: nobody paid.
+  const free = result.method === 'card' && request.user === null;
+  meter.paid(result.method, free ? 'free' : 'charged', request.priceUsd);
+  if (free) return result;
+  return {
+    ...result,
+    release: async () => {
+      await result.release();
+      meter.paid(result.method, 'released', request.priceUsd);
+    },
+  };
+}
+
+async function takePayment(deps: ChargeDeps, method: PaymentMethod, request: ChargeRequest): Promise<ChargeResult> {
   switch (method) {
     case 'mpp': {
       const price = request.priceUsd === null ? null : parseUsd(request.priceUsd);

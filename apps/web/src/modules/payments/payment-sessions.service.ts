@@ -272,6 +272,16 @@ async function claimDue(db: Kysely<DB>, now: number, sessionId?: string): Promis
   return result.rows;
 }
 
+/** The settlement sweep's queue depth (/metrics): vouchers redeemed and not settled on chain yet. */
+export async function unsettledVouchers(db: Kysely<DB>): Promise<number> {
+  const row = await db
+    .selectFrom('payment_vouchers')
+    .select((eb) => eb.fn.countAll<number>().as('unsettled'))
+    .where('settlement_id', 'is', null)
+    .executeTakeFirst();
+  return Number(row?.unsettled ?? 0);
+}
+
 /** After a debit: settles `sessionId` when it is due. */
 export async function settleIfDue(db: Kysely<DB>, sessionId: string, now: number): Promise<void> {
   for (const { id, reason } of await claimDue(db, now, sessionId)) await recordSettlement(db, id, now, reason);

@@ -9,6 +9,7 @@ export const PaymentsEnvSchema = Type.Object({
   PAYMENT_RECIPIENT: Env.optional(Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })),
   PAYMENT_MIN_CONFIRMATIONS: Env.int(1, 1),
   PAYMENT_REQUIRE_MEMO: Env.bool(false),
+  PAYMENT_SETTLER_KEY: Env.optional(Type.String({ pattern: '^0x[0-9a-fA-F]{64}$' })),
   X402_GATEWAY_URL: Env.url(),
   X402_TIMEOUT_MS: Env.int(10_000, 100),
   X402_JOIN_TIMEOUT_MS: Env.int(10_000, 100),
@@ -19,7 +20,9 @@ export interface PaymentsConfig {
    * On-chain payments of the plugin gateway (MPP credentials, payment-session deposits): an ERC-20 (USDC: 1 token =
    * 1 USD) paid to `recipient` on `chainId`, read through `rpcUrl`. Undefined unless the RPC URL, the token and the
    * recipient are all set. `minConfirmations` blocks (the paying one included) must exist; `requireMemo` makes an MPP
-   * payment carry its challenge's memo in the transaction data.
+   * payment carry its challenge's memo in the transaction data. `settlerKey` (a secret) is the private key of an
+   * account holding only gas money: with it the gateway also accepts the Payment authentication scheme's standard `evm`
+   * charge (an EIP-3009 authorization the payer signs and this account submits to the token), as the mppx client pays.
    */
   payments:
     | {
@@ -30,6 +33,7 @@ export interface PaymentsConfig {
         recipient: `0x${string}`;
         minConfirmations: number;
         requireMemo: boolean;
+        settlerKey: `0x${string}` | undefined;
       }
     | undefined;
   /**
@@ -51,6 +55,7 @@ export function toPaymentsConfig(env: Static<typeof PaymentsEnvSchema>): Payment
             recipient: env.PAYMENT_RECIPIENT.toLowerCase() as `0x${string}`,
             minConfirmations: env.PAYMENT_MIN_CONFIRMATIONS,
             requireMemo: env.PAYMENT_REQUIRE_MEMO,
+            settlerKey: env.PAYMENT_SETTLER_KEY as `0x${string}` | undefined,
           }
         : undefined,
     x402: {

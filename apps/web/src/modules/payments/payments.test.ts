@@ -1,5 +1,5 @@
-import { createServer } from 'node:http';
 import {
+  closedPort,
   type FakeLlm,
   type RunningService,
   type TestChain,
@@ -27,15 +27,6 @@ import { type TestWeb, freshIp, startWeb } from '../../web.test-support.js';
 const PUBLIC_URL = 'https://pay.example.test';
 const LLM_KEY = 'sk-llm-key-for-payment-tests';
 const HOUR = 60 * 60_000;
-
-/** A TCP port on 127.0.0.1 that nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** What chargeForPlugin threw (it must throw a PaymentError). */
 async function refusal(promise: Promise<unknown>): Promise<PaymentError> {
@@ -256,7 +247,7 @@ describe('plugin payments: MPP on chain, payment sessions, card metering', () =>
       expect(body.mpp.memo).toMatch(/^0x[0-9a-f]{64}$/);
       expect(body.reason).toBeUndefined();
       expect(err.headers['WWW-Authenticate']).toBe(
-        `Payment amount="0.03", currency="${token.toLowerCase()}", recipient="${recipient.toLowerCase()}", nonce="${body.mpp.nonce}", expires="${now + MPP_CHALLENGE_TTL_MS}", chainId="8453"`,
+        `Payment amount="0.03", currency="${token.toLowerCase()}", recipient="${recipient.toLowerCase()}", nonce="${body.mpp.nonce}", expires="${new Date(now + MPP_CHALLENGE_TTL_MS).toISOString()}", chainId="8453"`,
       );
     });
 

@@ -6,6 +6,7 @@ import { type Address, type Hex, isAddress } from 'viem';
 import type { WebConfig } from '../../config.js';
 import { formatUsd, parseUsd } from './money.js';
 import { PaymentSession, SessionAnswer, SessionClosed, SessionList, Usd } from './payments.schemas.js';
+import { paymentMeter } from './payments.metrics.js';
 import {
   CLIENT_VOUCHER_NONCE,
   MAX_DEPOSIT_USD,
@@ -18,6 +19,7 @@ import {
   redeemVoucher,
   sessionView,
   settleDueSessions,
+  unsettledVouchers,
   userOwnsWallet,
   verifyWalletProof,
 } from './payment-sessions.service.js';
@@ -54,6 +56,7 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
   const limit = app.rateLimit({ name: 'wallet-sessions', max: 60, windowMs: MINUTE, message: 'Too many requests' });
   const voucherLimit = app.rateLimit({ name: 'wallet-session-vouchers', max: 300, windowMs: MINUTE, message: 'Too many requests' });
   const deps = (request: FastifyRequest) => ({ db: app.db, config, clock: app.clock, logger: request.log });
+  const payments = paymentMeter(app.metrics.registry);
 
   if (config.payments) {
     app.jobs.add({
@@ -67,6 +70,7 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
         },
         (err) => app.log.warn({ err }, 'payment session settlement sweep failed'),
       ),
+      depth: () => unsettledVouchers(app.db.kysely),
     });
   }
 
@@ -215,13 +219,15 @@ export async function walletSessionRoutes(app: App, { config }: { config: WebCon
       if (!SIGNATURE.test(signature)) throw new DomainError('INVALID_SIGNATURE_REQUEST');
       if (!CLIENT_VOUCHER_NONCE.test(nonce)) throw new DomainError('INVALID_NONCE');
       if (!isSessionId(sessionId)) throw new DomainError('SESSION_NOT_FOUND');
-      return redeemVoucher(deps(request), {
+      const redeemed = await redeemVoucher(deps(request), {
         sessionId,
         userAddress: userAddress as Address,
         plugin,
         signature: signature as Hex,
         nonce,
       });
+      payments.paid('voucher', 'charged', redeemed.voucher.amount);
+      return redeemed;
     },
   );
 }

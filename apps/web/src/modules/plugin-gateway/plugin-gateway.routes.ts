@@ -3,6 +3,7 @@ import { type App, DomainError, errorResponse, type HttpError, isPublicError } f
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebConfig } from '../../config.js';
 import { chargeForPlugin } from '../payments/charge.js';
+import { paymentMeter } from '../payments/payments.metrics.js';
 import { type ChargeResult, PaymentError } from '../payments/types.js';
 import { createPluginRegistry, routePlugin } from './plugins/registry.js';
 import type { PluginAnswer, PluginCall, PluginLog } from './plugins/types.js';
@@ -63,7 +64,7 @@ function failureAnswer(err: unknown, log: PluginLog, plugin: string | undefined)
  */
 export async function pluginGatewayRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const plugins = createPluginRegistry({ db: app.db, backend: app.backend, config });
-  const paymentDeps = { db: app.db, config, clock: app.clock, logger: app.log };
+  const paymentDeps = { db: app.db, config, clock: app.clock, logger: app.log, meter: paymentMeter(app.metrics.registry) };
   const limit = app.rateLimit({ name: 'gateway', max: GATEWAY_LIMIT_PER_MINUTE, windowMs: MINUTE, message: 'Too many requests' });
 
   app.post(

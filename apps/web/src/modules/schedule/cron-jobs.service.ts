@@ -1,7 +1,9 @@
 import { DomainError } from '@aop/core';
 import { CRON_EXPRESSION_MAX, cronExpressionProblem, timeZoneProblem } from '@aop/core/schedule-expression';
 import { type CronJob, type CronJobInput, type GatewayConnection, GatewayError, cronList } from '@aop/gateway-client';
+import type { AuthUser } from '../../platform/sessions.js';
 import { type GatewayTarget, GatewayUnavailableError, scopedSessionKey } from '../../platform/clients/user-gateway.js';
+import { type LifecycleDeps, readAgentState } from '../agents/lifecycle.service.js';
 
 /**
  * Cron jobs in the spec's words (§2.4) and in OpenClaw's (`cron.add` params, `cron.list` jobs), and the rules that keep
@@ -324,6 +326,19 @@ export function gatewayFailureMessage(err: unknown): string | null {
       : `Gateway rejected the request: ${err.message}`;
   }
   return null;
+}
+
+const ASLEEP_JOBS_MESSAGE = 'The agent is asleep (hibernated after being idle): its jobs are kept, and the next due one wakes it';
+
+/**
+ * Why an agent's gateway did not answer, when the reason is that it sleeps: the platform's own calls do not wake it
+ * (they would keep every agent a dashboard shows awake), so "unreachable" would be true but misleading. Null when the
+ * agent is not hibernated, or its state cannot be read.
+ */
+export async function asleepMessage(deps: LifecycleDeps, user: AuthUser, target: GatewayTarget): Promise<string | null> {
+  if (!target.agentId) return null;
+  const state = await readAgentState(deps, user, target.agentId).catch(() => null);
+  return state?.state === 'hibernated' ? ASLEEP_JOBS_MESSAGE : null;
 }
 
 /** 502 with `gatewayFailureMessage`, or `err` itself when it is not a gateway failure. */

@@ -5,6 +5,7 @@ import type { WebConfig } from '../../config.js';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { CRON_AGENT_ID_MAX, CreateCronJobBody, CronJob, CronList } from './schedule.schemas.js';
 import {
+  asleepMessage,
   checkedCronJob,
   cronAddParams,
   cronJobView,
@@ -15,7 +16,7 @@ import {
   listOwnJobs,
   systemJob,
 } from './cron-jobs.service.js';
-import { chosenGateway, withGateway } from '../../platform/clients/user-gateway.js';
+import { type GatewayTarget, chosenGateway, withGateway } from '../../platform/clients/user-gateway.js';
 
 /** Longest job id we pass on; OpenClaw's are UUIDs. */
 const JOB_ID_MAX = 200;
@@ -32,7 +33,7 @@ const namedAgent = (agentId: string | undefined) => agentId?.trim() || undefined
  * jobs; see `services/cron-jobs.ts`). Each request opens one gateway connection.
  */
 export async function cronRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  const deps = { db: app.db, backend: app.backend, config };
+  const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
   const timeoutMs = config.gateway.requestTimeoutMs;
 
   app.get(
@@ -48,14 +49,17 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
     },
     async (request) => {
       const user = await requireUser(request);
+      let target: GatewayTarget | undefined;
       try {
-        const target = await chosenGateway(deps, user, namedAgent(request.query.agentId));
-        const jobs = await withGateway(target, timeoutMs, (conn) => listOwnJobs(conn, target));
+        target = await chosenGateway(deps, user, namedAgent(request.query.agentId));
+        const chosen = target;
+        const jobs = await withGateway(chosen, timeoutMs, (conn) => listOwnJobs(conn, chosen));
         return { jobs: jobs.map(cronJobView), total: jobs.length, source: 'gateway' as const };
       } catch (err) {
-        // Spec: an unreachable gateway is a 200 with no jobs and the reason.
-        const error = gatewayFailureMessage(err);
-        if (error === null) throw err;
+        // Spec: an unreachable gateway is a 200 with no jobs and the reason (a sleeping agent's, in words).
+        const unreachable = gatewayFailureMessage(err);
+        if (unreachable === null) throw err;
+        const error = (target && (await asleepMessage(deps, user, target))) ?? unreachable;
         request.log.info({ error }, 'cron list: gateway unavailable');
         return { jobs: [], error, source: 'gateway-error' as const };
       }

@@ -9,6 +9,7 @@ import {
   acceptSecurityEvent,
   createSecurityEventValidator,
   createSecurityEventWorker,
+  pendingSecurityEvents,
 } from './security-events.service.js';
 
 export const RISC_PATH = '/api/security/risc';
@@ -41,6 +42,7 @@ export async function riscRoutes(app: App, { config }: { config: WebConfig }): P
     everyMs: 60_000,
     catchUp: true,
     worker: createSecurityEventWorker(app.db.kysely, { clock: () => app.clock(), log: app.log }),
+    depth: () => pendingSecurityEvents(app.db.kysely),
   });
 
   async function receive(request: FastifyRequest, reply: FastifyReply, source: 'risc' | 'legacy') {

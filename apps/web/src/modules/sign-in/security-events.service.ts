@@ -509,6 +509,17 @@ export async function drainSecurityEvents(db: Kysely<DB>, options: DrainOptions 
   return { processed, failed };
 }
 
+/** The drain's queue depth (/metrics): events not processed yet that it will still try. */
+export async function pendingSecurityEvents(db: Kysely<DB>, maxAttempts = MAX_SECURITY_EVENT_ATTEMPTS): Promise<number> {
+  const row = await db
+    .selectFrom('security_events')
+    .select((eb) => eb.fn.countAll<number>().as('pending'))
+    .where('processed_at', 'is', null)
+    .where('attempts', '<', maxAttempts)
+    .executeTakeFirst();
+  return Number(row?.pending ?? 0);
+}
+
 export interface SecurityEventWorker extends Omit<BatchWorker, 'start'> {
   /** Drains every `intervalMs` (default a minute) from now on. */
   start(intervalMs?: number): void;

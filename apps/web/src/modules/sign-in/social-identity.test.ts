@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { createServer } from 'node:http';
 import {
+  closedPort,
   type RunningService,
   type TestChain,
   listen,
@@ -23,14 +23,6 @@ const SECRET = 'social-session-secret-for-tests';
 const DAY = 24 * 60 * 60 * 1000;
 const GOOD = `fid-token-${'a'.repeat(80)}`;
 const NO_FID = 'token-without-fid';
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** The token's two parts, its claims, and whether the signature is HMAC-SHA256 of the first part under `secret`. */
 function inspect(token: string, secret = SECRET) {

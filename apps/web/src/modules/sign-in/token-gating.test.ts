@@ -1,5 +1,14 @@
-import { createServer } from 'node:http';
-import { type RunningService, type TestChain, listen, request, startTestChain, testCounters, testEnv, walletSalt } from '@aop/testing';
+import {
+  closedPort,
+  type RunningService,
+  type TestChain,
+  listen,
+  request,
+  startTestChain,
+  testCounters,
+  testEnv,
+  walletSalt,
+} from '@aop/testing';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
@@ -7,14 +16,6 @@ import { loadWebConfig } from '../../config.js';
 import { type TestWeb, startWeb } from '../../web.test-support.js';
 
 const PATH = '/api/auth/token-gating/verify';
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 // Spec §4.1 token gating, §8 gate-token threshold 1,250,000, §7 (403/502/503).
 describe('token gating: GET|POST /api/auth/token-gating/verify', () => {

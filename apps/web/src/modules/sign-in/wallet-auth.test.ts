@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import {
+  closedPort,
   type RunningService,
   type TestChain,
   listen,
@@ -25,15 +25,6 @@ const PUBLIC_URL = 'https://app.example.test';
 const DOMAIN = 'app.example.test';
 const MISSING = 'Missing: address, message, signature';
 const ONLY_SMART = 'Only smart-contract wallets are supported';
-
-/** A TCP port on 127.0.0.1 that nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 // Spec §4.1 nonce + wallet-auth, §5 (wallet sign-ins create the session cookie), §9 (POST /api/wallet-auth).
 describe('wallet sign-in (SIWE, smart-contract wallets only)', () => {

@@ -9,6 +9,11 @@ export const SKILL_DESCRIPTION_MAX = 1000;
 /** The JSON text of a skill's config. */
 export const SKILL_CONFIG_MAX_BYTES = 64 * 1024;
 export const SKILL_AGENT_ID_MAX = 200;
+/**
+ * The built-in skills, served at `/api/skills/<name>` by their own routes (spec §4.18): an installed skill of the same
+ * name could never be updated through `POST /api/skills/:name`, so the names are not free.
+ */
+export const BUILT_IN_SKILLS: readonly string[] = ['booking-settlement', 'instant-split'];
 
 export interface SkillRow {
   id: string;
@@ -92,6 +97,7 @@ export async function installSkill(
   },
 ): Promise<SkillView | null> {
   const { name, agentId, description, config, enabled } = skill;
+  if (BUILT_IN_SKILLS.includes(name)) throw new DomainError('SKILL_NAME_RESERVED');
   try {
     const row = await db.withUser(userId, async (trx) => {
       if (agentId !== null) await requireOwnAgent(trx, agentId);

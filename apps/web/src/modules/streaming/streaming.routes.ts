@@ -10,6 +10,7 @@ import {
   StreamingApiError,
   checkStreamGate,
   createAssetDeletionWorker,
+  dueAssetDeletions,
   createStream,
   handleStreamingEvent,
   liveDjs,
@@ -75,6 +76,7 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
         everyMs: MINUTE,
         catchUp: true,
         worker: createAssetDeletionWorker(app.db.kysely, client, { now: () => app.clock(), log: app.log }),
+        depth: () => dueAssetDeletions(app.db.kysely, app.clock()),
       })
     : undefined;
 
@@ -145,7 +147,7 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
       if (name.length > DJ_NAME_MAX) throw new DomainError('NAME_TOO_LONG', { max: DJ_NAME_MAX });
 
       if (!client) {
-        request.log.error('stream creation needs STREAMING_API_KEY');
+        request.log.warn('stream creation needs STREAMING_API_KEY');
         throw new DomainError('STREAMING_NOT_CONFIGURED');
       }
       await checkStreamGate(config.gating, wallet, request.log);
@@ -198,7 +200,7 @@ export async function streamingRoutes(app: App, { config }: { config: WebConfig 
         if (!secret) {
           // Nothing can be verified, so nothing is accepted; the provider keeps retrying until a secret is set. A missing
           // setting is the service being unavailable, not a failure of this request: 503, like the other webhooks.
-          request.log.error('streaming webhook refused: STREAM_SIGNING_SECRET (or STREAM_WEBHOOK_SECRET) is not set');
+          request.log.warn('streaming webhook refused: STREAM_SIGNING_SECRET (or STREAM_WEBHOOK_SECRET) is not set');
           throw new DomainError('WEBHOOK_SIGNING_SECRET_NOT_CONFIGURED');
         }
         const header = request.headers['streaming-signature'];

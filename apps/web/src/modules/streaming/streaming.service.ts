@@ -193,7 +193,7 @@ export function streamingClient(config: StreamingConfig): StreamingClient | unde
 export async function checkStreamGate(gating: WebConfig['gating'], wallet: Address, log: Logger): Promise<GateBalance> {
   const client = gatingClient(gating);
   if (!client || !gateConfigured(gating)) {
-    log.error({}, 'stream creation needs GATING_RPC_URL and GATE_TOKEN_ADDRESS');
+    log.warn({}, 'stream creation needs GATING_RPC_URL and GATE_TOKEN_ADDRESS');
     throw new DomainError('STREAMING_NOT_CONFIGURED');
   }
   let kind: Awaited<ReturnType<typeof detectWalletKind>>;
@@ -584,6 +584,17 @@ export async function deleteDueAssets(
     }
   }
   return { deleted, failed };
+}
+
+/** The deletion worker's queue depth (/metrics): assets whose deletion is due now, claimed or not. */
+export async function dueAssetDeletions(db: Kysely<DB>, now: number): Promise<number> {
+  const row = await db
+    .selectFrom('stream_assets')
+    .select((eb) => eb.fn.countAll<number>().as('due'))
+    .where('status', '=', 'pending_deletion')
+    .where('delete_after', '<=', new Date(now))
+    .executeTakeFirst();
+  return Number(row?.due ?? 0);
 }
 
 export type AssetDeletionWorker = BatchWorker;

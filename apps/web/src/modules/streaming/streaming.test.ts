@@ -1,5 +1,5 @@
-import { createServer } from 'node:http';
 import {
+  closedPort,
   type FakeStreamingApi,
   type RunningService,
   type TestChain,
@@ -26,14 +26,6 @@ const STREAMS = '/api/radio/streams';
 const WEBHOOK = '/api/webhooks/streaming';
 const SECRET = 'whsec_streaming_test_secret_0123456789';
 const RTMP = 'rtmps://global-live.mux.com:443/app';
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Waits until `check` holds (the deletion worker runs after the webhook answer). */
 async function until(check: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {

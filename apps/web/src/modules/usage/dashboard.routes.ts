@@ -4,7 +4,7 @@ import type { WebConfig } from '../../config.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { AGENT_PLATFORM_KEY_PROVIDERS } from '../../platform/agent-ai-keys.js';
 import { CostReport, DashboardStats, NewAgentGate } from './usage.schemas.js';
-import { EMPTY_STATS, costReport, dashboardStats, isCostPeriod, newAgentGate } from './usage.service.js';
+import { EMPTY_STATS, agentsRunningNow, costReport, dashboardStats, isCostPeriod, newAgentGate } from './usage.service.js';
 
 /** Spec §4.14 dashboards, computed from the usage ledger and the user's own rows. */
 export async function dashboardRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
@@ -41,6 +41,7 @@ export async function dashboardRoutes(app: App, { config }: { config: WebConfig 
       return EMPTY_STATS;
     }
     if (!stats) throw new DomainError('USER_NOT_FOUND');
+    if (stats.agents.active > 0) stats.agents.active = await agentsRunningNow({ db: app.db, backend: app.backend, clock: app.clock }, user);
     return stats;
   });
 

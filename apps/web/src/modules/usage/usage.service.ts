@@ -1,6 +1,9 @@
 import { CARD_PLANS, DomainError, PLANS, agentLimitFor, newId, planTitle, provisioningBlock, shownAgentLimitFor } from '@aop/core';
 import { DAY_MS, type DB, ledgerSpend, roundMoney, type Tx, sql, utcDayStart } from '@aop/db';
+import { isRunningNow } from '@aop/core/agent-state';
 import type { Kysely } from 'kysely';
+import type { AuthUser } from '../../platform/sessions.js';
+import { type LifecycleDeps, readAgentState } from '../agents/lifecycle.service.js';
 import { type BillingCatalog, monthlyPriceGbp } from '../billing/billing-catalog.js';
 
 /** One billable call: an LLM completion, a plugin call, an agent run. */
@@ -20,6 +23,18 @@ export interface UsageEvent {
   costUsd: number | string;
   /** When the call happened; the database's clock by default. */
   at?: Date;
+}
+
+const recordedListeners = new Set<(event: UsageEvent) => void>();
+
+/**
+ * Calls `listener` with each usage event once its row is written, for /metrics (`usage.metrics.ts`). Process-wide: the
+ * ledger is written from deep inside services (chat, workflows, plugins, demo) that have no app at hand. Returns the
+ * unsubscribe function.
+ */
+export function onUsageRecorded(listener: (event: UsageEvent) => void): () => void {
+  recordedListeners.add(listener);
+  return () => void recordedListeners.delete(listener);
 }
 
 /**
@@ -47,6 +62,9 @@ export async function recordUsage(db: Kysely<DB>, event: UsageEvent): Promise<st
       ...(event.at ? { created_at: event.at } : {}),
     })
     .execute();
+  // Counted once the insert succeeded: every writer makes it the last statement of its transaction, so only a failed
+  // COMMIT could still undo it.
+  for (const listener of recordedListeners) listener(event);
   return id;
 }
 
@@ -256,6 +274,19 @@ export async function dashboardStats(trx: Tx, userId: string, now: number): Prom
     skills: { installed: row.skills },
     tasks: { total: row.tasks },
   };
+}
+
+/**
+ * "Running now" as the agents' hosts say, not as their records do: an agent that fell asleep (hibernated, issue #20) or
+ * stopped since its record was written is not running. One state read per agent recorded as running; one whose state
+ * cannot be read at all keeps its record's word.
+ */
+export async function agentsRunningNow(deps: LifecycleDeps, user: AuthUser): Promise<number> {
+  const ids = await deps.db.withUser(user.id, (trx) =>
+    trx.selectFrom('agents').select('id').where('user_id', '=', user.id).where('status', 'in', ['active', 'running']).execute(),
+  );
+  const states = await Promise.all(ids.map(({ id }) => readAgentState(deps, user, id).catch(() => null)));
+  return states.filter((state) => state === null || isRunningNow(state.state)).length;
 }
 
 export type NewAgentBlock = 'paid-plan' | 'subscription' | 'agent-limit';

@@ -291,7 +291,7 @@ export async function generateVideo(
   { userId, input, log, now }: { userId: string; input: VideoInput; log: Logger; now: () => number },
 ): Promise<{ url: string; jobId: string }> {
   if (!video || !blob) {
-    log.error({ video: Boolean(video), blob: Boolean(blob) }, 'video generation needs VIDEO_API_URL/KEY and BLOB_* settings');
+    log.warn({ video: Boolean(video), blob: Boolean(blob) }, 'video generation needs VIDEO_API_URL/KEY and BLOB_* settings');
     throw new DomainError('VIDEO_NOT_CONFIGURED');
   }
   const jobId = newId('videoJob');

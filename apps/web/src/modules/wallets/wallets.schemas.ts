@@ -2,8 +2,8 @@ import { invalidAs, refuse } from '@aop/core/request-schema';
 import { type Static, Type } from '@sinclair/typebox';
 
 /**
- * `POST /api/wallet/provider` actions. Kept here rather than in wallets.service.ts (which re-exports it): the
- * dashboard's type check reads this file, and the service imports the chain client and the database.
+ * `POST /api/wallet/provider` actions. Kept here rather than in wallets.service.ts (which re-exports it): the request
+ * schema lists them, and a schemas file imports no service (the service imports the chain client and the database).
  */
 export const WALLET_PROVIDER_ACTIONS = ['create_wallet', 'get_balance', 'create_payment', 'onramp'] as const;
 

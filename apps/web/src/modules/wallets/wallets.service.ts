@@ -29,7 +29,7 @@ import type { WalletView } from './wallets.schemas.js';
 /** The statement a link message must carry, so a sign-in signature cannot be replayed to link a wallet. */
 export const WALLET_LINK_STATEMENT = 'Link this wallet to my account.';
 
-/** `POST /api/wallet/provider` actions (defined with the schemas, which the dashboard's type check reads). */
+/** `POST /api/wallet/provider` actions (defined with the schemas, whose request schema lists them). */
 
 export type { WalletView } from './wallets.schemas.js';
 

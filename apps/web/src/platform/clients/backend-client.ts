@@ -1,4 +1,5 @@
 import { userContextHeaders } from '@aop/core';
+import { tracedFetch } from '@aop/core/tracing';
 
 /** Who the backend is told is calling (spec §5 user-context headers). */
 export interface BackendCaller {
@@ -100,7 +101,7 @@ export class BackendClient {
       const url = new URL(path, baseUrl);
       for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
       try {
-        const res = await fetch(url, {
+        const res = await tracedFetch('backend', url, {
           method: req.method ?? (body === undefined ? 'GET' : 'POST'),
           headers,
           body,
@@ -143,7 +144,7 @@ export class BackendClient {
         controller.abort();
       }, timeoutMs);
       try {
-        const res = await fetch(url, { method: 'GET', headers, signal: controller.signal });
+        const res = await tracedFetch('backend', url, { method: 'GET', headers, signal: controller.signal });
         clearTimeout(timer);
         const type = res.headers.get('content-type') ?? '';
         if (type.includes('text/event-stream') || type.includes('application/json')) return { response: res, baseUrl };

@@ -1,3 +1,5 @@
+import { PLATFORM_USER_AGENT } from '@aop/gateway-client';
+
 /**
  * One plain HTTP look at an agent gateway's own health endpoints (`/healthz`: live, `/readyz`: ready). Callers read
  * the answer their own way (the event stream wants two booleans, instance stats relays the gateway's JSON, the status
@@ -18,7 +20,10 @@ export type GatewayProbe =
 export async function probeGateway(baseUrl: string, path: '/healthz' | '/readyz', timeoutMs = 5_000): Promise<GatewayProbe> {
   let res: Response;
   try {
-    res = await fetch(new URL(path, baseUrl), { signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(new URL(path, baseUrl), {
+      headers: { 'user-agent': PLATFORM_USER_AGENT },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
   } catch (err) {
     return {
       reached: false,

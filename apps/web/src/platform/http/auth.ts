@@ -31,8 +31,17 @@ function bearerKey(request: FastifyRequest): string | undefined {
   return header?.startsWith('Bearer sk_') ? header.slice('Bearer '.length).trim() : undefined;
 }
 
+/**
+ * Cookie values URL-encoded only when they hold a character that is not a cookie octet, as `cookie@2` writes them (the
+ * CSRF cookie keeps its `:`, spec §4.1). The installed `cookie@1.1` (`cookie@2` needs Node 22; docs/decisions.md)
+ * URL-encodes every value by default.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what is matched
+const NOT_COOKIE_OCTET = /[\u0000-\u0020\u007F-\uFFFF",;\\%]/;
+const encodeCookieValue = (value: string) => (NOT_COOKIE_OCTET.test(value) ? encodeURIComponent(value) : value);
+
 async function auth(app: FastifyInstance, { config, clock }: { config: WebConfig; clock: () => number }): Promise<void> {
-  await app.register(cookie, { secret: config.sessionSecret });
+  await app.register(cookie, { secret: config.sessionSecret, parseOptions: { encode: encodeCookieValue } });
   app.decorate('clock', clock);
   const resolved = new WeakMap<FastifyRequest, Promise<AuthUser | null>>();
   const cache = new AuthCache({ ...config.authCache, clock });
