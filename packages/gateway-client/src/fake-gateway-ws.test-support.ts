@@ -42,6 +42,7 @@ const METHODS = [
   'device.pair.remove',
   'models.list',
   'channels.status',
+  'system-presence',
 ];
 /** The keys `models.list` accepts (OpenClaw `ModelsListParamsSchema`, a closed object). */
 const MODELS_LIST_KEYS = [
@@ -862,6 +863,9 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
       switch (method) {
         case 'health':
           return ok(id, { ok: true });
+        case 'system-presence':
+          // The gateway itself; the platform's operator connections announce no presence.
+          return ok(id, [{ mode: 'gateway', reason: 'self', ts: Date.now() }]);
         case 'models.list':
         case 'channels.status':
           return handleCatalog(id, method, p);

@@ -43,6 +43,7 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         // Reached through the published port, a gateway gives the token alone no scopes: the platform device pairs.
         platformDevice: platformDevice(config),
         socketPath: config.dockerSocket,
+        idleMs: config.agents.idleMs,
         ...(config.docker.image ? { image: config.docker.image } : {}),
         ...(config.docker.network ? { network: config.docker.network } : {}),
       });
@@ -62,6 +63,7 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         ...(k.imagePullSecrets.length ? { imagePullSecrets: k.imagePullSecrets } : {}),
         ...(k.storageClass ? { storageClass: k.storageClass } : {}),
         storageSize: k.storageSize,
+        idleMs: config.agents.idleMs,
         ...(template
           ? {
               serviceUrl: (agentId: string) =>

@@ -1,3 +1,4 @@
+import type { Hibernation } from '../shared/idle.js';
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { planResources } from '@aop/core';
@@ -38,6 +39,8 @@ export interface DockerAgentRecord {
    * the state volume (OpenClaw's device store), so it outlives containers; a new device id means a new pairing.
    */
   platformDevice?: { deviceId: string; deviceToken: string; pairedAt: string };
+  /** Hibernated since, and when to wake it for its next due job; absent or null when awake (shared/idle.ts). */
+  hibernation?: Hibernation | null;
   createdAt: string;
   updatedAt: string;
 }

@@ -774,6 +774,80 @@ describe('DockerAgentHost platform device pairing', () => {
     expect(third.device?.deviceToken).not.toBe(second.device?.deviceToken);
   });
 
+  it('hibernates an idle agent (container stopped, volume and container kept), keeps it asleep across a restore, wakes it on start and before its next due job', async () => {
+    const identity = createDeviceIdentity();
+    const idle = { platformDevice: identity, idleMs: 300, idleCheckMs: 100, wakeLeadMs: 1_000 };
+    const { engine, host, options } = await setup({}, idle);
+    const s = spec();
+    await host.create(s);
+    await host.waitUntilReady(s.agentId);
+    const name = dockerContainerName(s.agentId);
+    const containerId = engine.container(name)?.Id;
+    const registry = join(options.dataDir, 'docker-agents', `${s.agentId}.json`);
+
+    await vi.waitFor(async () => expect((await host.status(s.agentId)).status).toBe('hibernated'), { timeout: 10_000, interval: 50 });
+    expect(await host.status(s.agentId)).toMatchObject({ status: 'hibernated', url: null, pid: null });
+    expect(engine.container(name)).toMatchObject({ Id: containerId, state: { Running: false } });
+    expect(existsSync(engine.volumeDir(dockerStateVolumeName(s.agentId)))).toBe(true);
+    expect(JSON.parse(await readFile(registry, 'utf8'))).toMatchObject({
+      desired: 'running',
+      hibernation: { since: expect.any(String), wakeAt: null },
+    });
+    expect((await host.logs(s.agentId)).join('\n')).toContain('[host] hibernating after being idle; no job due');
+
+    // A new host (a backend restart) leaves it asleep: it is not a stopped agent that should run.
+    const next = new DockerAgentHost({ ...options });
+    cleanups.push(() => next.shutdown());
+    await next.restore();
+    expect((await next.status(s.agentId)).status).toBe('hibernated');
+    expect(engine.container(name)?.state.Running).toBe(false);
+    await next.shutdown();
+
+    // Start (what a message does) wakes it in the same container.
+    await host.start(s.agentId);
+    await host.waitUntilReady(s.agentId);
+    expect(engine.container(name)?.Id).toBe(containerId);
+    expect(JSON.parse(await readFile(registry, 'utf8')).hibernation).toBeNull();
+    expect((await host.logs(s.agentId)).join('\n')).toMatch(/\[host\] waking from hibernation \(asleep since /);
+
+    // With a job due in 6 s it sleeps until 1 s (the wake lead) before the job, then starts by itself.
+    const credentials = await host.controlCredentials(s.agentId);
+    const conn = await connectGateway({
+      url: wsOf((await host.status(s.agentId)).url),
+      token: credentials.token,
+      device: identity,
+      retryDeadlineMs: 0,
+    });
+    const added = await conn.request<{ nextRunAtMs?: number; state?: { nextRunAtMs?: number } }>('cron.add', {
+      name: 'report',
+      schedule: { kind: 'every', everyMs: 6_000 },
+      wakeMode: 'now',
+      sessionTarget: 'isolated',
+      payload: { kind: 'agentTurn', message: 'write the report' },
+    });
+    await conn.close();
+    const dueAt = added.nextRunAtMs ?? added.state?.nextRunAtMs ?? 0;
+    expect(dueAt).toBeGreaterThan(Date.now());
+    await vi.waitFor(async () => expect((await host.status(s.agentId)).status).toBe('hibernated'), { timeout: 5_000, interval: 50 });
+    expect(Date.parse(JSON.parse(await readFile(registry, 'utf8')).hibernation.wakeAt)).toBe(dueAt - 1_000);
+    await vi.waitFor(async () => expect((await host.status(s.agentId)).status).not.toBe('hibernated'), { timeout: 10_000, interval: 50 });
+    expect(Date.now()).toBeGreaterThanOrEqual(dueAt - 1_000);
+    expect(Date.now()).toBeLessThan(dueAt);
+    await host.waitUntilReady(s.agentId);
+
+    // Any start is a wake: a restart of a sleeping agent (here put to sleep by hand) clears its hibernation too.
+    await host.hibernate(s.agentId);
+    expect(JSON.parse(await readFile(registry, 'utf8')).hibernation).toMatchObject({ wakeAt: null });
+    await host.restart(s.agentId);
+    expect(JSON.parse(await readFile(registry, 'utf8')).hibernation).toBeNull();
+    await host.waitUntilReady(s.agentId);
+
+    // Stop is not sleep: a stopped agent is `stopped`, and its hibernation record is gone.
+    await host.stop(s.agentId);
+    expect(JSON.parse(await readFile(registry, 'utf8'))).toMatchObject({ desired: 'stopped', hibernation: null });
+    expect((await host.status(s.agentId)).status).toBe('stopped');
+  });
+
   it('reports what blocks pairing: a stopped agent, an approval that fails in the container; without an identity only the token', async () => {
     const identity = createDeviceIdentity();
     const { engine, host } = await setup({}, { platformDevice: identity, cliCommand: ['openclaw-missing'] });

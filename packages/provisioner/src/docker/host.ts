@@ -37,6 +37,16 @@ import { settleWithin } from '../shared/settle-within.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
+import {
+  DEFAULT_WAKE_LEAD_MS,
+  type GatewayActivity,
+  dueToWake,
+  idleLongEnough,
+  keepsAwake,
+  maySleep,
+  readGatewayActivity,
+  wakeAtFor,
+} from '../shared/idle.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
@@ -144,6 +154,17 @@ export interface DockerHostOptions {
   execTimeoutMs?: number;
   /** The image's Node, which runs the workspace program with `exec` for workspace browsing (default `['node']`). */
   nodeCommand?: string[];
+  /**
+   * Hibernation (default 0: never), as on the local provider (shared/idle.ts): a gateway on which nothing happened for
+   * this long — no chat turn or session activity, no cron run, no connected client, as the gateway reports them over
+   * the platform device's connection — has its container stopped with its state volume kept (`hibernated`), and is
+   * started again by `start` (a message wakes it that way) or `wakeLeadMs` before its next due cron job or heartbeat.
+   */
+  idleMs?: number;
+  /** How often running gateways are asked for their activity, and hibernated agents' due times checked (default 60 s). */
+  idleCheckMs?: number;
+  /** A hibernated agent is started this long before its next due job (default 90 s). */
+  wakeLeadMs?: number;
 }
 
 interface Agent {
@@ -162,6 +183,8 @@ interface Agent {
   pairedFor: string | null;
   /** The pairing under way (one at a time per agent). */
   pairing: Promise<ControlCredentials> | null;
+  /** The latest activity the gateway reported (wall clock ms), read by the idle check. */
+  lastActiveAt: number | null;
 }
 
 type ContainerInfo = Docker.ContainerInspectInfo;
@@ -247,6 +270,8 @@ export class DockerAgentHost implements AgentHost {
   private readonly background = new Set<Promise<void>>();
   /** Open `followLogs` streams per agent, which get the host's `[host]` lines as they are logged. */
   private readonly logListeners = new Map<string, Set<(line: string) => void>>();
+  private readonly idleTimer: NodeJS.Timeout | null = null;
+  private checkingIdle = false;
 
   constructor(private readonly config: DockerHostOptions) {
     this.secrets = secretBoxFor(config, 'DockerAgentHost');
@@ -288,6 +313,10 @@ export class DockerAgentHost implements AgentHost {
       readyTimeoutMs: this.options.readyTimeoutMs,
       stopTimeoutMs: this.options.stopTimeoutMs,
     });
+    if ((config.idleMs ?? 0) > 0) {
+      this.idleTimer = setInterval(() => void this.checkIdle(), config.idleCheckMs ?? 60_000);
+      this.idleTimer.unref();
+    }
   }
 
   /** The image of an OpenClaw version: `<repository of the image option>:<version>`. */
@@ -366,8 +395,9 @@ export class DockerAgentHost implements AgentHost {
     return exclusive(agent, async () => {
       const info = await this.inspect(agentId);
       const wantRunning = async () => {
-        if (agent.record.desired === 'running') return;
+        if (agent.record.desired === 'running' && !agent.record.hibernation) return;
         agent.record.desired = 'running';
+        this.wake(agent);
         await this.saveRecord(agent);
       };
       // Running, or crashed and being restarted by Docker's restart policy.
@@ -388,9 +418,95 @@ export class DockerAgentHost implements AgentHost {
     const agent = await this.get(agentId);
     return exclusive(agent, async () => {
       agent.record.desired = 'stopped';
+      agent.record.hibernation = null;
       await this.saveRecord(agent);
       await this.stopContainer(agent);
       return this.observe(agent);
+    });
+  }
+
+  // ---------------------------------------------------------------- hibernation
+
+  /**
+   * One pass of the idle check (every `idleCheckMs`): hibernated agents whose next job is due are started; running ones
+   * their gateway reports nothing for during `idleMs` are hibernated. A gateway that cannot be asked stays awake.
+   */
+  private async checkIdle(): Promise<void> {
+    const idleMs = this.config.idleMs ?? 0;
+    if (this.checkingIdle || this.shuttingDown || idleMs <= 0) return;
+    this.checkingIdle = true;
+    try {
+      await this.ensureLoaded();
+      for (const agent of [...this.agents.values()]) {
+        if (this.shuttingDown) return;
+        const id = agent.record.agentId;
+        if (agent.record.hibernation) {
+          if (dueToWake(agent.record.hibernation)) {
+            await this.start(id).catch((error: unknown) => this.log(agent, `[host] could not wake for its due job: ${messageOf(error)}`));
+          }
+          continue;
+        }
+        // Wall clock: `readyAt` and the gateway's activity times are dates.
+        const readyAt = agent.readyAt;
+        if (readyAt === null || agent.transition || keepsAwake(agent.record.config, agent.record.secrets.channelTokens)) continue;
+        if (!idleLongEnough(readyAt, agent.lastActiveAt, idleMs)) continue;
+        const state = await this.observe(agent).catch(() => null);
+        if (state?.status !== 'running' || !state.url) continue;
+        const activity = await this.readActivity(id, state.url).catch(() => null);
+        if (!activity) continue;
+        agent.lastActiveAt = Math.max(agent.lastActiveAt ?? 0, activity.lastActiveMs);
+        if (!maySleep(activity, { readyAt, lastActiveAt: agent.lastActiveAt }, { idleMs, wakeLeadMs: this.wakeLeadMs })) continue;
+        await this.hibernate(id, activity.nextDueMs).catch((error: unknown) =>
+          this.log(agent, `[host] hibernation failed: ${messageOf(error)}`),
+        );
+      }
+    } catch {
+      // the engine is unreachable: the next pass tries again
+    } finally {
+      this.checkingIdle = false;
+    }
+  }
+
+  private get wakeLeadMs(): number {
+    return this.config.wakeLeadMs ?? DEFAULT_WAKE_LEAD_MS;
+  }
+
+  /** Forgets the agent's hibernation (the caller saves the record); false when it was awake. */
+  private wake(agent: Agent): boolean {
+    const asleep = agent.record.hibernation;
+    if (!asleep) return false;
+    this.log(agent, `[host] waking from hibernation (asleep since ${asleep.since})`);
+    agent.record.hibernation = null;
+    return true;
+  }
+
+  /** What the gateway says of its activity (`readGatewayActivity`), over the platform device's connection. */
+  private async readActivity(agentId: string, url: string): Promise<GatewayActivity> {
+    const c = await this.controlCredentials(agentId);
+    const conn = await connectGateway({ url: url.replace(/^http/, 'ws'), token: c.token, device: c.device?.identity, retryDeadlineMs: 0 });
+    try {
+      return await readGatewayActivity(conn);
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Stops an idle agent's container with its state volume kept: `hibernated` until `start` (a message) or `wakeLeadMs`
+   * before `nextDueMs`. The container is kept too (a wake starts it as it was). Public for operators and tests; the
+   * idle check calls it.
+   */
+  async hibernate(agentId: string, nextDueMs: number | null = null): Promise<AgentState> {
+    const agent = await this.get(agentId);
+    return exclusive(agent, async () => {
+      if ((await this.observe(agent)).status !== 'running') return this.publicState(agent);
+      const wakeAt = wakeAtFor(nextDueMs, this.wakeLeadMs);
+      agent.record.hibernation = { since: new Date().toISOString(), wakeAt };
+      await this.saveRecord(agent);
+      this.log(agent, `[host] hibernating after being idle; ${wakeAt ? `wakes at ${wakeAt} for its next due job` : 'no job due'}`);
+      await this.stopContainer(agent);
+      agent.lastActiveAt = null;
+      return this.publicState(agent);
     });
   }
 
@@ -675,6 +791,7 @@ export class DockerAgentHost implements AgentHost {
   async shutdown(): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
+    if (this.idleTimer) clearInterval(this.idleTimer);
     await Promise.allSettled([...this.background]);
     if (!this.config.stopOnShutdown) return;
     await Promise.all([...this.agents.values()].map((agent) => exclusive(agent, () => this.stopContainer(agent)).catch(() => undefined)));
@@ -688,7 +805,8 @@ export class DockerAgentHost implements AgentHost {
     this.assertOpen();
     await this.ensureLoaded();
     for (const agent of this.agents.values()) {
-      if (agent.record.desired !== 'running') continue;
+      // A hibernated agent stays asleep: a message, Start or its next due job wakes it.
+      if (agent.record.desired !== 'running' || agent.record.hibernation) continue;
       const info = await this.inspect(agent.record.agentId);
       if (info?.State.Running) continue;
       await this.start(agent.record.agentId).catch((error: unknown) => {
@@ -1035,6 +1153,8 @@ export class DockerAgentHost implements AgentHost {
     const record = agent.record;
     agent.transition = 'starting';
     try {
+      // Any start of a hibernated agent (Start, restart, repair, update) is its wake.
+      if (this.wake(agent)) await this.saveRecord(agent);
       await this.ensureVolume(record);
       await this.ensureContainer(agent, options.fresh ?? false);
       await this.writeConfig(agent);
@@ -1356,6 +1476,7 @@ export class DockerAgentHost implements AgentHost {
       return running;
     }
     if (s.Status === 'removing') return { ...base, status: 'stopping' };
+    if (record.hibernation) return { ...base, status: 'hibernated' };
     if (!wantsToRun) return base;
     if (s.Paused) return { ...base, status: 'error', lastError: 'The agent container is paused' };
     if (s.Status === 'created')
@@ -1582,6 +1703,7 @@ export class DockerAgentHost implements AgentHost {
       events: [],
       pairedFor: null,
       pairing: null,
+      lastActiveAt: null,
     };
   }
 

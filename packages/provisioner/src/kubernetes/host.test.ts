@@ -5,7 +5,7 @@ import { PLAN_NAMES, PLANS } from '@aop/core';
 import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
 import { startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { KubeConfig } from '@kubernetes/client-node';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AgentExistsError, AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from '../host.js';
 import { type KubeApiEmulatorOptions, startKubeApi } from './kube-api.test-support.js';
 import { type KubernetesHostOptions, KubernetesAgentHost, KubernetesApiError, kubeAgentName, parseKubeQuantity } from './host.js';
@@ -596,7 +596,7 @@ describe('KubernetesAgentHost', () => {
 // platform device and approves its request with `openclaw devices approve` exec'd in the pod (the API server's exec
 // subresource over WebSocket); the exec handler here does what the CLI does inside the pod: a loopback call.
 describe('KubernetesAgentHost platform device pairing', () => {
-  async function pairingSetup(cli: 'works' | 'fails' = 'works') {
+  async function pairingSetup(cli: 'works' | 'fails' = 'works', hostOptions: Partial<KubernetesHostOptions> = {}) {
     const s = spec();
     const gw = await startFakeGatewayWs({ token: s.gatewayToken, remoteListener: true });
     cleanups.push(() => gw.close());
@@ -620,7 +620,7 @@ describe('KubernetesAgentHost platform device pairing', () => {
           return { stdout: `${JSON.stringify(result, null, 2)}\n`, exitCode: 0 };
         },
       },
-      { platformDevice: identity, serviceUrl: () => gw.remoteHttpUrl as string },
+      { platformDevice: identity, serviceUrl: () => gw.remoteHttpUrl as string, ...hostOptions },
     );
     await host.create(s);
     await host.waitUntilReady(s.agentId);
@@ -659,6 +659,49 @@ describe('KubernetesAgentHost platform device pairing', () => {
     const again = await host.controlCredentials(s.agentId, { repair: true });
     expect(api.execs).toHaveLength(2);
     expect(again.device?.deviceToken).toBe(gw.pairing.paired.get(identity.deviceId)?.tokens.operator?.token);
+  });
+
+  it('hibernates an idle agent (scaled to 0, annotated, volume kept), seen asleep by every replica, woken by start and before its next due job', async () => {
+    const { s, gw, identity, api, host } = await pairingSetup('works', { idleMs: 300, idleCheckMs: 100, wakeLeadMs: 1_000 });
+    const name = kubeAgentName(s.agentId);
+    const annotations = () => api.get('deployments', NS, name)!.metadata.annotations as Record<string, string>;
+
+    await vi.waitFor(async () => expect((await host.status(s.agentId)).status).toBe('hibernated'), { timeout: 10_000, interval: 50 });
+    expect(api.get('deployments', NS, name)!.spec.replicas).toBe(0);
+    expect(api.podsOf(NS, name)).toHaveLength(0);
+    expect(api.get('persistentvolumeclaims', NS, name)).toBeTruthy();
+    expect(annotations()['aop/hibernated-since']).toEqual(expect.any(String));
+    expect(annotations()['aop/wake-at']).toBeUndefined();
+    // The cluster is the source of truth: another backend replica sees it asleep too.
+    const replica = new KubernetesAgentHost({ kubeconfig: api.kubeConfig(), pollMs: 5 });
+    expect((await replica.status(s.agentId)).status).toBe('hibernated');
+    await replica.shutdown();
+
+    // Start (what a message does) wakes it: scaled to 1, its hibernation annotations gone in the same patch.
+    await host.start(s.agentId);
+    expect(await host.waitUntilReady(s.agentId)).toMatchObject({ status: 'running' });
+    expect(annotations()['aop/hibernated-since']).toBeUndefined();
+
+    // With a job due in 6 s it sleeps until 1 s (the wake lead) before the job, then is scaled up by the idle check.
+    const conn = await connectGateway({ url: gw.remoteUrl as string, token: s.gatewayToken, device: identity, retryDeadlineMs: 0 });
+    const added = await conn.request<{ nextRunAtMs?: number; state?: { nextRunAtMs?: number } }>('cron.add', {
+      name: 'report',
+      schedule: { kind: 'every', everyMs: 6_000 },
+      wakeMode: 'now',
+      sessionTarget: 'isolated',
+      payload: { kind: 'agentTurn', message: 'write the report' },
+    });
+    await conn.close();
+    const dueAt = added.nextRunAtMs ?? added.state?.nextRunAtMs ?? 0;
+    await vi.waitFor(async () => expect((await host.status(s.agentId)).status).toBe('hibernated'), { timeout: 5_000, interval: 50 });
+    expect(Date.parse(annotations()['aop/wake-at'] as string)).toBe(dueAt - 1_000);
+    await vi.waitFor(async () => expect((await host.status(s.agentId)).status).toBe('running'), { timeout: 10_000, interval: 50 });
+    expect(Date.now()).toBeGreaterThanOrEqual(dueAt - 1_000);
+    expect(Date.now()).toBeLessThan(dueAt);
+
+    // Stop is not sleep.
+    expect((await host.stop(s.agentId)).status).toBe('stopped');
+    expect(annotations()['aop/hibernated-since']).toBeUndefined();
   });
 
   it('reports a failed approval with the CLI’s exit code and message; a stopped agent cannot be paired', async () => {

@@ -2,7 +2,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { Readable, Writable } from 'node:stream';
 import { DomainError, planResources } from '@aop/core';
-import type { DeviceIdentity } from '@aop/gateway-client';
+import { type DeviceIdentity, connectGateway } from '@aop/gateway-client';
 import {
   ApiException,
   ApisApi,
@@ -58,6 +58,16 @@ import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { settleWithin } from '../shared/settle-within.js';
 import {
+  DEFAULT_WAKE_LEAD_MS,
+  type GatewayActivity,
+  dueToWake,
+  idleLongEnough,
+  keepsAwake,
+  maySleep,
+  readGatewayActivity,
+  wakeAtFor,
+} from '../shared/idle.js';
+import {
   type AgentRecord,
   DATA_DIR,
   GATEWAY_CONTAINER,
@@ -110,6 +120,10 @@ const FATAL_WAITING = new Set([
 ]);
 const BENIGN_WAITING = new Set(['ContainerCreating', 'PodInitializing']);
 
+/** Scaled to 0 for being idle (`hibernate`), not stopped. */
+const isHibernated = (deployment: V1Deployment) => Boolean(deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.hibernatedSince]);
+/** The metadata patch that wakes a hibernated agent: its hibernation annotations removed. */
+const AWAKE = { annotations: { [KUBE_ANNOTATIONS.hibernatedSince]: null, [KUBE_ANNOTATIONS.wakeAt]: null } };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const iso = (value: Date | string | undefined | null): string | null =>
   value === undefined || value === null ? null : value instanceof Date ? value.toISOString() : new Date(value).toISOString();
@@ -224,6 +238,17 @@ export interface KubernetesHostOptions {
   execTimeoutMs?: number;
   /** The image's Node, which runs the workspace program with `pods/exec` for workspace browsing (default `['node']`). */
   nodeCommand?: string[];
+  /**
+   * Hibernation (default 0: never), as on the other providers (shared/idle.ts): a gateway on which nothing happened for
+   * this long, as it reports over the platform device's connection, is scaled to 0 with its state volume kept
+   * (`hibernated`, the Deployment's `aop/hibernated-since` annotation), and scaled back to 1 by `start` (a message
+   * wakes it that way) or `wakeLeadMs` before its next due cron job or heartbeat (`aop/wake-at`).
+   */
+  idleMs?: number;
+  /** How often running gateways are asked for their activity, and hibernated agents' due times checked (default 60 s). */
+  idleCheckMs?: number;
+  /** A hibernated agent is scaled up this long before its next due job (default 90 s; a first image pull takes longer). */
+  wakeLeadMs?: number;
 }
 
 interface Agent {
@@ -275,6 +300,10 @@ export class KubernetesAgentHost implements AgentHost {
   private readonly manifests: KubeManifests;
   private readonly locks = new Map<string, Promise<unknown>>();
   private closed = false;
+  private readonly idleTimer: NodeJS.Timeout | null = null;
+  private checkingIdle = false;
+  /** The latest activity each gateway reported (wall clock ms), read by the idle check of this backend replica. */
+  private readonly lastActiveAt = new Map<string, number>();
   private readonly kc: KubeConfig;
   /**
    * The platform device's token per agent and the pod it was verified on. Kept in memory only: the pairing itself is
@@ -327,6 +356,10 @@ export class KubernetesAgentHost implements AgentHost {
       (version) => this.imageFor(version),
       (plan) => this.resourcesFor(plan),
     );
+    if ((options.idleMs ?? 0) > 0) {
+      this.idleTimer = setInterval(() => void this.checkIdle(), options.idleCheckMs ?? 60_000);
+      this.idleTimer.unref();
+    }
   }
 
   get defaultVersion(): string {
@@ -414,18 +447,96 @@ export class KubernetesAgentHost implements AgentHost {
     });
   }
 
+  /** Scales to 1; a hibernated agent is woken (its hibernation annotations removed in the same patch). */
   async start(agentId: string): Promise<AgentState> {
     return this.exclusive(agentId, async () => {
-      const { name } = await this.agent(agentId);
-      await this.scale(name, 1);
+      const { name, deployment } = await this.agent(agentId);
+      if (isHibernated(deployment)) await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } });
+      else await this.scale(name, 1);
       return this.stateOf(name);
     });
   }
 
   async stop(agentId: string): Promise<AgentState> {
     return this.exclusive(agentId, async () => {
+      const { name, deployment } = await this.agent(agentId);
+      if (isHibernated(deployment)) await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 0 } });
+      else await this.scale(name, 0);
+      return this.stateOf(name);
+    });
+  }
+
+  // ---------------------------------------------------------------- hibernation
+
+  /**
+   * One pass of the idle check (every `idleCheckMs`): hibernated agents whose next job is due are scaled up; running
+   * ones their gateway reports nothing for during `idleMs` are hibernated. A gateway that cannot be asked stays awake.
+   * Every backend replica runs it: both steps are idempotent (a second replica finds the agent already asleep or awake).
+   */
+  private async checkIdle(): Promise<void> {
+    const idleMs = this.options.idleMs ?? 0;
+    if (this.checkingIdle || this.closed || idleMs <= 0) return;
+    this.checkingIdle = true;
+    try {
+      for (const state of await this.list()) {
+        if (this.closed) return;
+        const id = state.agentId;
+        if (state.status === 'hibernated') {
+          const { deployment } = await this.agent(id);
+          const wakeAt = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.wakeAt] ?? null;
+          if (dueToWake({ wakeAt })) await this.start(id).catch(() => undefined);
+          continue;
+        }
+        // Wall clock: `readyAt` and the gateway's activity times are dates.
+        const readyAt = state.readyAt === null ? null : Date.parse(state.readyAt);
+        if (state.status !== 'running' || readyAt === null || !state.url) continue;
+        if (!idleLongEnough(readyAt, this.lastActiveAt.get(id) ?? null, idleMs)) continue;
+        const spec = await this.spec(id);
+        if (keepsAwake(spec.config, spec.channelTokens)) continue;
+        const activity = await this.readActivity(id, state.url).catch(() => null);
+        if (!activity) continue;
+        const lastActiveAt = Math.max(this.lastActiveAt.get(id) ?? 0, activity.lastActiveMs);
+        this.lastActiveAt.set(id, lastActiveAt);
+        if (!maySleep(activity, { readyAt, lastActiveAt }, { idleMs, wakeLeadMs: this.wakeLeadMs })) continue;
+        await this.hibernate(id, activity.nextDueMs).catch(() => undefined);
+      }
+    } catch {
+      // the API server is unreachable: the next pass tries again
+    } finally {
+      this.checkingIdle = false;
+    }
+  }
+
+  private get wakeLeadMs(): number {
+    return this.options.wakeLeadMs ?? DEFAULT_WAKE_LEAD_MS;
+  }
+
+  /** What the gateway says of its activity (`readGatewayActivity`), over the platform device's connection. */
+  private async readActivity(agentId: string, url: string): Promise<GatewayActivity> {
+    const c = await this.controlCredentials(agentId);
+    const conn = await connectGateway({ url: url.replace(/^http/, 'ws'), token: c.token, device: c.device?.identity, retryDeadlineMs: 0 });
+    try {
+      return await readGatewayActivity(conn);
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Scales an idle agent to 0 with its state volume kept, marked `aop/hibernated-since` (and `aop/wake-at` for its next
+   * due job) in the same patch: `hibernated` until `start` (a message) or the idle check at `aop/wake-at`. Public for
+   * operators and tests; the idle check calls it.
+   */
+  async hibernate(agentId: string, nextDueMs: number | null = null): Promise<AgentState> {
+    return this.exclusive(agentId, async () => {
       const { name } = await this.agent(agentId);
-      await this.scale(name, 0);
+      if ((await this.stateOf(name)).status !== 'running') return this.stateOf(name);
+      const annotations = {
+        [KUBE_ANNOTATIONS.hibernatedSince]: new Date().toISOString(),
+        [KUBE_ANNOTATIONS.wakeAt]: wakeAtFor(nextDueMs, this.wakeLeadMs),
+      };
+      await this.patchDeployment(name, { metadata: { annotations }, spec: { replicas: 0 } });
+      this.lastActiveAt.delete(agentId);
       return this.stateOf(name);
     });
   }
@@ -435,6 +546,7 @@ export class KubernetesAgentHost implements AgentHost {
     return this.exclusive(agentId, async () => {
       const { name } = await this.agent(agentId);
       await this.patchDeployment(name, {
+        metadata: AWAKE,
         spec: { replicas: 1, template: { metadata: { annotations: { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() } } } },
       });
       return this.stateOf(name);
@@ -622,6 +734,7 @@ export class KubernetesAgentHost implements AgentHost {
    */
   async shutdown(): Promise<void> {
     this.closed = true;
+    if (this.idleTimer) clearInterval(this.idleTimer);
   }
 
   /** For parity with the local provider: nothing to restore (the cluster keeps agents running); lists them. */
@@ -1112,7 +1225,7 @@ export class KubernetesAgentHost implements AgentHost {
     const failed = deploymentFailure(deployment);
     let state: AgentStatus;
     let lastError: string | null = null;
-    if (desired === 0) state = pods.length > 0 ? 'stopping' : 'stopped';
+    if (desired === 0) state = pods.length > 0 ? 'stopping' : isHibernated(deployment) ? 'hibernated' : 'stopped';
     else if (rolledOut && container?.ready === true) state = 'running';
     else if (failed) [state, lastError] = ['error', failed];
     else if (problem?.kind === 'fatal') [state, lastError] = ['error', problem.text];

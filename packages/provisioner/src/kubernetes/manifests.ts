@@ -79,6 +79,10 @@ export const KUBE_ANNOTATIONS = {
   plan: 'aop/plan',
   version: 'aop/openclaw-version',
   restartedAt: 'kubectl.kubernetes.io/restartedAt',
+  /** Hibernated since (ISO 8601), while scaled to 0 for being idle (shared/idle.ts); absent when awake or stopped. */
+  hibernatedSince: 'aop/hibernated-since',
+  /** When a hibernated agent is woken for its next due job (absent: none due). */
+  wakeAt: 'aop/wake-at',
 } as const;
 
 export const MANAGED_BY = 'aop';

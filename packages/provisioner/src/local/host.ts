@@ -7,7 +7,6 @@ import { type Server as HttpServer, createServer as createHttpServer } from 'nod
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
 import { type GatewayConnection, PLATFORM_USER_AGENT, connectGateway } from '@aop/gateway-client';
 import { BUS_SKILL_NAME, installBusSkill } from '../shared/bus-skill.js';
 import {
@@ -59,6 +58,17 @@ import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets,
 import { type AgentWorkspace, ProgramWorkspace, runProgramLocally } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
+import {
+  DEFAULT_WAKE_LEAD_MS,
+  type GatewayActivity,
+  type Hibernation,
+  dueToWake,
+  idleLongEnough,
+  keepsAwake,
+  maySleep,
+  readGatewayActivity,
+  wakeAtFor,
+} from '../shared/idle.js';
 
 export interface LocalHostOptions {
   /** The platform's data directory; agents live in `<dataDir>/agents/<agentId>/`. */
@@ -160,7 +170,7 @@ interface AgentRecord {
   /** A warm-pool gateway no agent has adopted yet: removed at the next `restore()` (its process does not outlive the host). */
   warmSlot?: boolean;
   /** Hibernated since (ISO 8601), and when to wake it for its next due job (null: none due); absent when awake. */
-  hibernation?: { since: string; wakeAt: string | null } | null;
+  hibernation?: Hibernation | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -651,7 +661,8 @@ export class LocalAgentHost implements AgentHost {
 
   /**
    * One pass of the idle check (every `idleCheckMs`): hibernated agents whose next job is due are woken; running ones
-   * the gateway reports nothing for during `idleMs` are hibernated. A gateway that cannot be asked stays awake.
+   * the gateway reports nothing for during `idleMs` are hibernated (shared/idle.ts). A gateway that cannot be asked
+   * stays awake.
    */
   private async checkIdle(): Promise<void> {
     const idleMs = this.config.idleMs ?? 0;
@@ -661,22 +672,20 @@ export class LocalAgentHost implements AgentHost {
       for (const agent of [...this.agents.values()]) {
         if (this.shuttingDown) return;
         const id = agent.record.agentId;
-        const wakeAt = agent.record.hibernation?.wakeAt;
         if (agent.status === 'hibernated') {
-          if (wakeAt && Date.parse(wakeAt) <= Date.now()) {
+          if (dueToWake(agent.record.hibernation)) {
             await this.start(id).catch((error: Error) => this.log(agent, `[host] could not wake for its due job: ${error.message}`));
           }
           continue;
         }
         // Wall clock: `readyAt` and the gateway's activity times are dates.
-        if (agent.status !== 'running' || agent.readyAt === null || this.keepsAwake(agent)) continue;
-        if (Date.now() - Math.max(agent.readyAt, agent.lastActiveAt ?? 0) < idleMs) continue;
+        const readyAt = agent.readyAt;
+        if (agent.status !== 'running' || readyAt === null || keepsAwake(agent.record.config, agent.record.secrets.channelTokens)) continue;
+        if (!idleLongEnough(readyAt, agent.lastActiveAt, idleMs)) continue;
         const activity = await this.readActivity(agent).catch(() => null);
         if (!activity) continue;
         agent.lastActiveAt = Math.max(agent.lastActiveAt ?? 0, activity.lastActiveMs);
-        if (activity.busy || Date.now() - Math.max(agent.readyAt, agent.lastActiveAt) < idleMs) continue;
-        // A job due before a sleep would be worth it (or overdue): stay awake for it.
-        if (activity.nextDueMs !== null && activity.nextDueMs - Date.now() < (this.config.wakeLeadMs ?? 90_000) + idleMs) continue;
+        if (!maySleep(activity, { readyAt, lastActiveAt: agent.lastActiveAt }, { idleMs, wakeLeadMs: this.wakeLeadMs })) continue;
         await this.hibernate(id, activity.nextDueMs).catch((error: Error) =>
           this.log(agent, `[host] hibernation failed: ${error.message}`),
         );
@@ -686,52 +695,17 @@ export class LocalAgentHost implements AgentHost {
     }
   }
 
-  /** Messaging channels (Telegram, Discord, WhatsApp) need a live connection to receive anything: never hibernated. */
-  private keepsAwake(agent: Agent): boolean {
-    const channels = agent.record.config.channels as Record<string, { enabled?: unknown }> | undefined;
-    return Object.keys(agent.record.secrets.channelTokens).length > 0 || channels?.whatsapp?.enabled === true;
+  private get wakeLeadMs(): number {
+    return this.config.wakeLeadMs ?? DEFAULT_WAKE_LEAD_MS;
   }
 
-  /**
-   * What the gateway itself says of its activity: the latest session activity (chat turns, cron and heartbeat runs all
-   * land in a session), whether a turn or job is running or a client other than the platform is connected
-   * (`system-presence` lists the gateway itself, `reason: self`), and the next due time of its enabled cron jobs
-   * (OpenClaw's heartbeat is one of them, `heartbeat-main`).
-   */
-  private async readActivity(agent: Agent): Promise<{ lastActiveMs: number; busy: boolean; nextDueMs: number | null }> {
+  /** What the gateway says of its activity (`readGatewayActivity`), over the loopback token connection. */
+  private async readActivity(agent: Agent): Promise<GatewayActivity> {
     const port = agent.record.port;
     if (port === null) throw new Error('no port');
     const conn = await connectGateway({ url: `ws://127.0.0.1:${port}`, token: this.gatewayToken(agent), retryDeadlineMs: 0 });
     try {
-      const opts = { timeoutMs: 10_000 };
-      const sessions = await conn.request<{ sessions?: Record<string, unknown>[] }>(
-        'sessions.list',
-        { limit: 20, sortBy: 'activity' },
-        opts,
-      );
-      const cron = await conn.request<{ jobs?: Record<string, unknown>[] }>('cron.list', { includeDisabled: false, limit: 200 }, opts);
-      const presence = await conn.request<unknown>('system-presence', {}, opts);
-      const ms = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
-      let lastActiveMs = 0;
-      let busy = false;
-      for (const row of sessions.sessions ?? []) {
-        if (typeof row.key === 'string' && isWarmUpSession(row.key)) continue;
-        lastActiveMs = Math.max(lastActiveMs, sessionLastActivityMs(row));
-        if (sessionIsActive(row)) busy = true;
-      }
-      let nextDueMs: number | null = null;
-      for (const job of cron.jobs ?? []) {
-        if (job.enabled === false) continue;
-        const state = (typeof job.state === 'object' && job.state !== null ? job.state : {}) as Record<string, unknown>;
-        lastActiveMs = Math.max(lastActiveMs, ms(job.lastRunAtMs), ms(state.lastRunAtMs));
-        if (ms(state.runningAtMs) > 0) busy = true;
-        const next = ms(job.nextRunAtMs) || ms(state.nextRunAtMs);
-        if (next > 0) nextDueMs = nextDueMs === null ? next : Math.min(nextDueMs, next);
-      }
-      const entries = Array.isArray(presence) ? presence : [];
-      if (entries.some((entry) => typeof entry === 'object' && entry !== null && (entry as { reason?: unknown }).reason !== 'self'))
-        busy = true;
-      return { lastActiveMs, busy, nextDueMs };
+      return await readGatewayActivity(conn);
     } finally {
       await conn.close().catch(() => undefined);
     }
@@ -745,7 +719,7 @@ export class LocalAgentHost implements AgentHost {
     const agent = this.get(agentId);
     return exclusive(agent, async () => {
       if (agent.status !== 'running') return this.snapshot(agent);
-      const wakeAt = nextDueMs === null ? null : new Date(nextDueMs - (this.config.wakeLeadMs ?? 90_000)).toISOString();
+      const wakeAt = wakeAtFor(nextDueMs, this.wakeLeadMs);
       agent.record.hibernation = { since: new Date().toISOString(), wakeAt };
       await this.saveRecord(agent);
       this.log(agent, `[host] hibernating after being idle; ${wakeAt ? `wakes at ${wakeAt} for its next due job` : 'no job due'}`);

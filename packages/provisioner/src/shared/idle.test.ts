@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { dueToWake, keepsAwake, maySleep, wakeAtFor } from './idle.js';
+
+// Hibernation's rules, shared by the local, docker and kubernetes hosts (each host's own test drives them through its
+// gateways; these are the edges).
+
+const NOW = Date.parse('2026-11-27T12:00:00Z');
+const MIN = 60_000;
+const options = { idleMs: 15 * MIN, wakeLeadMs: 90_000 };
+const quiet = { lastActiveMs: NOW - 20 * MIN, busy: false, nextDueMs: null };
+const since = { readyAt: NOW - 60 * MIN, lastActiveAt: null };
+
+describe('hibernation rules (shared/idle.ts)', () => {
+  it('sleeps only after idleMs of nothing: the gateway’s own activity, the host’s last sight, and the start all count', () => {
+    expect(maySleep(quiet, since, options, NOW)).toBe(true);
+    expect(maySleep({ ...quiet, lastActiveMs: NOW - 14 * MIN }, since, options, NOW)).toBe(false);
+    expect(maySleep(quiet, { readyAt: NOW - 60 * MIN, lastActiveAt: NOW - MIN }, options, NOW)).toBe(false);
+    expect(maySleep(quiet, { readyAt: NOW - 5 * MIN, lastActiveAt: null }, options, NOW)).toBe(false);
+  });
+
+  it('never sleeps while a turn or job runs or a client is connected', () => {
+    expect(maySleep({ ...quiet, busy: true }, since, options, NOW)).toBe(false);
+  });
+
+  it('stays awake for a job due before a sleep would be worth it, or overdue; sleeps before a later one', () => {
+    const due = (ms: number) => maySleep({ ...quiet, nextDueMs: NOW + ms }, since, options, NOW);
+    expect(due(-MIN)).toBe(false); // overdue: it is about to run
+    expect(due(options.wakeLeadMs + options.idleMs - 1)).toBe(false);
+    expect(due(options.wakeLeadMs + options.idleMs)).toBe(true);
+  });
+
+  it('wakes the lead time before the next due job, and not at all without one', () => {
+    expect(wakeAtFor(NOW + 10 * MIN, 90_000)).toBe('2026-11-27T12:08:30.000Z');
+    expect(wakeAtFor(null, 90_000)).toBeNull();
+    expect(dueToWake({ wakeAt: '2026-11-27T12:08:30.000Z' }, NOW + 8.5 * MIN)).toBe(true);
+    expect(dueToWake({ wakeAt: '2026-11-27T12:08:30.000Z' }, NOW + 8 * MIN)).toBe(false);
+    expect(dueToWake({ wakeAt: null }, NOW)).toBe(false);
+    expect(dueToWake(null, NOW)).toBe(false);
+  });
+
+  it('keeps agents with a messaging channel awake: a token given, or WhatsApp linked by QR code', () => {
+    expect(keepsAwake({}, {})).toBe(false);
+    expect(keepsAwake({}, undefined)).toBe(false);
+    expect(keepsAwake({}, { telegram: 'sealed-token' })).toBe(true);
+    expect(keepsAwake({}, { telegram: '' })).toBe(false);
+    expect(keepsAwake({ channels: { whatsapp: { enabled: true } } }, {})).toBe(true);
+    expect(keepsAwake({ channels: { whatsapp: { enabled: false } } }, {})).toBe(false);
+  });
+});

@@ -1,0 +1,97 @@
+import { isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
+import type { GatewayConnection } from '@aop/gateway-client';
+
+/**
+ * Hibernation's rules, shared by the hosts that put idle gateways to sleep (local, docker, kubernetes): what a gateway
+ * says of its activity, which agents never sleep, and when an idle one may. Each host stops and starts its gateways
+ * its own way; what counts as idle is decided here, once.
+ */
+
+/** A hibernated agent is started this long before its next due job by default: a cold start and its warm-up. */
+export const DEFAULT_WAKE_LEAD_MS = 90_000;
+
+/** What a gateway reports of its own activity (`readGatewayActivity`). */
+export interface GatewayActivity {
+  /** The latest session activity or cron run (wall clock ms; 0: none). */
+  lastActiveMs: number;
+  /** A turn or job is running, or a client other than the platform is connected. */
+  busy: boolean;
+  /** The next due time of its enabled cron jobs (OpenClaw's heartbeat is one of them), null when none is due. */
+  nextDueMs: number | null;
+}
+
+/**
+ * What the gateway itself says of its activity, over a connection with operator read scope: the latest session activity
+ * (chat turns, cron and heartbeat runs all land in a session), whether a turn or job is running or a client other than
+ * the platform is connected (`system-presence` lists the gateway itself, `reason: self`), and the next due time of its
+ * enabled cron jobs (OpenClaw's heartbeat is one of them, `heartbeat-main`).
+ */
+export async function readGatewayActivity(conn: GatewayConnection): Promise<GatewayActivity> {
+  const opts = { timeoutMs: 10_000 };
+  const sessions = await conn.request<{ sessions?: Record<string, unknown>[] }>('sessions.list', { limit: 20, sortBy: 'activity' }, opts);
+  const cron = await conn.request<{ jobs?: Record<string, unknown>[] }>('cron.list', { includeDisabled: false, limit: 200 }, opts);
+  const presence = await conn.request<unknown>('system-presence', {}, opts);
+  const ms = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+  let lastActiveMs = 0;
+  let busy = false;
+  for (const row of sessions.sessions ?? []) {
+    if (typeof row.key === 'string' && isWarmUpSession(row.key)) continue;
+    lastActiveMs = Math.max(lastActiveMs, sessionLastActivityMs(row));
+    if (sessionIsActive(row)) busy = true;
+  }
+  let nextDueMs: number | null = null;
+  for (const job of cron.jobs ?? []) {
+    if (job.enabled === false) continue;
+    const state = (typeof job.state === 'object' && job.state !== null ? job.state : {}) as Record<string, unknown>;
+    lastActiveMs = Math.max(lastActiveMs, ms(job.lastRunAtMs), ms(state.lastRunAtMs));
+    if (ms(state.runningAtMs) > 0) busy = true;
+    const next = ms(job.nextRunAtMs) || ms(state.nextRunAtMs);
+    if (next > 0) nextDueMs = nextDueMs === null ? next : Math.min(nextDueMs, next);
+  }
+  const entries = Array.isArray(presence) ? presence : [];
+  if (entries.some((entry) => typeof entry === 'object' && entry !== null && (entry as { reason?: unknown }).reason !== 'self'))
+    busy = true;
+  return { lastActiveMs, busy, nextDueMs };
+}
+
+/** Messaging channels (Telegram, Discord, WhatsApp) need a live connection to receive anything: never hibernated. */
+export function keepsAwake(config: Record<string, unknown>, channelTokens: object | undefined): boolean {
+  const channels = config.channels as Record<string, { enabled?: unknown }> | undefined;
+  return Object.values(channelTokens ?? {}).some(Boolean) || channels?.whatsapp?.enabled === true;
+}
+
+/** Idle long enough to be worth asking the gateway: nothing seen for `idleMs` since it became ready or was last active. */
+export function idleLongEnough(readyAt: number, lastActiveAt: number | null, idleMs: number, now = Date.now()): boolean {
+  return now - Math.max(readyAt, lastActiveAt ?? 0) >= idleMs;
+}
+
+/**
+ * Whether a gateway that reported `activity` may sleep now: nothing running, nothing for `idleMs`, and no job due before
+ * a sleep would be worth it (a job due within the wake lead plus the idle time, or overdue, keeps it awake).
+ */
+export function maySleep(
+  activity: GatewayActivity,
+  at: { readyAt: number; lastActiveAt: number | null },
+  options: { idleMs: number; wakeLeadMs: number },
+  now = Date.now(),
+): boolean {
+  if (activity.busy || !idleLongEnough(at.readyAt, Math.max(at.lastActiveAt ?? 0, activity.lastActiveMs), options.idleMs, now))
+    return false;
+  return activity.nextDueMs === null || activity.nextDueMs - now >= options.wakeLeadMs + options.idleMs;
+}
+
+/** When a hibernated agent is started for its next due job: the wake lead before it (null: no job due). */
+export function wakeAtFor(nextDueMs: number | null, wakeLeadMs: number): string | null {
+  return nextDueMs === null ? null : new Date(nextDueMs - wakeLeadMs).toISOString();
+}
+
+/** A hibernated agent's next due job has come close enough to wake it. */
+export function dueToWake(hibernation: { wakeAt: string | null } | null | undefined, now = Date.now()): boolean {
+  return Boolean(hibernation?.wakeAt && Date.parse(hibernation.wakeAt) <= now);
+}
+
+/** What a host keeps of a hibernated agent: since when, and when to wake it for its next due job (null: none). */
+export interface Hibernation {
+  since: string;
+  wakeAt: string | null;
+}
