@@ -55,6 +55,10 @@ const BackendEnvSchema = Type.Composite([
     AGENT_WARM_POOL: Env.optional(Type.String({ pattern: '^(auto|[0-9]|[12][0-9]|3[0-2])$' })),
     // Idle agents hibernate after this many minutes (local provider); 0 keeps every agent awake.
     AGENT_IDLE_MINUTES: Env.int(15, 0),
+    AGENT_EVICT_IDLE_MINUTES: Env.int(2, 0),
+    // 0 (no cap) or at least 512: at 256 a gateway ran out of heap within ten chat turns, at 384 its turns took 3–10
+    // times as long (garbage collection near the cap); npm run bench:heap-soak, docs/operations.md "Memory cap".
+    AGENT_MAX_HEAP_MB: Env.optional(Type.String({ pattern: '^(0|51[2-9]|5[2-9][0-9]|[6-9][0-9]{2}|[1-9][0-9]{3,5})$' })),
     OPENROUTER_BASE_URL: Env.str('https://openrouter.ai/api/v1'),
     GEMINI_BASE_URL: Env.str('https://generativelanguage.googleapis.com/v1beta/openai'),
     GROQ_BASE_URL: Env.str('https://api.groq.com/openai/v1'),
@@ -130,6 +134,10 @@ export interface BackendConfig extends BaseConfig, MetricsConfig {
     warmPool: number | 'auto';
     /** `AGENT_IDLE_MINUTES` in ms; 0: never hibernate. */
     idleMs: number;
+    /** `AGENT_EVICT_IDLE_MINUTES` in ms: an agent idle this long is hibernated early when a start needs its room; 0: never. */
+    evictIdleMs: number;
+    /** `AGENT_MAX_HEAP_MB`: each local gateway's V8 heap cap (`--max-old-space-size`); 0: none (the default). */
+    maxHeapMb: number;
   };
   /** OpenAI-compatible base URL per AI provider (`aiProvider` of a deployment). */
   aiBaseUrls: Record<'openrouter' | 'gemini' | 'groq' | 'anthropic' | 'openai', string>;
@@ -220,6 +228,8 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
       memoryMargin: parsed.AGENT_MEMORY_MARGIN,
       maxAgents: parsed.AGENT_MAX,
       idleMs: parsed.AGENT_IDLE_MINUTES * 60_000,
+      evictIdleMs: parsed.AGENT_EVICT_IDLE_MINUTES * 60_000,
+      maxHeapMb: Number(parsed.AGENT_MAX_HEAP_MB ?? 0),
       warmPool: parsed.AGENT_WARM_POOL === undefined ? (parsed.DATABASE_URL ? 'auto' : 1) : warmPoolOf(parsed.AGENT_WARM_POOL),
     },
     aiBaseUrls: {

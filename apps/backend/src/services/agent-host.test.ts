@@ -64,6 +64,24 @@ describe('createAgentHost', () => {
     }
   });
 
+  it('AGENT_IDLE_MINUTES, AGENT_EVICT_IDLE_MINUTES and AGENT_MAX_HEAP_MB: whole numbers, defaults 15, 2 and none (a cap is 512 MB or more)', () => {
+    expect(configOf({}).agents).toMatchObject({ idleMs: 15 * 60_000, evictIdleMs: 2 * 60_000, maxHeapMb: 0 });
+    expect(configOf({ AGENT_IDLE_MINUTES: '0', AGENT_EVICT_IDLE_MINUTES: '5', AGENT_MAX_HEAP_MB: '512' }).agents).toMatchObject({
+      idleMs: 0,
+      evictIdleMs: 5 * 60_000,
+      maxHeapMb: 512,
+    });
+    for (const [name, bad] of [
+      ['AGENT_EVICT_IDLE_MINUTES', '-1'],
+      ['AGENT_EVICT_IDLE_MINUTES', 'soon'],
+      ['AGENT_MAX_HEAP_MB', '1.5'],
+      ['AGENT_MAX_HEAP_MB', '256'],
+      ['AGENT_MAX_HEAP_MB', '384'],
+    ] as const) {
+      expect(() => configOf({ [name]: bad }), `${name}=${bad}`).toThrow(new RegExp(name));
+    }
+  });
+
   it('refuses a hosting provisioner without its project settings', () => {
     expect(() => createAgentHost(configOf({ PROVISIONER: 'hosting', HOSTING_API_URL: 'http://127.0.0.1:9/graphql' }))).toThrow(
       ProvisionerConfigError,

@@ -35,6 +35,8 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         memoryMargin: config.agents.memoryMargin,
         warmPool: config.agents.warmPool,
         idleMs: config.agents.idleMs,
+        evictIdleMs: config.agents.evictIdleMs,
+        ...(config.agents.maxHeapMb > 0 ? { nodeOptions: `--max-old-space-size=${config.agents.maxHeapMb}` } : {}),
       });
     case 'docker':
       return new DockerAgentHost({

@@ -148,6 +148,19 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
     expect(existsSync(secretFile)).toBe(false);
   });
 
+  it('gives every gateway the host’s NODE_OPTIONS (AGENT_MAX_HEAP_MB), and none by default', async () => {
+    const capped = await newHost({ nodeOptions: '--max-old-space-size=512' });
+    const s = spec();
+    const { pid } = await capped.waitUntilReady((await capped.create(s)).agentId);
+    expect((await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0')).toContain('NODE_OPTIONS=--max-old-space-size=512');
+    const plain = await newHost();
+    const t = spec();
+    const ready = await plain.waitUntilReady((await plain.create(t)).agentId);
+    expect((await readFile(`/proc/${ready.pid}/environ`, 'utf8')).split('\0').some((entry) => entry.startsWith('NODE_OPTIONS='))).toBe(
+      false,
+    );
+  });
+
   it("is running only after its warm-up turn: the platform model on the gateway itself, never the agent's own", async () => {
     // Issue #19 "ready means answers a chat" (shared/warm-up.ts): /readyz alone is not ready.
     const host = await newHost({ defaultVersion: 'warming' });
@@ -669,6 +682,30 @@ describe('LocalAgentHost hibernation (fake OpenClaw speaking the gateway protoco
       expect(host.gatewayPids()).toEqual([woken.pid]);
       expect((await readdir(host.agentsDir)).filter((name) => name.startsWith('warm-'))).toEqual([]);
     }
+  });
+
+  it('a full host hibernates the agent idle the longest to make room, and refuses when none has been idle long enough', async () => {
+    const host = await newHost({ defaultVersion: 'protocol', maxAgents: 2, idleMs: 3_600_000, idleCheckMs: 60_000, evictIdleMs: 500 });
+    const [a, b, c, d] = [spec({ llm }), spec({ llm }), spec({ llm }), spec({ llm })];
+    for (const s of [a, b]) {
+      await host.create(s);
+      await host.waitUntilReady(s.agentId);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const { port } = await host.status(a.agentId);
+    await chat(port!, a.gatewayToken, 'still here'); // a was active a moment ago, b not since it started
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    await host.create(c);
+    expect((await host.status(b.agentId)).status).toBe('hibernated');
+    expect((await host.status(a.agentId)).status).toBe('running');
+    expect((await host.waitUntilReady(c.agentId)).status).toBe('running');
+    expect((await host.logs(b.agentId, { tail: 20 })).join('\n')).toMatch(
+      new RegExp(`\\[host\\] idle for \\d+\\.\\d min and agent ${c.agentId} needs the room: hibernating early`),
+    );
+    // Nobody has been idle for 500 ms now (a just talked, c just started): the next agent is refused, nothing sleeps.
+    await chat(port!, a.gatewayToken, 'busy again');
+    await expect(host.create(d)).rejects.toBeInstanceOf(HostFullError);
+    expect((await host.list()).map((state) => state.status).sort()).toEqual(['hibernated', 'running', 'running']);
   });
 
   it('an agent with a messaging channel stays awake', async () => {

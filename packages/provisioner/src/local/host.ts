@@ -141,10 +141,21 @@ export interface LocalHostOptions {
   /** A hibernated agent is started this long before its next due job (default 90 s: a cold start and its warm-up). */
   wakeLeadMs?: number;
   /**
+   * When an agent needs room the host does not have (after giving up warm gateways), the running agent idle the longest
+   * — at least this long (default 2 min), by the same rules as hibernation — is hibernated early to make it, instead of
+   * refusing the agent. 0: never; nothing is hibernated early without `idleMs` either.
+   */
+  evictIdleMs?: number;
+  /**
    * Where each gateway's secret file lives while it runs (default: a directory of this host under /dev/shm, memory
    * only, else under the OS temp dir): the secrets as OpenClaw SecretRefs read them, never in the data directory.
    */
   secretsDir?: string;
+  /**
+   * `NODE_OPTIONS` of every gateway process (default none), e.g. `--max-old-space-size=384` to cap each gateway's V8
+   * heap; `npm run bench:heap-soak` measures what a cap saves and whether long conversations stay within it.
+   */
+  nodeOptions?: string;
 }
 
 /** What `agent.json` holds. Tokens, the LLM key and the agent's variables are sealed with the host's key. */
@@ -1293,12 +1304,46 @@ export class LocalAgentHost implements AgentHost {
         this.reserved.add(id);
         return;
       } catch (error) {
-        const slot = evictWarm ? this.pool[0] : undefined;
-        if (!(error instanceof HostFullError) || !slot) throw error;
-        await this.dropWarmSlot(slot);
-        this.fillWarmPool(); // it waits for the agent to start, then finds out whether there is still room for one
+        if (!(error instanceof HostFullError) || !evictWarm) throw error;
+        const slot = this.pool[0];
+        if (slot) {
+          await this.dropWarmSlot(slot);
+          this.fillWarmPool(); // it waits for the agent to start, then finds out whether there is still room for one
+          continue;
+        }
+        // No warm gateway left to give up: an agent idle long enough sleeps early (never for a warm gateway's sake).
+        if (!(await this.hibernateIdlest(id))) throw error;
       }
     }
+  }
+
+  /**
+   * Hibernates the running agent that has been idle the longest, if one has been for `evictIdleMs` by the rules of
+   * hibernation (what its gateway reports; channel agents and agents with a job due soon stay awake), to make room for
+   * `requester`. False when none qualifies.
+   */
+  private async hibernateIdlest(requester: string): Promise<boolean> {
+    const minIdleMs = this.config.evictIdleMs ?? 120_000;
+    if (minIdleMs <= 0 || (this.config.idleMs ?? 0) <= 0) return false;
+    let idlest: { agent: Agent; since: number; nextDueMs: number | null } | null = null;
+    for (const agent of this.agents.values()) {
+      const readyAt = agent.readyAt;
+      if (agent.record.agentId === requester || agent.status !== 'running' || readyAt === null) continue;
+      if (keepsAwake(agent.record.config, agent.record.secrets.channelTokens) || !idleLongEnough(readyAt, agent.lastActiveAt, minIdleMs))
+        continue;
+      const activity = await this.readActivity(agent).catch(() => null);
+      if (!activity) continue;
+      agent.lastActiveAt = Math.max(agent.lastActiveAt ?? 0, activity.lastActiveMs);
+      const at = { readyAt, lastActiveAt: agent.lastActiveAt };
+      if (!maySleep(activity, at, { idleMs: minIdleMs, wakeLeadMs: this.wakeLeadMs })) continue;
+      const since = Math.max(readyAt, agent.lastActiveAt);
+      if (!idlest || since < idlest.since) idlest = { agent, since, nextDueMs: activity.nextDueMs };
+    }
+    if (!idlest) return false;
+    const minutes = ((Date.now() - idlest.since) / 60_000).toFixed(1);
+    this.log(idlest.agent, `[host] idle for ${minutes} min and agent ${requester} needs the room: hibernating early`);
+    const state = await this.hibernate(idlest.agent.record.agentId, idlest.nextDueMs);
+    return state.status === 'hibernated';
   }
 
   private async checkCapacity(self: string): Promise<void> {
@@ -1389,6 +1434,7 @@ export class LocalAgentHost implements AgentHost {
       OPENCLAW_NO_AUTO_UPDATE: '1',
       OPENCLAW_DISABLE_BONJOUR: '1',
       OPENCLAW_OFFLINE: '1',
+      ...(this.config.nodeOptions ? { NODE_OPTIONS: this.config.nodeOptions } : {}),
       // The agent's own variables; every secret the config refers to is in the secret file instead.
       ...checkAgentEnv(openSealedSpec(this.secrets, agent.record).agentEnv),
     };

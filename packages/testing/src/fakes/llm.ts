@@ -30,6 +30,18 @@ export interface FakeLlmOptions {
   delayMs?: number;
   /** Milliseconds between the chunks of a streamed answer (a model that takes its time, to see chunks relayed as they come). */
   chunkDelayMs?: number;
+  /**
+   * A tool call to answer with instead of text (OpenAI's `tool_calls`, `finish_reason: "tool_calls"`), or null for a
+   * text answer. Called for every chat completion; e.g. a call when the last message is the user's, text once the
+   * tool's result (`role: "tool"`) is the last message.
+   */
+  toolCall?: (body: Record<string, unknown>) => FakeToolCall | null;
+}
+
+/** A function call the fake LLM asks for. */
+export interface FakeToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
 }
 
 export interface FakeLlm {
@@ -158,7 +170,18 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
         return sendJson(res, options.failWith, { error: { message: 'Upstream failure (fake)', type: 'server_error' } });
       }
       const json = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
-      const text = replyFor(json);
+      const call = options.toolCall?.(json) ?? null;
+      const text = call ? '' : replyFor(json);
+      const toolCalls = call
+        ? [
+            {
+              id: `call_fake${requests.length}`,
+              type: 'function',
+              function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+            },
+          ]
+        : null;
+      const finish = toolCalls ? 'tool_calls' : 'stop';
       const id = `chatcmpl-fake${requests.length}`;
       const created = Math.floor(Date.now() / 1000);
       const model = typeof json.model === 'string' ? json.model : (models[0] ?? 'fake-1');
@@ -173,7 +196,8 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
           chunk({ content: piece });
           if (options.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, options.chunkDelayMs));
         }
-        chunk({}, 'stop');
+        if (toolCalls) chunk({ tool_calls: toolCalls.map((toolCall, index) => ({ index, ...toolCall })) });
+        chunk({}, finish);
         const streamOptions = json.stream_options as Record<string, unknown> | undefined;
         if (streamOptions?.include_usage) frame({ id, object: 'chat.completion.chunk', created, model, choices: [], usage });
         res.write('data: [DONE]\n\n');
@@ -184,7 +208,13 @@ export async function startFakeLlm(options: FakeLlmOptions = {}): Promise<FakeLl
         object: 'chat.completion',
         created,
         model,
-        choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: toolCalls ? null : text, ...(toolCalls ? { tool_calls: toolCalls } : {}) },
+            finish_reason: finish,
+          },
+        ],
         usage,
       });
     })().catch((error: unknown) => {
