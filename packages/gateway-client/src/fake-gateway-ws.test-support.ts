@@ -3,6 +3,7 @@ import { type IncomingMessage, type ServerResponse, createServer } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { ED25519_SPKI_PREFIX } from './device-identity.js';
+import type { GatewayConnection } from './gateway-client.js';
 
 /** Client ids and modes OpenClaw accepts (`dist/client-info-*.mjs`, openclaw@2026.9.6). */
 const CLIENT_IDS = new Set([
@@ -259,6 +260,21 @@ const CRON_ADD_KEYS = new Set([
  * The same port serves OpenClaw's HTTP side: `GET /healthz`, `GET /readyz` and `POST /v1/chat/completions` (Bearer
  * token, OpenAI shapes, `user` → a stable session, usage counts, SSE chunks with `stream: true`).
  */
+/**
+ * Adds a recurring agent-turn job (every `everyMs`) through `conn`, as the Schedule tab would, and answers when it is
+ * next due (epoch ms), as the gateway reports it.
+ */
+export async function addRecurringJob(conn: GatewayConnection, everyMs: number): Promise<number> {
+  const added = await conn.request<{ nextRunAtMs?: number; state?: { nextRunAtMs?: number } }>('cron.add', {
+    name: 'report',
+    schedule: { kind: 'every', everyMs },
+    wakeMode: 'now',
+    sessionTarget: 'isolated',
+    payload: { kind: 'agentTurn', message: 'write the report' },
+  });
+  return added.nextRunAtMs ?? added.state?.nextRunAtMs ?? 0;
+}
+
 export async function startFakeGatewayWs(options: FakeGatewayOptions) {
   // One port for HTTP and WebSocket, as OpenClaw serves both on 18789.
   const server = createServer((req, res) => {

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PLAN_NAMES, PLANS } from '@aop/core';
 import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
+import { addRecurringJob } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type DockerEngineEmulator, type EngineOptions, startDockerEngine } from './docker-engine.test-support.js';
 import {
@@ -818,15 +819,8 @@ describe('DockerAgentHost platform device pairing', () => {
       device: identity,
       retryDeadlineMs: 0,
     });
-    const added = await conn.request<{ nextRunAtMs?: number; state?: { nextRunAtMs?: number } }>('cron.add', {
-      name: 'report',
-      schedule: { kind: 'every', everyMs: 6_000 },
-      wakeMode: 'now',
-      sessionTarget: 'isolated',
-      payload: { kind: 'agentTurn', message: 'write the report' },
-    });
+    const dueAt = await addRecurringJob(conn, 6_000);
     await conn.close();
-    const dueAt = added.nextRunAtMs ?? added.state?.nextRunAtMs ?? 0;
     expect(dueAt).toBeGreaterThan(Date.now());
     await vi.waitFor(async () => expect((await host.status(s.agentId)).status).toBe('hibernated'), { timeout: 5_000, interval: 50 });
     expect(Date.parse(JSON.parse(await readFile(registry, 'utf8')).hibernation.wakeAt)).toBe(dueAt - 1_000);

@@ -37,16 +37,7 @@ import { settleWithin } from '../shared/settle-within.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
-import {
-  DEFAULT_WAKE_LEAD_MS,
-  type GatewayActivity,
-  dueToWake,
-  idleLongEnough,
-  keepsAwake,
-  maySleep,
-  readGatewayActivity,
-  wakeAtFor,
-} from '../shared/idle.js';
+import { DEFAULT_WAKE_LEAD_MS, askIdle, dueToWake, keepsAwake, readActivityAt, wakeAtFor } from '../shared/idle.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
@@ -448,15 +439,23 @@ export class DockerAgentHost implements AgentHost {
         }
         // Wall clock: `readyAt` and the gateway's activity times are dates.
         const readyAt = agent.readyAt;
-        if (readyAt === null || agent.transition || keepsAwake(agent.record.config, agent.record.secrets.channelTokens)) continue;
-        if (!idleLongEnough(readyAt, agent.lastActiveAt, idleMs)) continue;
-        const state = await this.observe(agent).catch(() => null);
-        if (state?.status !== 'running' || !state.url) continue;
-        const activity = await this.readActivity(id, state.url).catch(() => null);
-        if (!activity) continue;
-        agent.lastActiveAt = Math.max(agent.lastActiveAt ?? 0, activity.lastActiveMs);
-        if (!maySleep(activity, { readyAt, lastActiveAt: agent.lastActiveAt }, { idleMs, wakeLeadMs: this.wakeLeadMs })) continue;
-        await this.hibernate(id, activity.nextDueMs).catch((error: unknown) =>
+        if (readyAt === null || agent.transition) continue;
+        const verdict = await askIdle(
+          { readyAt, lastActiveAt: agent.lastActiveAt },
+          { idleMs, wakeLeadMs: this.wakeLeadMs },
+          {
+            keptAwake: () => keepsAwake(agent.record.config, agent.record.secrets.channelTokens),
+            read: async () => {
+              const state = await this.observe(agent);
+              if (state.status !== 'running' || !state.url) throw new Error(`the agent is ${state.status}`);
+              return readActivityAt(state.url, await this.controlCredentials(id));
+            },
+          },
+        );
+        if (!verdict) continue;
+        agent.lastActiveAt = verdict.lastActiveAt;
+        if (!verdict.sleep) continue;
+        await this.hibernate(id, verdict.nextDueMs).catch((error: unknown) =>
           this.log(agent, `[host] hibernation failed: ${messageOf(error)}`),
         );
       }
@@ -478,17 +477,6 @@ export class DockerAgentHost implements AgentHost {
     this.log(agent, `[host] waking from hibernation (asleep since ${asleep.since})`);
     agent.record.hibernation = null;
     return true;
-  }
-
-  /** What the gateway says of its activity (`readGatewayActivity`), over the platform device's connection. */
-  private async readActivity(agentId: string, url: string): Promise<GatewayActivity> {
-    const c = await this.controlCredentials(agentId);
-    const conn = await connectGateway({ url: url.replace(/^http/, 'ws'), token: c.token, device: c.device?.identity, retryDeadlineMs: 0 });
-    try {
-      return await readGatewayActivity(conn);
-    } finally {
-      await conn.close().catch(() => undefined);
-    }
   }
 
   /**

@@ -3,7 +3,7 @@ import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PLAN_NAMES, PLANS } from '@aop/core';
 import { connectGateway, createDeviceIdentity } from '@aop/gateway-client';
-import { startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
+import { addRecurringJob, startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AgentExistsError, AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from '../host.js';
@@ -684,15 +684,8 @@ describe('KubernetesAgentHost platform device pairing', () => {
 
     // With a job due in 6 s it sleeps until 1 s (the wake lead) before the job, then is scaled up by the idle check.
     const conn = await connectGateway({ url: gw.remoteUrl as string, token: s.gatewayToken, device: identity, retryDeadlineMs: 0 });
-    const added = await conn.request<{ nextRunAtMs?: number; state?: { nextRunAtMs?: number } }>('cron.add', {
-      name: 'report',
-      schedule: { kind: 'every', everyMs: 6_000 },
-      wakeMode: 'now',
-      sessionTarget: 'isolated',
-      payload: { kind: 'agentTurn', message: 'write the report' },
-    });
+    const dueAt = await addRecurringJob(conn, 6_000);
     await conn.close();
-    const dueAt = added.nextRunAtMs ?? added.state?.nextRunAtMs ?? 0;
     await vi.waitFor(async () => expect((await host.status(s.agentId)).status).toBe('hibernated'), { timeout: 5_000, interval: 50 });
     expect(Date.parse(annotations()['aop/wake-at'] as string)).toBe(dueAt - 1_000);
     await vi.waitFor(async () => expect((await host.status(s.agentId)).status).toBe('running'), { timeout: 10_000, interval: 50 });

@@ -2,7 +2,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { Readable, Writable } from 'node:stream';
 import { DomainError, planResources } from '@aop/core';
-import { type DeviceIdentity, connectGateway } from '@aop/gateway-client';
+import type { DeviceIdentity } from '@aop/gateway-client';
 import {
   ApiException,
   ApisApi,
@@ -57,16 +57,7 @@ import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { settleWithin } from '../shared/settle-within.js';
-import {
-  DEFAULT_WAKE_LEAD_MS,
-  type GatewayActivity,
-  dueToWake,
-  idleLongEnough,
-  keepsAwake,
-  maySleep,
-  readGatewayActivity,
-  wakeAtFor,
-} from '../shared/idle.js';
+import { DEFAULT_WAKE_LEAD_MS, askIdle, dueToWake, keepsAwake, readActivityAt, wakeAtFor } from '../shared/idle.js';
 import {
   type AgentRecord,
   DATA_DIR,
@@ -490,15 +481,21 @@ export class KubernetesAgentHost implements AgentHost {
         // Wall clock: `readyAt` and the gateway's activity times are dates.
         const readyAt = state.readyAt === null ? null : Date.parse(state.readyAt);
         if (state.status !== 'running' || readyAt === null || !state.url) continue;
-        if (!idleLongEnough(readyAt, this.lastActiveAt.get(id) ?? null, idleMs)) continue;
-        const spec = await this.spec(id);
-        if (keepsAwake(spec.config, spec.channelTokens)) continue;
-        const activity = await this.readActivity(id, state.url).catch(() => null);
-        if (!activity) continue;
-        const lastActiveAt = Math.max(this.lastActiveAt.get(id) ?? 0, activity.lastActiveMs);
-        this.lastActiveAt.set(id, lastActiveAt);
-        if (!maySleep(activity, { readyAt, lastActiveAt }, { idleMs, wakeLeadMs: this.wakeLeadMs })) continue;
-        await this.hibernate(id, activity.nextDueMs).catch(() => undefined);
+        const url = state.url;
+        const verdict = await askIdle(
+          { readyAt, lastActiveAt: this.lastActiveAt.get(id) ?? null },
+          { idleMs, wakeLeadMs: this.wakeLeadMs },
+          {
+            keptAwake: async () => {
+              const spec = await this.spec(id);
+              return keepsAwake(spec.config, spec.channelTokens);
+            },
+            read: async () => readActivityAt(url, await this.controlCredentials(id)),
+          },
+        );
+        if (!verdict) continue;
+        this.lastActiveAt.set(id, verdict.lastActiveAt);
+        if (verdict.sleep) await this.hibernate(id, verdict.nextDueMs).catch(() => undefined);
       }
     } catch {
       // the API server is unreachable: the next pass tries again
@@ -509,17 +506,6 @@ export class KubernetesAgentHost implements AgentHost {
 
   private get wakeLeadMs(): number {
     return this.options.wakeLeadMs ?? DEFAULT_WAKE_LEAD_MS;
-  }
-
-  /** What the gateway says of its activity (`readGatewayActivity`), over the platform device's connection. */
-  private async readActivity(agentId: string, url: string): Promise<GatewayActivity> {
-    const c = await this.controlCredentials(agentId);
-    const conn = await connectGateway({ url: url.replace(/^http/, 'ws'), token: c.token, device: c.device?.identity, retryDeadlineMs: 0 });
-    try {
-      return await readGatewayActivity(conn);
-    } finally {
-      await conn.close().catch(() => undefined);
-    }
   }
 
   /**

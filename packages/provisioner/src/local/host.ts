@@ -60,13 +60,12 @@ import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
 import {
   DEFAULT_WAKE_LEAD_MS,
-  type GatewayActivity,
   type Hibernation,
+  type IdleVerdict,
+  askIdle,
   dueToWake,
-  idleLongEnough,
   keepsAwake,
-  maySleep,
-  readGatewayActivity,
+  readActivityAt,
   wakeAtFor,
 } from '../shared/idle.js';
 
@@ -689,17 +688,9 @@ export class LocalAgentHost implements AgentHost {
           }
           continue;
         }
-        // Wall clock: `readyAt` and the gateway's activity times are dates.
-        const readyAt = agent.readyAt;
-        if (agent.status !== 'running' || readyAt === null || keepsAwake(agent.record.config, agent.record.secrets.channelTokens)) continue;
-        if (!idleLongEnough(readyAt, agent.lastActiveAt, idleMs)) continue;
-        const activity = await this.readActivity(agent).catch(() => null);
-        if (!activity) continue;
-        agent.lastActiveAt = Math.max(agent.lastActiveAt ?? 0, activity.lastActiveMs);
-        if (!maySleep(activity, { readyAt, lastActiveAt: agent.lastActiveAt }, { idleMs, wakeLeadMs: this.wakeLeadMs })) continue;
-        await this.hibernate(id, activity.nextDueMs).catch((error: Error) =>
-          this.log(agent, `[host] hibernation failed: ${error.message}`),
-        );
+        const verdict = await this.askIdle(agent, idleMs);
+        if (!verdict?.sleep) continue;
+        await this.hibernate(id, verdict.nextDueMs).catch((error: Error) => this.log(agent, `[host] hibernation failed: ${error.message}`));
       }
     } finally {
       this.checkingIdle = false;
@@ -710,16 +701,21 @@ export class LocalAgentHost implements AgentHost {
     return this.config.wakeLeadMs ?? DEFAULT_WAKE_LEAD_MS;
   }
 
-  /** What the gateway says of its activity (`readGatewayActivity`), over the loopback token connection. */
-  private async readActivity(agent: Agent): Promise<GatewayActivity> {
-    const port = agent.record.port;
-    if (port === null) throw new Error('no port');
-    const conn = await connectGateway({ url: `ws://127.0.0.1:${port}`, token: this.gatewayToken(agent), retryDeadlineMs: 0 });
-    try {
-      return await readGatewayActivity(conn);
-    } finally {
-      await conn.close().catch(() => undefined);
-    }
+  /** `askIdle` (shared/idle.ts) for a running agent, asking its gateway over the loopback token connection. */
+  private async askIdle(agent: Agent, idleMs: number): Promise<IdleVerdict | null> {
+    // Wall clock: `readyAt` and the gateway's activity times are dates.
+    const readyAt = agent.readyAt;
+    if (agent.status !== 'running' || readyAt === null) return null;
+    const verdict = await askIdle(
+      { readyAt, lastActiveAt: agent.lastActiveAt },
+      { idleMs, wakeLeadMs: this.wakeLeadMs },
+      {
+        keptAwake: () => keepsAwake(agent.record.config, agent.record.secrets.channelTokens),
+        read: async () => readActivityAt(`ws://127.0.0.1:${agent.record.port}`, { token: this.gatewayToken(agent) }),
+      },
+    );
+    if (verdict) agent.lastActiveAt = verdict.lastActiveAt;
+    return verdict;
   }
 
   /**
@@ -1327,17 +1323,11 @@ export class LocalAgentHost implements AgentHost {
     if (minIdleMs <= 0 || (this.config.idleMs ?? 0) <= 0) return false;
     let idlest: { agent: Agent; since: number; nextDueMs: number | null } | null = null;
     for (const agent of this.agents.values()) {
-      const readyAt = agent.readyAt;
-      if (agent.record.agentId === requester || agent.status !== 'running' || readyAt === null) continue;
-      if (keepsAwake(agent.record.config, agent.record.secrets.channelTokens) || !idleLongEnough(readyAt, agent.lastActiveAt, minIdleMs))
-        continue;
-      const activity = await this.readActivity(agent).catch(() => null);
-      if (!activity) continue;
-      agent.lastActiveAt = Math.max(agent.lastActiveAt ?? 0, activity.lastActiveMs);
-      const at = { readyAt, lastActiveAt: agent.lastActiveAt };
-      if (!maySleep(activity, at, { idleMs: minIdleMs, wakeLeadMs: this.wakeLeadMs })) continue;
-      const since = Math.max(readyAt, agent.lastActiveAt);
-      if (!idlest || since < idlest.since) idlest = { agent, since, nextDueMs: activity.nextDueMs };
+      if (agent.record.agentId === requester) continue;
+      const verdict = await this.askIdle(agent, minIdleMs);
+      if (!verdict?.sleep) continue;
+      const since = Math.max(agent.readyAt ?? 0, verdict.lastActiveAt);
+      if (!idlest || since < idlest.since) idlest = { agent, since, nextDueMs: verdict.nextDueMs };
     }
     if (!idlest) return false;
     const minutes = ((Date.now() - idlest.since) / 60_000).toFixed(1);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dueToWake, keepsAwake, maySleep, wakeAtFor } from './idle.js';
+import { askIdle, dueToWake, keepsAwake, maySleep, wakeAtFor } from './idle.js';
 
 // Hibernation's rules, shared by the local, docker and kubernetes hosts (each host's own test drives them through its
 // gateways; these are the edges).
@@ -45,5 +45,24 @@ describe('hibernation rules (shared/idle.ts)', () => {
     expect(keepsAwake({}, { telegram: '' })).toBe(false);
     expect(keepsAwake({ channels: { whatsapp: { enabled: true } } }, {})).toBe(true);
     expect(keepsAwake({ channels: { whatsapp: { enabled: false } } }, {})).toBe(false);
+  });
+
+  it('asks the gateway only once it has been idle long enough and may sleep at all; a gateway that cannot answer stays awake', async () => {
+    let reads = 0;
+    const read = async () => {
+      reads += 1;
+      return quiet;
+    };
+    const clock = () => NOW;
+    const awake = { keptAwake: () => false, read };
+    expect(await askIdle({ readyAt: NOW - 5 * MIN, lastActiveAt: null }, options, awake, clock)).toBeNull();
+    expect(await askIdle(since, options, { keptAwake: async () => true, read }, clock)).toBeNull();
+    expect(reads).toBe(0);
+    expect(await askIdle(since, options, awake, clock)).toEqual({ lastActiveAt: NOW - 20 * MIN, sleep: true, nextDueMs: null });
+    const failing = { keptAwake: () => false, read: () => Promise.reject(new Error('connection refused')) };
+    expect(await askIdle(since, options, failing, clock)).toBeNull();
+    const talking = { keptAwake: () => false, read: async () => ({ ...quiet, lastActiveMs: NOW - MIN }) };
+    expect(await askIdle(since, options, talking, clock)).toEqual({ lastActiveAt: NOW - MIN, sleep: false, nextDueMs: null });
+    expect(reads).toBe(1);
   });
 });

@@ -1,5 +1,6 @@
 import { isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
-import type { GatewayConnection } from '@aop/gateway-client';
+import { type GatewayConnection, connectGateway } from '@aop/gateway-client';
+import type { ControlCredentials } from '../host.js';
 
 /**
  * Hibernation's rules, shared by the hosts that put idle gateways to sleep (local, docker, kubernetes): what a gateway
@@ -54,6 +55,25 @@ export async function readGatewayActivity(conn: GatewayConnection): Promise<Gate
   return { lastActiveMs, busy, nextDueMs };
 }
 
+/**
+ * `readGatewayActivity` over a connection of its own to the gateway at `url` (`http(s)://`, `ws(s)://`) with the
+ * platform's credentials: the token on loopback (local), the paired platform device through a published port or a
+ * Service (docker, kubernetes).
+ */
+export async function readActivityAt(url: string, credentials: ControlCredentials): Promise<GatewayActivity> {
+  const conn = await connectGateway({
+    url: url.replace(/^http/, 'ws'),
+    token: credentials.token,
+    device: credentials.device?.identity,
+    retryDeadlineMs: 0,
+  });
+  try {
+    return await readGatewayActivity(conn);
+  } finally {
+    await conn.close().catch(() => undefined);
+  }
+}
+
 /** Messaging channels (Telegram, Discord, WhatsApp) need a live connection to receive anything: never hibernated. */
 export function keepsAwake(config: Record<string, unknown>, channelTokens: object | undefined): boolean {
   const channels = config.channels as Record<string, { enabled?: unknown }> | undefined;
@@ -78,6 +98,31 @@ export function maySleep(
   if (activity.busy || !idleLongEnough(at.readyAt, Math.max(at.lastActiveAt ?? 0, activity.lastActiveMs), options.idleMs, now))
     return false;
   return activity.nextDueMs === null || activity.nextDueMs - now >= options.wakeLeadMs + options.idleMs;
+}
+
+/** What `askIdle` found: the gateway's latest activity as now known, and whether it may sleep (and its next due job). */
+export interface IdleVerdict {
+  lastActiveAt: number;
+  sleep: boolean;
+  nextDueMs: number | null;
+}
+
+/**
+ * The idle check of one running gateway, the same on every host: asked only once nothing was seen on it for `idleMs`
+ * since it became ready (`at`) and only when it is not kept awake; then `read` asks the gateway itself. Null when it
+ * was not asked or could not answer — it stays awake; otherwise what it reported and whether it may sleep.
+ */
+export async function askIdle(
+  at: { readyAt: number; lastActiveAt: number | null },
+  options: { idleMs: number; wakeLeadMs: number },
+  gateway: { keptAwake: () => boolean | Promise<boolean>; read: () => Promise<GatewayActivity> },
+  now = () => Date.now(),
+): Promise<IdleVerdict | null> {
+  if (!idleLongEnough(at.readyAt, at.lastActiveAt, options.idleMs, now()) || (await gateway.keptAwake())) return null;
+  const activity = await gateway.read().catch(() => null);
+  if (!activity) return null;
+  const lastActiveAt = Math.max(at.lastActiveAt ?? 0, activity.lastActiveMs);
+  return { lastActiveAt, sleep: maySleep(activity, { readyAt: at.readyAt, lastActiveAt }, options, now()), nextDueMs: activity.nextDueMs };
 }
 
 /** When a hibernated agent is started for its next due job: the wake lead before it (null: no job due). */
