@@ -242,14 +242,15 @@ describe('a hibernated agent, woken by a message', () => {
 
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'aop-hibernation-'));
-    host = await fakeRuntimeHost(work, { gatewayProtocol: true });
+    // Room for one gateway: a second agent can take the room a nap freed.
+    host = await fakeRuntimeHost(work, { gatewayProtocol: true }, { maxAgents: 1 });
     backend = await startBackend(SHARED, { host });
     web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
     let userId: string;
     ({ cookie, userId } = await web.signIn());
     await web.database.db.kysely
       .updateTable('users')
-      .set({ plan: 'solo', subscription_status: 'active' })
+      .set({ plan: 'pro', subscription_status: 'active' })
       .where('id', '=', userId)
       .execute();
     const res = await request(`${web.url}/api/provision`, {
@@ -310,5 +311,24 @@ describe('a hibernated agent, woken by a message', () => {
       ['user', 'after the nap'],
       ['assistant', 'fake reply: after the nap'],
     ]);
+  });
+
+  it('a wake the host has no room for is said in words, and the agent stays asleep until there is room', async () => {
+    await host.hibernate(agentId);
+    // Another agent takes the room the nap freed (the host has room for one gateway).
+    const other = await call('POST', '/api/provision', { name: 'Busy one', autoProvision: true });
+    expect(other.status, JSON.stringify(other.body)).toBe(200);
+    await host.waitUntilReady(other.body.agentId, { timeoutMs: 10_000 });
+
+    const refused = await call('POST', '/api/chat', { message: 'are you there?', agentId });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+    expect(refused.body.error).toMatch(/^The agent is asleep and could not be woken: Host is at capacity: 1 of 1 agents running/);
+    expect((await host.status(agentId)).status).toBe('hibernated');
+
+    // Once the room is free again (the other agent stopped), the next message wakes it and is answered.
+    expect((await call('POST', `/api/agents/${other.body.agentId}/stop`)).body).toMatchObject({ state: 'stopped' });
+    const woken = await call('POST', '/api/chat', { message: 'are you there now?', agentId });
+    expect(woken.status, JSON.stringify(woken.body)).toBe(200);
+    expect(woken.body.reply).toBe('fake reply: are you there now?');
   });
 });

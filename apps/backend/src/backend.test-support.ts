@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { userContextHeaders } from '@aop/core';
 import { type RunningService, type TestDatabase, createTestDatabase, listen, tempDataDir, testCounters, testEnv } from '@aop/testing';
-import { type AgentHost, LocalAgentHost } from '@aop/provisioner';
+import { type AgentHost, LocalAgentHost, type LocalHostOptions } from '@aop/provisioner';
 import { type FakeGatewayBehaviour, installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { buildApp } from './app.js';
 import { type BackendConfig, loadBackendConfig } from './config.js';
@@ -47,7 +47,11 @@ export async function startBackend(
  * real processes, ports, config and workspaces, started in a fraction of a second (`behaviour`: e.g. a ready delay,
  * to watch an agent pass through `starting`).
  */
-export async function fakeRuntimeHost(dir: string, behaviour: FakeGatewayBehaviour = {}): Promise<LocalAgentHost> {
+export async function fakeRuntimeHost(
+  dir: string,
+  behaviour: FakeGatewayBehaviour = {},
+  options: Partial<LocalHostOptions> = {},
+): Promise<LocalAgentHost> {
   return new LocalAgentHost({
     dataDir: join(dir, 'data'),
     encryptionKey: randomBytes(32),
@@ -56,6 +60,7 @@ export async function fakeRuntimeHost(dir: string, behaviour: FakeGatewayBehavio
     defaultVersion: '1.0.0',
     readyPollMs: 50,
     stopTimeoutMs: 5_000,
+    ...options,
   });
 }
 

@@ -349,6 +349,11 @@ export const ERROR_CATALOGUE = {
   },
   // Issue #19: a message to an agent that is starting waits for it (AGENT_START_WAIT_MS); one that is not coming up says why.
   AGENT_NOT_LIVE: { status: 409, message: ({ state }: P<'state'>) => `The agent is ${state}: start it to chat` },
+  // Issue #20: a message to a hibernated agent starts it; when the host cannot (no room), the chat says so.
+  AGENT_WAKE_REFUSED: {
+    status: 503,
+    message: ({ reason }: P<'reason'>) => `The agent is asleep and could not be woken: ${reason}`,
+  },
   AGENT_STILL_STARTING: {
     status: 503,
     message: ({ seconds }: P<'seconds'>) => `The agent is still starting after ${seconds} s: try again shortly`,

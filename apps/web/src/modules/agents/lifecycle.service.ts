@@ -126,7 +126,8 @@ async function pollAgentState(
 /**
  * Waits up to `waitMs` for the caller's agent to be live, when it is on its way there (provisioning, starting, updating)
  * or asleep (hibernated: it is started first, issue #20); answers its state at once otherwise. Null when the caller has
- * no agent with this id.
+ * no agent with this id. A wake the backend refuses (e.g. no room on the host) throws `AGENT_WAKE_REFUSED` with its
+ * reason: the agent stays asleep, and "the next message wakes it" would not be true of this one.
  */
 export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId: string, waitMs: number) {
   const now = await readAgentState(deps, user, agentId);
@@ -137,7 +138,11 @@ export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId
       body: {},
       timeoutMs: 60_000,
     });
-    if (answer.status >= 400) return readAgentState(deps, user, agentId);
+    if (answer.status === 404) return readAgentState(deps, user, agentId);
+    if (answer.status >= 400) {
+      const said = answer.body?.error;
+      throw new DomainError('AGENT_WAKE_REFUSED', { reason: typeof said === 'string' && said ? said : `HTTP ${answer.status}` });
+    }
   } else if (!now || !isOnItsWayToLive(now.state)) return now;
   return pollAgentState(deps, user, agentId, waitMs, isOnItsWayToLive);
 }
