@@ -31,6 +31,16 @@ describe('config', () => {
     }
   });
 
+  it('refuses a fraction or a word where a whole number is asked, instead of truncating it', () => {
+    const Ints = Type.Object({ POOL: Env.int(10, 1), CAP: Env.optional(Type.Integer()) });
+    expect(parseEnv(Ints, { POOL: ' 12 ', CAP: '-3' })).toEqual({ POOL: 12, CAP: -3 });
+    for (const bad of ['1.5', '2e3', '0x10']) {
+      expect(() => parseEnv(Ints, { POOL: bad }), bad).toThrow(`POOL: Expected a whole number (got "${bad}")`);
+    }
+    expect(() => parseEnv(Ints, { POOL: 'ten' })).toThrow('POOL: Expected integer (got "ten")');
+    expect(() => parseEnv(Ints, { POOL: '0' })).toThrow(/POOL: Expected integer to be greater or equal to 1/);
+  });
+
   it('parses TRUST_PROXY', () => {
     expect(parseTrustProxy(undefined)).toBe(false);
     expect(parseTrustProxy('true')).toBe(true);

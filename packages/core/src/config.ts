@@ -34,10 +34,17 @@ export function parseEnv<T extends TObject>(schema: T, env: NodeJS.ProcessEnv): 
     const value = env[key];
     if (value !== undefined && value !== '') raw[key] = value;
   }
-  const value = Value.Default(schema, Value.Convert(schema, raw));
-  const errors = [...Value.Errors(schema, value)];
-  if (errors.length > 0) {
-    const lines = errors.map((e) => `  ${e.path.replace(/^\//, '')}: ${e.message} (got ${JSON.stringify(raw[e.path.slice(1)])})`);
+  const value = Value.Default(schema, Value.Convert(schema, { ...raw })); // a copy: Convert changes what it is given
+  const problems = [...Value.Errors(schema, value)].map((e) => ({ key: e.path.replace(/^\//, ''), message: e.message }));
+  // Value.Convert turns "1.5" into 1 for an integer: a whole number is asked for, so anything else is refused.
+  for (const [key, property] of Object.entries(schema.properties as Record<string, TSchema>)) {
+    const text = raw[key];
+    if (property.type === 'integer' && text !== undefined && !/^\s*[+-]?\d+\s*$/.test(text) && !problems.some((p) => p.key === key)) {
+      problems.push({ key, message: 'Expected a whole number' });
+    }
+  }
+  if (problems.length > 0) {
+    const lines = problems.map((p) => `  ${p.key}: ${p.message} (got ${JSON.stringify(raw[p.key])})`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   return value as Static<T>;
