@@ -399,6 +399,21 @@ describe('KubernetesAgentHost', () => {
     expect(api.get('deployments', NS, name)!.spec.replicas).toBe(1);
   });
 
+  it('resetMemory and repair of a hibernated agent start it awake: no hibernation annotation is left behind', async () => {
+    const { api, host } = await setup({ autoReady: () => true });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    const annotations = () => api.get('deployments', NS, name)!.metadata.annotations as Record<string, string>;
+    for (const act of [() => host.resetMemory(s.agentId), () => host.repair(s.agentId)]) {
+      expect((await host.hibernate(s.agentId, Date.now() + 3_600_000)).status).toBe('hibernated');
+      expect(annotations()['aop/wake-at']).toEqual(expect.any(String));
+      expect((await act()).status).toBe('running');
+      expect(annotations()['aop/hibernated-since']).toBeUndefined();
+      expect(annotations()['aop/wake-at']).toBeUndefined();
+    }
+  });
+
   it('configure: config changes rewrite openclaw.json without a restart; token and plan changes restart the pod', async () => {
     const { api, host } = await setup({ autoReady: () => true });
     const s = spec();

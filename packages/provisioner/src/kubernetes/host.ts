@@ -698,7 +698,9 @@ export class KubernetesAgentHost implements AgentHost {
           { volume: 'state', claim: name, mountPath: DATA_DIR },
         ]);
       } finally {
-        await this.scale(name, 1);
+        // Started again awake: a reset of a hibernated agent also ends its nap.
+        if (isHibernated(deployment)) await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } });
+        else await this.scale(name, 1);
       }
       return this.stateOf(name);
     });
