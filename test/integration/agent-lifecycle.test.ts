@@ -287,6 +287,7 @@ describe('a hibernated agent, woken by a message', () => {
     });
     // The dashboard's "running now" counts what the host says, not the agent's record (still `running`).
     expect((await call('GET', '/api/dashboard/stats')).body.agents).toMatchObject({ active: 0, total: 1 });
+    expect((await call('GET', '/api/dashboard/cost')).body).toMatchObject({ activeAgents: 0, agentCount: 1 });
     // Its scheduled jobs are not "unreachable": the platform's own look does not wake it, and says it sleeps.
     expect((await call('GET', `/api/cron?agentId=${agentId}`)).body).toEqual({
       jobs: [],
@@ -303,6 +304,7 @@ describe('a hibernated agent, woken by a message', () => {
     expect(now.pid).not.toBe(pid);
     expect((await call('GET', `/api/agents/${agentId}/health`)).body).toMatchObject({ state: 'live' });
     expect((await call('GET', '/api/dashboard/stats')).body.agents).toMatchObject({ active: 1, total: 1 });
+    expect((await call('GET', '/api/dashboard/cost')).body).toMatchObject({ activeAgents: 1, agentCount: 1 });
     // The conversation is the one from before the nap: both turns, in order.
     const history = await call('GET', '/api/chat');
     expect(history.body.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([

@@ -21,12 +21,17 @@ export async function dashboardRoutes(app: App, { config }: { config: WebConfig 
       const user = await requireUser(request);
       const period = request.query.period || '7d';
       if (!isCostPeriod(period)) throw new DomainError('INVALID_PERIOD');
+      let report: Awaited<ReturnType<typeof costReport>>;
       try {
-        return await app.db.withUser(user.id, (trx) => costReport(trx, user.id, period, app.clock(), config.billing.plans));
+        report = await app.db.withUser(user.id, (trx) => costReport(trx, user.id, period, app.clock(), config.billing.plans));
       } catch (err) {
         request.log.error({ err }, 'cost dashboard failed');
         throw new DomainError('FAILED_FETCH_COST_DATA');
       }
+      // "N of M agents running" as the hosts say, like the stats: a hibernated agent is not running.
+      if (report.activeAgents > 0)
+        report.activeAgents = await agentsRunningNow({ db: app.db, backend: app.backend, clock: app.clock }, user);
+      return report;
     },
   );
 
