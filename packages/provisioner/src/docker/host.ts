@@ -385,20 +385,23 @@ export class DockerAgentHost implements AgentHost {
     const agent = await this.get(agentId);
     return exclusive(agent, async () => {
       const info = await this.inspect(agentId);
-      const wantRunning = async () => {
-        if (agent.record.desired === 'running' && !agent.record.hibernation) return;
+      // A container that runs already is awake (someone started it): its hibernation ends here. One that does not is
+      // woken by `launch`, once it shows `starting`: cleared any earlier, a stopped container wanted running would
+      // read as failed in between (a chat waiting for the wake would give up).
+      const wantRunning = async (wake: boolean) => {
+        if (agent.record.desired === 'running' && !(wake && agent.record.hibernation)) return;
         agent.record.desired = 'running';
-        this.wake(agent);
+        if (wake) this.wake(agent);
         await this.saveRecord(agent);
       };
       // Running, or crashed and being restarted by Docker's restart policy.
       if (info?.State.Running) {
-        await wantRunning();
+        await wantRunning(true);
         return this.observe(agent);
       }
       // Wanted running only once it has room: a start refused for capacity leaves the agent stopped, not failed.
       await this.withCapacity(agentId, agent.record.plan, async () => {
-        await wantRunning();
+        await wantRunning(false);
         await this.launch(agent);
       });
       return this.observe(agent);
