@@ -245,7 +245,7 @@ describe('GET, POST /api/agent', () => {
       const frames = aliceGw.received.slice(before);
       expect(frames.map((f) => f.method)).toEqual(['connect', 'sessions.create']);
       const key = `openai-user:${ownerTagFor(alice.userId)}:research`;
-      expect(frames[1]?.params).toEqual({ key, label: 'Research' });
+      expect(frames[1]?.params).toEqual({ key: `agent:main:${key}`, label: 'Research' });
       const session = aliceGw.sessions.get(`agent:main:${key}`);
       expect(session?.label).toBe('Research');
 

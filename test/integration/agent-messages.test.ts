@@ -70,7 +70,7 @@ describe('GET /api/agents/:id/messages', () => {
       ['assistant', 'echo: hello agent'],
     ]);
     const history = gateway.received.filter((f) => f.method === 'chat.history').at(-1);
-    expect(history?.params).toMatchObject({ sessionKey: 'main', limit: 50 });
+    expect(history?.params).toMatchObject({ sessionKey: 'agent:main:main', limit: 50 });
   });
 
   it('clamps the limit and passes another session key', async () => {
@@ -78,7 +78,10 @@ describe('GET /api/agents/:id/messages', () => {
       headers: { cookie: owner.cookie },
     });
     expect(res.body).toMatchObject({ sessionKey: 'agent:main:other', messages: [], total: 0 });
-    expect(gateway.received.filter((f) => f.method === 'chat.history').at(-1)?.params).toMatchObject({ sessionKey: 'other', limit: 200 });
+    expect(gateway.received.filter((f) => f.method === 'chat.history').at(-1)?.params).toMatchObject({
+      sessionKey: 'agent:main:other',
+      limit: 200,
+    });
   });
 
   it('401 without a session, 404 for another user, 502 when the gateway refuses', async () => {

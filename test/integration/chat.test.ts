@@ -161,18 +161,19 @@ describe('chatting with one’s agent', () => {
       const res = await call(web, '/api/gateway/chat', { cookie: alice.cookie, json: { message: 'hello there' } });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ success: true, reply: 'echo: hello there', agentId: alice.agentId, agentName: 'Alice Helper' });
-      // One handshake, accepted with the token the backend holds for the agent; the default session is `main`.
+      // One handshake, accepted with the token the backend holds for the agent; the default session is `main`, in
+      // OpenClaw's full form naming the agent (`agent:<agent>:<key>`; the agent has a gateway of its own: `main`).
       expect(agentGw.connectAttempts.slice(before)).toEqual([{ ok: true }]);
       const connect = agentGw.received.filter((f) => f.method === 'connect').at(-1);
       expect(connect?.params.auth).toEqual({ token: AGENT_TOKEN });
       expect(agentGw.received.filter((f) => f.method === 'chat.send').at(-1)?.params).toMatchObject({
-        sessionKey: 'main',
+        sessionKey: 'agent:main:main',
         message: 'hello there',
       });
 
       const other = await call(web, '/api/gateway/chat', { cookie: alice.cookie, json: { message: 'again', sessionKey: 'work' } });
       expect(other.body.reply).toBe('echo: again');
-      expect(agentGw.received.filter((f) => f.method === 'chat.send').at(-1)?.params.sessionKey).toBe('work');
+      expect(agentGw.received.filter((f) => f.method === 'chat.send').at(-1)?.params.sessionKey).toBe('agent:main:work');
 
       // Usage from the final event's transcript message (OpenClaw's `provider`/`model`/`usage`).
       const rows = await usageRows(web, alice.userId);
@@ -434,7 +435,7 @@ describe('chatting with one’s agent', () => {
       const sent = agentGw.httpReceived.filter((r) => r.path === '/v1/chat/completions').at(-1);
       expect(sent).toMatchObject({ method: 'POST', authorization: `Bearer ${AGENT_TOKEN}` });
       expect(sent?.body).toEqual({
-        model: 'openclaw/default',
+        model: 'openclaw/main',
         user: `${ownerTagFor(alice.userId)}:main`,
         messages: [{ role: 'user', content: 'what is up' }],
       });

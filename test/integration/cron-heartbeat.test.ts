@@ -397,6 +397,7 @@ describe('cron and heartbeat', () => {
       });
       expect(received(agentGw, 'cron.add').at(-1)?.params).toEqual({
         name: 'standup',
+        agentId: 'main',
         schedule: { kind: 'cron', expr: '0 9 * * 1-5' },
         sessionTarget: 'main',
         wakeMode: 'now',

@@ -239,7 +239,7 @@ describe('chat and gateway data', () => {
         expect(s.inputTokens).toBeGreaterThan(0);
         expect(s.outputTokens).toBeGreaterThan(0);
       }
-      expect(agentGateway.received.filter((f) => f.method === 'sessions.list').at(-1)?.params).toEqual({ limit: 50 });
+      expect(agentGateway.received.filter((f) => f.method === 'sessions.list').at(-1)?.params).toEqual({ limit: 50, agentId: 'main' });
     });
 
     it('keeps only the caller’s sessions on the shared gateway and shows them without the owner tag', async () => {
@@ -266,7 +266,7 @@ describe('chat and gateway data', () => {
       expect(zero.body.sessions).toHaveLength(1);
       expect(zero.body.total).toBe(2);
       expect((await get('/api/sessions?limit=5000', owner)).status).toBe(200);
-      expect(agentGateway.received.filter((f) => f.method === 'sessions.list').at(-1)?.params).toEqual({ limit: 200 });
+      expect(agentGateway.received.filter((f) => f.method === 'sessions.list').at(-1)?.params).toEqual({ limit: 200, agentId: 'main' });
       for (const bad of ['abc', '1.5', '10e2', '']) {
         const res = await get(`/api/sessions?limit=${bad}`, owner);
         if (bad === '') expect(res.status).toBe(200);

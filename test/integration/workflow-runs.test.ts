@@ -127,7 +127,7 @@ describe('workflow runs', () => {
     const turns = gateway.received.filter((f) => f.method === 'chat.send').slice(sends);
     expect(turns).toHaveLength(1);
     expect(turns[0]?.params).toMatchObject({
-      sessionKey: `workflow-run-${res.body.run.id}`,
+      sessionKey: `agent:main:workflow-run-${res.body.run.id}`,
       message: 'Summarise this mail\n\nInput from the previous step:\nQuarterly report attached',
     });
 

@@ -143,6 +143,12 @@ export interface FakeGatewayOptions {
    * paired whatever `pairedDeviceIds` says. Connections on `url` keep the loopback behaviour.
    */
   remoteListener?: boolean;
+  /**
+   * The gateway's agents (OpenClaw `agents.entries` ids; default `['main']`). With more than one the roster is
+   * explicit, as OpenClaw requires: a REST turn must name its agent (`openclaw/<id>`), `openclaw`/`openclaw/default`
+   * are refused; session keys and cron jobs name theirs (a short key is `main`'s), and an unknown id is refused.
+   */
+  agents?: string[];
 }
 
 /**
@@ -276,6 +282,7 @@ export async function addRecurringJob(conn: GatewayConnection, everyMs: number):
 }
 
 export async function startFakeGatewayWs(options: FakeGatewayOptions) {
+  const roster = options.agents ?? ['main'];
   // One port for HTTP and WebSocket, as OpenClaw serves both on 18789.
   const server = createServer((req, res) => {
     let raw = '';
@@ -366,13 +373,25 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
     if (typeof model !== 'string' || !/^openclaw(\/[\w-]+)?$/.test(model)) {
       return json(400, { error: { message: `Unknown agent target: ${String(model)}`, type: 'invalid_request_error' } });
     }
+    const named = model.slice('openclaw/'.length);
+    const turnAgent = named && named !== 'default' ? named : roster.length > 1 ? null : roster[0];
+    if (!turnAgent) {
+      const message = 'Multiple agents are configured, but this operation has no explicit owner';
+      return json(400, { error: { message, type: 'invalid_request_error' } });
+    }
+    if (!roster.includes(turnAgent)) {
+      return json(400, { error: { message: `Unknown agent target: ${model}`, type: 'invalid_request_error' } });
+    }
     const messages: { role?: string; content?: unknown }[] = Array.isArray(body?.messages) ? body.messages : [];
     const prompt = messages.filter((m) => m.role === 'user').at(-1)?.content;
     if (typeof prompt !== 'string' || !prompt) {
       return json(400, { error: { message: 'Missing user message in `messages`.', type: 'invalid_request_error' } });
     }
     // OpenAI `user` → a stable session `agent:main:openai-user:<user>`; without it every request is its own session.
-    const key = typeof body.user === 'string' && body.user ? `agent:main:openai-user:${body.user}` : `agent:main:openai:${randomUUID()}`;
+    const key =
+      typeof body.user === 'string' && body.user
+        ? `agent:${turnAgent}:openai-user:${body.user}`
+        : `agent:${turnAgent}:openai:${randomUUID()}`;
     const log = history.get(key) ?? [];
     history.set(key, log);
     log.push({ role: 'user', content: prompt });
@@ -791,6 +810,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
           }
           const problem = shapeProblem(p);
           if (problem) return invalid(problem);
+          if (p.agentId !== undefined && !roster.includes(p.agentId)) return invalid(`unknown agent id "${String(p.agentId)}"`);
           const now = Date.now();
           const job: CronJob = { id: randomUUID(), enabled: true, createdAtMs: now, updatedAtMs: now, ...p };
           job.state = { nextRunAtMs: nextRun(job, now) };
@@ -893,7 +913,12 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
           return handleCron(id, method, p);
         case 'sessions.list': {
           // Newest activity first, then paged (`limit`, `offset`); rows carry no message count, as in OpenClaw.
-          const all = [...sessions.values()].sort((a, b) => b.lastActivityAt - a.lastActivityAt || a.key.localeCompare(b.key));
+          if (p.agentId !== undefined && !roster.includes(p.agentId)) {
+            return err(id, { code: 'INVALID_REQUEST', message: `unknown agent id: ${String(p.agentId)}` });
+          }
+          const all = [...sessions.values()]
+            .filter((s) => p.agentId === undefined || agentOfKey(s.key) === p.agentId)
+            .sort((a, b) => b.lastActivityAt - a.lastActivityAt || a.key.localeCompare(b.key));
           const offset = Number.isInteger(p.offset) && p.offset > 0 ? p.offset : 0;
           const limit = Number.isInteger(p.limit) && p.limit > 0 ? p.limit : all.length;
           const page = all.slice(offset, offset + limit);
@@ -910,7 +935,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
               key: s.key,
               sessionId: s.sessionId,
               kind: 'direct',
-              agentId: 'main',
+              agentId: agentOfKey(s.key),
               status: s.running ? 'running' : 'done',
               hasActiveRun: s.running,
               inputTokens: s.inputTokens,
@@ -947,6 +972,19 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
       return k.startsWith('agent:') ? k : `agent:main:${k}`;
     }
 
+    /** The agent of a full session key. */
+    function agentOfKey(key: string): string {
+      return /^agent:([^:]+):/.exec(key)?.[1] ?? 'main';
+    }
+
+    /** Refuses a session key of an agent the gateway does not have (OpenClaw: unknown agent). */
+    function unknownAgentOf(id: string, key: string): boolean {
+      const agent = agentOfKey(key);
+      if (roster.includes(agent)) return false;
+      err(id, { code: 'INVALID_REQUEST', message: `unknown agent id "${agent}"` });
+      return true;
+    }
+
     /**
      * `sessions.create` as openclaw@2026.9.6 answers it (`dist/sessions-create-*.mjs`): closed params; an explicit `key`
      * is created or adopted (`agent:main:` is prefixed to a short key), none mints `agent:main:dashboard:<uuid>`; a label
@@ -970,6 +1008,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         return invalid('idempotent session creation requires an authenticated principal or device identity');
       }
       const key = p.key === undefined ? `agent:main:dashboard:${randomUUID()}` : sessionKeyOf(p.key.trim());
+      if (unknownAgentOf(id, key)) return;
       if (p.label !== undefined) {
         const holder = [...sessions.values()].find((s) => s.label === p.label && s.key !== key);
         if (holder) return invalid(`label already in use: ${p.label}`);
@@ -993,7 +1032,8 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
       }
       const runId = randomUUID();
       const sessionKey = sessionKeyOf(p.sessionKey);
-      const base = { runId, sessionKey, agentId: 'main' };
+      if (unknownAgentOf(id, sessionKey)) return;
+      const base = { runId, sessionKey, agentId: agentOfKey(sessionKey) };
       ok(id, { runId, status: 'started' });
       const text = (options.reply ?? ((m: string) => `reply to: ${m}`))(p.message);
       const log = history.get(sessionKey) ?? [];

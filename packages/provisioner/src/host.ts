@@ -54,6 +54,12 @@ export type AgentStatus = 'starting' | 'running' | 'restarting' | 'stopping' | '
 export interface AgentState {
   agentId: string;
   userId: string;
+  /**
+   * The agent's id inside its gateway (OpenClaw's agent id): what every platform call to the gateway names — REST
+   * `model: openclaw/<id>`, session keys `agent:<id>:…`, cron jobs' `agentId` — so a gateway that holds several agents
+   * routes each call to the right one. `main`, OpenClaw's default agent, for an agent with a gateway of its own.
+   */
+  openclawAgentId: string;
   status: AgentStatus;
   /** OpenClaw version the agent runs (or will run on its next start). */
   version: string;
@@ -224,6 +230,9 @@ export interface AgentHost {
    */
   shutdown(): Promise<void>;
 }
+
+/** The OpenClaw agent id of an agent that has a gateway of its own (OpenClaw's default agent). */
+export const OWN_GATEWAY_AGENT_ID = 'main';
 
 /** No room for another agent on this host; the backend answers 503. */
 export class HostFullError extends Error {

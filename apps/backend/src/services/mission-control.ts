@@ -354,7 +354,8 @@ async function agentTraces(deps: MissionControlDeps, host: AgentHost, agent: Age
     try {
       const listed = await conn.request<{ sessions?: SessionRow[]; defaults?: { model?: unknown; modelProvider?: unknown } }>(
         'sessions.list',
-        { limit: FLEET_TRACES_MAX, sortBy: 'activity', includeDerivedTitles: true },
+        // Its agent's sessions only: a gateway may hold several agents of the customer.
+        { limit: FLEET_TRACES_MAX, sortBy: 'activity', includeDerivedTitles: true, agentId: state.openclawAgentId },
         { timeoutMs: GATEWAY_TIMEOUT_MS },
       );
       const defaultModel = text(listed.defaults?.model);

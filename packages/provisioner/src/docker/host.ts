@@ -25,6 +25,7 @@ import {
   AgentStartError,
   HostFullError,
   UpdateFailedError,
+  OWN_GATEWAY_AGENT_ID,
 } from '../host.js';
 import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { approveCommand, assertApproved } from '../shared/approve-device.js';
@@ -1412,6 +1413,7 @@ export class DockerAgentHost implements AgentHost {
     const base: AgentState = {
       agentId: record.agentId,
       userId: record.userId,
+      openclawAgentId: OWN_GATEWAY_AGENT_ID,
       status: 'stopped',
       version: record.version,
       url: null,

@@ -18,6 +18,7 @@ import {
   AgentExistsError,
   AgentNotFoundError,
   AgentStartError,
+  OWN_GATEWAY_AGENT_ID,
 } from '../host.js';
 import {
   DEPLOYMENT_FAILED,
@@ -644,6 +645,7 @@ export class HostingAgentHost implements AgentHost {
     return {
       agentId: record.agentId,
       userId: record.userId,
+      openclawAgentId: OWN_GATEWAY_AGENT_ID,
       status,
       version: record.version,
       url: this.gatewayUrl(record.domain),

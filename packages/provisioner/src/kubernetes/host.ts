@@ -45,6 +45,7 @@ import {
   AgentNotFoundError,
   AgentStartError,
   HostFullError,
+  OWN_GATEWAY_AGENT_ID,
 } from '../host.js';
 import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { approveCommand, assertApproved } from '../shared/approve-device.js';
@@ -1223,6 +1224,7 @@ export class KubernetesAgentHost implements AgentHost {
     return {
       agentId,
       userId: annotations[KUBE_ANNOTATIONS.userId] ?? '',
+      openclawAgentId: OWN_GATEWAY_AGENT_ID,
       status: state,
       version: annotations[KUBE_ANNOTATIONS.version] ?? this.defaultVersion,
       url: agentId ? this.serviceUrl(agentId) : null,

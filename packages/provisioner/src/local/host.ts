@@ -39,6 +39,7 @@ import {
   AgentNotFoundError,
   AgentStartError,
   HostFullError,
+  OWN_GATEWAY_AGENT_ID,
 } from '../host.js';
 import { LineQueue, followFile } from '../shared/log-follow.js';
 import { exclusive, writeFileAtomic, writeRecord } from '../shared/registry.js';
@@ -1160,6 +1161,7 @@ export class LocalAgentHost implements AgentHost {
     return {
       agentId: agent.record.agentId,
       userId: agent.record.userId,
+      openclawAgentId: OWN_GATEWAY_AGENT_ID,
       status: agent.status,
       version: agent.record.version,
       url: port === null ? null : `http://127.0.0.1:${port}`,

@@ -565,9 +565,15 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   app.get('/agents/:id/token', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
     const userId = callerId(request);
     await app.db.withUser(userId, (trx) => ownDeployment(trx, request.params.id));
-    const spec = await onHost(() => host.spec(request.params.id));
+    const [spec, state] = await onHost(() => Promise.all([host.spec(request.params.id), host.status(request.params.id)]));
     // `backend`: the gateway only gives a paired device its scopes from where the web reaches it, and that device is
     // the backend's: control calls go through `POST /api/agents/:id/rpc`. `direct`: a token-only WebSocket works.
-    return { agentId: request.params.id, token: spec.gatewayToken, control: host.controlCredentials ? 'backend' : 'direct' };
+    // `openclawAgentId`: the agent inside that gateway, named by every call the web makes to it.
+    return {
+      agentId: request.params.id,
+      token: spec.gatewayToken,
+      control: host.controlCredentials ? 'backend' : 'direct',
+      openclawAgentId: state.openclawAgentId,
+    };
   });
 }

@@ -502,6 +502,7 @@ describe('fleet node status and session traces', () => {
     ({
       agentId: 'a',
       userId: 'u',
+      openclawAgentId: 'main',
       status: 'running',
       version: '1',
       url: null,

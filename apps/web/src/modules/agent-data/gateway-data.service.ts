@@ -1,8 +1,7 @@
 import { WARM_UP_PROVIDER_ID, isWarmUpSession } from '@aop/core/agent-state';
 import { type Database, sql } from '@aop/db';
 import type { GatewayConnection } from '@aop/gateway-client';
-import { carriesOwnerTag } from '../chat/agent-chat.service.js';
-import type { GatewayTarget } from '../../platform/clients/user-gateway.js';
+import { type GatewayTarget, agentScope, ownedSessionKey } from '../../platform/clients/user-gateway.js';
 import { type UsageMetrics, type UsageTotals, usageMetrics, usageTotals } from '../usage/usage-metrics.service.js';
 
 /**
@@ -23,21 +22,6 @@ const iso = (ms: unknown) => (typeof ms === 'number' && Number.isFinite(ms) ? ne
 const num = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
 const str = (value: unknown) => (typeof value === 'string' && value ? value : null);
 const bool = (value: unknown) => (typeof value === 'boolean' ? value : null);
-
-/**
- * The key as the user knows it, or null when the session is not theirs. On the user's own gateway every session is
- * theirs and its key is shown as the gateway stores it. On a shared gateway the key must carry the owner tag as a whole
- * token (`agent:main:aop-owner:<user>:main` from the WebSocket chat, `agent:main:openai-user:aop-owner:<user>:main` from
- * the REST chat; see `carriesOwnerTag`), and it is shown without it. OpenClaw lower-cases session keys when it stores
- * them, so the tag is matched without case.
- */
-export function ownedSessionKey(target: Pick<GatewayTarget, 'ownerTag'>, key: string): string | null {
-  const tag = target.ownerTag;
-  if (!tag) return key;
-  if (!carriesOwnerTag(key, tag)) return null;
-  const at = key.toLowerCase().indexOf(`${tag.toLowerCase()}:`);
-  return at < 0 ? key : key.slice(0, at) + key.slice(at + tag.length + 1);
-}
 
 interface Page<T> {
   rows: T[];
@@ -112,7 +96,11 @@ export async function listSessions(
   limit: number,
 ): Promise<{ sessions: SessionView[]; total: number }> {
   const fetchPage = async (offset: number, pageLimit: number) => {
-    const result = await conn.request<SessionsListResult>('sessions.list', { limit: pageLimit, ...(offset ? { offset } : {}) });
+    const result = await conn.request<SessionsListResult>('sessions.list', {
+      limit: pageLimit,
+      ...(offset ? { offset } : {}),
+      ...agentScope(target),
+    });
     // The platform's warm-up turn (a start's own, deleted when it ends) is not one of the user's sessions.
     const rows = (result.sessions ?? []).filter(
       (r): r is GatewaySessionRow & { key: string } => typeof r.key === 'string' && !isWarmUpSession(r.key),

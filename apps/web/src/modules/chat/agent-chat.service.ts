@@ -23,7 +23,10 @@ import {
   type GatewayTarget,
   GatewayUnavailableError,
   gatewayUnavailableError,
+  agentScope,
+  gatewayModel,
   ownAgentGateway,
+  ownedSessionKey,
   ownerTagFor,
   resolveGateway,
   scopedSessionKey,
@@ -477,12 +480,13 @@ export async function runAgentTurn(
   input: AgentTurnInput,
 ): Promise<AgentTurn> {
   // OpenClaw's `/v1/chat/completions` names no model in its answer (its `model` echoes the requested agent target,
-  // `openclaw/default`), so the turn is recorded with the model the agent's applied configuration runs, read while the
+  // `openclaw/<agent>`), so the turn is recorded with the model the agent's applied configuration runs, read while the
   // agent answers. Null (unknown, priced 0) when it cannot be read: never a default model.
   const applied = appliedModelOf(deps, log, user, target);
   const options: RestChatOptions = {
     baseUrl: target.baseUrl,
     token: target.token,
+    model: gatewayModel(target),
     messages: input.messages,
     timeoutMs: deps.config.gateway.chatTimeoutMs,
     ...(input.gatewayUser !== undefined ? { user: input.gatewayUser } : {}),
@@ -703,22 +707,6 @@ async function probeHealth(baseUrl: string, timeoutMs: number): Promise<{ ok: tr
   return { ok: true, status: typeof body.status === 'string' ? body.status : 'live' };
 }
 
-/**
- * True when a session key carries `tag` as a whole token (`agent:main:aop-owner:<id>:main`, and the REST form
- * `agent:main:openai-user:aop-owner:<id>:main`). Compared without case: gateways may fold session keys to lower case.
- */
-export function carriesOwnerTag(text: unknown, tag: string): boolean {
-  if (typeof text !== 'string') return false;
-  const haystack = text.toLowerCase();
-  const needle = tag.toLowerCase();
-  for (let at = haystack.indexOf(needle); at >= 0; at = haystack.indexOf(needle, at + 1)) {
-    const before = at === 0 ? '' : haystack[at - 1];
-    const after = haystack[at + needle.length] ?? '';
-    if (!/[a-z0-9_-]/.test(before ?? '') && !/[a-z0-9_-]/.test(after)) return true;
-  }
-  return false;
-}
-
 const isoOf = (ms: unknown) => (typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? new Date(ms).toISOString() : null);
 
 interface SessionRow {
@@ -734,28 +722,18 @@ interface SessionRow {
 const lastActivityMs = sessionLastActivityMs;
 const isActive = sessionIsActive;
 
-/** The session key as the user knows it: the owner prefix of a shared gateway is not theirs to see. */
-function shownKey(key: string, target: GatewayTarget): string {
-  if (!target.ownerTag) return key;
-  const at = key.toLowerCase().indexOf(`${target.ownerTag.toLowerCase()}:`);
-  return at < 0 ? key : key.slice(0, at) + key.slice(at + target.ownerTag.length + 1);
-}
-
 async function readSessions(conn: GatewayConnection, target: GatewayTarget, timeoutMs: number): Promise<GatewayStatus['sessions']> {
   const listed = await conn.request<{ sessions?: SessionRow[]; totalCount?: unknown; count?: unknown }>(
     'sessions.list',
-    { limit: STATUS_SCAN, sortBy: 'activity' },
+    { limit: STATUS_SCAN, sortBy: 'activity', ...agentScope(target) },
     { timeoutMs },
   );
-  let rows = (listed.sessions ?? []).filter(
-    (r): r is SessionRow & { key: string } => typeof r?.key === 'string' && !isWarmUpSession(r.key),
-  );
-  if (target.ownerTag) {
-    const tag = target.ownerTag;
-    rows = rows.filter((r) => carriesOwnerTag(r.key, tag));
-  }
+  const rows = (listed.sessions ?? []).flatMap((r) => {
+    const shown = typeof r?.key === 'string' && !isWarmUpSession(r.key) ? ownedSessionKey(target, r.key) : null;
+    return shown === null ? [] : [{ ...r, key: r.key as string, shown }];
+  });
   rows.sort((a, b) => lastActivityMs(b) - lastActivityMs(a));
-  const total = target.ownerTag ? rows.length : Math.max(count(listed.totalCount ?? listed.count), rows.length);
+  const total = target.ownerTag || target.openclawAgentId ? rows.length : Math.max(count(listed.totalCount ?? listed.count), rows.length);
   const shown = rows.slice(0, STATUS_LIST_MAX);
   // OpenClaw's session rows carry no message count; the transcript's `totalMessages` gives it.
   const counts = await Promise.all(
@@ -771,7 +749,7 @@ async function readSessions(conn: GatewayConnection, target: GatewayTarget, time
     total,
     active: rows.filter(isActive).length,
     list: shown.map((r, i) => ({
-      sessionKey: shownKey(r.key, target),
+      sessionKey: r.shown,
       status: typeof r.status === 'string' ? r.status : isActive(r) ? 'running' : 'idle',
       messageCount: counts[i] ?? 0,
       lastActivity: isoOf(lastActivityMs(r)),

@@ -21,6 +21,7 @@ import { SKILL_COLUMNS, type SkillView, skillView } from '../skills/skills.servi
 import {
   type GatewayTarget,
   GatewayUnavailableError,
+  agentSessionKey,
   findUserAgent,
   gatewayUnavailableError,
   ownAgentGateway,
@@ -282,7 +283,10 @@ export async function createAgentSession(
 ): Promise<CreateSessionAnswer> {
   const target = await targetFor(deps, user, input.agentId);
   const timeoutMs = deps.config.gateway.requestTimeoutMs;
-  const params = { key: restSessionKey(user.id, input.sessionKey), ...(input.label ? { label: scopedLabel(target, input.label) } : {}) };
+  const params = {
+    key: agentSessionKey(target, restSessionKey(user.id, input.sessionKey)),
+    ...(input.label ? { label: scopedLabel(target, input.label) } : {}),
+  };
   try {
     await withGateway(target, timeoutMs, (conn) => conn.request('sessions.create', params, { timeoutMs }));
   } catch (err) {

@@ -146,8 +146,12 @@ const tokens = (job: Pick<CronJob, 'description'>) => (typeof job.description ==
 /** Whether `job` carries the `description` token `mark`. */
 export const hasMark = (job: Pick<CronJob, 'description'>, mark: string) => tokens(job).includes(mark);
 
-/** Whether the caller may see and change `job` on `target`: anything on their own gateway, only their tagged jobs on a shared one. */
-export const ownsJob = (target: GatewayTarget, job: Pick<CronJob, 'description'>) => !target.ownerTag || hasMark(job, target.ownerTag);
+/**
+ * Whether the caller may see and change `job` on `target`: their agent's jobs on its gateway (a job names its agent,
+ * else it is OpenClaw's default agent's, `main`), only their tagged jobs on a shared one.
+ */
+export const ownsJob = (target: GatewayTarget, job: Pick<CronJob, 'description' | 'agentId'>) =>
+  target.ownerTag ? hasMark(job, target.ownerTag) : !target.openclawAgentId || (job.agentId || 'main') === target.openclawAgentId;
 
 /**
  * `cron.add` params for `job` on `target` (research: `systemEvent` needs `sessionTarget: 'main'`, `agentTurn` an
@@ -171,6 +175,7 @@ export function cronAddParams(target: GatewayTarget, job: NewCronJob, marks: str
   }
   return {
     name: job.name,
+    ...(target.openclawAgentId ? { agentId: target.openclawAgentId } : {}),
     ...(description.length > 0 ? { description: description.join(' ') } : {}),
     schedule: job.schedule,
     sessionTarget,

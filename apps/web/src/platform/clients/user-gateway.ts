@@ -26,6 +26,12 @@ export interface GatewayTarget {
   /** Tag carried by the user's objects on a shared gateway; null on the user's own gateway. */
   ownerTag: string | null;
   /**
+   * The agent's id inside its gateway (OpenClaw's agent id, `main` for a gateway of its own), named by every call:
+   * session keys `agent:<id>:…` (`scopedSessionKey`), REST `model: openclaw/<id>` (`gatewayModel`), cron jobs'
+   * `agentId`. Null on the shared gateway, whose calls go to its default agent.
+   */
+  openclawAgentId: string | null;
+  /**
    * Set when the gateway gives this service's token-only WebSocket no scopes (a container or hosted agent sees it as
    * a remote peer): `withGateway` then makes its calls through the backend, which holds the paired platform device.
    */
@@ -73,7 +79,16 @@ export async function findUserAgent(db: Database, userId: string): Promise<UserA
   });
 }
 
-async function backendToken(backend: BackendClient, path: string, user: AuthUser): Promise<{ token: string; viaBackend: boolean }> {
+interface BackendToken {
+  token: string;
+  viaBackend: boolean;
+  openclawAgentId: string | null;
+}
+
+/** OpenClaw agent ids as OpenClaw writes them (`agents.entries` keys): anything else is not put into a session key. */
+const OPENCLAW_AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+async function backendToken(backend: BackendClient, path: string, user: AuthUser): Promise<BackendToken> {
   let answer: Awaited<ReturnType<BackendClient['request']>>;
   try {
     answer = await backend.request<{ token?: string }>(path, { caller: backendCaller(user) });
@@ -81,12 +96,16 @@ async function backendToken(backend: BackendClient, path: string, user: AuthUser
     if (err instanceof BackendUnavailableError) throw new GatewayUnavailableError('backend-unreachable', 'Backend unreachable');
     throw err;
   }
-  const { token, control } = (answer.body ?? {}) as { token?: unknown; control?: unknown };
+  const { token, control, openclawAgentId } = (answer.body ?? {}) as { token?: unknown; control?: unknown; openclawAgentId?: unknown };
   if (answer.status !== 200 || typeof token !== 'string' || !token) {
     throw new GatewayUnavailableError('no-token', 'No gateway token available');
   }
   // `control: 'backend'`: the agent's host says only its paired platform device gets scopes from where we are.
-  return { token, viaBackend: control === 'backend' };
+  return {
+    token,
+    viaBackend: control === 'backend',
+    openclawAgentId: typeof openclawAgentId === 'string' && OPENCLAW_AGENT_ID.test(openclawAgentId) ? openclawAgentId : null,
+  };
 }
 
 const toWs = (url: string) => url.replace(/^http/, 'ws');
@@ -114,7 +133,11 @@ export async function agentGatewayTarget(
   user: AuthUser,
   agent: { id: string; name: string; url: string },
 ): Promise<GatewayTarget> {
-  const { token, viaBackend } = await backendToken(deps.backend, `/api/agents/${encodeURIComponent(agent.id)}/token`, user);
+  const { token, viaBackend, openclawAgentId } = await backendToken(
+    deps.backend,
+    `/api/agents/${encodeURIComponent(agent.id)}/token`,
+    user,
+  );
   return {
     kind: 'agent',
     baseUrl: agent.url,
@@ -123,6 +146,7 @@ export async function agentGatewayTarget(
     agentId: agent.id,
     agentName: agent.name,
     ownerTag: null,
+    openclawAgentId,
     ...(viaBackend ? { control: { backend: deps.backend, caller: backendCaller(user), agentId: agent.id } } : {}),
   };
 }
@@ -134,16 +158,85 @@ export async function resolveGateway(deps: GatewayDeps, user: AuthUser): Promise
   const shared = deps.config.gateway.sharedUrl;
   if (!shared) throw new GatewayUnavailableError('no-agent', 'No agent found');
   const { token } = await backendToken(deps.backend, '/api/gateway/token', user);
-  return { kind: 'shared', baseUrl: shared, wsUrl: toWs(shared), token, agentId: null, agentName: null, ownerTag: ownerTagFor(user.id) };
+  return {
+    kind: 'shared',
+    baseUrl: shared,
+    wsUrl: toWs(shared),
+    token,
+    agentId: null,
+    agentName: null,
+    ownerTag: ownerTagFor(user.id),
+    openclawAgentId: null,
+  };
 }
 
 /** The owner tag of a user's objects on a shared gateway. */
 export const ownerTagFor = (userId: string) => `aop-owner:${userId}`;
 
-/** A session key on the target: unchanged on the user's own gateway, prefixed with the owner on a shared one. */
-export function scopedSessionKey(target: GatewayTarget, sessionKey: string): string {
-  return target.ownerTag ? `${target.ownerTag}:${sessionKey}` : sessionKey;
+/**
+ * A session key on the target: prefixed with the owner on a shared gateway, and in OpenClaw's full form
+ * `agent:<id>:<key>` on an agent's gateway, so the turn lands in that agent's sessions whatever else the gateway holds.
+ * A key already in the full form of this agent is kept; one naming another agent is taken as a key of this one.
+ */
+export const scopedSessionKey = (target: Pick<GatewayTarget, 'ownerTag' | 'openclawAgentId'>, sessionKey: string): string =>
+  agentSessionKey(target, target.ownerTag ? `${target.ownerTag}:${sessionKey}` : sessionKey);
+
+/** `key` in OpenClaw's full form for the target's agent (`agent:<id>:<key>`); unchanged on a target that names none. */
+export function agentSessionKey(target: Pick<GatewayTarget, 'openclawAgentId'>, key: string): string {
+  if (!target.openclawAgentId) return key;
+  const prefix = `agent:${target.openclawAgentId}:`;
+  return key.toLowerCase().startsWith(prefix) ? key : `${prefix}${key}`;
 }
+
+/**
+ * Whether a session key the gateway lists belongs to the target's agent (`agent:<id>:…`; a key in no agent's form is
+ * the default agent's, `main`). Every session is on a target that names no agent (the shared gateway).
+ */
+export function ofTargetAgent(target: Pick<GatewayTarget, 'openclawAgentId'>, key: string): boolean {
+  if (!target.openclawAgentId) return true;
+  const owner = /^agent:([^:]+):/i.exec(key)?.[1]?.toLowerCase() ?? 'main';
+  return owner === target.openclawAgentId;
+}
+
+/**
+ * The key as the user knows it, or null when the session is not theirs. On the user's own gateway every session of
+ * their agent is theirs (`ofTargetAgent`) and its key is shown as the gateway stores it. On a shared gateway the key must carry the owner tag as a whole
+ * token (`agent:main:aop-owner:<user>:main` from the WebSocket chat, `agent:main:openai-user:aop-owner:<user>:main` from
+ * the REST chat; see `carriesOwnerTag`), and it is shown without it. OpenClaw lower-cases session keys when it stores
+ * them, so the tag is matched without case.
+ */
+export function ownedSessionKey(target: Pick<GatewayTarget, 'ownerTag' | 'openclawAgentId'>, key: string): string | null {
+  if (!ofTargetAgent(target, key)) return null;
+  const tag = target.ownerTag;
+  if (!tag) return key;
+  if (!carriesOwnerTag(key, tag)) return null;
+  const at = key.toLowerCase().indexOf(`${tag.toLowerCase()}:`);
+  return at < 0 ? key : key.slice(0, at) + key.slice(at + tag.length + 1);
+}
+
+/**
+ * True when a session key carries `tag` as a whole token (`agent:main:aop-owner:<id>:main`, and the REST form
+ * `agent:main:openai-user:aop-owner:<id>:main`). Compared without case: gateways may fold session keys to lower case.
+ */
+export function carriesOwnerTag(text: unknown, tag: string): boolean {
+  if (typeof text !== 'string') return false;
+  const haystack = text.toLowerCase();
+  const needle = tag.toLowerCase();
+  for (let at = haystack.indexOf(needle); at >= 0; at = haystack.indexOf(needle, at + 1)) {
+    const before = at === 0 ? '' : haystack[at - 1];
+    const after = haystack[at + needle.length] ?? '';
+    if (!/[a-z0-9_-]/.test(before ?? '') && !/[a-z0-9_-]/.test(after)) return true;
+  }
+  return false;
+}
+
+/** `sessions.list` params that keep the listing to the target's agent (OpenClaw filters on `agentId`). */
+export const agentScope = (target: Pick<GatewayTarget, 'openclawAgentId'>): { agentId?: string } =>
+  target.openclawAgentId ? { agentId: target.openclawAgentId } : {};
+
+/** The REST model target of the target's agent (`openclaw/<id>`), or OpenClaw's default agent on a shared gateway. */
+export const gatewayModel = (target: Pick<GatewayTarget, 'openclawAgentId'>): string =>
+  target.openclawAgentId ? `openclaw/${target.openclawAgentId}` : 'openclaw/default';
 
 /**
  * Opens one WebSocket to the target, runs `fn`, and always closes it. `timeoutMs` bounds the whole exchange (handshake

@@ -38,6 +38,7 @@ async function anonymousTarget(deps: GatewayDeps, sharedUrl: string): Promise<Ga
     agentId: null,
     agentName: null,
     ownerTag: null,
+    openclawAgentId: null,
   };
 }
 
