@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LocalAgentHost } from '@aop/provisioner';
@@ -34,7 +34,7 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'aop-dashboard-agents-'));
   const dashboardDir = join(work, 'dashboard');
   await buildDashboard(dashboardDir);
-  host = await fakeRuntimeHost(work, { readyDelayMs: 1_500 });
+  host = await fakeRuntimeHost(work, { readyDelayMs: 1_500, gatewayProtocol: true });
   backend = await startBackend(SHARED, { host });
   web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, DASHBOARD_DIR: dashboardDir });
   const { userId, cookie } = await web.signIn({ name: 'Grace' });
@@ -94,8 +94,16 @@ async function openLifecycle(agentId: string): Promise<void> {
 }
 
 describe('two agents of one customer in the dashboard', () => {
-  it('lists both, live, with the primary one marked', async () => {
+  it('lists both, live, with the primary one marked; the scheduled jobs are those of both', async () => {
+    // A job on each agent's gateway (the stand-in gateway lists `<state>/cron-jobs.json`): the first has one, the
+    // second two. The count is theirs together, not the primary agent's alone.
+    const job = (id: string) => ({ id, name: id, enabled: true, schedule: { kind: 'every', everyMs: 3_600_000 } });
+    await writeFile(join(host.paths(first).state, 'cron-jobs.json'), JSON.stringify([job('first-a')]));
+    await writeFile(join(host.paths(second).state, 'cron-jobs.json'), JSON.stringify([job('second-a'), job('second-b')]));
     await page.goto('/dashboard');
+    const jobs = page.locator('.stat').filter({ hasText: 'scheduled jobs' });
+    await jobs.getByText('scheduled jobs on 2 agents').waitFor();
+    expect(await jobs.locator('.value').innerText()).toBe('3');
     const rows = page.getByRole('row');
     await rows.filter({ hasText: 'Research assistant' }).locator('[data-agent-state="live"]').waitFor();
     await rows.filter({ hasText: 'Support desk' }).locator('[data-agent-state="live"]').waitFor();
@@ -165,6 +173,11 @@ describe('two agents of one customer in the dashboard', () => {
     await page.goto('/dashboard');
     await page.getByRole('row').filter({ hasText: 'Research assistant' }).locator('[data-agent-state="stopped"]').waitFor();
     await page.getByRole('row').filter({ hasText: 'Support desk' }).locator('[data-agent-state="live"]').waitFor();
+    // The stopped agent's jobs cannot be read: counted are the running one's, and the card names the one left out.
+    const jobs = page.locator('.stat').filter({ hasText: 'scheduled jobs' });
+    await jobs.getByText('scheduled jobs on 1 of 2 agents').waitFor();
+    expect(await jobs.locator('.value').innerText()).toBe('2');
+    expect(await jobs.locator('.hint').innerText()).toBe('Not counted: Research assistant (stopped).');
     await screenshot(page, 'agents-06-list-one-stopped-1280');
     await page.setViewportSize(PHONE);
     await screenshot(page, 'agents-07-list-one-stopped-390');

@@ -1,11 +1,12 @@
-import { useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { Link } from 'wouter';
-import type { CronList, NewAgentGate } from '../api-types.js';
+import { client, errorMessage, request } from '../api.js';
+import type { AgentList, CronList, NewAgentGate } from '../api-types.js';
 import { PageHeader } from '../components/layout.js';
 import { modelLabel, modelWhy } from '../format.js';
 import { Loaded } from '../components/states.js';
 import { AgentStateBadge } from '../components/status-badge.js';
-import { type Resource, useApi } from '../use-api.js';
+import { useApi } from '../use-api.js';
 import { ProvisionWizard } from './provision-wizard.js';
 
 export default function DashboardPage() {
@@ -13,8 +14,8 @@ export default function DashboardPage() {
   const stats = useApi('/api/dashboard/stats', { refreshMs: 30_000 });
   // What stands between this user and a new agent, read before the wizard opens rather than learnt at its last step.
   const gate = useApi('/api/dashboard/new-agent', { refreshMs: 30_000 });
-  // The Schedule tab's own list: the dashboard counts the jobs it shows, from the agent's gateway.
-  const cron = useApi('/api/cron', { refreshMs: 60_000 });
+  // Each agent's Schedule tab list, from that agent's gateway: the dashboard counts the jobs they show.
+  const cron = useCronOfEach(agents.data?.agents);
   const [wizardOpen, setWizardOpen] = useState(false);
   const blocked = gate.data !== undefined && !gate.data.allowed;
   // Until the gate is known the button waits too: opening the wizard and refusing at its end is what this prevents.
@@ -199,17 +200,70 @@ function NewAgentGateNotice({ gate }: { gate: NewAgentGate }) {
   );
 }
 
+/** One agent's cron list as its Schedule tab reads it (`GET /api/cron?agentId=`), or why it could not be read. */
+interface AgentCron {
+  name: string;
+  list?: CronList;
+  error?: string;
+}
+
+interface CronOfEach {
+  /** Null until the agents and their first lists are known. */
+  byAgent: AgentCron[] | null;
+}
+
 /**
- * The number of scheduled jobs the Schedule tab lists, from the same answer (`GET /api/cron`, the agent gateway's
- * cron list). When the gateway cannot be asked the count is unknown, and says so, rather than a zero.
+ * Every agent's cron list, asked of each agent's gateway side by side, again every minute while the tab is visible. A
+ * newer round supersedes an older one, so a slow answer never overwrites a fresher one.
  */
-function ScheduledJobsStat({ cron, noAgents }: { cron: Resource<CronList>; noAgents: boolean }) {
-  const list = cron.data;
-  const known = list?.source === 'gateway';
-  const jobs = known ? list.jobs : [];
+function useCronOfEach(agents: AgentList['agents'] | undefined): CronOfEach {
+  const [byAgent, setByAgent] = useState<AgentCron[] | null>(null);
+  const generation = useRef(0);
+  // The agents as a value, so a refresh of the list that changes nothing starts no new round.
+  const key = agents ? JSON.stringify(agents.map((a) => [a.id, a.name, a.status])) : null;
+  const load = useCallback(async () => {
+    if (key === null) return;
+    const mine = ++generation.current;
+    const list = JSON.parse(key) as [string, string, string][];
+    const answers = await Promise.all(
+      list.map(async ([agentId, name, status]): Promise<AgentCron> => {
+        // A stopped agent's gateway is not there to ask (its jobs run again when it is started).
+        if (status === 'stopped') return { name, error: 'stopped' };
+        try {
+          return { name, list: await request(client.GET('/api/cron', { params: { query: { agentId } } })) };
+        } catch (err) {
+          return { name, error: errorMessage(err) };
+        }
+      }),
+    );
+    if (mine === generation.current) setByAgent(answers);
+  }, [key]);
+  useEffect(() => {
+    void load();
+    const timer = setInterval(() => {
+      if (document.visibilityState === 'visible') void load();
+    }, 60_000);
+    return () => {
+      clearInterval(timer);
+      generation.current++;
+    };
+  }, [load]);
+  return { byAgent };
+}
+
+/**
+ * The scheduled jobs of all the user's agents: the sum of what each agent's Schedule tab lists, from that agent's
+ * gateway. An agent whose gateway cannot be asked (asleep, stopped, unreachable) is named as not counted, with the
+ * reason, rather than counted as zero; when none can be asked, the number is unknown.
+ */
+function ScheduledJobsStat({ cron, noAgents }: { cron: CronOfEach; noAgents: boolean }) {
+  const all = cron.byAgent;
+  const known = (all ?? []).filter((a) => a.list?.source === 'gateway');
+  const unknown = (all ?? []).filter((a) => a.list?.source !== 'gateway');
+  const jobs = known.flatMap((a) => a.list?.jobs ?? []);
   const system = jobs.filter((job) => job.system).length;
   // Without an agent there is no gateway to ask, and nothing on it: that zero is a fact, not a guess.
-  if (!known && noAgents && !cron.loading) {
+  if (noAgents && (all === null || all.length === 0)) {
     return (
       <div className="card stat">
         <div className="value">0</div>
@@ -218,17 +272,22 @@ function ScheduledJobsStat({ cron, noAgents }: { cron: Resource<CronList>; noAge
       </div>
     );
   }
+  const counted = known.length > 0;
   return (
     <div className="card stat">
-      <div className="value">{known ? jobs.length : '—'}</div>
+      <div className="value">{counted ? jobs.length : '—'}</div>
       <div className="label">
-        scheduled job{known && jobs.length === 1 ? '' : 's'}
-        {known && system > 0 ? `, ${system} of them system jobs` : ''}
+        scheduled job{counted && jobs.length === 1 ? '' : 's'}
+        {counted && system > 0 ? `, ${system} of them system jobs` : ''}
+        {counted && all && all.length > 1 ? ` on ${unknown.length > 0 ? `${known.length} of ` : ''}${all.length} agents` : ''}
       </div>
-      {!known && !cron.loading ? (
-        <div className="hint">Unknown: {list?.error ?? cron.error ?? 'the agent gateway did not answer'}.</div>
+      {unknown.length > 0 ? (
+        <div className="hint">
+          {counted ? 'Not counted' : 'Unknown'}:{' '}
+          {unknown.map((a) => `${a.name} (${a.list?.error ?? a.error ?? 'the agent gateway did not answer'})`).join('; ')}.
+        </div>
       ) : null}
-      {cron.loading && !list ? <div className="hint">Asking the agent gateway…</div> : null}
+      {all === null ? <div className="hint">Asking the agent gateways…</div> : null}
     </div>
   );
 }
