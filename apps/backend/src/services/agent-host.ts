@@ -46,6 +46,7 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         platformDevice: platformDevice(config),
         socketPath: config.dockerSocket,
         idleMs: config.agents.idleMs,
+        evictIdleMs: config.agents.evictIdleMs,
         ...(config.docker.image ? { image: config.docker.image } : {}),
         ...(config.docker.network ? { network: config.docker.network } : {}),
       });

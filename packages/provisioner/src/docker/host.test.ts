@@ -851,6 +851,35 @@ describe('DockerAgentHost platform device pairing', () => {
     expect((await host.status(s.agentId)).status).toBe('stopped');
   });
 
+  it('a full host hibernates the agent idle the longest to make room (as the local host does), and refuses with none idle long enough', async () => {
+    const identity = createDeviceIdentity();
+    const idle = { platformDevice: identity, idleMs: 3_600_000, idleCheckMs: 60_000, evictIdleMs: 400 };
+    const { host } = await setup({ memTotal: 6 * GIB }, idle); // room for 2 × 2 GiB beside the 2 GiB reserve
+    // c has a messaging channel: never idle (shared/idle.ts `keepsAwake`), so never made to give way.
+    const [a, b, c] = [spec(), spec(), spec({ channelTokens: { telegram: 'tg-token' } })];
+    await host.create(a);
+    await host.waitUntilReady(a.agentId);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await host.create(b);
+    await host.waitUntilReady(b.agentId);
+    // b became ready a moment ago, a before it: a has been idle the longest (and past 400 ms), b not long enough.
+    await host.create(c);
+    expect((await host.status(a.agentId)).status).toBe('hibernated');
+    expect((await host.waitUntilReady(c.agentId)).status).toBe('running');
+    expect((await host.status(b.agentId)).status).toBe('running');
+    expect((await host.logs(a.agentId)).join('\n')).toMatch(
+      new RegExp(`\\[host\\] idle for \\d+\\.\\d min and agent ${c.agentId} needs the room: hibernating early`),
+    );
+    // A message to the sleeping one (a start) finds the host full again: now b, idle the longest, gives way.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await host.start(a.agentId);
+    expect((await host.status(b.agentId)).status).toBe('hibernated');
+    expect((await host.waitUntilReady(a.agentId)).status).toBe('running');
+    // Nobody may give way now (a just started, c keeps awake, b asleep): the next start is refused, nothing sleeps.
+    await expect(host.start(b.agentId)).rejects.toBeInstanceOf(HostFullError);
+    expect((await host.list()).map((state) => state.status).sort()).toEqual(['hibernated', 'running', 'running']);
+  });
+
   it('reports what blocks pairing: a stopped agent, an approval that fails in the container; without an identity only the token', async () => {
     const identity = createDeviceIdentity();
     const { engine, host } = await setup({}, { platformDevice: identity, cliCommand: ['openclaw-missing'] });

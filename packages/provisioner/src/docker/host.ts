@@ -33,12 +33,12 @@ import { LineQueue, LineSplitter, splitTimestampNs } from '../shared/log-follow.
 import { pumpLogLines } from '../shared/log-pump.js';
 import { MESSAGING_CHANNELS, buildOpenClawConfig, carriesWarmUp, checkAgentEnv, sameAgentEnv } from '../shared/openclaw-config.js';
 import { approvePlatformDevice } from '../shared/pairing.js';
-import { exclusive, recordFile, writeRecord } from '../shared/registry.js';
+import { exclusive, isBusy, recordFile, writeRecord } from '../shared/registry.js';
 import { settleWithin } from '../shared/settle-within.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
-import { DEFAULT_WAKE_LEAD_MS, askIdle, dueToWake, keepsAwake, readActivityAt, wakeAtFor } from '../shared/idle.js';
+import { DEFAULT_WAKE_LEAD_MS, type IdleVerdict, askIdle, dueToWake, keepsAwake, readActivityAt, wakeAtFor } from '../shared/idle.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
@@ -153,6 +153,11 @@ export interface DockerHostOptions {
    * started again by `start` (a message wakes it that way) or `wakeLeadMs` before its next due cron job or heartbeat.
    */
   idleMs?: number;
+  /**
+   * A start that finds the host full first hibernates the running agent idle the longest, if it has been idle this
+   * long by the same rules (default 2 min; 0: never), as the local host does. Needs `idleMs` (hibernation) on.
+   */
+  evictIdleMs?: number;
   /** How often running gateways are asked for their activity, and hibernated agents' due times checked (default 60 s). */
   idleCheckMs?: number;
   /** A hibernated agent is started this long before its next due job (default 90 s). */
@@ -441,24 +446,8 @@ export class DockerAgentHost implements AgentHost {
           }
           continue;
         }
-        // Wall clock: `readyAt` and the gateway's activity times are dates.
-        const readyAt = agent.readyAt;
-        if (readyAt === null || agent.transition) continue;
-        const verdict = await askIdle(
-          { readyAt, lastActiveAt: agent.lastActiveAt },
-          { idleMs, wakeLeadMs: this.wakeLeadMs },
-          {
-            keptAwake: () => keepsAwake(agent.record.config, agent.record.secrets.channelTokens),
-            read: async () => {
-              const state = await this.observe(agent);
-              if (state.status !== 'running' || !state.url) throw new Error(`the agent is ${state.status}`);
-              return readActivityAt(state.url, await this.controlCredentials(id));
-            },
-          },
-        );
-        if (!verdict) continue;
-        agent.lastActiveAt = verdict.lastActiveAt;
-        if (!verdict.sleep) continue;
+        const verdict = await this.askIdle(agent, idleMs);
+        if (!verdict?.sleep) continue;
         await this.hibernate(id, verdict.nextDueMs).catch((error: unknown) =>
           this.log(agent, `[host] hibernation failed: ${messageOf(error)}`),
         );
@@ -472,6 +461,51 @@ export class DockerAgentHost implements AgentHost {
 
   private get wakeLeadMs(): number {
     return this.config.wakeLeadMs ?? DEFAULT_WAKE_LEAD_MS;
+  }
+
+  /** `askIdle` (shared/idle.ts) for an agent, asking its gateway through the platform device's connection. */
+  private async askIdle(agent: Agent, idleMs: number): Promise<IdleVerdict | null> {
+    // Wall clock: `readyAt` and the gateway's activity times are dates.
+    const readyAt = agent.readyAt;
+    if (readyAt === null || agent.transition || agent.record.hibernation) return null;
+    const verdict = await askIdle(
+      { readyAt, lastActiveAt: agent.lastActiveAt },
+      { idleMs, wakeLeadMs: this.wakeLeadMs },
+      {
+        keptAwake: () => keepsAwake(agent.record.config, agent.record.secrets.channelTokens),
+        read: async () => {
+          const state = await this.observe(agent);
+          if (state.status !== 'running' || !state.url) throw new Error(`the agent is ${state.status}`);
+          return readActivityAt(state.url, await this.controlCredentials(agent.record.agentId));
+        },
+      },
+    );
+    if (verdict) agent.lastActiveAt = verdict.lastActiveAt;
+    return verdict;
+  }
+
+  /**
+   * Hibernates the running agent that has been idle the longest, if one has been for `evictIdleMs` by the rules of
+   * hibernation (what its gateway reports; channel agents and agents with a job due soon stay awake), to make room for
+   * `requester`. An agent with an operation under way is left alone. False when none qualifies.
+   */
+  private async hibernateIdlest(requester: string): Promise<boolean> {
+    const minIdleMs = this.config.evictIdleMs ?? 120_000;
+    if (minIdleMs <= 0 || (this.config.idleMs ?? 0) <= 0) return false;
+    let idlest: { agent: Agent; since: number; nextDueMs: number | null } | null = null;
+    for (const agent of this.agents.values()) {
+      if (agent.record.agentId === requester || isBusy(agent)) continue;
+      const verdict = await this.askIdle(agent, minIdleMs).catch(() => null);
+      if (!verdict?.sleep) continue;
+      const since = Math.max(agent.readyAt ?? 0, verdict.lastActiveAt);
+      if (!idlest || since < idlest.since) idlest = { agent, since, nextDueMs: verdict.nextDueMs };
+    }
+    // Busy since it was asked (its operation may be waiting for this very check): not taken.
+    if (!idlest || isBusy(idlest.agent)) return false;
+    const minutes = ((Date.now() - idlest.since) / 60_000).toFixed(1);
+    this.log(idlest.agent, `[host] idle for ${minutes} min and agent ${requester} needs the room: hibernating early`);
+    const state = await this.hibernateAgent(idlest.agent, idlest.nextDueMs);
+    return state.status === 'hibernated';
   }
 
   /** Forgets the agent's hibernation (the caller saves the record); false when it was awake. */
@@ -489,7 +523,10 @@ export class DockerAgentHost implements AgentHost {
    * idle check calls it.
    */
   async hibernate(agentId: string, nextDueMs: number | null = null): Promise<AgentState> {
-    const agent = await this.get(agentId);
+    return this.hibernateAgent(await this.get(agentId), nextDueMs);
+  }
+
+  private hibernateAgent(agent: Agent, nextDueMs: number | null): Promise<AgentState> {
     return exclusive(agent, async () => {
       if ((await this.observe(agent)).status !== 'running') return this.publicState(agent);
       const wakeAt = wakeAtFor(nextDueMs, this.wakeLeadMs);
@@ -1583,7 +1620,15 @@ export class DockerAgentHost implements AgentHost {
    */
   private async withCapacity<T>(agentId: string, plan: string, fn: () => Promise<T>): Promise<T> {
     await exclusive(this.capacityChecks, async () => {
-      await this.assertCapacity(agentId, plan);
+      for (;;) {
+        try {
+          await this.assertCapacity(agentId, plan);
+          break;
+        } catch (error) {
+          // An agent idle long enough sleeps early rather than the start being refused.
+          if (!(error instanceof HostFullError) || !(await this.hibernateIdlest(agentId))) throw error;
+        }
+      }
       this.reserving.set(agentId, dockerLimits(plan).Memory);
     });
     try {

@@ -42,7 +42,7 @@ import {
   OWN_GATEWAY_AGENT_ID,
 } from '../host.js';
 import { LineQueue, followFile } from '../shared/log-follow.js';
-import { exclusive, writeFileAtomic, writeRecord } from '../shared/registry.js';
+import { exclusive, isBusy, writeFileAtomic, writeRecord } from '../shared/registry.js';
 import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, secretFileContents } from '../shared/openclaw-config.js';
@@ -1318,20 +1318,21 @@ export class LocalAgentHost implements AgentHost {
   /**
    * Hibernates the running agent that has been idle the longest, if one has been for `evictIdleMs` by the rules of
    * hibernation (what its gateway reports; channel agents and agents with a job due soon stay awake), to make room for
-   * `requester`. False when none qualifies.
+   * `requester`. An agent with an operation under way is left alone. False when none qualifies.
    */
   private async hibernateIdlest(requester: string): Promise<boolean> {
     const minIdleMs = this.config.evictIdleMs ?? 120_000;
     if (minIdleMs <= 0 || (this.config.idleMs ?? 0) <= 0) return false;
     let idlest: { agent: Agent; since: number; nextDueMs: number | null } | null = null;
     for (const agent of this.agents.values()) {
-      if (agent.record.agentId === requester) continue;
+      if (agent.record.agentId === requester || isBusy(agent)) continue;
       const verdict = await this.askIdle(agent, minIdleMs);
       if (!verdict?.sleep) continue;
       const since = Math.max(agent.readyAt ?? 0, verdict.lastActiveAt);
       if (!idlest || since < idlest.since) idlest = { agent, since, nextDueMs: verdict.nextDueMs };
     }
-    if (!idlest) return false;
+    // Busy since it was asked (its operation may be waiting for this very check): not taken.
+    if (!idlest || isBusy(idlest.agent)) return false;
     const minutes = ((Date.now() - idlest.since) / 60_000).toFixed(1);
     this.log(idlest.agent, `[host] idle for ${minutes} min and agent ${requester} needs the room: hibernating early`);
     const state = await this.hibernate(idlest.agent.record.agentId, idlest.nextDueMs);

@@ -19,12 +19,27 @@ export const recordFile = (dir: string, agentId: string) => join(dir, `${agentId
 
 export const writeRecord = (path: string, record: object) => writeFileAtomic(path, `${JSON.stringify(record, null, 2)}\n`);
 
+/** What `exclusive` serializes on: the chain of operations, and how many are running or waiting in it. */
+export interface Exclusive {
+  lock: Promise<unknown>;
+  pending?: number;
+}
+
 /**
  * Runs one lifecycle operation at a time per agent; a failed operation must not block the next, so the chain
  * continues past rejections.
  */
-export function exclusive<T>(holder: { lock: Promise<unknown> }, fn: () => Promise<T>): Promise<T> {
-  const run = holder.lock.then(fn, fn);
+export function exclusive<T>(holder: Exclusive, fn: () => Promise<T>): Promise<T> {
+  holder.pending = (holder.pending ?? 0) + 1;
+  const run = holder.lock.then(fn, fn).finally(() => {
+    holder.pending = (holder.pending ?? 1) - 1;
+  });
   holder.lock = run.catch(() => undefined);
   return run;
 }
+
+/**
+ * Whether an operation runs or waits on `holder`. A capacity check that hibernates another agent to make room must
+ * skip a busy one: that agent's operation may itself be waiting for the capacity check, and neither would go on.
+ */
+export const isBusy = (holder: Exclusive): boolean => (holder.pending ?? 0) > 0;
