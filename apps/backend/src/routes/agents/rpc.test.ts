@@ -64,7 +64,8 @@ describe('POST /api/agents/:id/rpc', () => {
     agentUrl = deployed.body.url;
     await host.waitUntilReady(agentId, { timeoutMs: 10_000 });
     const answer = await request(`${backend.url}/api/agents/${agentId}/token`, { headers: as('usr_owner') });
-    expect(answer.body).toEqual({ agentId, token: expect.any(String), control: 'backend' });
+    // The agent has a gateway of its own: it is OpenClaw's default agent there, `main`.
+    expect(answer.body).toEqual({ agentId, token: expect.any(String), control: 'backend', openclawAgentId: 'main' });
     token = answer.body.token;
   });
   afterAll(async () => {
