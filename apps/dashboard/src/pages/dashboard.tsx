@@ -278,8 +278,8 @@ function ScheduledJobsStat({ cron, noAgents }: { cron: CronOfEach; noAgents: boo
       <div className="value">{counted ? jobs.length : '—'}</div>
       <div className="label">
         scheduled job{counted && jobs.length === 1 ? '' : 's'}
-        {counted && system > 0 ? `, ${system} of them system jobs` : ''}
         {counted && all && all.length > 1 ? ` on ${unknown.length > 0 ? `${known.length} of ` : ''}${all.length} agents` : ''}
+        {counted && system > 0 ? `, ${system} of them system jobs` : ''}
       </div>
       {unknown.length > 0 ? (
         <div className="hint">

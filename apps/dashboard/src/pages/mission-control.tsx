@@ -251,7 +251,11 @@ function FleetSection({ graph }: { graph: FleetGraphData }) {
                 <td>
                   {/* Only live nodes are agents; the fallback node stands for no agent and has nothing to open. */}
                   {live ? <Link href={`/agents/${node.id}`}>{node.name}</Link> : node.name}
-                  {node.children !== undefined ? <div className="muted">coordinates {node.children} other agents</div> : null}
+                  {node.children !== undefined ? (
+                    <div className="muted">
+                      coordinates {node.children} other agent{node.children === 1 ? '' : 's'}
+                    </div>
+                  ) : null}
                 </td>
                 <td>{node.role}</td>
                 <td>
