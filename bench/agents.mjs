@@ -6,8 +6,11 @@
 // memory, and projects how many agents a 24 GiB host carries. Three phases, each on a fresh platform: cold starts
 // (AGENT_WARM_POOL=0), adoptions of warm gateways (AGENT_WARM_POOL=1: each customer provisions once the pool has a
 // warm gateway ready, as the next customer on a quiet host would), and a wake (one agent, AGENT_IDLE_MINUTES=1: it
-// hibernates, then a message wakes it). Not a test: it prints figures and writes bench/results/agents.json.
-// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_PHASES=cold,warm,wake, BENCH_POSTGRES_URL: a server where it may
+// hibernates, then a message wakes it), and a join (one customer's agent, then BENCH_JOINED further OpenClaw agents
+// joined to its gateway with `config.apply`, as customer-scoped gateways would: the PSS each further agent adds, from
+// which the agents a host carries for customers of several agents are projected). Not a test: it prints figures and
+// writes bench/results/agents.json.
+// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_JOINED=4, BENCH_PHASES=cold,warm,wake,join, BENCH_POSTGRES_URL: a server where it may
 // create and drop scratch databases; it needs the machine otherwise idle, as every figure here is CPU-bound)
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { connectGateway } from '../packages/gateway-client/dist/index.js';
 import { memAvailableBytes, treePssBytes, treeRssBytes } from '../packages/provisioner/dist/local/proc.js';
 import { DEFAULT_MEMORY_MARGIN } from '../packages/provisioner/dist/shared/capacity.js';
 import { startFakeLlm } from '../packages/testing/dist/fakes/llm.js';
@@ -26,12 +30,16 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 const count = Number(process.env.BENCH_AGENTS ?? 3);
 const postgresServer = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const phases = (process.env.BENCH_PHASES ?? 'cold,warm,wake').split(',');
+const joined = Number(process.env.BENCH_JOINED ?? 4);
+const phases = (process.env.BENCH_PHASES ?? 'cold,warm,wake,join').split(',');
 const PHASES = {
   cold: { agents: count, env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '0' } },
   warm: { agents: count, env: { AGENT_WARM_POOL: '1', AGENT_IDLE_MINUTES: '0' } },
   wake: { agents: 1, env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '1' } },
+  join: { agents: 1, env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '0' } },
 };
+/** A minute for a gateway's post-start work (memory index, SQLite maintenance) to finish before its PSS is read. */
+const SETTLE_MS = 60_000;
 const GIB = 1024 ** 3;
 const HOST_GIB = 24;
 const RESERVE_GIB = 2;
@@ -190,8 +198,14 @@ async function runPhase(name) {
       return { agents, hostMemoryUsedGiB: null };
     }
 
-    // Settled: a minute for the post-start work (memory index, SQLite maintenance) to finish.
-    await new Promise((r) => setTimeout(r, 60_000));
+    if (name === 'join') {
+      const [agent] = agents;
+      const cookie = await signedIn(web, 'customer-0@example.com', 'benchmark password');
+      agent.join = await joinAgents(dataDir, agent.agentId, cookie, web);
+      return { agents: [], join: agent.join, hostMemoryUsedGiB: null };
+    }
+
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
     const availableAfter = await memAvailableBytes();
     for (const a of agents) {
       const record = recordOf(dataDir, a.agentId);
@@ -216,6 +230,60 @@ async function runPhase(name) {
       console.warn(`could not remove ${dataDir}: ${error.message}`);
     }
   }
+}
+
+/**
+ * Joins `joined` further OpenClaw agents to the gateway of `agentId` (an explicit roster, each with its own workspace,
+ * as docs/decisions.md "Customer-scoped gateways" measured by hand), gives each two turns over REST, and reads the
+ * gateway's PSS settled before and after: what one further agent of a customer costs in a gateway it shares.
+ */
+async function joinAgents(dataDir, agentId, cookie, web) {
+  const record = recordOf(dataDir, agentId);
+  const { token } = await (await fetch(`${web}/api/user/runtime`, { headers: { cookie } })).json();
+  const url = `http://127.0.0.1:${record.port}`;
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  const before = await treePssBytes(record.pid);
+  const configPath = join(dataDir, 'agents', record.dirName, 'state', 'openclaw.json');
+  const config = JSON.parse(readFileSync(configPath, 'utf8'));
+  const ids = Array.from({ length: joined }, (_, i) => `joined-${i + 1}`);
+  config.agents = {
+    ...config.agents,
+    ownership: 'explicit',
+    entries: {
+      main: {},
+      ...Object.fromEntries(ids.map((id) => [id, { workspace: join(dataDir, 'agents', record.dirName, `workspace-${id}`) }])),
+    },
+  };
+  const conn = await connectGateway({ url: url.replace('http', 'ws'), token });
+  const t0 = performance.now();
+  try {
+    const { hash } = await conn.request('config.get', {});
+    await conn.request('config.apply', { raw: JSON.stringify(config, null, 2), baseHash: hash }, { timeoutMs: 60_000 });
+  } finally {
+    conn.close();
+  }
+  const applyS = seconds(performance.now() - t0);
+  const turns = [];
+  for (const id of ids) {
+    for (const message of ['hello', 'and again']) {
+      const t = performance.now();
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: `openclaw/${id}`, user: 'bench', messages: [{ role: 'user', content: message }] }),
+      });
+      if (res.status !== 200) throw new Error(`turn on ${id}: ${res.status} ${await res.text()}`);
+      turns.push(seconds(performance.now() - t));
+    }
+  }
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  const after = await treePssBytes(record.pid);
+  const samePid = recordOf(dataDir, agentId).pid === record.pid;
+  const perAgentGiB = gib((after - before) / joined);
+  console.log(
+    `join: ${joined} agents joined in ${applyS} s (same process: ${samePid}); gateway PSS ${gib(before)} → ${gib(after)} GiB, ${perAgentGiB} GiB per further agent; their turns ${turns.join(', ')} s`,
+  );
+  return { joined, applyS, samePid, gatewayPssBeforeGiB: gib(before), gatewayPssAfterGiB: gib(after), perAgentGiB, turnsS: turns };
 }
 
 try {
@@ -251,7 +319,14 @@ try {
     wakeS: results.wake?.agents[0]?.wakeS ?? null,
     // A hibernated agent holds no memory (its gateway is stopped, its state on disk): the memory a wake takes back.
     wakeMemoryGiB: results.wake?.agents[0]?.memoryFreedAsleepGiB ?? null,
+    join: results.join?.join ?? null,
   };
+  if (result.join) {
+    // Customers of five agents each, every customer in one gateway of its own (customer-scoped gateways): a gateway
+    // at its measured PSS with one agent plus four further agents at the measured cost each, with the host's margin.
+    const perCustomer = (result.join.gatewayPssBeforeGiB + 4 * result.join.perAgentGiB) * DEFAULT_MEMORY_MARGIN;
+    result.projectedLivePer24GiBCustomersOf5 = Math.floor((HOST_GIB - RESERVE_GIB) / perCustomer) * 5;
+  }
   mkdirSync(join(here, 'results'), { recursive: true });
   writeFileSync(join(here, 'results', 'agents.json'), `${JSON.stringify(result, null, 2)}\n`);
   console.table(agents.map(({ hostLog, ...a }) => a));
