@@ -1,14 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chatSend, connectGateway } from '@aop/gateway-client';
 import { startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
-import { type AgentHost, LocalAgentHost } from '@aop/provisioner';
-import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import type { AgentHost, LocalAgentHost } from '@aop/provisioner';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
+import { fakeRuntimeHost, startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 
 const GATEWAY_TOKEN = 'gateway-token-of-a-two-agent-gateway';
@@ -44,14 +42,7 @@ describe('an agent that shares its gateway with another (issue #20)', () => {
 
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'aop-gateway-agents-'));
-    host = new LocalAgentHost({
-      dataDir: join(work, 'data'),
-      encryptionKey: randomBytes(32),
-      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0') },
-      defaultVersion: '1.0.0',
-      readyPollMs: 50,
-      stopTimeoutMs: 5_000,
-    });
+    host = await fakeRuntimeHost(work);
     backend = await startBackend({ ...SHARED, GATEWAY_SHARED_TOKEN: GATEWAY_TOKEN }, { host: asSecondAgent(host) });
     web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
     gateway = await startFakeGatewayWs({ token: GATEWAY_TOKEN, reply: (m) => `echo: ${m}`, agents: ['main', 'second'] });

@@ -38,7 +38,17 @@ import { settleWithin } from '../shared/settle-within.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
-import { DEFAULT_WAKE_LEAD_MS, type IdleVerdict, askIdle, dueToWake, keepsAwake, readActivityAt, wakeAtFor } from '../shared/idle.js';
+import {
+  DEFAULT_WAKE_LEAD_MS,
+  type IdleVerdict,
+  askIdle,
+  dueToWake,
+  evictionLogLine,
+  idlestOf,
+  keepsAwake,
+  readActivityAt,
+  wakeAtFor,
+} from '../shared/idle.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
@@ -492,19 +502,16 @@ export class DockerAgentHost implements AgentHost {
   private async hibernateIdlest(requester: string): Promise<boolean> {
     const minIdleMs = this.config.evictIdleMs ?? 120_000;
     if (minIdleMs <= 0 || (this.config.idleMs ?? 0) <= 0) return false;
-    let idlest: { agent: Agent; since: number; nextDueMs: number | null } | null = null;
-    for (const agent of this.agents.values()) {
-      if (agent.record.agentId === requester || isBusy(agent)) continue;
-      const verdict = await this.askIdle(agent, minIdleMs).catch(() => null);
-      if (!verdict?.sleep) continue;
-      const since = Math.max(agent.readyAt ?? 0, verdict.lastActiveAt);
-      if (!idlest || since < idlest.since) idlest = { agent, since, nextDueMs: verdict.nextDueMs };
-    }
+    const candidates = [...this.agents.values()].filter((agent) => agent.record.agentId !== requester && !isBusy(agent));
+    const idlest = await idlestOf(
+      candidates,
+      (agent) => this.askIdle(agent, minIdleMs),
+      (agent) => agent.readyAt,
+    );
     // Busy since it was asked (its operation may be waiting for this very check): not taken.
-    if (!idlest || isBusy(idlest.agent)) return false;
-    const minutes = ((Date.now() - idlest.since) / 60_000).toFixed(1);
-    this.log(idlest.agent, `[host] idle for ${minutes} min and agent ${requester} needs the room: hibernating early`);
-    const state = await this.hibernateAgent(idlest.agent, idlest.nextDueMs);
+    if (!idlest || isBusy(idlest.candidate)) return false;
+    this.log(idlest.candidate, evictionLogLine(idlest.since, requester));
+    const state = await this.hibernateAgent(idlest.candidate, idlest.nextDueMs);
     return state.status === 'hibernated';
   }
 

@@ -64,6 +64,8 @@ import {
   type Hibernation,
   type IdleVerdict,
   askIdle,
+  evictionLogLine,
+  idlestOf,
   dueToWake,
   keepsAwake,
   readActivityAt,
@@ -1323,19 +1325,16 @@ export class LocalAgentHost implements AgentHost {
   private async hibernateIdlest(requester: string): Promise<boolean> {
     const minIdleMs = this.config.evictIdleMs ?? 120_000;
     if (minIdleMs <= 0 || (this.config.idleMs ?? 0) <= 0) return false;
-    let idlest: { agent: Agent; since: number; nextDueMs: number | null } | null = null;
-    for (const agent of this.agents.values()) {
-      if (agent.record.agentId === requester || isBusy(agent)) continue;
-      const verdict = await this.askIdle(agent, minIdleMs);
-      if (!verdict?.sleep) continue;
-      const since = Math.max(agent.readyAt ?? 0, verdict.lastActiveAt);
-      if (!idlest || since < idlest.since) idlest = { agent, since, nextDueMs: verdict.nextDueMs };
-    }
+    const candidates = [...this.agents.values()].filter((agent) => agent.record.agentId !== requester && !isBusy(agent));
+    const idlest = await idlestOf(
+      candidates,
+      (agent) => this.askIdle(agent, minIdleMs),
+      (agent) => agent.readyAt,
+    );
     // Busy since it was asked (its operation may be waiting for this very check): not taken.
-    if (!idlest || isBusy(idlest.agent)) return false;
-    const minutes = ((Date.now() - idlest.since) / 60_000).toFixed(1);
-    this.log(idlest.agent, `[host] idle for ${minutes} min and agent ${requester} needs the room: hibernating early`);
-    const state = await this.hibernate(idlest.agent.record.agentId, idlest.nextDueMs);
+    if (!idlest || isBusy(idlest.candidate)) return false;
+    this.log(idlest.candidate, evictionLogLine(idlest.since, requester));
+    const state = await this.hibernate(idlest.candidate.record.agentId, idlest.nextDueMs);
     return state.status === 'hibernated';
   }
 

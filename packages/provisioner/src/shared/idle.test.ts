@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { askIdle, dueToWake, keepsAwake, maySleep, wakeAtFor } from './idle.js';
+import { askIdle, dueToWake, evictionLogLine, idlestOf, keepsAwake, maySleep, wakeAtFor } from './idle.js';
 
 // Hibernation's rules, shared by the local, docker and kubernetes hosts (each host's own test drives them through its
 // gateways; these are the edges).
@@ -64,5 +64,26 @@ describe('hibernation rules (shared/idle.ts)', () => {
     const talking = { keptAwake: () => false, read: async () => ({ ...quiet, lastActiveMs: NOW - MIN }) };
     expect(await askIdle(since, options, talking, clock)).toEqual({ lastActiveAt: NOW - MIN, sleep: false, nextDueMs: null });
     expect(reads).toBe(1);
+  });
+
+  it('eviction takes the agent idle the longest that may sleep; one that may not, or cannot be asked, is never taken', async () => {
+    const agents = [
+      { id: 'recent', readyAt: NOW - 60 * MIN, verdict: { lastActiveAt: NOW - 5 * MIN, sleep: true, nextDueMs: null } },
+      { id: 'oldest', readyAt: NOW - 60 * MIN, verdict: { lastActiveAt: NOW - 30 * MIN, sleep: true, nextDueMs: NOW + 9 * MIN } },
+      // Started after its last activity: idle since it became ready.
+      { id: 'restarted', readyAt: NOW - 10 * MIN, verdict: { lastActiveAt: NOW - 50 * MIN, sleep: true, nextDueMs: null } },
+      { id: 'busy', readyAt: NOW - 90 * MIN, verdict: { lastActiveAt: NOW - 90 * MIN, sleep: false, nextDueMs: null } },
+      { id: 'unreachable', readyAt: NOW - 90 * MIN, verdict: null },
+    ];
+    const ask = async (a: (typeof agents)[number]) => {
+      if (a.id === 'unreachable') throw new Error('connection refused');
+      return a.verdict;
+    };
+    const idlest = await idlestOf(agents, ask, (a) => a.readyAt);
+    expect(idlest).toEqual({ candidate: agents[1], since: NOW - 30 * MIN, nextDueMs: NOW + 9 * MIN });
+    expect(await idlestOf(agents.slice(3), ask, (a) => a.readyAt)).toBeNull();
+    expect(evictionLogLine(NOW - 150_000, 'agt_new', NOW)).toBe(
+      '[host] idle for 2.5 min and agent agt_new needs the room: hibernating early',
+    );
   });
 });

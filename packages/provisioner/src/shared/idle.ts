@@ -125,6 +125,30 @@ export async function askIdle(
   return { lastActiveAt, sleep: maySleep(activity, { readyAt: at.readyAt, lastActiveAt }, options, now()), nextDueMs: activity.nextDueMs };
 }
 
+/**
+ * For a full host that makes room (eviction): of `candidates`, the one whose gateway may sleep and has been idle the
+ * longest (since it became ready or was last active), with its next due job; null when none may. `ask` is the host's
+ * `askIdle` with the eviction's idle time; a candidate it cannot ask stays awake.
+ */
+export async function idlestOf<A>(
+  candidates: Iterable<A>,
+  ask: (candidate: A) => Promise<IdleVerdict | null>,
+  readyAtOf: (candidate: A) => number | null,
+): Promise<{ candidate: A; since: number; nextDueMs: number | null } | null> {
+  let idlest: { candidate: A; since: number; nextDueMs: number | null } | null = null;
+  for (const candidate of candidates) {
+    const verdict = await ask(candidate).catch(() => null);
+    if (!verdict?.sleep) continue;
+    const since = Math.max(readyAtOf(candidate) ?? 0, verdict.lastActiveAt);
+    if (!idlest || since < idlest.since) idlest = { candidate, since, nextDueMs: verdict.nextDueMs };
+  }
+  return idlest;
+}
+
+/** The log line of an agent hibernated early to make room for `requester`. */
+export const evictionLogLine = (since: number, requester: string, now = Date.now()) =>
+  `[host] idle for ${((now - since) / 60_000).toFixed(1)} min and agent ${requester} needs the room: hibernating early`;
+
 /** When a hibernated agent is started for its next due job: the wake lead before it (null: no job due). */
 export function wakeAtFor(nextDueMs: number | null, wakeLeadMs: number): string | null {
   return nextDueMs === null ? null : new Date(nextDueMs - wakeLeadMs).toISOString();
