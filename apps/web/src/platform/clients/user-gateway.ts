@@ -190,7 +190,7 @@ export function agentSessionKey(target: Pick<GatewayTarget, 'openclawAgentId'>, 
 
 /**
  * Whether a session key the gateway lists belongs to the target's agent (`agent:<id>:…`; a key in no agent's form is
- * the default agent's, `main`). Every session is on a target that names no agent (the shared gateway).
+ * the default agent's, `main`). On a target that names no agent (the shared gateway) every key is.
  */
 export function ofTargetAgent(target: Pick<GatewayTarget, 'openclawAgentId'>, key: string): boolean {
   if (!target.openclawAgentId) return true;
@@ -200,10 +200,10 @@ export function ofTargetAgent(target: Pick<GatewayTarget, 'openclawAgentId'>, ke
 
 /**
  * The key as the user knows it, or null when the session is not theirs. On the user's own gateway every session of
- * their agent is theirs (`ofTargetAgent`) and its key is shown as the gateway stores it. On a shared gateway the key must carry the owner tag as a whole
- * token (`agent:main:aop-owner:<user>:main` from the WebSocket chat, `agent:main:openai-user:aop-owner:<user>:main` from
- * the REST chat; see `carriesOwnerTag`), and it is shown without it. OpenClaw lower-cases session keys when it stores
- * them, so the tag is matched without case.
+ * their agent is theirs (`ofTargetAgent`) and its key is shown as the gateway stores it. On a shared gateway the key
+ * must carry the owner tag as a whole token (`agent:main:aop-owner:<user>:main` from the WebSocket chat,
+ * `agent:main:openai-user:aop-owner:<user>:main` from the REST chat; see `carriesOwnerTag`), and it is shown without
+ * it. OpenClaw lower-cases session keys when it stores them, so the tag is matched without case.
  */
 export function ownedSessionKey(target: Pick<GatewayTarget, 'ownerTag' | 'openclawAgentId'>, key: string): string | null {
   if (!ofTargetAgent(target, key)) return null;
