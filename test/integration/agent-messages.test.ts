@@ -107,4 +107,26 @@ describe('GET /api/agents/:id/messages', () => {
         .execute();
     }
   });
+
+  it('waits for a gateway that is still starting (UNAVAILABLE on connect) instead of failing the read', async () => {
+    const starting = await startFakeGatewayWs({ token: GATEWAY_TOKEN, unavailableConnects: 2, retryAfterMs: 100 });
+    try {
+      await web.database.db.kysely
+        .updateTable('agents')
+        .set({ url: `http://127.0.0.1:${starting.port}` })
+        .where('id', '=', agentId)
+        .execute();
+      const res = await request(`${web.url}/api/agents/${agentId}/messages`, { headers: { cookie: owner.cookie } });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ sessionKey: 'agent:main:main', messages: [], total: 0 });
+      expect(starting.connectAttempts.length).toBe(3);
+    } finally {
+      await starting.close();
+      await web.database.db.kysely
+        .updateTable('agents')
+        .set({ url: `http://127.0.0.1:${gateway.port}` })
+        .where('id', '=', agentId)
+        .execute();
+    }
+  });
 });

@@ -52,12 +52,17 @@ export async function agentMessageRoutes(app: App): Promise<void> {
       }
 
       try {
-        const history = await withGateway(target, 25_000, (conn) =>
-          conn.request<{ sessionKey?: string; messages?: HistoryMessage[]; totalMessages?: number; hasMore?: boolean }>(
-            'chat.history',
-            { sessionKey: agentSessionKey(target, sessionKey), limit },
-            { timeoutMs: 15_000 },
-          ),
+        // A gateway still starting (`UNAVAILABLE`) is asked again for up to 10 s, as a history read may come just then.
+        const history = await withGateway(
+          target,
+          25_000,
+          (conn) =>
+            conn.request<{ sessionKey?: string; messages?: HistoryMessage[]; totalMessages?: number; hasMore?: boolean }>(
+              'chat.history',
+              { sessionKey: agentSessionKey(target, sessionKey), limit },
+              { timeoutMs: 15_000 },
+            ),
+          { retryDeadlineMs: 10_000 },
         );
         const messages = (history.messages ?? []).map((m) => ({
           role: m.role ?? 'unknown',

@@ -241,13 +241,20 @@ export const gatewayModel = (target: Pick<GatewayTarget, 'openclawAgentId'>): st
 /**
  * Opens one WebSocket to the target, runs `fn`, and always closes it. `timeoutMs` bounds the whole exchange (handshake
  * included): the socket is closed when it passes, so `fn`'s pending request rejects. A target with `control` gets a
- * connection whose calls the backend makes (`BackendGatewayConnection`), bounded the same way.
+ * connection whose calls the backend makes (`BackendGatewayConnection`), bounded the same way. `retryDeadlineMs`: how
+ * long a gateway that answers "starting" (`UNAVAILABLE`) is asked again (default 0: not at all).
  */
-export async function withGateway<T>(target: GatewayTarget, timeoutMs: number, fn: (conn: GatewayConnection) => Promise<T>): Promise<T> {
+export async function withGateway<T>(
+  target: GatewayTarget,
+  timeoutMs: number,
+  fn: (conn: GatewayConnection) => Promise<T>,
+  options: { retryDeadlineMs?: number } = {},
+): Promise<T> {
   const deadline = performance.now() + timeoutMs;
+  const retryDeadlineMs = Math.min(options.retryDeadlineMs ?? 0, timeoutMs);
   const conn = target.control
     ? new BackendGatewayConnection(target.control, deadline)
-    : await connectGateway({ url: target.wsUrl, token: target.token, handshakeTimeoutMs: timeoutMs, retryDeadlineMs: 0 });
+    : await connectGateway({ url: target.wsUrl, token: target.token, handshakeTimeoutMs: timeoutMs, retryDeadlineMs });
   const timer = setTimeout(() => void conn.close(), Math.max(0, deadline - performance.now()));
   try {
     return await fn(conn);
