@@ -9,7 +9,7 @@ import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
-import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
+import { startWeb, type TestWeb, pointAgentAt } from '../../apps/web/src/web.test-support.js';
 
 const GATEWAY_TOKEN = 'shared-gateway-token-for-tests';
 const SHARED = { INTERNAL_API_KEY: 'internal-key-for-messages-tests', HMAC_SECRET: 'hmac-secret-for-messages-tests' };
@@ -44,11 +44,7 @@ describe('GET /api/agents/:id/messages', () => {
     expect(res.status).toBe(200);
     agentId = res.body.agentId;
     // The agent's gateway is the protocol-speaking one; one conversation already happened.
-    await web.database.db.kysely
-      .updateTable('agents')
-      .set({ url: `http://127.0.0.1:${gateway.port}` })
-      .where('id', '=', agentId)
-      .execute();
+    await pointAgentAt(web, agentId, gateway.port);
     const conn = await connectGateway({ url: gateway.url, token: GATEWAY_TOKEN });
     await chatSend(conn, { sessionKey: 'main', message: 'hello agent', timeoutMs: 5_000 });
     conn.close();
@@ -90,43 +86,49 @@ describe('GET /api/agents/:id/messages', () => {
     expect((await request(`${web.url}/api/agents/${agentId}/messages`, { headers: { cookie: other.cookie } })).status).toBe(404);
     const closed = await startFakeGatewayWs({ token: 'a-different-token-entirely' });
     try {
-      await web.database.db.kysely
-        .updateTable('agents')
-        .set({ url: `http://127.0.0.1:${closed.port}` })
-        .where('id', '=', agentId)
-        .execute();
+      await pointAgentAt(web, agentId, closed.port);
       const res = await request(`${web.url}/api/agents/${agentId}/messages`, { headers: { cookie: owner.cookie } });
       expect(res.status).toBe(502);
       expect(res.body.error).toMatch(/^Agent gateway error/);
     } finally {
       await closed.close();
-      await web.database.db.kysely
-        .updateTable('agents')
-        .set({ url: `http://127.0.0.1:${gateway.port}` })
-        .where('id', '=', agentId)
-        .execute();
+      await pointAgentAt(web, agentId, gateway.port);
     }
   });
 
   it('waits for a gateway that is still starting (UNAVAILABLE on connect) instead of failing the read', async () => {
     const starting = await startFakeGatewayWs({ token: GATEWAY_TOKEN, unavailableConnects: 2, retryAfterMs: 100 });
     try {
-      await web.database.db.kysely
-        .updateTable('agents')
-        .set({ url: `http://127.0.0.1:${starting.port}` })
-        .where('id', '=', agentId)
-        .execute();
+      await pointAgentAt(web, agentId, starting.port);
       const res = await request(`${web.url}/api/agents/${agentId}/messages`, { headers: { cookie: owner.cookie } });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ sessionKey: 'agent:main:main', messages: [], total: 0 });
       expect(starting.connectAttempts.length).toBe(3);
     } finally {
       await starting.close();
-      await web.database.db.kysely
-        .updateTable('agents')
-        .set({ url: `http://127.0.0.1:${gateway.port}` })
-        .where('id', '=', agentId)
-        .execute();
+      await pointAgentAt(web, agentId, gateway.port);
+    }
+  });
+
+  it('409 while the agent has no address yet; 502 when the backend has no token for it', async () => {
+    const rows = web.database.db.kysely;
+    await rows
+      .insertInto('agents')
+      .values([
+        { id: 'agt_messages_pending', user_id: owner.userId, name: 'Pending', status: 'pending', url: null },
+        // Recorded with an address, unknown to the backend's host: it has no token to give.
+        { id: 'agt_messages_unknown', user_id: owner.userId, name: 'Unknown', status: 'running', url: `http://127.0.0.1:${gateway.port}` },
+      ])
+      .execute();
+    try {
+      const pending = await request(`${web.url}/api/agents/agt_messages_pending/messages`, { headers: { cookie: owner.cookie } });
+      expect(pending.status).toBe(409);
+      expect(pending.body).toEqual({ error: 'Agent is not deployed' });
+      const unknown = await request(`${web.url}/api/agents/agt_messages_unknown/messages`, { headers: { cookie: owner.cookie } });
+      expect(unknown.status).toBe(502);
+      expect(unknown.body).toEqual({ error: 'No gateway token: the backend gave none' });
+    } finally {
+      await rows.deleteFrom('agents').where('id', 'in', ['agt_messages_pending', 'agt_messages_unknown']).execute();
     }
   });
 });

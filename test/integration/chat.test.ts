@@ -13,7 +13,7 @@ import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { ownerTagFor } from '../../apps/web/src/platform/clients/user-gateway.js';
-import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
+import { startWeb, type TestWeb, pointAgentAt } from '../../apps/web/src/web.test-support.js';
 
 const AGENT_TOKEN = 'agent-gateway-token-for-chat-tests';
 const PLATFORM_TOKEN = 'platform-gateway-token-for-chat-tests';
@@ -621,11 +621,7 @@ describe('chatting with one’s agent', () => {
         const res = await call(impatient, '/api/provision', { cookie: frank.cookie, json: { autoProvision: true, name: 'Frank Helper' } });
         const agentId: string = res.body.agentId;
         await host.update(agentId, { version: '1.0.0-slow' });
-        await impatient.database.db.kysely
-          .updateTable('agents')
-          .set({ url: `http://127.0.0.1:${await closedPort()}` })
-          .where('id', '=', agentId)
-          .execute();
+        await pointAgentAt(impatient, agentId, await closedPort());
         await host.restart(agentId);
         const refused = await call(impatient, '/api/chat', { cookie: frank.cookie, json: { message: 'hello?', agentId } });
         expect(refused.status).toBe(503);

@@ -10,7 +10,7 @@ import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { frequencyOf } from '../../apps/web/src/modules/schedule/heartbeat.service.js';
-import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
+import { startWeb, type TestWeb, pointAgentAt } from '../../apps/web/src/web.test-support.js';
 
 const AGENT_TOKEN = 'agent-gateway-token-for-cron-tests';
 const PLATFORM_TOKEN = 'platform-gateway-token-for-cron-tests';
@@ -799,11 +799,7 @@ describe('cron and heartbeat', () => {
         const res = await call(web.url, '/api/provision', pat, { json: { autoProvision: true } });
         expect(res.status).toBe(200);
         ids.push(res.body.agentId);
-        await web.database.db.kysely
-          .updateTable('agents')
-          .set({ url: `http://127.0.0.1:${gw.port}` })
-          .where('id', '=', res.body.agentId)
-          .execute();
+        await pointAgentAt(web, res.body.agentId, gw.port);
       }
       [first, second] = ids as [string, string];
     });

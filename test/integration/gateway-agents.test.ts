@@ -7,7 +7,7 @@ import type { AgentHost, LocalAgentHost } from '@aop/provisioner';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fakeRuntimeHost, startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
-import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
+import { startWeb, type TestWeb, pointAgentAt } from '../../apps/web/src/web.test-support.js';
 
 const GATEWAY_TOKEN = 'gateway-token-of-a-two-agent-gateway';
 const SHARED = { INTERNAL_API_KEY: 'internal-key-for-gateway-agents', HMAC_SECRET: 'hmac-secret-for-gateway-agents' };
@@ -51,11 +51,7 @@ describe('an agent that shares its gateway with another (issue #20)', () => {
     const res = await request(`${web.url}/api/provision`, { json: { autoProvision: true }, headers: { cookie: owner.cookie } });
     expect(res.status).toBe(200);
     agentId = res.body.agentId;
-    await web.database.db.kysely
-      .updateTable('agents')
-      .set({ url: `http://127.0.0.1:${gateway.port}` })
-      .where('id', '=', agentId)
-      .execute();
+    await pointAgentAt(web, agentId, gateway.port);
     // The other agent of the gateway has a conversation and a scheduled job.
     const conn = await connectGateway({ url: gateway.url, token: GATEWAY_TOKEN });
     await chatSend(conn, { sessionKey: 'agent:main:main', message: 'not for second', timeoutMs: 5_000 });

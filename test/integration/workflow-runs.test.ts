@@ -7,7 +7,7 @@ import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fakeRuntimeHost, startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { conditionHolds, runWorkflow } from '../../apps/web/src/modules/workflows/workflow-runs.service.js';
-import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
+import { startWeb, type TestWeb, pointAgentAt } from '../../apps/web/src/web.test-support.js';
 
 const GATEWAY_TOKEN = 'agent-gateway-token-for-workflow-runs';
 const SHARED = { INTERNAL_API_KEY: 'internal-key-for-workflow-runs', HMAC_SECRET: 'hmac-secret-for-workflow-runs' };
@@ -54,11 +54,7 @@ describe('workflow runs', () => {
     const user = await service.signIn({ isAdmin: true });
     const res = await request(`${service.url}/api/provision`, { json: { autoProvision: true }, headers: { cookie: user.cookie } });
     expect(res.status).toBe(200);
-    await service.database.db.kysely
-      .updateTable('agents')
-      .set({ url: `http://127.0.0.1:${gateway.port}` })
-      .where('id', '=', res.body.agentId)
-      .execute();
+    await pointAgentAt(service, res.body.agentId, gateway.port);
     return { ...user, agentId: res.body.agentId };
   }
 

@@ -54,19 +54,27 @@ export function useApi<P extends GetPath>(
 
   useEffect(() => {
     setLoading(path !== null);
-    void reload();
-    if (!refreshMs) return () => void generation.current++;
-    const timer = setInterval(() => {
-      // A hidden tab does not need fresh numbers.
-      if (document.visibilityState === 'visible') void reload();
-    }, refreshMs);
-    return () => {
-      clearInterval(timer);
-      generation.current++;
-    };
+    return pollWhileVisible(reload, refreshMs, () => void generation.current++);
   }, [reload, refreshMs, path]);
 
   return { data, error, loading, reload };
+}
+
+/**
+ * For an effect: calls `load` now and every `refreshMs` (unset: once) while the tab is visible — a hidden tab does not
+ * need fresh numbers. The returned cleanup stops it and calls `onStop` (which drops answers still on their way).
+ */
+export function pollWhileVisible(load: () => Promise<void>, refreshMs: number | undefined, onStop: () => void): () => void {
+  void load();
+  const timer = refreshMs
+    ? setInterval(() => {
+        if (document.visibilityState === 'visible') void load();
+      }, refreshMs)
+    : undefined;
+  return () => {
+    clearInterval(timer);
+    onStop();
+  };
 }
 
 /** Runs one mutation at a time and remembers its error; `run` resolves to the result or undefined on failure. */

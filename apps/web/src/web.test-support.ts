@@ -138,3 +138,15 @@ export async function verifyEmail(web: Pick<TestWeb, 'url' | 'database'>, to: st
   const res = await request(`${web.url}/api/auth/verify-email`, { json: { token } });
   if (res.status !== 200) throw new Error(`verify-email answered ${res.status}: ${res.text}`);
 }
+
+/**
+ * Points an agent's record at a gateway on this machine (a protocol-speaking fake, or a port nobody listens on): the
+ * address the web reaches the agent at, whatever its host started.
+ */
+export async function pointAgentAt(web: Pick<TestWeb, 'database'>, agentId: string, port: number): Promise<void> {
+  await web.database.db.kysely
+    .updateTable('agents')
+    .set({ url: `http://127.0.0.1:${port}` })
+    .where('id', '=', agentId)
+    .execute();
+}

@@ -6,7 +6,7 @@ import { PageHeader } from '../components/layout.js';
 import { modelLabel, modelWhy } from '../format.js';
 import { Loaded } from '../components/states.js';
 import { AgentStateBadge } from '../components/status-badge.js';
-import { useApi } from '../use-api.js';
+import { pollWhileVisible, useApi } from '../use-api.js';
 import { ProvisionWizard } from './provision-wizard.js';
 
 export default function DashboardPage() {
@@ -238,16 +238,7 @@ function useCronOfEach(agents: AgentList['agents'] | undefined): CronOfEach {
     );
     if (mine === generation.current) setByAgent(answers);
   }, [key]);
-  useEffect(() => {
-    void load();
-    const timer = setInterval(() => {
-      if (document.visibilityState === 'visible') void load();
-    }, 60_000);
-    return () => {
-      clearInterval(timer);
-      generation.current++;
-    };
-  }, [load]);
+  useEffect(() => pollWhileVisible(load, 60_000, () => void generation.current++), [load]);
   return { byAgent };
 }
 

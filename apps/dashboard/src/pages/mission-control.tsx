@@ -251,7 +251,8 @@ function FleetSection({ graph }: { graph: FleetGraphData }) {
                 <td>
                   {/* Only live nodes are agents; the fallback node stands for no agent and has nothing to open. */}
                   {live ? <Link href={`/agents/${node.id}`}>{node.name}</Link> : node.name}
-                  {node.children !== undefined ? (
+                  {/* An orchestrator alone coordinates nobody: nothing to say then. */}
+                  {node.children ? (
                     <div className="muted">
                       coordinates {node.children} other agent{node.children === 1 ? '' : 's'}
                     </div>

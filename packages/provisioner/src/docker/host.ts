@@ -33,7 +33,7 @@ import { LineQueue, LineSplitter, splitTimestampNs } from '../shared/log-follow.
 import { pumpLogLines } from '../shared/log-pump.js';
 import { MESSAGING_CHANNELS, buildOpenClawConfig, carriesWarmUp, checkAgentEnv, sameAgentEnv } from '../shared/openclaw-config.js';
 import { approvePlatformDevice } from '../shared/pairing.js';
-import { exclusive, isBusy, recordFile, writeRecord } from '../shared/registry.js';
+import { exclusive, recordFile, writeRecord } from '../shared/registry.js';
 import { settleWithin } from '../shared/settle-within.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
@@ -43,8 +43,7 @@ import {
   type IdleVerdict,
   askIdle,
   dueToWake,
-  evictionLogLine,
-  idlestOf,
+  hibernateIdlest,
   keepsAwake,
   readActivityAt,
   wakeAtFor,
@@ -494,25 +493,13 @@ export class DockerAgentHost implements AgentHost {
     return verdict;
   }
 
-  /**
-   * Hibernates the running agent that has been idle the longest, if one has been for `evictIdleMs` by the rules of
-   * hibernation (what its gateway reports; channel agents and agents with a job due soon stay awake), to make room for
-   * `requester`. An agent with an operation under way is left alone. False when none qualifies.
-   */
-  private async hibernateIdlest(requester: string): Promise<boolean> {
-    const minIdleMs = this.config.evictIdleMs ?? 120_000;
-    if (minIdleMs <= 0 || (this.config.idleMs ?? 0) <= 0) return false;
-    const candidates = [...this.agents.values()].filter((agent) => agent.record.agentId !== requester && !isBusy(agent));
-    const idlest = await idlestOf(
-      candidates,
-      (agent) => this.askIdle(agent, minIdleMs),
-      (agent) => agent.readyAt,
-    );
-    // Busy since it was asked (its operation may be waiting for this very check): not taken.
-    if (!idlest || isBusy(idlest.candidate)) return false;
-    this.log(idlest.candidate, evictionLogLine(idlest.since, requester));
-    const state = await this.hibernateAgent(idlest.candidate, idlest.nextDueMs);
-    return state.status === 'hibernated';
+  /** Makes room for `requester` by hibernating the agent idle the longest (shared/idle.ts `hibernateIdlest`). */
+  private makeRoomFromIdle(requester: string): Promise<boolean> {
+    return hibernateIdlest(requester, this.agents.values(), this.config, {
+      ask: (agent, idleMs) => this.askIdle(agent, idleMs),
+      log: (agent, line) => this.log(agent, line),
+      hibernate: (agent, nextDueMs) => this.hibernateAgent(agent, nextDueMs),
+    });
   }
 
   /** Forgets the agent's hibernation (the caller saves the record); false when it was awake. */
@@ -1633,7 +1620,7 @@ export class DockerAgentHost implements AgentHost {
           break;
         } catch (error) {
           // An agent idle long enough sleeps early rather than the start being refused.
-          if (!(error instanceof HostFullError) || !(await this.hibernateIdlest(agentId))) throw error;
+          if (!(error instanceof HostFullError) || !(await this.makeRoomFromIdle(agentId))) throw error;
         }
       }
       this.reserving.set(agentId, dockerLimits(plan).Memory);

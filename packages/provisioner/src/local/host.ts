@@ -42,7 +42,7 @@ import {
   OWN_GATEWAY_AGENT_ID,
 } from '../host.js';
 import { LineQueue, followFile } from '../shared/log-follow.js';
-import { exclusive, isBusy, writeFileAtomic, writeRecord } from '../shared/registry.js';
+import { exclusive, writeFileAtomic, writeRecord } from '../shared/registry.js';
 import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, secretFileContents } from '../shared/openclaw-config.js';
@@ -64,8 +64,7 @@ import {
   type Hibernation,
   type IdleVerdict,
   askIdle,
-  evictionLogLine,
-  idlestOf,
+  hibernateIdlest,
   dueToWake,
   keepsAwake,
   readActivityAt,
@@ -1312,30 +1311,18 @@ export class LocalAgentHost implements AgentHost {
           continue;
         }
         // No warm gateway left to give up: an agent idle long enough sleeps early (never for a warm gateway's sake).
-        if (!(await this.hibernateIdlest(id))) throw error;
+        if (!(await this.makeRoomFromIdle(id))) throw error;
       }
     }
   }
 
-  /**
-   * Hibernates the running agent that has been idle the longest, if one has been for `evictIdleMs` by the rules of
-   * hibernation (what its gateway reports; channel agents and agents with a job due soon stay awake), to make room for
-   * `requester`. An agent with an operation under way is left alone. False when none qualifies.
-   */
-  private async hibernateIdlest(requester: string): Promise<boolean> {
-    const minIdleMs = this.config.evictIdleMs ?? 120_000;
-    if (minIdleMs <= 0 || (this.config.idleMs ?? 0) <= 0) return false;
-    const candidates = [...this.agents.values()].filter((agent) => agent.record.agentId !== requester && !isBusy(agent));
-    const idlest = await idlestOf(
-      candidates,
-      (agent) => this.askIdle(agent, minIdleMs),
-      (agent) => agent.readyAt,
-    );
-    // Busy since it was asked (its operation may be waiting for this very check): not taken.
-    if (!idlest || isBusy(idlest.candidate)) return false;
-    this.log(idlest.candidate, evictionLogLine(idlest.since, requester));
-    const state = await this.hibernate(idlest.candidate.record.agentId, idlest.nextDueMs);
-    return state.status === 'hibernated';
+  /** Makes room for `requester` by hibernating the agent idle the longest (shared/idle.ts `hibernateIdlest`). */
+  private makeRoomFromIdle(requester: string): Promise<boolean> {
+    return hibernateIdlest(requester, this.agents.values(), this.config, {
+      ask: (agent, idleMs) => this.askIdle(agent, idleMs),
+      log: (agent, line) => this.log(agent, line),
+      hibernate: (agent, nextDueMs) => this.hibernate(agent.record.agentId, nextDueMs),
+    });
   }
 
   private async checkCapacity(self: string): Promise<void> {

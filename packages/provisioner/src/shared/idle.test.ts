@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { askIdle, dueToWake, evictionLogLine, idlestOf, keepsAwake, maySleep, wakeAtFor } from './idle.js';
+import { askIdle, dueToWake, evictionLogLine, hibernateIdlest, idlestOf, keepsAwake, maySleep, wakeAtFor } from './idle.js';
 
 // Hibernation's rules, shared by the local, docker and kubernetes hosts (each host's own test drives them through its
 // gateways; these are the edges).
@@ -85,5 +85,38 @@ describe('hibernation rules (shared/idle.ts)', () => {
     expect(evictionLogLine(NOW - 150_000, 'agt_new', NOW)).toBe(
       '[host] idle for 2.5 min and agent agt_new needs the room: hibernating early',
     );
+  });
+
+  it('a full host makes room from the idlest agent, never from one with an operation under way, and only with hibernation on', async () => {
+    const agent = (agentId: string, pending: number) => ({
+      record: { agentId },
+      readyAt: NOW - 60 * MIN,
+      lock: Promise.resolve(),
+      pending,
+    });
+    const [starting, quietOne, requester] = [agent('starting', 1), agent('quiet', 0), agent('new', 0)];
+    const verdicts: Record<string, number> = { starting: NOW - 50 * MIN, quiet: NOW - 10 * MIN, new: NOW - 90 * MIN };
+    const slept: string[] = [];
+    const lines: string[] = [];
+    const host = {
+      ask: async (a: typeof quietOne, idleMs: number) => {
+        expect(idleMs).toBe(5 * MIN);
+        return { lastActiveAt: verdicts[a.record.agentId] ?? 0, sleep: true, nextDueMs: null };
+      },
+      log: (_: typeof quietOne, line: string) => lines.push(line),
+      hibernate: async (a: typeof quietOne) => {
+        slept.push(a.record.agentId);
+        return { status: 'hibernated' };
+      },
+    };
+    const agents = [starting, quietOne, requester];
+    // `starting` was idle longer, but its operation may be the start waiting for this check; the requester never gives way.
+    expect(await hibernateIdlest('new', agents, { idleMs: 15 * MIN, evictIdleMs: 5 * MIN }, host)).toBe(true);
+    expect(slept).toEqual(['quiet']);
+    expect(lines).toEqual([expect.stringMatching(/^\[host\] idle for \d+\.\d min and agent new needs the room: hibernating early$/)]);
+    // Hibernation off (idleMs 0) or eviction off (evictIdleMs 0): nobody is asked to give way.
+    expect(await hibernateIdlest('new', agents, { idleMs: 0, evictIdleMs: 5 * MIN }, host)).toBe(false);
+    expect(await hibernateIdlest('new', agents, { idleMs: 15 * MIN, evictIdleMs: 0 }, host)).toBe(false);
+    expect(slept).toEqual(['quiet']);
   });
 });

@@ -1,6 +1,7 @@
 import { isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
 import { type GatewayConnection, connectGateway } from '@aop/gateway-client';
 import type { ControlCredentials } from '../host.js';
+import { type Exclusive, isBusy } from './registry.js';
 
 /**
  * Hibernation's rules, shared by the hosts that put idle gateways to sleep (local, docker, kubernetes): what a gateway
@@ -148,6 +149,46 @@ export async function idlestOf<A>(
 /** The log line of an agent hibernated early to make room for `requester`. */
 export const evictionLogLine = (since: number, requester: string, now = Date.now()) =>
   `[host] idle for ${((now - since) / 60_000).toFixed(1)} min and agent ${requester} needs the room: hibernating early`;
+
+/** An agent idle this long gives way to one that needs its room (`AGENT_EVICT_IDLE_MINUTES`' default). */
+export const DEFAULT_EVICT_IDLE_MS = 120_000;
+
+/** How a host's agents look to `hibernateIdlest`. */
+export interface EvictionCandidate extends Exclusive {
+  record: { agentId: string };
+  readyAt: number | null;
+}
+
+/**
+ * A full host's last way to make room for `requester`, the same on every host: hibernates the agent idle the longest
+ * (`idlestOf`, asked with the eviction's idle time), logging why. An agent with an operation running or waiting is
+ * never taken (`isBusy`), when the candidates are chosen nor just before its hibernation: that operation may be a start
+ * waiting for this very capacity check, and the hibernation would wait for it. False when nobody may give way.
+ */
+export async function hibernateIdlest<A extends EvictionCandidate>(
+  requester: string,
+  agents: Iterable<A>,
+  times: { idleMs?: number | undefined; evictIdleMs?: number | undefined },
+  host: {
+    /** The host's `askIdle` for an agent, with the idle time given. */
+    ask: (agent: A, idleMs: number) => Promise<IdleVerdict | null>;
+    log: (agent: A, line: string) => void;
+    hibernate: (agent: A, nextDueMs: number | null) => Promise<{ status: string }>;
+  },
+): Promise<boolean> {
+  // Only where hibernation is on (`idleMs`), and only agents idle for `evictIdleMs` (0: never).
+  const minIdleMs = times.evictIdleMs ?? DEFAULT_EVICT_IDLE_MS;
+  if (minIdleMs <= 0 || (times.idleMs ?? 0) <= 0) return false;
+  const candidates = [...agents].filter((agent) => agent.record.agentId !== requester && !isBusy(agent));
+  const idlest = await idlestOf(
+    candidates,
+    (agent) => host.ask(agent, minIdleMs),
+    (agent) => agent.readyAt,
+  );
+  if (!idlest || isBusy(idlest.candidate)) return false;
+  host.log(idlest.candidate, evictionLogLine(idlest.since, requester));
+  return (await host.hibernate(idlest.candidate, idlest.nextDueMs)).status === 'hibernated';
+}
 
 /** When a hibernated agent is started for its next due job: the wake lead before it (null: no job due). */
 export function wakeAtFor(nextDueMs: number | null, wakeLeadMs: number): string | null {

@@ -733,7 +733,8 @@ async function readSessions(conn: GatewayConnection, target: GatewayTarget, time
     return shown === null ? [] : [{ ...r, key: r.key as string, shown }];
   });
   rows.sort((a, b) => lastActivityMs(b) - lastActivityMs(a));
-  const total = target.ownerTag || target.openclawAgentId ? rows.length : Math.max(count(listed.totalCount ?? listed.count), rows.length);
+  // The gateway counted the agent's sessions (`agentScope`); on a shared one only the caller's tagged rows are theirs.
+  const total = target.ownerTag ? rows.length : Math.max(count(listed.totalCount ?? listed.count), rows.length);
   const shown = rows.slice(0, STATUS_LIST_MAX);
   // OpenClaw's session rows carry no message count; the transcript's `totalMessages` gives it.
   const counts = await Promise.all(

@@ -2,7 +2,7 @@ import { DomainError } from '@aop/core';
 import { CRON_EXPRESSION_MAX, cronExpressionProblem, timeZoneProblem } from '@aop/core/schedule-expression';
 import { type CronJob, type CronJobInput, type GatewayConnection, GatewayError, cronList } from '@aop/gateway-client';
 import type { AuthUser } from '../../platform/sessions.js';
-import { type GatewayTarget, GatewayUnavailableError, scopedSessionKey } from '../../platform/clients/user-gateway.js';
+import { type GatewayTarget, GatewayUnavailableError, namesTargetAgent, scopedSessionKey } from '../../platform/clients/user-gateway.js';
 import { type LifecycleDeps, readAgentState } from '../agents/lifecycle.service.js';
 
 /**
@@ -151,7 +151,7 @@ export const hasMark = (job: Pick<CronJob, 'description'>, mark: string) => toke
  * else it is OpenClaw's default agent's, `main`), only their tagged jobs on a shared one.
  */
 export const ownsJob = (target: GatewayTarget, job: Pick<CronJob, 'description' | 'agentId'>) =>
-  target.ownerTag ? hasMark(job, target.ownerTag) : !target.openclawAgentId || (job.agentId || 'main') === target.openclawAgentId;
+  target.ownerTag ? hasMark(job, target.ownerTag) : namesTargetAgent(target, job.agentId);
 
 /**
  * `cron.add` params for `job` on `target` (research: `systemEvent` needs `sessionTarget: 'main'`, `agentTurn` an

@@ -192,10 +192,16 @@ export function agentSessionKey(target: Pick<GatewayTarget, 'openclawAgentId'>, 
  * Whether a session key the gateway lists belongs to the target's agent (`agent:<id>:…`; a key in no agent's form is
  * the default agent's, `main`). On a target that names no agent (the shared gateway) every key is.
  */
-export function ofTargetAgent(target: Pick<GatewayTarget, 'openclawAgentId'>, key: string): boolean {
+export const ofTargetAgent = (target: Pick<GatewayTarget, 'openclawAgentId'>, key: string): boolean =>
+  namesTargetAgent(target, /^agent:([^:]+):/i.exec(key)?.[1]);
+
+/**
+ * Whether something of the gateway that names `agentId` (a session key's agent, a cron job's `agentId`) is the target's
+ * agent's. What names no agent is OpenClaw's default agent's, `main`; on a target that names no agent, everything is.
+ */
+export function namesTargetAgent(target: Pick<GatewayTarget, 'openclawAgentId'>, agentId: string | null | undefined): boolean {
   if (!target.openclawAgentId) return true;
-  const owner = /^agent:([^:]+):/i.exec(key)?.[1]?.toLowerCase() ?? 'main';
-  return owner === target.openclawAgentId;
+  return (agentId?.toLowerCase() || 'main') === target.openclawAgentId;
 }
 
 /**
