@@ -6,8 +6,8 @@
 // memory, and projects how many agents a 24 GiB host carries. Three phases, each on a fresh platform: cold starts
 // (AGENT_WARM_POOL=0), adoptions of warm gateways (AGENT_WARM_POOL=1: each customer provisions once the pool has a
 // warm gateway ready, as the next customer on a quiet host would), and a wake (one agent, AGENT_IDLE_MINUTES=1: it
-// hibernates, then a message wakes it), and a join (one customer's agent, then BENCH_JOINED further OpenClaw agents
-// joined to its gateway with `config.apply`, as customer-scoped gateways would: the PSS each further agent adds, from
+// hibernates, then a message wakes it), and a join (one customer's agent, then BENCH_JOINED more agents of the same
+// customer provisioned through the web API, which the platform joins to the first one's gateway: the PSS each adds, from
 // which the agents a host carries for customers of several agents are projected). Not a test: it prints figures and
 // writes bench/results/agents.json.
 // Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_JOINED=4, BENCH_PHASES=cold,warm,wake,join, BENCH_POSTGRES_URL: a server where it may
@@ -19,7 +19,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { connectGateway } from '../packages/gateway-client/dist/index.js';
 import { memAvailableBytes, treePssBytes, treeRssBytes } from '../packages/provisioner/dist/local/proc.js';
 import { DEFAULT_MEMORY_MARGIN } from '../packages/provisioner/dist/shared/capacity.js';
 import { startFakeLlm } from '../packages/testing/dist/fakes/llm.js';
@@ -233,57 +232,54 @@ async function runPhase(name) {
 }
 
 /**
- * Joins `joined` further OpenClaw agents to the gateway of `agentId` (an explicit roster, each with its own workspace,
- * as docs/decisions.md "Customer-scoped gateways" measured by hand), gives each two turns over REST, and reads the
- * gateway's PSS settled before and after: what one further agent of a customer costs in a gateway it shares.
+ * The customer provisions `joined` more agents through the web API, as a customer does: the platform joins each to the
+ * gateway of its first (customer-scoped gateways, `AGENTS_PER_GATEWAY`). For each: provision → first answer, and the
+ * next turn; then the gateway's PSS settled before and after: what one further agent of a customer costs.
  */
 async function joinAgents(dataDir, agentId, cookie, web) {
   const record = recordOf(dataDir, agentId);
-  const { token } = await (await fetch(`${web}/api/user/runtime`, { headers: { cookie } })).json();
-  const url = `http://127.0.0.1:${record.port}`;
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   const before = await treePssBytes(record.pid);
-  const configPath = join(dataDir, 'agents', record.dirName, 'state', 'openclaw.json');
-  const config = JSON.parse(readFileSync(configPath, 'utf8'));
-  const ids = Array.from({ length: joined }, (_, i) => `joined-${i + 1}`);
-  config.agents = {
-    ...config.agents,
-    ownership: 'explicit',
-    entries: {
-      main: {},
-      ...Object.fromEntries(ids.map((id) => [id, { workspace: join(dataDir, 'agents', record.dirName, `workspace-${id}`) }])),
-    },
-  };
-  const conn = await connectGateway({ url: url.replace('http', 'ws'), token });
-  const t0 = performance.now();
-  try {
-    const { hash } = await conn.request('config.get', {});
-    await conn.request('config.apply', { raw: JSON.stringify(config, null, 2), baseHash: hash }, { timeoutMs: 60_000 });
-  } finally {
-    conn.close();
-  }
-  const applyS = seconds(performance.now() - t0);
-  const turns = [];
-  for (const id of ids) {
-    for (const message of ['hello', 'and again']) {
-      const t = performance.now();
-      const res = await fetch(`${url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: `openclaw/${id}`, user: 'bench', messages: [{ role: 'user', content: message }] }),
-      });
-      if (res.status !== 200) throw new Error(`turn on ${id}: ${res.status} ${await res.text()}`);
-      turns.push(seconds(performance.now() - t));
-    }
+  const members = [];
+  for (let i = 1; i <= joined; i++) {
+    const t0 = performance.now();
+    const provision = await fetch(
+      `${web}/api/provision`,
+      json({ name: `Joined ${i}`, autoProvision: true, aiProvider: 'openai', apiKey: 'sk-bench' }, { cookie }),
+    );
+    const provisioned = await provision.json();
+    if (provision.status !== 200) throw new Error(`provision joined ${i}: ${provision.status} ${JSON.stringify(provisioned)}`);
+    const provisionAnswerS = seconds(performance.now() - t0);
+    const chat = await fetch(`${web}/api/chat`, json({ message: 'hello', agentId: provisioned.agentId }, { cookie }));
+    if (chat.status !== 200) throw new Error(`first chat joined ${i}: ${chat.status} ${await chat.text()}`);
+    const firstAnswerS = seconds(performance.now() - t0);
+    const t1 = performance.now();
+    await fetch(`${web}/api/chat`, json({ message: 'and again', agentId: provisioned.agentId }, { cookie }));
+    const secondAnswerS = seconds(performance.now() - t1);
+    const member = recordOf(dataDir, provisioned.agentId);
+    members.push({ agentId: provisioned.agentId, joined: member.gatewayOf === agentId, provisionAnswerS, firstAnswerS, secondAnswerS });
+    console.log(
+      `join agent ${i}: ${member.gatewayOf === agentId ? "joined the first agent's gateway" : 'NOT joined'}; provision answered ${provisionAnswerS} s, first answer ${firstAnswerS} s after provision, next turn ${secondAnswerS} s`,
+    );
   }
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   const after = await treePssBytes(record.pid);
   const samePid = recordOf(dataDir, agentId).pid === record.pid;
   const perAgentGiB = gib((after - before) / joined);
+  const firstAnswers = members.map((m) => m.firstAnswerS);
   console.log(
-    `join: ${joined} agents joined in ${applyS} s (same process: ${samePid}); gateway PSS ${gib(before)} → ${gib(after)} GiB, ${perAgentGiB} GiB per further agent; their turns ${turns.join(', ')} s`,
+    `join: ${joined} agents joined (same process: ${samePid}); first answers ${firstAnswers.join(', ')} s after provision; gateway PSS ${gib(before)} → ${gib(after)} GiB, ${perAgentGiB} GiB per further agent`,
   );
-  return { joined, applyS, samePid, gatewayPssBeforeGiB: gib(before), gatewayPssAfterGiB: gib(after), perAgentGiB, turnsS: turns };
+  return {
+    joined,
+    allJoined: members.every((m) => m.joined),
+    samePid,
+    members,
+    firstAnswerS: [Math.min(...firstAnswers), Math.max(...firstAnswers)],
+    gatewayPssBeforeGiB: gib(before),
+    gatewayPssAfterGiB: gib(after),
+    perAgentGiB,
+  };
 }
 
 try {

@@ -80,6 +80,7 @@ beforeAll(async () => {
     idleMs: 3_600_000,
     idleCheckMs: 2_000,
     wakeLeadMs: 100_000,
+    agentsPerGateway: 2,
   });
   backend = await startBackend({ ...SHARED, OPENAI_BASE_URL: llm.url }, { host });
   // A first turn on a real gateway can pass the spec's 30 s on a loaded 2-core CI machine; the tests bound it instead.
@@ -428,6 +429,69 @@ describe.skipIf(skipReal)('hibernation', () => {
     expect((await host.logs(agentId, { tail: 200 })).join('\n')).toContain('wakes at');
     expect((await api(`/api/cron?jobId=${job.id}`, { method: 'DELETE' })).body).toEqual({ success: true, source: 'gateway' });
   }, 300_000);
+
+  // Issue #20, customer-scoped gateways: the customer's second agent is a further OpenClaw agent in the first one's
+  // gateway (config.apply, no new process), with sessions, workspace and model key of its own.
+  it("a customer's second agent joins its gateway: no new process, its own sessions and memory, its own lifecycle", async () => {
+    const before = await host.status(agentId);
+    const started = performance.now();
+    const provisioned = await api('/api/provision', {
+      json: { name: 'Second agent', autoProvision: true, aiProvider: 'openai', apiKey: 'sk-second' },
+    });
+    expect(provisioned.status, JSON.stringify(provisioned.body)).toBe(200);
+    const second = provisioned.body.agentId as string;
+    const joined = await host.waitUntilReady(second, { timeoutMs: 60_000 });
+    const joinedMs = performance.now() - started;
+    const inGateway = second.toLowerCase(); // OpenClaw lowercases agent ids
+    expect(joined).toMatchObject({ status: 'running', openclawAgentId: inGateway, pid: before.pid, url: before.url });
+    const chat = await api('/api/chat', { json: { message: 'hello second agent', agentId: second } });
+    expect(chat.status, `${JSON.stringify(chat.body)}\n${await gatewayLog()}`).toBe(200);
+    expect(chat.body).toMatchObject({ reply: FAKE_LLM_REPLY, agentId: second });
+    console.info(
+      `customer-scoped gateway: the second agent joined in ${(joinedMs / 1000).toFixed(1)} s; its first answer ${((performance.now() - started) / 1000).toFixed(1)} s after provisioning began`,
+    );
+    // Its turns went to its own model key.
+    const turn = llm.chatRequests().findLast((r) => JSON.stringify(r.body).includes('hello second agent'));
+    expect(turn?.headers.authorization).toBe('Bearer sk-second');
+
+    // Separate sessions: what the gateway lists for each agent is its own, and the conversation is only in the second's.
+    const conn = await connectGateway({ url: before.url!.replace(/^http/, 'ws'), token: gatewayToken });
+    try {
+      const listed = async (id: string) => (await conn.request<{ sessions: { key: string }[] }>('sessions.list', { agentId: id })).sessions;
+      const holding = async (sessions: { key: string }[]) => {
+        const texts = await Promise.all(
+          sessions.map(async (x) => JSON.stringify(await conn.request('chat.history', { sessionKey: x.key, limit: 50 }))),
+        );
+        return texts.filter((text) => text.includes('hello second agent')).length;
+      };
+      const own = await listed(inGateway);
+      const firsts = await listed('main');
+      expect(own.length).toBeGreaterThan(0);
+      expect(own.every((x) => x.key.startsWith(`agent:${inGateway}:`))).toBe(true);
+      expect(firsts.some((x) => x.key.includes(inGateway))).toBe(false);
+      expect(await holding(own)).toBe(1);
+      expect(await holding(firsts)).toBe(0);
+    } finally {
+      await conn.close();
+    }
+    // Separate memory: its session store in the gateway's state under its id, its workspace its own (seeded by OpenClaw).
+    expect(existsSync(join(host.paths(agentId).state, 'agents', inGateway, 'agent'))).toBe(true);
+    expect(existsSync(join(host.paths(second).workspace, 'AGENTS.md'))).toBe(true);
+    expect(host.paths(second).workspace).not.toBe(host.paths(agentId).workspace);
+
+    // Its own lifecycle: stopped, it is refused while the first answers on in the same process; deleted, it is gone.
+    const stopped = await api(`/api/agents/${second}/stop`, { method: 'POST' });
+    expect(stopped.status, JSON.stringify(stopped.body)).toBe(200);
+    expect(stopped.body).toMatchObject({ state: 'stopped' });
+    const refused = await api('/api/chat', { json: { message: 'are you there?', agentId: second } });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toEqual({ error: 'The agent is stopped: start it to chat' });
+    expect((await api('/api/chat', { json: { message: 'first still here', agentId } })).status).toBe(200);
+    await host.delete(second);
+    expect(existsSync(join(host.paths(agentId).state, 'agents', inGateway))).toBe(false);
+    expect(existsSync(host.paths(second).dir)).toBe(false);
+    expect(await host.status(agentId)).toMatchObject({ status: 'running', pid: before.pid });
+  }, 180_000);
 });
 
 describe.skipIf(skipReal)('the host lifecycle on the same gateway', () => {

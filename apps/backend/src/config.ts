@@ -56,6 +56,8 @@ const BackendEnvSchema = Type.Composite([
     // Idle agents hibernate after this many minutes (local provider); 0 keeps every agent awake.
     AGENT_IDLE_MINUTES: Env.int(15, 0),
     AGENT_EVICT_IDLE_MINUTES: Env.int(2, 0),
+    // A customer's agents share one gateway, up to this many (local provider); 1 gives every agent its own.
+    AGENTS_PER_GATEWAY: Env.int(8, 1),
     // 0 (no cap) or at least 512: at 256 a gateway ran out of heap within ten chat turns, at 384 its turns took 3–10
     // times as long (garbage collection near the cap); npm run bench:heap-soak, docs/operations.md "Memory cap".
     AGENT_MAX_HEAP_MB: Env.optional(Type.String({ pattern: '^(0|51[2-9]|5[2-9][0-9]|[6-9][0-9]{2}|[1-9][0-9]{3,5})$' })),
@@ -136,6 +138,8 @@ export interface BackendConfig extends BaseConfig, MetricsConfig {
     idleMs: number;
     /** `AGENT_EVICT_IDLE_MINUTES` in ms: an agent idle this long is hibernated early when a start needs its room; 0: never. */
     evictIdleMs: number;
+    /** `AGENTS_PER_GATEWAY`: a customer's agents one gateway holds (customer-scoped gateways); 1: each its own. */
+    agentsPerGateway: number;
     /** `AGENT_MAX_HEAP_MB`: each local gateway's V8 heap cap (`--max-old-space-size`); 0: none (the default). */
     maxHeapMb: number;
   };
@@ -230,6 +234,7 @@ export function loadBackendConfig(env: NodeJS.ProcessEnv = process.env, options:
       idleMs: parsed.AGENT_IDLE_MINUTES * 60_000,
       evictIdleMs: parsed.AGENT_EVICT_IDLE_MINUTES * 60_000,
       maxHeapMb: Number(parsed.AGENT_MAX_HEAP_MB ?? 0),
+      agentsPerGateway: parsed.AGENTS_PER_GATEWAY,
       warmPool: parsed.AGENT_WARM_POOL === undefined ? (parsed.DATABASE_URL ? 'auto' : 1) : warmPoolOf(parsed.AGENT_WARM_POOL),
     },
     aiBaseUrls: {

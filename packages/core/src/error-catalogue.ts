@@ -26,6 +26,7 @@ export const ERROR_CATALOGUE = {
   AGENT_NOT_OWNED: { status: 403, message: 'Agent not owned' },
   AGENT_NOT_RUNNING: { status: 503, message: 'Agent is not running' },
   AGENT_NOT_RUNNING_STATE: { status: 503, message: ({ status }: P<'status'>) => `Agent is not running (${status})` },
+  AGENT_SHARES_GATEWAY: { status: 409, message: ({ detail }: P<'detail'>) => `${detail}` },
   AI_PROVIDER_NOT_CONFIGURED: { status: 503, message: ({ provider }: P<'provider'>) => `AI provider ${provider} is not configured` },
   AI_PROVIDER_REQUEST_FAILED: { status: 502, message: 'AI provider request failed' },
   AMPLIFICATION_NEEDS_AT_LEAST_ONE: { status: 400, message: 'Amplification needs at least one target' },

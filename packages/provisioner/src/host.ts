@@ -257,6 +257,15 @@ export class AgentExistsError extends Error {
   }
 }
 
+/**
+ * What an agent sharing its customer's gateway cannot have: variables or messaging channels of its own (they belong to a
+ * process). The backend answers 409.
+ */
+export class SharedGatewayError extends Error {
+  override readonly name = 'SharedGatewayError';
+  readonly statusCode = 409;
+}
+
 /** A gateway could not be started (runtime missing, exited before ready, not ready in time). */
 export class AgentStartError extends Error {
   override readonly name = 'AgentStartError';

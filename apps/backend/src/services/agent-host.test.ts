@@ -64,14 +64,19 @@ describe('createAgentHost', () => {
     }
   });
 
-  it('AGENT_IDLE_MINUTES, AGENT_EVICT_IDLE_MINUTES and AGENT_MAX_HEAP_MB: whole numbers, defaults 15, 2 and none (a cap is 512 MB or more)', () => {
-    expect(configOf({}).agents).toMatchObject({ idleMs: 15 * 60_000, evictIdleMs: 2 * 60_000, maxHeapMb: 0 });
-    expect(configOf({ AGENT_IDLE_MINUTES: '0', AGENT_EVICT_IDLE_MINUTES: '5', AGENT_MAX_HEAP_MB: '512' }).agents).toMatchObject({
+  it('AGENT_IDLE_MINUTES, AGENT_EVICT_IDLE_MINUTES, AGENT_MAX_HEAP_MB and AGENTS_PER_GATEWAY: whole numbers, defaults 15, 2, none (a cap is 512 MB or more) and 8', () => {
+    expect(configOf({}).agents).toMatchObject({ idleMs: 15 * 60_000, evictIdleMs: 2 * 60_000, maxHeapMb: 0, agentsPerGateway: 8 });
+    expect(
+      configOf({ AGENT_IDLE_MINUTES: '0', AGENT_EVICT_IDLE_MINUTES: '5', AGENT_MAX_HEAP_MB: '512', AGENTS_PER_GATEWAY: '1' }).agents,
+    ).toMatchObject({
       idleMs: 0,
       evictIdleMs: 5 * 60_000,
       maxHeapMb: 512,
+      agentsPerGateway: 1,
     });
     for (const [name, bad] of [
+      ['AGENTS_PER_GATEWAY', '0'],
+      ['AGENTS_PER_GATEWAY', 'all'],
       ['AGENT_EVICT_IDLE_MINUTES', '-1'],
       ['AGENT_EVICT_IDLE_MINUTES', 'soon'],
       ['AGENT_MAX_HEAP_MB', '1.5'],

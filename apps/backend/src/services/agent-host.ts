@@ -36,6 +36,7 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         warmPool: config.agents.warmPool,
         idleMs: config.agents.idleMs,
         evictIdleMs: config.agents.evictIdleMs,
+        agentsPerGateway: config.agents.agentsPerGateway,
         ...(config.agents.maxHeapMb > 0 ? { nodeOptions: `--max-old-space-size=${config.agents.maxHeapMb}` } : {}),
       });
     case 'docker':

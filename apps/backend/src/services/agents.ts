@@ -7,6 +7,7 @@ import {
   AgentNotFoundError,
   type AgentState,
   HostFullError,
+  SharedGatewayError,
   type LlmSpec,
   PINNED_OPENCLAW_VERSION,
   StatsUnavailableError,
@@ -99,13 +100,17 @@ export async function hostState(host: AgentHost, agentId: string): Promise<Agent
   }
 }
 
-/** Runs a host call, turning host failures into the spec's answers (503 full, 404 missing, 500 otherwise). */
+/**
+ * Runs a host call, turning host failures into the spec's answers (503 full, 404 missing, 500 otherwise; 409 for what an
+ * agent sharing its customer's gateway cannot have).
+ */
 export async function onHost<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
     if (isPublicError(err) || err instanceof UpdateFailedError) throw err;
     if (err instanceof HostFullError) throw new DomainError('HOST_FULL', { detail: err.message });
+    if (err instanceof SharedGatewayError) throw new DomainError('AGENT_SHARES_GATEWAY', { detail: err.message });
     if (err instanceof AgentNotFoundError) throw new DomainError('AGENT_NOT_FOUND');
     if (err instanceof StatsUnavailableError) throw new DomainError('STATS_UNAVAILABLE', { detail: err.message });
     throw new DomainError('PROVISIONING_FAILED', { detail: err instanceof Error ? err.message : String(err) });

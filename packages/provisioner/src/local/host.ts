@@ -38,6 +38,7 @@ import {
   AgentExistsError,
   AgentNotFoundError,
   AgentStartError,
+  SharedGatewayError,
   HostFullError,
   OWN_GATEWAY_AGENT_ID,
 } from '../host.js';
@@ -46,6 +47,15 @@ import { exclusive, writeFileAtomic, writeRecord } from '../shared/registry.js';
 import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, secretFileContents } from '../shared/openclaw-config.js';
+import {
+  type RosterMember,
+  applyRoster,
+  leaveGateway,
+  openclawAgentIdOf,
+  quietAgentJobs,
+  resumeAgentJobs,
+  rosterSecrets,
+} from '../shared/roster.js';
 import { isAlive, memAvailableBytes, processTree, treePssBytes, treeStats } from './proc.js';
 import {
   type OpenClawRuntime,
@@ -157,6 +167,14 @@ export interface LocalHostOptions {
    * heap; `npm run bench:heap-soak` measures what a cap saves and whether long conversations stay within it.
    */
   nodeOptions?: string;
+  /**
+   * Customer-scoped gateways: how many of one customer's agents a gateway holds (default 1: each agent has its own;
+   * the backend's `AGENTS_PER_GATEWAY` is 8). Above 1, a customer's later agent joins the gateway of one of the
+   * customer's running agents as a further isolated OpenClaw agent (`config.apply`, about 2 s, no new process) instead
+   * of starting a gateway of its own. Never another customer's gateway, never one of another OpenClaw version; an agent
+   * with variables of its own (`agentEnv`) or messaging channels gets its own.
+   */
+  agentsPerGateway?: number;
 }
 
 /** What `agent.json` holds. Tokens, the LLM key and the agent's variables are sealed with the host's key. */
@@ -183,6 +201,20 @@ interface AgentRecord {
   warmSlot?: boolean;
   /** Hibernated since (ISO 8601), and when to wake it for its next due job (null: none due); absent when awake. */
   hibernation?: Hibernation | null;
+  /**
+   * A member of another agent's gateway (customer-scoped gateways): that agent's id. A member has no process of its
+   * own; `desired` is its own (stopped: its jobs disabled, its heartbeat off, its chat refused by the platform).
+   */
+  gatewayOf?: string;
+  /**
+   * The first agent of a gateway that holds members: stopped by request while the gateway runs on for them (its jobs
+   * disabled, its heartbeat off). Its `desired` is then the process's.
+   */
+  agentStopped?: boolean;
+  /** The first agent was deleted while members remained: only the gateway is left, until its last member goes. */
+  retired?: boolean;
+  /** Cron jobs disabled when the agent was stopped in a gateway that ran on (enabled again by its start). */
+  quietJobs?: string[];
   createdAt: string;
   updatedAt: string;
 }
@@ -243,7 +275,6 @@ const WARM_SLOT_PREFIX = 'warm-';
 /** Workspace files created on first boot (spec §2.2: seeded only when AGENTS.md is missing); kept by `resetMemory`. */
 export const SEED_FILES = ['AGENTS.md', 'SOUL.md', 'IDENTITY.md', 'USER.md', 'BOOTSTRAP.md', 'TOOLS.md', 'HEARTBEAT.md'];
 const ACTIVE: ReadonlySet<AgentStatus> = new Set(['starting', 'running', 'restarting', 'stopping']);
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function freePort(): Promise<number> {
@@ -295,6 +326,8 @@ export class LocalAgentHost implements AgentHost {
   private readonly root: string;
   private readonly nodeBin: string;
   private readonly agents = new Map<string, Agent>();
+  /** Agents living in another agent's gateway (`record.gatewayOf`), by agent id: no process of their own. */
+  private readonly members = new Map<string, Agent>();
   private readonly creating = new Set<string>();
   /**
    * Gateways that were given room and have no process yet (an agent being created or (re)started, a warm gateway being
@@ -384,7 +417,7 @@ export class LocalAgentHost implements AgentHost {
     if (!ID_PATTERN.test(spec.agentId)) throw new Error(`Invalid agent id: ${spec.agentId}`);
     if (!spec.gatewayToken) throw new Error('A gateway token is required');
     const paths = this.paths(spec.agentId);
-    if (this.agents.has(spec.agentId) || this.creating.has(spec.agentId) || existsSync(paths.registry)) {
+    if (this.agents.has(spec.agentId) || this.members.has(spec.agentId) || this.creating.has(spec.agentId) || existsSync(paths.registry)) {
       throw new AgentExistsError(spec.agentId);
     }
     const version = spec.version ?? this.defaultVersion;
@@ -392,6 +425,8 @@ export class LocalAgentHost implements AgentHost {
     if (problem) throw new AgentStartError(`Cannot create agent ${spec.agentId}: ${problem}`);
     this.creating.add(spec.agentId);
     try {
+      const gateway = this.customerGateway(spec, version);
+      if (gateway) return await this.join(gateway, spec);
       const slot = this.takeWarmSlot(version, spec);
       if (slot) return await this.adopt(slot, spec);
       return await this.withRoom(spec.agentId, async () => {
@@ -669,6 +704,367 @@ export class LocalAgentHost implements AgentHost {
     );
   }
 
+  // ---------------------------------------------------------------- customer-scoped gateways
+
+  /**
+   * The gateway a new agent of `spec.userId` joins, when sharing is on: one of that customer's own (never another
+   * customer's: a gateway is a trust boundary, docs/operations.md), running, of the same OpenClaw version, with room in
+   * its roster, whose first agent has no variables of its own (they are its process's and would reach the member's
+   * tools); the one holding the fewest agents. Null: a gateway of its own — also for an agent with variables of its own
+   * or messaging channels, which live in a process's environment and a gateway's channel config.
+   */
+  private customerGateway(spec: AgentSpec, version: string): Agent | null {
+    const limit = this.config.agentsPerGateway ?? 1;
+    if (limit <= 1) return null;
+    if (Object.keys(spec.agentEnv ?? {}).length > 0 || Object.values(spec.channelTokens ?? {}).some(Boolean)) return null;
+    const openclawId = openclawAgentIdOf(spec.agentId);
+    if (openclawId === OWN_GATEWAY_AGENT_ID) return null;
+    let chosen: Agent | null = null;
+    let chosenSize = limit;
+    for (const gateway of this.agents.values()) {
+      const record = gateway.record;
+      if (record.userId !== spec.userId || record.version !== version || gateway.status !== 'running' || !gateway.child) continue;
+      if (Object.keys(openSealedSpec(this.secrets, record).agentEnv ?? {}).length > 0) continue;
+      const members = this.membersOf(gateway);
+      // OpenClaw's ids are case-blind: an id that only differs in case from one in the roster cannot join it.
+      if (members.some((member) => openclawAgentIdOf(member.record.agentId) === openclawId)) continue;
+      const size = 1 + members.length;
+      if (size < chosenSize) {
+        chosen = gateway;
+        chosenSize = size;
+      }
+    }
+    return chosen;
+  }
+
+  private membersOf(gateway: Agent): Agent[] {
+    const id = gateway.record.agentId;
+    return [...this.members.values()].filter((member) => member.record.gatewayOf === id);
+  }
+
+  /** The gateway a member runs in. */
+  private gatewayOf(member: Agent): Agent {
+    const gateway = this.agents.get(member.record.gatewayOf ?? '');
+    if (!gateway) throw new AgentStartError(`The gateway of agent ${member.record.agentId} is gone`);
+    return gateway;
+  }
+
+  /** Whether anyone wants the gateway's process: its first agent, or a member not stopped. */
+  private wantsProcess(gateway: Agent): boolean {
+    const first = !gateway.record.agentStopped && !gateway.record.retired;
+    return first || this.membersOf(gateway).some((member) => member.record.desired === 'running');
+  }
+
+  /** What the gateway's config lists besides its first agent (`applyRoster`). */
+  private roster(gateway: Agent): RosterMember[] {
+    return this.membersOf(gateway).map((member) => ({
+      id: openclawAgentIdOf(member.record.agentId),
+      workspace: this.paths(member.record.agentId).workspace,
+      llm: openSealedSpec(this.secrets, member.record).llm ?? null,
+      config: member.record.config,
+      stopped: member.record.desired !== 'running',
+    }));
+  }
+
+  /**
+   * A customer's later agent joins one of its gateways: its record (with the gateway's token: the owner reaches each of
+   * their agents with it), its own workspace with the platform's skills, then the gateway's config with it in the roster
+   * applied to the running process (`rosterChanged`). `starting` until then (about 2 s); if it fails, the agent gets a
+   * gateway of its own.
+   */
+  private async join(gateway: Agent, spec: AgentSpec): Promise<AgentState> {
+    const agentId = spec.agentId;
+    const record = this.newRecord({ ...spec, gatewayToken: this.gatewayToken(gateway) }, gateway.record.version);
+    record.gatewayOf = gateway.record.agentId;
+    const paths = this.paths(agentId);
+    await this.ensureLayout(paths);
+    const member = this.newAgent(record);
+    this.members.set(agentId, member);
+    await this.saveRecord(member);
+    member.starting = { kind: 'provision', at: performance.now() };
+    this.setStatus(member, 'starting', null);
+    void (async () => {
+      const started = performance.now();
+      try {
+        await exclusive(gateway, async () => {
+          await this.installSkills(member, paths);
+          await this.rosterChanged(gateway, `agent ${agentId} joins`);
+        });
+        this.log(gateway, `[host] agent ${agentId} joined this gateway in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+        this.setStatus(member, 'running', null);
+      } catch (error) {
+        if (this.shuttingDown || !this.members.has(agentId)) return;
+        this.log(gateway, `[host] agent ${agentId} could not join (${(error as Error).message}); it gets a gateway of its own`);
+        this.members.delete(agentId);
+        member.record.gatewayOf = undefined;
+        this.agents.set(agentId, member);
+        await this.saveRecord(member);
+        member.nextStartKind = 'provision';
+        await this.withRoom(agentId, () => exclusive(member, () => this.spawnGateway(member, { supervise: true })));
+      }
+    })().catch((failure: unknown) => this.setStatus(member, 'error', (failure as Error).message));
+    return this.snapshot(member);
+  }
+
+  /**
+   * After an agent of the gateway joined, stopped, started or was reconfigured (called holding the gateway's lock):
+   * the process stops when nobody wants it any more, starts (or wakes) when someone does, and otherwise takes the
+   * roster as recorded — applied while it runs (`config.apply`, hot), written for its next start otherwise — and its
+   * stopped agents' jobs go quiet (`settleRoster`).
+   */
+  private async rosterChanged(gateway: Agent, note: string): Promise<void> {
+    const id = gateway.record.agentId;
+    if (!this.wantsProcess(gateway)) {
+      gateway.record.desired = 'stopped';
+      gateway.record.hibernation = null;
+      await this.saveRecord(gateway);
+      await this.closeDoorbell(id);
+      await this.stopGateway(gateway);
+      this.fillWarmPool();
+      return;
+    }
+    if (gateway.status === 'running' && gateway.child) {
+      await this.pushConfig(gateway, note);
+      // The roster is applied; jobs that could not be switched now are tried again when the gateway is next ready.
+      await this.settleRoster(gateway).catch((error: Error) => this.log(gateway, `[host] agents' jobs not settled: ${error.message}`));
+    } else if ((gateway.status === 'starting' || gateway.status === 'restarting') && gateway.record.port !== null) {
+      await this.writeSecretFile(gateway);
+      await this.writeGatewayConfig(gateway, gateway.record.port); // settled once it is ready
+    } else {
+      await this.withRoom(id, () => this.spawnWanted(gateway), { needed: ACTIVE.has(gateway.status) ? false : undefined });
+    }
+  }
+
+  /**
+   * The gateway's config (with its roster) and secret file, applied to the running process with `config.apply` over the
+   * loopback token connection: OpenClaw re-reads the secret file and applies the roster before it answers.
+   */
+  private async pushConfig(gateway: Agent, note: string): Promise<void> {
+    const port = gateway.record.port;
+    if (port === null) throw new Error('the gateway has no port');
+    await this.writeSecretFile(gateway);
+    const raw = `${JSON.stringify(this.gatewayConfig(gateway, port), null, 2)}\n`;
+    await this.onGateway(gateway, async (conn) => {
+      const { hash } = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
+      await conn.request('config.apply', { raw, baseHash: hash, note: `platform: ${note}` }, { timeoutMs: 30_000 });
+    });
+  }
+
+  private async onGateway<T>(gateway: Agent, fn: (conn: GatewayConnection) => Promise<T>): Promise<T> {
+    const url = `ws://127.0.0.1:${gateway.record.port}`;
+    const conn = await connectGateway({ url, token: this.gatewayToken(gateway), retryDeadlineMs: 0 });
+    try {
+      return await fn(conn);
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * A running gateway's agents as recorded: the jobs of a stopped one disabled (remembered in its record), those it had
+   * disabled enabled again once it runs. Run after every change of the roster and every time the gateway is ready
+   * (an agent stopped while its gateway slept).
+   */
+  private async settleRoster(gateway: Agent): Promise<void> {
+    const agents: Array<[Agent, string, boolean]> = [
+      [gateway, OWN_GATEWAY_AGENT_ID, gateway.record.agentStopped === true || gateway.record.retired === true],
+      ...this.membersOf(gateway).map((member): [Agent, string, boolean] => [
+        member,
+        openclawAgentIdOf(member.record.agentId),
+        member.record.desired !== 'running',
+      ]),
+    ];
+    for (const [agent, openclawId, stopped] of agents) {
+      const quiet = agent.record.quietJobs ?? [];
+      if (stopped) {
+        const { disabled, kept } = await this.onGateway(gateway, (conn) => quietAgentJobs(conn, openclawId));
+        if (disabled.length === 0 && kept.length === 0) continue;
+        agent.record.quietJobs = [...new Set([...quiet, ...disabled])];
+        const system = kept.length > 0 ? `; ${kept.length} system job(s) refused it and keep their schedule` : '';
+        this.log(gateway, `[host] agent ${openclawId} is stopped: ${disabled.length} job(s) disabled${system}`);
+      } else if (quiet.length > 0) {
+        const resumed = await this.onGateway(gateway, (conn) => resumeAgentJobs(conn, quiet));
+        agent.record.quietJobs = [];
+        this.log(gateway, `[host] agent ${openclawId} runs again: ${resumed.length} job(s) enabled again`);
+      } else continue;
+      await this.saveRecord(agent);
+    }
+  }
+
+  /** A member stopped or started: its own state first, then its gateway's (`rosterChanged`). */
+  private async setMemberWanted(member: Agent, desired: 'running' | 'stopped'): Promise<AgentState> {
+    const gateway = this.gatewayOf(member);
+    return exclusive(gateway, async () => {
+      const id = member.record.agentId;
+      if (member.record.desired !== desired || member.status !== (desired === 'running' ? 'running' : 'stopped')) {
+        member.record.desired = desired;
+        await this.saveRecord(member);
+        this.setStatus(member, desired === 'running' ? 'running' : 'stopped', null);
+        await this.rosterChanged(gateway, `agent ${id} ${desired === 'running' ? 'started' : 'stopped'}`);
+      } else if (desired === 'running' && !ACTIVE.has(gateway.status)) {
+        await this.rosterChanged(gateway, `agent ${id} started`); // its gateway slept or stopped: wake it
+      }
+      return this.snapshot(member);
+    });
+  }
+
+  /** The first agent of a gateway with members stopped or started: the gateway runs on for its members. */
+  private async setFirstAgentStopped(gateway: Agent, stopped: boolean): Promise<AgentState> {
+    gateway.record.agentStopped = stopped;
+    await this.saveRecord(gateway);
+    await this.rosterChanged(gateway, `its first agent ${stopped ? 'stopped' : 'started'}`);
+    gateway.events.emit('change', gateway.status);
+    return this.snapshot(gateway);
+  }
+
+  /**
+   * A member's configuration: its model and key (a provider of its own), heartbeat and tools profile go into its entry,
+   * applied at once; the rest of a configuration (gateway, channels, cron, session, exec and web tools) is the
+   * gateway's, which its first agent's configuration sets. Variables of its own and messaging channels need a process of
+   * its own: refused.
+   */
+  private async configureMember(member: Agent, changes: AgentChanges): Promise<AgentState> {
+    const id = member.record.agentId;
+    if (changes.agentEnv !== undefined && Object.keys(checkAgentEnv(changes.agentEnv)).length > 0) {
+      throw new SharedGatewayError(`Agent ${id} shares its gateway with the customer's other agents: it cannot have variables of its own`);
+    }
+    if (Object.values(changes.channelTokens ?? {}).some(Boolean)) {
+      throw new SharedGatewayError(
+        `Agent ${id} shares its gateway with the customer's other agents: messaging channels need a gateway of its own`,
+      );
+    }
+    const gateway = this.gatewayOf(member);
+    return exclusive(gateway, async () => {
+      if (changes.config) member.record.config = changes.config;
+      if (changes.plan) member.record.plan = changes.plan;
+      if (changes.llm !== undefined) {
+        const current = openSealedSpec(this.secrets, member.record);
+        sealSpecSecrets(this.secrets, member.record, { ...current, llm: changes.llm });
+      }
+      await this.saveRecord(member);
+      if (gateway.status === 'running' && gateway.child) await this.pushConfig(gateway, `agent ${id} configured`);
+      return this.snapshot(member);
+    });
+  }
+
+  /**
+   * A member leaves its gateway for good: `agents.delete` with its files while the gateway runs (hot; OpenClaw drops its
+   * jobs and its sessions), its state there removed either way, then its own directory. The gateway stops when nobody
+   * wants it any more, and goes altogether when its first agent was deleted before (`retire`).
+   */
+  private async deleteMember(member: Agent): Promise<void> {
+    const gateway = this.agents.get(member.record.gatewayOf ?? '');
+    if (!gateway) {
+      // Its gateway's directory was lost: nothing of it runs anywhere, only its own directory is left.
+      this.members.delete(member.record.agentId);
+      await rm(this.paths(member.record.agentId).dir, { recursive: true, force: true });
+      return;
+    }
+    await exclusive(gateway, async () => {
+      const id = member.record.agentId;
+      const openclawId = openclawAgentIdOf(id);
+      if (gateway.status === 'running' && gateway.child) await this.onGateway(gateway, (conn) => leaveGateway(conn, openclawId));
+      this.members.delete(id);
+      await rm(join(this.paths(gateway.record.agentId).state, 'agents', openclawId), { recursive: true, force: true });
+      await rm(this.paths(id).dir, { recursive: true, force: true });
+      this.log(gateway, `[host] agent ${id} left this gateway and was deleted`);
+      if (gateway.record.retired && this.membersOf(gateway).length === 0) await this.remove(gateway);
+      else if (!this.wantsProcess(gateway)) await this.rosterChanged(gateway, `agent ${id} left`);
+    });
+  }
+
+  /**
+   * The first agent of a gateway with members is deleted: its memory goes now (its sessions, its workspace's notes; the
+   * files of a running gateway's agent can only go with the process stopped, so its members see a restart), and the
+   * gateway stays, nobody's agent, until its last member goes.
+   */
+  private async retire(gateway: Agent): Promise<void> {
+    const wasRunning = gateway.child !== null;
+    if (wasRunning) await this.stopGateway(gateway);
+    const { state } = this.paths(gateway.record.agentId);
+    for (const relative of this.memoryPaths(gateway)) await rm(join(state, relative), { recursive: true, force: true });
+    gateway.record.retired = true;
+    gateway.record.agentStopped = true;
+    await this.saveRecord(gateway);
+    this.log(gateway, '[host] its first agent was deleted (sessions and memory removed); the gateway stays for its members');
+    if (wasRunning && this.wantsProcess(gateway)) await this.withRoom(gateway.record.agentId, () => this.spawnWanted(gateway));
+    else if (!this.wantsProcess(gateway)) await this.rosterChanged(gateway, 'its first agent was deleted');
+  }
+
+  /** What a memory reset of an agent with a gateway of its own removes; with members, only `main`'s sessions. */
+  private memoryPaths(gateway: Agent): string[] {
+    if (this.membersOf(gateway).length === 0) return MEMORY_PATHS;
+    return MEMORY_PATHS.map((path) => (path === 'agents' ? `agents/${OWN_GATEWAY_AGENT_ID}` : path));
+  }
+
+  /** A member's memory reset: its sessions in the gateway's state and its workspace's notes, the gateway restarted. */
+  private async resetMemberMemory(member: Agent): Promise<AgentState> {
+    const gateway = this.gatewayOf(member);
+    return exclusive(gateway, async () => {
+      const id = member.record.agentId;
+      const wasActive = ACTIVE.has(gateway.status);
+      return this.withRoom(
+        gateway.record.agentId,
+        async () => {
+          await this.stopGateway(gateway);
+          await rm(join(this.paths(gateway.record.agentId).state, 'agents', openclawAgentIdOf(id)), { recursive: true, force: true });
+          const { state } = this.paths(id);
+          for (const relative of MEMORY_PATHS.filter((path) => path !== 'agents')) {
+            await rm(join(state, relative), { recursive: true, force: true });
+          }
+          this.log(gateway, `[host] memory reset of agent ${id}: its sessions and notes removed; workspace seed files kept`);
+          member.record.desired = 'running';
+          await this.saveRecord(member);
+          this.setStatus(member, 'running', null);
+          await this.spawnWanted(gateway);
+          return this.snapshot(member);
+        },
+        { needed: !wasActive },
+      );
+    });
+  }
+
+  /**
+   * A member as the platform sees it: its own id, user and OpenClaw agent id, its gateway's process (address, pid,
+   * times); its status its own while it joins or is stopped, else its gateway's (starting, hibernated …).
+   */
+  private memberSnapshot(member: Agent): AgentState {
+    const gateway = this.agents.get(member.record.gatewayOf ?? '');
+    const base = gateway ? this.processSnapshot(gateway) : this.processSnapshot(member);
+    const follows = member.status === 'running';
+    // Stopped, failed or still joining: nothing of the gateway's process is its own yet (or any more).
+    const process = follows ? {} : { pid: null, startedAt: null, readyAt: null };
+    return {
+      ...base,
+      ...process,
+      agentId: member.record.agentId,
+      userId: member.record.userId,
+      openclawAgentId: openclawAgentIdOf(member.record.agentId),
+      status: follows ? (gateway?.status ?? 'error') : member.status,
+      restarts: follows ? base.restarts : 0,
+      lastError: follows ? (gateway ? base.lastError : 'Its gateway is gone') : member.lastError,
+    };
+  }
+
+  /** Waits for a member's join, then for its gateway. */
+  private async memberReady(member: Agent, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    if (member.status === 'starting') {
+      await new Promise<void>((resolve) => {
+        const check = () => {
+          if (member.status === 'starting' && Date.now() < deadline && !this.shuttingDown) return;
+          clearTimeout(timer);
+          member.events.off('change', check);
+          resolve();
+        };
+        const timer = setTimeout(check, Math.max(0, deadline - Date.now()));
+        member.events.on('change', check);
+      });
+    }
+    if (member.status !== 'running') throw new AgentStartError(member.lastError ?? `Agent ${member.record.agentId} is ${member.status}`);
+    await this.waitForRunning(this.gatewayOf(member), Math.max(1, deadline - Date.now()));
+  }
+
   // ---------------------------------------------------------------- hibernation
 
   /**
@@ -683,16 +1079,17 @@ export class LocalAgentHost implements AgentHost {
     try {
       for (const agent of [...this.agents.values()]) {
         if (this.shuttingDown) return;
-        const id = agent.record.agentId;
         if (agent.status === 'hibernated') {
           if (dueToWake(agent.record.hibernation)) {
-            await this.start(id).catch((error: Error) => this.log(agent, `[host] could not wake for its due job: ${error.message}`));
+            await this.wake(agent).catch((error: Error) => this.log(agent, `[host] could not wake for its due job: ${error.message}`));
           }
           continue;
         }
         const verdict = await this.askIdle(agent, idleMs);
         if (!verdict?.sleep) continue;
-        await this.hibernate(id, verdict.nextDueMs).catch((error: Error) => this.log(agent, `[host] hibernation failed: ${error.message}`));
+        await this.hibernateAgent(agent, verdict.nextDueMs).catch((error: Error) =>
+          this.log(agent, `[host] hibernation failed: ${error.message}`),
+        );
       }
     } finally {
       this.checkingIdle = false;
@@ -725,7 +1122,10 @@ export class LocalAgentHost implements AgentHost {
    * `nextDueMs`. Public for operators and tests; the idle check calls it.
    */
   async hibernate(agentId: string, nextDueMs: number | null = null): Promise<AgentState> {
-    const agent = this.get(agentId);
+    return this.hibernateAgent(this.get(agentId), nextDueMs);
+  }
+
+  private hibernateAgent(agent: Agent, nextDueMs: number | null): Promise<AgentState> {
     return exclusive(agent, async () => {
       if (agent.status !== 'running') return this.snapshot(agent);
       const wakeAt = wakeAtFor(nextDueMs, this.wakeLeadMs);
@@ -754,7 +1154,7 @@ export class LocalAgentHost implements AgentHost {
     const ring = (request: { method?: string; url?: string; headers: { 'user-agent'?: string } }) => {
       if (request.headers['user-agent'] === PLATFORM_USER_AGENT || agent.status !== 'hibernated') return;
       this.log(agent, `[host] waking: ${request.method ?? 'a request'} ${(request.url ?? '').split('?')[0]} came to its address`);
-      void this.start(agentId).catch((error: Error) => this.log(agent, `[host] could not wake: ${error.message}`));
+      void this.wake(agent).catch((error: Error) => this.log(agent, `[host] could not wake: ${error.message}`));
     };
     const body = JSON.stringify({ error: 'The agent is waking up from hibernation: retry shortly' });
     const server = createHttpServer((request, response) => {
@@ -787,10 +1187,18 @@ export class LocalAgentHost implements AgentHost {
   }
 
   async start(agentId: string): Promise<AgentState> {
+    const member = this.members.get(agentId);
+    if (member) return this.setMemberWanted(member, 'running');
     const agent = this.get(agentId);
+    if (agent.record.agentStopped) return exclusive(agent, () => this.setFirstAgentStopped(agent, false));
+    return this.wake(agent);
+  }
+
+  /** Starts the agent's gateway unless it is running or starting (a start, a wake from hibernation). */
+  private wake(agent: Agent): Promise<AgentState> {
     return exclusive(agent, async () => {
       if (ACTIVE.has(agent.status) && agent.status !== 'stopping') return this.snapshot(agent);
-      return this.withRoom(agentId, () => this.spawnWanted(agent));
+      return this.withRoom(agent.record.agentId, () => this.spawnWanted(agent));
     });
   }
 
@@ -805,8 +1213,11 @@ export class LocalAgentHost implements AgentHost {
   }
 
   async stop(agentId: string): Promise<AgentState> {
+    const member = this.members.get(agentId);
+    if (member) return this.setMemberWanted(member, 'stopped');
     const agent = this.get(agentId);
     return exclusive(agent, async () => {
+      if (this.membersOf(agent).length > 0) return this.setFirstAgentStopped(agent, true);
       agent.record.desired = 'stopped';
       agent.record.hibernation = null;
       await this.saveRecord(agent);
@@ -817,11 +1228,31 @@ export class LocalAgentHost implements AgentHost {
     });
   }
 
+  /**
+   * The gateway a lifecycle action on `agentId` acts on, and the agent's state to answer with after it: a member's
+   * action is its gateway's (a restart, repair or update moves every agent in it), and like any of these it leaves
+   * the agent wanted running.
+   */
+  private async gatewayFor(agentId: string): Promise<{ gateway: Agent; answer: () => AgentState }> {
+    const member = this.members.get(agentId);
+    if (!member) {
+      const agent = this.get(agentId);
+      agent.record.agentStopped = false; // saved as the gateway starts; its jobs are enabled again once it is ready
+      return { gateway: agent, answer: () => this.snapshot(agent) };
+    }
+    if (member.record.desired !== 'running' || member.status === 'stopped') {
+      member.record.desired = 'running';
+      await this.saveRecord(member);
+      this.setStatus(member, 'running', null);
+    }
+    return { gateway: this.gatewayOf(member), answer: () => this.snapshot(member) };
+  }
+
   async restart(agentId: string): Promise<AgentState> {
-    const agent = this.get(agentId);
-    return exclusive(agent, () =>
+    const { gateway: agent, answer } = await this.gatewayFor(agentId);
+    await exclusive(agent, () =>
       this.withRoom(
-        agentId,
+        agent.record.agentId,
         async () => {
           await this.stopGateway(agent);
           return this.spawnWanted(agent);
@@ -829,16 +1260,18 @@ export class LocalAgentHost implements AgentHost {
         { needed: !ACTIVE.has(agent.status) },
       ),
     );
+    return answer();
   }
 
   async update(agentId: string, options: { version: string }): Promise<AgentState> {
-    const agent = this.get(agentId);
-    return exclusive(agent, async () => {
+    const { gateway: agent, answer } = await this.gatewayFor(agentId);
+    const id = agent.record.agentId;
+    await exclusive(agent, async () => {
       const previousVersion = agent.record.version;
       const targetVersion = options.version;
-      const paths = this.paths(agentId);
+      const paths = this.paths(id);
       return this.withRoom(
-        agentId,
+        id,
         async () => {
           await this.stopGateway(agent);
           const stamp = new Date().toISOString().replace(/[:.]/g, '-');
@@ -878,16 +1311,18 @@ export class LocalAgentHost implements AgentHost {
         { needed: !ACTIVE.has(agent.status) },
       );
     });
+    return answer();
   }
 
   async repair(agentId: string): Promise<AgentState> {
-    const agent = this.get(agentId);
-    return exclusive(agent, () =>
+    const { gateway: agent, answer } = await this.gatewayFor(agentId);
+    const id = agent.record.agentId;
+    await exclusive(agent, () =>
       this.withRoom(
-        agentId,
+        id,
         async () => {
           await this.stopGateway(agent);
-          const paths = this.paths(agentId);
+          const paths = this.paths(id);
           await this.ensureLayout(paths);
           // Lock files of a gateway that died hard; OpenClaw reclaims them too, but only after a wait.
           const lockRoot = join(paths.state, 'tmp');
@@ -907,10 +1342,13 @@ export class LocalAgentHost implements AgentHost {
         { needed: !ACTIVE.has(agent.status) },
       ),
     );
+    return answer();
   }
 
   async resetMemory(agentId: string): Promise<AgentState> {
-    const agent = this.get(agentId);
+    const member = this.members.get(agentId);
+    if (member) return this.resetMemberMemory(member);
+    const { gateway: agent } = await this.gatewayFor(agentId);
     return exclusive(agent, async () => {
       const wasActive = ACTIVE.has(agent.status);
       return this.withRoom(
@@ -918,8 +1356,9 @@ export class LocalAgentHost implements AgentHost {
         async () => {
           await this.stopGateway(agent);
           const { state } = this.paths(agentId);
-          for (const relative of MEMORY_PATHS) await rm(join(state, relative), { recursive: true, force: true });
-          this.log(agent, `[host] memory reset: removed ${MEMORY_PATHS.join(', ')}; workspace seed files kept`);
+          const removed = this.memoryPaths(agent);
+          for (const relative of removed) await rm(join(state, relative), { recursive: true, force: true });
+          this.log(agent, `[host] memory reset: removed ${removed.join(', ')}; workspace seed files kept`);
           agent.record.desired = 'running';
           await this.saveRecord(agent);
           await this.spawnGateway(agent, { supervise: true });
@@ -932,6 +1371,8 @@ export class LocalAgentHost implements AgentHost {
 
   /** Changes the stored spec (config, plan, tokens, LLM, agent variables). Config-only changes hot-reload; secret changes restart. */
   async configure(agentId: string, changes: AgentChanges): Promise<AgentState> {
+    const member = this.members.get(agentId);
+    if (member) return this.configureMember(member, changes);
     const agent = this.get(agentId);
     return exclusive(agent, async () => {
       const current = openSealedSpec(this.secrets, agent.record);
@@ -960,20 +1401,26 @@ export class LocalAgentHost implements AgentHost {
   }
 
   async delete(agentId: string): Promise<void> {
+    const member = this.members.get(agentId);
+    if (member) return this.deleteMember(member);
     const agent = this.get(agentId);
-    await exclusive(agent, async () => {
-      agent.record.desired = 'stopped';
-      await this.closeDoorbell(agentId);
-      await this.stopGateway(agent);
-      agent.logFile?.end();
-      agent.logFile = null;
-      const { dir } = this.paths(agentId);
-      this.agents.delete(agentId);
-      this.sampledAt.delete(agentId);
-      this.dirs.delete(agentId);
-      await rm(dir, { recursive: true, force: true });
-      this.fillWarmPool();
-    });
+    await exclusive(agent, () => (this.membersOf(agent).length > 0 ? this.retire(agent) : this.remove(agent)));
+  }
+
+  /** Stops the gateway and removes its directory (state, backups, logs, record); called holding its lock. */
+  private async remove(agent: Agent): Promise<void> {
+    const agentId = agent.record.agentId;
+    agent.record.desired = 'stopped';
+    await this.closeDoorbell(agentId);
+    await this.stopGateway(agent);
+    agent.logFile?.end();
+    agent.logFile = null;
+    const { dir } = this.paths(agentId);
+    this.agents.delete(agentId);
+    this.sampledAt.delete(agentId);
+    this.dirs.delete(agentId);
+    await rm(dir, { recursive: true, force: true });
+    this.fillWarmPool();
   }
 
   async shutdown(): Promise<void> {
@@ -1011,13 +1458,23 @@ export class LocalAgentHost implements AgentHost {
     // Secret files a previous backend process left (killed, or gateways that crashed): each start writes its own again.
     await rm(this.secretsDir, { recursive: true, force: true });
     const names = await readdir(this.agentsDir).catch(() => [] as string[]);
+    const records: Array<[string, AgentRecord]> = [];
     for (const name of names) {
-      let record: AgentRecord;
       try {
-        record = JSON.parse(await readFile(join(this.agentsDir, name, 'agent.json'), 'utf8')) as AgentRecord;
+        records.push([name, JSON.parse(await readFile(join(this.agentsDir, name, 'agent.json'), 'utf8')) as AgentRecord]);
       } catch {
-        continue;
+        // not an agent's directory
       }
+    }
+    // Members first: a gateway's config lists them when it starts.
+    for (const [, record] of records) {
+      if (record.gatewayOf === undefined || !ID_PATTERN.test(record.agentId) || this.members.has(record.agentId)) continue;
+      const member = this.newAgent(record);
+      member.status = record.desired === 'running' ? 'running' : 'stopped';
+      this.members.set(record.agentId, member);
+    }
+    for (const [name, record] of records) {
+      if (record.gatewayOf !== undefined) continue;
       if (record.pid && isAlive(record.pid)) await this.killLeftover(record.pid);
       if (record.warmSlot) {
         if (!this.pool.some((slot) => slot.record.agentId === name)) await rm(join(this.agentsDir, name), { recursive: true, force: true });
@@ -1033,7 +1490,7 @@ export class LocalAgentHost implements AgentHost {
         await this.openDoorbell(agent);
       } else if (record.desired === 'running') {
         try {
-          await this.start(agentId);
+          await this.wake(agent);
         } catch (error) {
           agent.status = 'error';
           agent.lastError = (error as Error).message;
@@ -1048,33 +1505,53 @@ export class LocalAgentHost implements AgentHost {
   // ---------------------------------------------------------------- observation
 
   async status(agentId: string): Promise<AgentState> {
-    return this.snapshot(this.get(agentId));
+    return this.snapshot(this.member(agentId) ?? this.get(agentId));
   }
 
   async list(): Promise<AgentState[]> {
-    return [...this.agents.values()].map((agent) => this.snapshot(agent));
+    const agents = [...this.agents.values()].filter((agent) => !agent.record.retired);
+    return [...agents, ...this.members.values()].map((agent) => this.snapshot(agent));
   }
 
   async waitUntilReady(agentId: string, options: WaitOptions = {}): Promise<AgentState> {
-    const agent = this.get(agentId);
     // By default, long enough for the host's own ready timeout to decide (`running` or `error`).
-    await this.waitForRunning(agent, options.timeoutMs ?? this.options.readyTimeoutMs + 5_000);
-    return this.snapshot(agent);
+    const timeoutMs = options.timeoutMs ?? this.options.readyTimeoutMs + 5_000;
+    const member = this.member(agentId);
+    if (member) await this.memberReady(member, timeoutMs);
+    else await this.waitForRunning(this.get(agentId), timeoutMs);
+    return this.status(agentId);
+  }
+
+  /**
+   * The process an agent runs in, for what is the process's (logs, stats, health): a member's is its gateway's; null for
+   * a stopped member or a first agent stopped while its gateway runs on (nothing of theirs runs).
+   */
+  private processOf(agentId: string): Agent | null {
+    const member = this.member(agentId);
+    if (member) return member.status === 'running' || member.status === 'starting' ? this.gatewayOf(member) : null;
+    const agent = this.get(agentId);
+    return agent.record.agentStopped ? null : agent;
+  }
+
+  /** The gateway whose logs an agent reads: its own, a member's gateway's (OpenClaw writes one log per process). */
+  private logSource(agentId: string): Agent {
+    const member = this.member(agentId);
+    return member ? this.gatewayOf(member) : this.get(agentId);
   }
 
   async logs(agentId: string, options: LogsOptions = {}): Promise<string[]> {
-    const agent = this.get(agentId);
+    const agent = this.logSource(agentId);
     const tail = Math.max(0, options.tail ?? 200);
     if (agent.logs.length > 0) return agent.logs.slice(-tail);
-    const text = await readFile(join(this.paths(agentId).logs, 'gateway.log'), 'utf8').catch(() => '');
+    const text = await readFile(join(this.paths(agent.record.agentId).logs, 'gateway.log'), 'utf8').catch(() => '');
     return text.split('\n').filter(Boolean).slice(-tail);
   }
 
   /** `tail -F` of `logs/gateway.log` (gateway output and the host's `[host]` lines), across restarts and rotation. */
   async *followLogs(agentId: string, options: FollowLogsOptions): AsyncIterable<string> {
-    this.get(agentId);
+    const source = this.logSource(agentId);
     const queue = new LineQueue(options.signal);
-    const follower = await followFile(join(this.paths(agentId).logs, 'gateway.log'), (lines) => queue.push(...lines), {
+    const follower = await followFile(join(this.paths(source.record.agentId).logs, 'gateway.log'), (lines) => queue.push(...lines), {
       tail: options.tail ?? 0,
       ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
     });
@@ -1087,7 +1564,7 @@ export class LocalAgentHost implements AgentHost {
 
   /** The workspace on this machine (it exists whether or not the gateway runs); see `workspace.ts`. */
   async workspace(agentId: string): Promise<AgentWorkspace> {
-    this.get(agentId);
+    if (!this.member(agentId)) this.get(agentId);
     return this.programWorkspace(this.paths(agentId));
   }
 
@@ -1096,16 +1573,15 @@ export class LocalAgentHost implements AgentHost {
   }
 
   async stats(agentId: string): Promise<AgentStats> {
-    const agent = this.get(agentId);
-    const pid = agent.child?.pid;
+    const pid = this.processOf(agentId)?.child?.pid;
     if (!pid) return { cpuPercent: 0, memoryBytes: 0, pids: 0, uptimeMs: 0 };
     return treeStats(pid);
   }
 
   async health(agentId: string): Promise<AgentHealth> {
-    const agent = this.get(agentId);
-    const port = agent.record.port;
-    if (port === null || !agent.child) return GATEWAY_DOWN;
+    const agent = this.processOf(agentId);
+    const port = agent?.record.port ?? null;
+    if (!agent || port === null || !agent.child) return GATEWAY_DOWN;
     return probeGateway(`http://127.0.0.1:${port}`, () => ({
       authorization: `Bearer ${this.gatewayToken(agent)}`,
     }));
@@ -1113,7 +1589,7 @@ export class LocalAgentHost implements AgentHost {
 
   /** The spec as given (secrets decrypted), e.g. for a provider migration. */
   async spec(agentId: string): Promise<AgentSpec> {
-    return openSealedSpec(this.secrets, this.get(agentId).record);
+    return openSealedSpec(this.secrets, (this.member(agentId) ?? this.get(agentId)).record);
   }
 
   /** Pids of the gateways this host runs. */
@@ -1127,11 +1603,18 @@ export class LocalAgentHost implements AgentHost {
     if (this.shuttingDown) throw new Error('The agent host is shut down');
   }
 
+  /** An agent with a gateway of its own (a deleted one whose gateway stays for its members is not found). */
   private get(agentId: string): Agent {
     this.assertOpen();
     const agent = this.agents.get(agentId);
-    if (!agent) throw new AgentNotFoundError(agentId);
+    if (!agent || agent.record.retired) throw new AgentNotFoundError(agentId);
     return agent;
+  }
+
+  /** An agent living in another agent's gateway, or undefined. */
+  private member(agentId: string): Agent | undefined {
+    this.assertOpen();
+    return this.members.get(agentId);
   }
 
   private newAgent(record: AgentRecord): Agent {
@@ -1158,6 +1641,14 @@ export class LocalAgentHost implements AgentHost {
   }
 
   private snapshot(agent: Agent): AgentState {
+    if (agent.record.gatewayOf !== undefined) return this.memberSnapshot(agent);
+    const state = this.processSnapshot(agent);
+    // The first agent of a gateway running on for its members: stopped, whatever its process does.
+    return agent.record.agentStopped ? { ...state, status: 'stopped' } : state;
+  }
+
+  /** The agent's process as it stands. */
+  private processSnapshot(agent: Agent): AgentState {
     const port = agent.record.port;
     return {
       agentId: agent.record.agentId,
@@ -1321,7 +1812,7 @@ export class LocalAgentHost implements AgentHost {
     return hibernateIdlest(requester, this.agents.values(), this.config, {
       ask: (agent, idleMs) => this.askIdle(agent, idleMs),
       log: (agent, line) => this.log(agent, line),
-      hibernate: (agent, nextDueMs) => this.hibernate(agent.record.agentId, nextDueMs),
+      hibernate: (agent, nextDueMs) => this.hibernateAgent(agent, nextDueMs),
     });
   }
 
@@ -1344,7 +1835,7 @@ export class LocalAgentHost implements AgentHost {
   /** The gateway's OpenClaw config: its secrets are SecretRefs into its secret file (`writeSecretFile`). */
   private gatewayConfig(agent: Agent, port: number): Record<string, unknown> {
     const paths = this.paths(agent.record.agentId);
-    return buildOpenClawConfig(openSealedSpec(this.secrets, agent.record), {
+    const config = buildOpenClawConfig(openSealedSpec(this.secrets, agent.record), {
       port,
       bind: this.config.bind ?? 'loopback',
       workspaceDir: paths.workspace,
@@ -1352,6 +1843,7 @@ export class LocalAgentHost implements AgentHost {
       secretFile: this.secretFile(agent),
       alwaysWarmUp: agent.record.warmSlot === true,
     });
+    return applyRoster(config, this.roster(agent), { mainStopped: agent.record.agentStopped === true || agent.record.retired === true });
   }
 
   /**
@@ -1382,7 +1874,8 @@ export class LocalAgentHost implements AgentHost {
   private async writeSecretFile(agent: Agent): Promise<void> {
     await mkdir(this.secretsDir, { recursive: true, mode: 0o700 });
     await chmod(this.secretsDir, 0o700);
-    await writeFileAtomic(this.secretFile(agent), JSON.stringify(secretFileContents(openSealedSpec(this.secrets, agent.record))));
+    const contents = { ...secretFileContents(openSealedSpec(this.secrets, agent.record)), ...rosterSecrets(this.roster(agent)) };
+    await writeFileAtomic(this.secretFile(agent), JSON.stringify(contents));
   }
 
   /**
@@ -1531,6 +2024,11 @@ export class LocalAgentHost implements AgentHost {
           agent.readyAt = Date.now();
           this.log(agent, `[host] ready after ${((agent.readyAt - (agent.startedAt ?? agent.readyAt)) / 1000).toFixed(1)} s`);
           this.setStatus(agent, 'running', null);
+          if (this.membersOf(agent).length > 0 || (agent.record.quietJobs ?? []).length > 0 || agent.record.agentStopped) {
+            void exclusive(agent, () => this.settleRoster(agent)).catch((error: Error) =>
+              this.log(agent, `[host] agents' jobs not settled: ${error.message}`),
+            );
+          }
           return;
         }
       } catch {

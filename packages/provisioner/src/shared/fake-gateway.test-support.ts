@@ -25,9 +25,11 @@ export interface FakeGatewayBehaviour {
    * `<state>/config-applies.jsonl`),
    * `secrets.reload`, `sessions.list`/`sessions.delete` (the sessions its chat turns made, kept in
    * `<state>/fake-sessions.json` like OpenClaw keeps them on disk), `cron.list` (the jobs of `<state>/cron-jobs.json`,
-   * written by a test) and `system-presence` (the gateway itself). Chat turns (`POST /v1/chat/completions`, the
-   * gateway token checked; `stream: true` answered in OpenClaw's SSE frames) answer `fake reply: <the last message>`,
-   * or the model's reply with `callModel`.
+   * written by a test), `cron.update` (system-owned jobs, `system: true`, refuse it), `agents.delete` (the roster entry,
+   * its jobs and with `deleteFiles` its files, recorded in `<state>/agents-deleted.jsonl`) and `system-presence` (the
+   * gateway itself). Chat turns (`POST /v1/chat/completions`, the gateway token checked; `stream: true` answered in
+   * OpenClaw's SSE frames) go to the agent `model: openclaw/<id>` names (its sessions `agent:<id>:…`) and answer
+   * `fake reply: <the last message>`, or that agent's model's reply with `callModel`.
    */
   gatewayProtocol?: boolean;
   /**
@@ -52,7 +54,7 @@ const SCRIPT = String.raw`
 import { WebSocketServer } from '__WS_URL__';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,15 +84,18 @@ const resolveToken = (cfg) => {
 };
 let token = resolveToken(config);
 // A secret as OpenClaw resolves one: a plain string, or a file SecretRef into its secrets provider's JSON file.
+// A file SecretRef's id is a JSON pointer into the file.
 const resolveSecret = (cfg, ref) => {
   if (typeof ref === 'string' || ref === undefined) return ref;
-  return JSON.parse(readFileSync(cfg.secrets.providers[ref.provider].path, 'utf8'))[ref.id.slice(1)];
+  let value = JSON.parse(readFileSync(cfg.secrets.providers[ref.provider].path, 'utf8'));
+  for (const part of ref.id.slice(1).split('/')) value = value?.[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+  return value;
 };
-// The agent's model: agents.defaults.model.primary ('<provider>/<model>') and that provider's address and key; null when
-// the config names none with an address.
-const agentModel = () => {
+// An agent's model: its roster entry's, else agents.defaults.model.primary ('<provider>/<model>'), and that provider's
+// address and key; null when the config names none with an address.
+const agentModel = (agentId) => {
   const cfg = JSON.parse(readConfigText());
-  const model = cfg.agents?.defaults?.model;
+  const model = cfg.agents?.entries?.[agentId]?.model ?? cfg.agents?.defaults?.model;
   const primary = typeof model === 'string' ? model : model?.primary;
   if (typeof primary !== 'string' || !primary.includes('/')) return null;
   const provider = cfg.models?.providers?.[primary.slice(0, primary.indexOf('/'))];
@@ -126,13 +131,15 @@ async function* modelReply(model, request, usageOut) {
 // streams (SSE headers and the role chunk at once, a piece per model delta, finish, usage when asked, [DONE]) or whole.
 async function chatTurn(req, res, body) {
   const json = (status, payload) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(payload)); };
-  const key = 'agent:main:' + (req.headers['x-openclaw-session-key'] ?? (body.user ? 'openai-user:' + body.user : 'openai:' + Date.now() + Math.random()));
+  // The agent the turn is for: REST \`model: openclaw/<id>\` (OpenClaw's default agent when none is named).
+  const agentId = typeof body.model === 'string' && body.model.startsWith('openclaw/') ? body.model.slice('openclaw/'.length) : 'main';
+  const key = 'agent:' + agentId + ':' + (req.headers['x-openclaw-session-key'] ?? (body.user ? 'openai-user:' + body.user : 'openai:' + Date.now() + Math.random()));
   const sessions = readJson(sessionsFile, {});
   const last = body.messages?.at(-1)?.content;
   const text = typeof last === 'string' ? last : Array.isArray(last) ? last.map((part) => part.text ?? '').join('') : '';
   sessions[key] = { key, lastActivityAt: Date.now(), updatedAt: Date.now(), status: 'done', messages: [...(sessions[key]?.messages ?? []), text] };
   writeFileSync(sessionsFile, JSON.stringify(sessions));
-  const model = behaviour.callModel ? agentModel() : null;
+  const model = behaviour.callModel ? agentModel(agentId) : null;
   const out = { usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 } };
   const pieces = model ? modelReply(model, body, out) : (async function* () { yield 'fake reply: ' + text; })();
   const id = 'chatcmpl-fake' + Date.now();
@@ -160,6 +167,7 @@ async function chatTurn(req, res, body) {
 }
 const hashOf = (text) => createHash('sha256').update(text).digest('hex');
 const sessionsFile = join(state, 'fake-sessions.json');
+const cronFile = join(state, 'cron-jobs.json');
 const readJson = (file, fallback) => { try { return JSON.parse(readFileSync(file, 'utf8')); } catch { return fallback; } };
 if (config.gateway?.mode !== 'local') { console.error('Gateway start blocked: set gateway.mode=local'); process.exit(1); }
 const workspace = config.agents?.defaults?.workspace ?? join(state, 'workspace');
@@ -246,7 +254,31 @@ const methods = {
   'secrets.reload': () => { token = resolveToken(JSON.parse(readConfigText())); return { ok: true }; },
   'sessions.list': () => ({ sessions: Object.values(readJson(sessionsFile, {})) }),
   'sessions.delete': () => ({ ok: true }),
-  'cron.list': () => ({ jobs: readJson(join(state, 'cron-jobs.json'), []) }),
+  'cron.list': (params) => {
+    if (params.limit !== undefined && params.limit > 200) throw { code: 'INVALID_REQUEST', message: 'invalid cron.list params: at /limit: must be <= 200' };
+    return { jobs: readJson(cronFile, []).filter((job) => params.includeDisabled !== false || job.enabled !== false) };
+  },
+  // Like OpenClaw: system-owned jobs (here \`system: true\`) refuse changes.
+  'cron.update': (params) => {
+    const jobs = readJson(cronFile, []);
+    const job = jobs.find((j) => j.id === params.id);
+    if (!job) throw { code: 'NOT_FOUND', message: 'unknown cron job ' + params.id };
+    if (job.system) throw { code: 'INVALID_REQUEST', message: 'system-owned job' };
+    Object.assign(job, params.patch);
+    writeFileSync(cronFile, JSON.stringify(jobs));
+    return job;
+  },
+  // Like OpenClaw: the agent leaves the roster (written to the config), its jobs go, its files with deleteFiles.
+  'agents.delete': (params) => {
+    const cfg = JSON.parse(readConfigText());
+    if (!cfg.agents?.entries?.[params.agentId]) throw { code: 'NOT_FOUND', message: 'unknown agent ' + params.agentId };
+    delete cfg.agents.entries[params.agentId];
+    writeFileSync(process.env.OPENCLAW_CONFIG_PATH, JSON.stringify({ ...cfg, meta: { lastTouchedVersion: version } }, null, 2));
+    writeFileSync(cronFile, JSON.stringify(readJson(cronFile, []).filter((job) => job.agentId !== params.agentId)));
+    if (params.deleteFiles) rmSync(join(state, 'agents', params.agentId), { recursive: true, force: true });
+    appendFileSync(join(state, 'agents-deleted.jsonl'), JSON.stringify({ agentId: params.agentId, deleteFiles: params.deleteFiles === true }) + '\n');
+    return { ok: true };
+  },
   'system-presence': () => [{ mode: 'gateway', reason: 'self', ts: Date.now() }],
 };
 wss.on('connection', (ws) => {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { applyRoster } from './roster.js';
 import { CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig, carriesWarmUp, secretEnv } from './openclaw-config.js';
 import { PINNED_OPENCLAW_VERSION, REPO_ROOT, openClawRuntime, runtimeProblem, validateOpenClawConfig } from './runtime.js';
 
@@ -184,7 +185,10 @@ describe('the pinned OpenClaw', () => {
     );
     cases.set('file', fileMode);
     cases.set('warm', buildOpenClawConfig({ config: {} }, { ...local, workspaceDir: '/tmp/ws', secretFile, alwaysWarmUp: true }));
-    expect(cases.size).toBe(6);
+    // A customer-scoped gateway: the first agent's config with two more agents, one of them stopped (shared/roster.ts).
+    const member = (id: string, stopped: boolean) => ({ id, workspace: `/tmp/ws-${id}`, llm, config: storedDefaults('pro'), stopped });
+    cases.set('roster', applyRoster(structuredClone(fileMode), [member('agt_2', false), member('agt_3', true)], { mainStopped: false }));
+    expect(cases.size).toBe(7);
     const env = { TELEGRAM_BOT_TOKEN: 't', DISCORD_BOT_TOKEN: 'd', AOP_LLM_API_KEY: 'k' };
     const configs = [...cases.values()];
     for (let i = 0; i < configs.length; i += 2) {

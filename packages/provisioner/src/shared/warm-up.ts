@@ -1,5 +1,6 @@
 import { WARM_UP_PROVIDER_ID, WARM_UP_SESSION_KEY } from '@aop/core/agent-state';
 import type { GatewayConnection } from '@aop/gateway-client';
+import { OWN_GATEWAY_AGENT_ID } from '../host.js';
 
 /**
  * "Ready means answers a chat" (issue #19). OpenClaw answers `/readyz` long before it can answer a message quickly: its
@@ -90,7 +91,9 @@ export async function warmUpGateway(options: WarmUpOptions): Promise<WarmUpResul
         'x-openclaw-session-key': WARM_UP_SESSION_KEY,
       },
       body: JSON.stringify({
-        model: 'openclaw',
+        // The gateway's first agent by name: once a customer's other agents share the gateway (issue #20), OpenClaw
+        // refuses a turn that names none ("no explicit owner"), which would pass for the planned refusal.
+        model: `openclaw/${OWN_GATEWAY_AGENT_ID}`,
         messages: [{ role: 'user', content: 'Platform warm-up before the first message (no model is called).' }],
       }),
       signal: AbortSignal.timeout(Math.max(1, Math.round(options.timeoutMs))),

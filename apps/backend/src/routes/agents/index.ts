@@ -168,7 +168,9 @@ export async function deploymentRoutes(app: App, { config, host }: AgentRoutesOp
         }
         return host.create({ ...spec, ...(wallet ? { agentEnv: wallet } : {}), gatewayToken: newGatewayToken(config) });
       }).catch(async (err) => {
-        await app.db.withUser(userId, (trx) => setDeploymentStatus(trx, agentId, 'error'));
+        // A refused change (what an agent sharing its gateway cannot have) left the agent as it was: not an error state.
+        const refused = err instanceof DomainError && err.code === 'AGENT_SHARES_GATEWAY';
+        if (!refused) await app.db.withUser(userId, (trx) => setDeploymentStatus(trx, agentId, 'error'));
         throw err;
       });
       await app.db.withUser(userId, (trx) => setDeploymentStatus(trx, agentId, 'active'));
@@ -568,12 +570,14 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     const [spec, state] = await onHost(() => Promise.all([host.spec(request.params.id), host.status(request.params.id)]));
     // `backend`: the gateway only gives a paired device its scopes from where the web reaches it, and that device is
     // the backend's: control calls go through `POST /api/agents/:id/rpc`. `direct`: a token-only WebSocket works.
-    // `openclawAgentId`: the agent inside that gateway, named by every call the web makes to it.
+    // `openclawAgentId`: the agent inside that gateway, named by every call the web makes to it. `status`: the host's
+    // word for the agent — a stopped agent whose gateway runs on for the customer's other agents is refused by the web.
     return {
       agentId: request.params.id,
       token: spec.gatewayToken,
       control: host.controlCredentials ? 'backend' : 'direct',
       openclawAgentId: state.openclawAgentId,
+      status: state.status,
     };
   });
 }

@@ -65,7 +65,7 @@ describe('POST /api/agents/:id/rpc', () => {
     await host.waitUntilReady(agentId, { timeoutMs: 10_000 });
     const answer = await request(`${backend.url}/api/agents/${agentId}/token`, { headers: as('usr_owner') });
     // The agent has a gateway of its own: it is OpenClaw's default agent there, `main`.
-    expect(answer.body).toEqual({ agentId, token: expect.any(String), control: 'backend', openclawAgentId: 'main' });
+    expect(answer.body).toEqual({ agentId, token: expect.any(String), control: 'backend', openclawAgentId: 'main', status: 'running' });
     token = answer.body.token;
   });
   afterAll(async () => {

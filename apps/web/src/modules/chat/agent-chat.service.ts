@@ -31,6 +31,7 @@ import {
   resolveGateway,
   scopedSessionKey,
   withGateway,
+  assertTakesTurns,
 } from '../../platform/clients/user-gateway.js';
 
 /** A chat message is at most this long (the 1 MB body limit would allow far more than any agent turn should carry). */
@@ -217,6 +218,7 @@ export async function gatewayChat(
     throw new DomainError('NO_GATEWAY_TOKEN_AVAILABLE');
   }
 
+  assertTakesTurns(target);
   const timeoutMs = deps.config.gateway.chatTimeoutMs;
   const sessionKey = scopedSessionKey(target, input.sessionKey);
   let final: ChatEventPayload | undefined;
@@ -482,6 +484,7 @@ export async function runAgentTurn(
   // OpenClaw's `/v1/chat/completions` names no model in its answer (its `model` echoes the requested agent target,
   // `openclaw/<agent>`), so the turn is recorded with the model the agent's applied configuration runs, read while the
   // agent answers. Null (unknown, priced 0) when it cannot be read: never a default model.
+  assertTakesTurns(target);
   const applied = appliedModelOf(deps, log, user, target);
   const options: RestChatOptions = {
     baseUrl: target.baseUrl,

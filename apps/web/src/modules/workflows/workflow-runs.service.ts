@@ -8,6 +8,7 @@ import {
   resolveGateway,
   scopedSessionKey,
   withGateway,
+  assertTakesTurns,
 } from '../../platform/clients/user-gateway.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { agentTurnUsage, providerKeyWords, usageOfMessage } from '../chat/agent-chat.service.js';
@@ -324,6 +325,7 @@ export async function runWorkflow(
       try {
         target ??= await resolveGateway(deps, user);
         const agent = target;
+        assertTakesTurns(agent);
         let final: ChatEventPayload | undefined;
         const scoped = scopedSessionKey(agent, sessionKey);
         // The socket outlives the turn by a moment, so a slow agent is told as such (chatSend's TIMEOUT), not as a closed socket.

@@ -32,6 +32,11 @@ export interface GatewayTarget {
    */
   openclawAgentId: string | null;
   /**
+   * The host says the agent is stopped. Its gateway may still answer — it runs on for the customer's other agents when
+   * they share it (issue #20) — so turns check it (`assertTakesTurns`); reads of what it has (jobs, history) do not.
+   */
+  stopped: boolean;
+  /**
    * Set when the gateway gives this service's token-only WebSocket no scopes (a container or hosted agent sees it as
    * a remote peer): `withGateway` then makes its calls through the backend, which holds the paired platform device.
    */
@@ -83,6 +88,7 @@ interface BackendToken {
   token: string;
   viaBackend: boolean;
   openclawAgentId: string | null;
+  stopped: boolean;
 }
 
 /** OpenClaw agent ids as OpenClaw writes them (`agents.entries` keys): anything else is not put into a session key. */
@@ -96,7 +102,12 @@ async function backendToken(backend: BackendClient, path: string, user: AuthUser
     if (err instanceof BackendUnavailableError) throw new GatewayUnavailableError('backend-unreachable', 'Backend unreachable');
     throw err;
   }
-  const { token, control, openclawAgentId } = (answer.body ?? {}) as { token?: unknown; control?: unknown; openclawAgentId?: unknown };
+  const { token, control, openclawAgentId, status } = (answer.body ?? {}) as {
+    token?: unknown;
+    control?: unknown;
+    openclawAgentId?: unknown;
+    status?: unknown;
+  };
   if (answer.status !== 200 || typeof token !== 'string' || !token) {
     throw new GatewayUnavailableError('no-token', 'No gateway token available');
   }
@@ -105,6 +116,7 @@ async function backendToken(backend: BackendClient, path: string, user: AuthUser
     token,
     viaBackend: control === 'backend',
     openclawAgentId: typeof openclawAgentId === 'string' && OPENCLAW_AGENT_ID.test(openclawAgentId) ? openclawAgentId : null,
+    stopped: status === 'stopped',
   };
 }
 
@@ -133,7 +145,7 @@ export async function agentGatewayTarget(
   user: AuthUser,
   agent: { id: string; name: string; url: string },
 ): Promise<GatewayTarget> {
-  const { token, viaBackend, openclawAgentId } = await backendToken(
+  const { token, viaBackend, openclawAgentId, stopped } = await backendToken(
     deps.backend,
     `/api/agents/${encodeURIComponent(agent.id)}/token`,
     user,
@@ -147,6 +159,7 @@ export async function agentGatewayTarget(
     agentName: agent.name,
     ownerTag: null,
     openclawAgentId,
+    stopped,
     ...(viaBackend ? { control: { backend: deps.backend, caller: backendCaller(user), agentId: agent.id } } : {}),
   };
 }
@@ -167,6 +180,7 @@ export async function resolveGateway(deps: GatewayDeps, user: AuthUser): Promise
     agentName: null,
     ownerTag: ownerTagFor(user.id),
     openclawAgentId: null,
+    stopped: false,
   };
 }
 
@@ -239,6 +253,15 @@ export function carriesOwnerTag(text: unknown, tag: string): boolean {
 /** `sessions.list` params that keep the listing to the target's agent (OpenClaw filters on `agentId`). */
 export const agentScope = (target: Pick<GatewayTarget, 'openclawAgentId'>): { agentId?: string } =>
   target.openclawAgentId ? { agentId: target.openclawAgentId } : {};
+
+/**
+ * A turn (a chat message, a workflow step, a plugin's call) for a stopped agent is refused in the words a stopped
+ * agent's own gateway gets (`AGENT_NOT_LIVE`), even where its gateway answers because it runs for the customer's other
+ * agents.
+ */
+export function assertTakesTurns(target: Pick<GatewayTarget, 'stopped'>): void {
+  if (target.stopped) throw new DomainError('AGENT_NOT_LIVE', { state: 'stopped' });
+}
 
 /** The REST model target of the target's agent (`openclaw/<id>`), or OpenClaw's default agent on a shared gateway. */
 export const gatewayModel = (target: Pick<GatewayTarget, 'openclawAgentId'>): string =>

@@ -9,6 +9,8 @@ import {
   GatewayUnavailableError,
   gatewayUnavailableError,
   resolveGateway,
+  assertTakesTurns,
+  gatewayModel,
 } from '../../../platform/clients/user-gateway.js';
 import { type GatewayPlugin, type PluginCaller, isAbsent, pluginFailed, pluginUnavailable } from './types.js';
 
@@ -39,6 +41,7 @@ async function anonymousTarget(deps: GatewayDeps, sharedUrl: string): Promise<Ga
     agentName: null,
     ownerTag: null,
     openclawAgentId: null,
+    stopped: false,
   };
 }
 
@@ -85,9 +88,12 @@ export function agentPlugin(deps: GatewayDeps, priceUsd: string | null): Gateway
           if (err instanceof GatewayUnavailableError) throw gatewayUnavailableError(err);
           throw err;
         }
+        assertTakesTurns(target);
         const options: RestChatOptions = {
           baseUrl: target.baseUrl,
           token: target.token,
+          // Named: a gateway the customer's agents share refuses a turn that names none (issue #20).
+          model: gatewayModel(target),
           messages: [{ role: 'user', content: message }],
           timeoutMs: deps.config.gateway.chatTimeoutMs,
           ...(user && sessionKey ? { user: restChatUser(user.id, sessionKey) } : {}),

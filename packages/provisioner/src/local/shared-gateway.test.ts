@@ -1,0 +1,262 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { AgentNotFoundError, type AgentSpec, SharedGatewayError } from '../host.js';
+import { installFakeRuntime } from '../shared/fake-gateway.test-support.js';
+import { LocalAgentHost } from './host.js';
+
+// Customer-scoped gateways (issue #20) against the stand-in OpenClaw speaking its protocol: a customer's later agents
+// join the first one's gateway, each addressed as its own OpenClaw agent, with the lifecycle OpenClaw allows (stop keeps
+// the agent in the roster with its jobs disabled; delete is `agents.delete`). The real gateway: test/e2e/openclaw.real.test.ts.
+
+let work: string;
+let runtime: string;
+const key = randomBytes(32);
+const hosts: LocalAgentHost[] = [];
+
+async function newHost(dataDir?: string): Promise<LocalAgentHost> {
+  const host = new LocalAgentHost({
+    dataDir: dataDir ?? (await mkdtemp(join(work, 'data-'))),
+    encryptionKey: key,
+    runtimes: { '1.0.0': runtime },
+    defaultVersion: '1.0.0',
+    readyPollMs: 50,
+    stopTimeoutMs: 5_000,
+    agentsPerGateway: 3,
+  });
+  hosts.push(host);
+  return host;
+}
+
+let n = 0;
+function spec(userId: string, overrides: Partial<AgentSpec> = {}): AgentSpec {
+  n += 1;
+  return {
+    agentId: `agt_Shared${n}`,
+    userId,
+    plan: 'pro',
+    config: { agents: { defaults: { heartbeat: { every: '30m' } } }, tools: { profile: 'coding' } },
+    gatewayToken: `gw-${n}-${randomBytes(8).toString('hex')}`,
+    ...overrides,
+  };
+}
+
+type Json = Record<string, any>;
+const readJson = async (file: string): Promise<Json> => JSON.parse(await readFile(file, 'utf8')) as Json;
+const stateOf = (host: LocalAgentHost, agentId: string) => host.paths(agentId).state;
+const jobsOf = async (host: LocalAgentHost, gatewayId: string) =>
+  (await readJson(join(stateOf(host, gatewayId), 'cron-jobs.json'))) as unknown as Array<{
+    id: string;
+    agentId?: string;
+    enabled: boolean;
+  }>;
+
+/** A REST turn to one agent of a gateway, as the web sends it; answers the session key the gateway recorded. */
+async function chat(url: string, token: string, openclawAgentId: string, text: string): Promise<string> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-openclaw-session-key': 'web:chat' },
+    body: JSON.stringify({ model: `openclaw/${openclawAgentId}`, messages: [{ role: 'user', content: text }] }),
+  });
+  expect(res.status).toBe(200);
+  return `agent:${openclawAgentId}:web:chat`;
+}
+
+beforeAll(async () => {
+  work = await mkdtemp(join(tmpdir(), 'aop-shared-gw-'));
+  runtime = await installFakeRuntime(join(work, 'rt'), '1.0.0', { gatewayProtocol: true });
+});
+
+afterEach(async () => {
+  await Promise.all(hosts.splice(0).map((host) => host.shutdown()));
+});
+
+afterAll(async () => {
+  await rm(work, { recursive: true, force: true });
+});
+
+describe('customer-scoped gateways (local host)', () => {
+  it("joins a customer's later agent to its running gateway, as an agent of its own; never another customer's", async () => {
+    const host = await newHost();
+    const first = await host.create(spec('usr_a'));
+    const ready = await host.waitUntilReady(first.agentId);
+    expect(ready.openclawAgentId).toBe('main');
+
+    const second = await host.create(spec('usr_a', { llm: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-second', model: 'm2' } }));
+    expect(second.status).toBe('starting');
+    const joined = await host.waitUntilReady(second.agentId, { timeoutMs: 10_000 });
+    // One process: the same gateway, addressed as its own OpenClaw agent.
+    // OpenClaw's agent ids are lowercase: the platform id lowercased.
+    const inGateway = second.agentId.toLowerCase();
+    expect(inGateway).not.toBe(second.agentId);
+    expect(joined).toMatchObject({ status: 'running', openclawAgentId: inGateway, pid: ready.pid, url: ready.url });
+    expect(existsSync(join(host.paths(second.agentId).dir, 'state', 'openclaw.json'))).toBe(false);
+
+    // The gateway's config, as applied (config.apply writes it): an explicit roster, its own workspace, model and key.
+    const config = await readJson(host.paths(first.agentId).config);
+    expect(config.agents.ownership).toBe('explicit');
+    expect(Object.keys(config.agents.entries)).toEqual(['main', inGateway]);
+    expect(config.agents.entries[inGateway]).toMatchObject({
+      workspace: host.paths(second.agentId).workspace,
+      model: { primary: `platform-${inGateway}/m2` },
+      heartbeat: { every: '30m' },
+      tools: { profile: 'coding' },
+    });
+    expect(config.models.providers[`platform-${inGateway}`].apiKey).toMatchObject({
+      source: 'file',
+      id: `/members/${inGateway}/llmApiKey`,
+    });
+    expect(config.tools).toMatchObject({ agentToAgent: { enabled: false }, sessions: { visibility: 'agent' } });
+    expect(JSON.stringify(config)).not.toContain('sk-second');
+    const applies = (await readFile(join(stateOf(host, first.agentId), 'config-applies.jsonl'), 'utf8')).trim().split('\n');
+    expect(applies).toHaveLength(1);
+
+    // The owner reaches the new agent with the token the platform hands out for it (the gateway's), in its own sessions.
+    const token = (await host.spec(second.agentId)).gatewayToken;
+    expect(token).toBe((await host.spec(first.agentId)).gatewayToken);
+    const key = await chat(joined.url as string, token, joined.openclawAgentId, 'hello second');
+    const sessions = await readJson(join(stateOf(host, first.agentId), 'fake-sessions.json'));
+    expect(Object.keys(sessions)).toEqual([key]);
+
+    // Another customer's agent, and one with variables of its own, get gateways of their own.
+    const other = await host.waitUntilReady((await host.create(spec('usr_b'))).agentId);
+    const withEnv = await host.waitUntilReady((await host.create(spec('usr_a', { agentEnv: { AOP_AGENT_WALLET_KEY: '0xabc' } }))).agentId);
+    expect(other.openclawAgentId).toBe('main');
+    expect(withEnv.openclawAgentId).toBe('main');
+    expect(new Set([ready.pid, other.pid, withEnv.pid]).size).toBe(3);
+    expect((await host.list()).map((agent) => agent.agentId).sort()).toEqual(
+      [first.agentId, second.agentId, other.agentId, withEnv.agentId].sort(),
+    );
+  });
+
+  it('stops a member by disabling its jobs and heartbeat (the gateway runs on), and starts it by enabling them again', async () => {
+    const host = await newHost();
+    const first = await host.waitUntilReady((await host.create(spec('usr_c'))).agentId);
+    const member = (await host.create(spec('usr_c'))).agentId;
+    await host.waitUntilReady(member);
+    const inGateway = member.toLowerCase();
+    const jobsFile = join(stateOf(host, first.agentId), 'cron-jobs.json');
+    await writeFile(
+      jobsFile,
+      JSON.stringify([
+        { id: 'j-main', agentId: 'main', enabled: true },
+        { id: 'j-member', agentId: inGateway, enabled: true },
+        { id: 'j-member-off', agentId: inGateway, enabled: false },
+        { id: `skill-collection-review-${inGateway}`, agentId: inGateway, enabled: true, system: true },
+      ]),
+    );
+
+    const stopped = await host.stop(member);
+    expect(stopped.status).toBe('stopped');
+    expect(await host.status(first.agentId)).toMatchObject({ status: 'running', pid: first.pid });
+    expect(Object.fromEntries((await jobsOf(host, first.agentId)).map((job) => [job.id, job.enabled]))).toEqual({
+      'j-main': true,
+      'j-member': false,
+      'j-member-off': false,
+      [`skill-collection-review-${inGateway}`]: true, // system-owned: OpenClaw refuses changes
+    });
+    expect((await readJson(host.paths(first.agentId).config)).agents.entries[inGateway].heartbeat).toEqual({ every: '0m' });
+    expect(await host.health(member)).toMatchObject({ live: false, ready: false });
+    expect(await host.logs(member)).toEqual(
+      expect.arrayContaining([expect.stringContaining(`agent ${inGateway} is stopped: 1 job(s) disabled`)]),
+    );
+
+    const started = await host.start(member);
+    expect(started).toMatchObject({ status: 'running', pid: first.pid });
+    // Only what the stop disabled is enabled again.
+    expect(Object.fromEntries((await jobsOf(host, first.agentId)).map((job) => [job.id, job.enabled]))).toMatchObject({
+      'j-member': true,
+      'j-member-off': false,
+    });
+    expect((await readJson(host.paths(first.agentId).config)).agents.entries[inGateway].heartbeat).toEqual({ every: '30m' });
+  });
+
+  it('keeps the gateway for its members when the first agent stops; stops it when nobody wants it; restores it all', async () => {
+    const host = await newHost();
+    const first = await host.waitUntilReady((await host.create(spec('usr_d'))).agentId);
+    const member = (await host.create(spec('usr_d'))).agentId;
+    await host.waitUntilReady(member);
+    await writeFile(join(stateOf(host, first.agentId), 'cron-jobs.json'), JSON.stringify([{ id: 'j-main', enabled: true }]));
+
+    expect((await host.stop(first.agentId)).status).toBe('stopped');
+    expect(await host.status(member)).toMatchObject({ status: 'running', pid: first.pid });
+    expect((await jobsOf(host, first.agentId))[0]?.enabled).toBe(false);
+    expect((await readJson(host.paths(first.agentId).config)).agents.entries.main.heartbeat).toEqual({ every: '0m' });
+
+    // The last agent that wanted it stops: the process goes; the member's start brings it back, the first stays stopped.
+    await host.stop(member);
+    expect((await host.status(first.agentId)).pid).toBeNull();
+    const woken = await host.start(member);
+    expect(woken.status).toBe('starting');
+    const back = await host.waitUntilReady(member);
+    expect(back.pid).not.toBe(first.pid);
+    expect((await host.status(first.agentId)).status).toBe('stopped');
+
+    // A new host on the same data (a platform restart): the gateway, its member and the first agent's stop come back.
+    const dataDir = join(host.agentsDir, '..');
+    await host.shutdown();
+    const again = await newHost(dataDir);
+    await again.restore();
+    const restored = await again.waitUntilReady(member);
+    expect(restored).toMatchObject({ status: 'running', openclawAgentId: member.toLowerCase() });
+    expect((await again.status(first.agentId)).status).toBe('stopped');
+    expect(Object.keys((await readJson(again.paths(first.agentId).config)).agents.entries)).toEqual(['main', member.toLowerCase()]);
+    await again.start(first.agentId);
+    expect(await again.status(first.agentId)).toMatchObject({ status: 'running', pid: restored.pid });
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the start enables its jobs once the roster is applied
+    expect((await jobsOf(again, first.agentId))[0]?.enabled).toBe(true);
+  });
+
+  it('deletes a member with agents.delete; a deleted first agent leaves the gateway to its members until the last goes', async () => {
+    const host = await newHost();
+    const first = await host.waitUntilReady((await host.create(spec('usr_e'))).agentId);
+    const a = (await host.create(spec('usr_e'))).agentId;
+    const b = (await host.create(spec('usr_e'))).agentId;
+    await host.waitUntilReady(a);
+    await host.waitUntilReady(b);
+    const gatewayState = stateOf(host, first.agentId);
+
+    await host.delete(a);
+    expect((await readFile(join(gatewayState, 'agents-deleted.jsonl'), 'utf8')).trim()).toBe(
+      JSON.stringify({ agentId: a.toLowerCase(), deleteFiles: true }),
+    );
+    expect(existsSync(host.paths(a).dir)).toBe(false);
+    await expect(host.status(a)).rejects.toBeInstanceOf(AgentNotFoundError);
+    expect((await host.status(b)).status).toBe('running');
+
+    // The first agent is deleted: its memory goes (a restart of the gateway), the gateway stays for b.
+    await writeFile(join(host.paths(first.agentId).workspace, 'MEMORY.md'), 'first agent notes');
+    await host.delete(first.agentId);
+    await expect(host.status(first.agentId)).rejects.toBeInstanceOf(AgentNotFoundError);
+    expect((await host.list()).map((agent) => agent.agentId)).toEqual([b]);
+    expect(existsSync(join(host.paths(first.agentId).workspace, 'MEMORY.md'))).toBe(false);
+    expect((await host.waitUntilReady(b)).status).toBe('running');
+
+    await host.delete(b);
+    expect(existsSync(host.paths(first.agentId).dir)).toBe(false);
+    expect(await host.list()).toEqual([]);
+  });
+
+  it("applies a member's configuration to its entry at once; refuses what needs a process of its own", async () => {
+    const host = await newHost();
+    const first = await host.waitUntilReady((await host.create(spec('usr_f'))).agentId);
+    const member = (await host.create(spec('usr_f'))).agentId;
+    await host.waitUntilReady(member);
+    await host.configure(member, {
+      llm: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-new', model: 'm3' },
+      config: { agents: { defaults: { heartbeat: { every: '2h' } } }, tools: { profile: 'messaging' } },
+    });
+    const entry = (await readJson(host.paths(first.agentId).config)).agents.entries[member.toLowerCase()];
+    expect(entry).toMatchObject({
+      model: { primary: `platform-${member.toLowerCase()}/m3` },
+      heartbeat: { every: '2h' },
+      tools: { profile: 'messaging' },
+    });
+    expect((await host.status(first.agentId)).pid).toBe(first.pid); // hot: no restart
+    await expect(host.configure(member, { agentEnv: { AOP_AGENT_WALLET_KEY: '0x1' } })).rejects.toBeInstanceOf(SharedGatewayError);
+    await expect(host.configure(member, { channelTokens: { telegram: '1:x' } })).rejects.toBeInstanceOf(SharedGatewayError);
+  });
+});

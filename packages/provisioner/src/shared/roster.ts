@@ -1,0 +1,166 @@
+import type { GatewayConnection } from '@aop/gateway-client';
+import { OWN_GATEWAY_AGENT_ID, type LlmSpec } from '../host.js';
+import { LLM_PROVIDER_ID, SECRET_FILE_PROVIDER } from './openclaw-config.js';
+
+/**
+ * Customer-scoped gateways: one OpenClaw gateway holding several of one customer's agents, each an isolated OpenClaw
+ * agent (`agents.entries.<id>`, its own workspace and session store). The gateway's first agent is OpenClaw's `main`;
+ * every later one joins under its platform id. What is written into the gateway's config for them, and what is asked
+ * of the gateway over its protocol when one stops, starts again or leaves. Measured with the pinned OpenClaw:
+ * docs/decisions.md "Customer-scoped gateways".
+ */
+
+/**
+ * A platform agent's id inside a gateway it joined: the platform id lowercased, as OpenClaw normalizes every agent id
+ * (`normalizeAgentIdStrict`): its roster key, its sessions' `agent:<id>:` and its jobs' `agentId` are in this form.
+ */
+export const openclawAgentIdOf = (agentId: string): string => agentId.toLowerCase();
+
+/** A platform agent that joined another agent's gateway. */
+export interface RosterMember {
+  /** Its OpenClaw agent id (`openclawAgentIdOf`). */
+  id: string;
+  /** Its own workspace directory. */
+  workspace: string;
+  /** Its own model and key, when it has one: a provider of its own in the gateway's config. */
+  llm?: LlmSpec | null;
+  /** Its stored configuration (spec §2.2): the per-agent part (model, heartbeat, tools profile) goes into its entry. */
+  config: Record<string, unknown>;
+  /** Stopped by request: its heartbeat is off and its jobs are disabled (`quietAgentJobs`); the platform refuses its chat. */
+  stopped: boolean;
+}
+
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A member's LLM provider id in the gateway's config (the first agent's is `platform`). */
+export const memberProviderId = (id: string) => `${LLM_PROVIDER_ID}-${id}`;
+
+/** Where a member's LLM key is in the gateway's secret file (a JSON pointer). */
+const memberKeyPointer = (id: string) => `/members/${id.replace(/~/g, '~0').replace(/\//g, '~1')}/llmApiKey`;
+
+/** The secret file's part for the members: each member's LLM key under `/members/<id>/llmApiKey`. */
+export function rosterSecrets(members: readonly RosterMember[]): { members?: Record<string, { llmApiKey: string }> } {
+  const keyed = members.filter((member) => member.llm);
+  if (keyed.length === 0) return {};
+  return { members: Object.fromEntries(keyed.map((member) => [member.id, { llmApiKey: (member.llm as LlmSpec).apiKey }])) };
+}
+
+/** A heartbeat block that runs nothing (OpenClaw: `every: "0m"` disables the recurring cadence). */
+const NO_HEARTBEAT = { every: '0m' };
+
+/**
+ * Adds the members to a gateway's config built for its first agent (`buildOpenClawConfig`, secrets in a file): an
+ * explicit roster (`agents.ownership: "explicit"`, OpenClaw refuses a roster of several agents without it), `main`
+ * listed too (else OpenClaw reads the write as dropping it), each member's entry with its workspace, model, heartbeat
+ * and tools profile. Once one entry has a heartbeat block only those agents run heartbeats, so `main` gets its own (the
+ * defaults' cadence, or none while it is stopped). Agents do not reach each other's sessions: cross-agent session tools
+ * off, session visibility narrowed to the agent. Without members the config is left as it was (a gateway of one).
+ */
+export function applyRoster(config: Json, members: readonly RosterMember[], options: { mainStopped: boolean }): Json {
+  if (members.length === 0) return config;
+  const agents = isObject(config.agents) ? config.agents : {};
+  config.agents = agents;
+  const defaults = isObject(agents.defaults) ? agents.defaults : {};
+  agents.ownership = 'explicit';
+  const main: Json = { heartbeat: options.mainStopped ? NO_HEARTBEAT : isObject(defaults.heartbeat) ? defaults.heartbeat : {} };
+  const entries: Json = { [OWN_GATEWAY_AGENT_ID]: main };
+  const models = isObject(config.models) ? config.models : { mode: 'merge' };
+  const providers = isObject(models.providers) ? models.providers : {};
+  for (const member of members) {
+    const own = isObject(member.config.agents) && isObject(member.config.agents.defaults) ? member.config.agents.defaults : {};
+    const entry: Json = {
+      workspace: member.workspace,
+      heartbeat: member.stopped ? NO_HEARTBEAT : isObject(own.heartbeat) ? own.heartbeat : {},
+    };
+    if (member.llm) {
+      providers[memberProviderId(member.id)] = memberProvider(member.id, member.llm);
+      entry.model = { primary: `${memberProviderId(member.id)}/${member.llm.model}` };
+    } else if (own.model !== undefined) entry.model = own.model;
+    const profile = isObject(member.config.tools) ? member.config.tools.profile : undefined;
+    if (typeof profile === 'string') entry.tools = { profile };
+    entries[member.id] = entry;
+  }
+  agents.entries = entries;
+  if (Object.keys(providers).length > 0) {
+    models.providers = providers;
+    config.models = models;
+  }
+  const tools = isObject(config.tools) ? config.tools : {};
+  config.tools = tools;
+  tools.agentToAgent = { ...(isObject(tools.agentToAgent) ? tools.agentToAgent : {}), enabled: false };
+  const sessions = isObject(tools.sessions) ? tools.sessions : {};
+  if (sessions.visibility === undefined || sessions.visibility === 'all' || sessions.visibility === 'tree') sessions.visibility = 'agent';
+  tools.sessions = sessions;
+  return config;
+}
+
+/** A member's own OpenAI-compatible provider: the first agent's shape, its key a SecretRef into the secret file. */
+function memberProvider(id: string, llm: LlmSpec): Json {
+  return {
+    baseUrl: llm.baseUrl,
+    apiKey: { source: 'file', provider: SECRET_FILE_PROVIDER, id: memberKeyPointer(id) },
+    api: 'openai-completions',
+    models: [
+      {
+        id: llm.model,
+        name: llm.model,
+        reasoning: false,
+        input: ['text'],
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+        contextWindow: llm.contextWindow ?? 128_000,
+        maxTokens: llm.maxTokens ?? 4_096,
+      },
+    ],
+  };
+}
+
+interface CronJobRow {
+  id?: unknown;
+  agentId?: unknown;
+  enabled?: unknown;
+}
+
+const opts = { timeoutMs: 15_000 };
+
+/**
+ * Disables an agent's enabled cron jobs, for a stop that keeps the agent in its gateway (a roster removal would delete
+ * its jobs, and adding it back restarts the gateway under its siblings). Returns the ids it disabled, for
+ * `resumeAgentJobs`. OpenClaw's own system jobs (e.g. its skill review) refuse changes: they keep their schedule.
+ */
+export async function quietAgentJobs(conn: GatewayConnection, agentId: string): Promise<{ disabled: string[]; kept: string[] }> {
+  // OpenClaw lists at most 200 jobs a call; a gateway of one customer's agents holds far fewer.
+  const listed = await conn.request<{ jobs?: CronJobRow[] }>('cron.list', { includeDisabled: false, limit: 200 }, opts);
+  const disabled: string[] = [];
+  const kept: string[] = [];
+  for (const job of listed.jobs ?? []) {
+    if (typeof job.id !== 'string' || job.enabled === false) continue;
+    if ((job.agentId ?? OWN_GATEWAY_AGENT_ID) !== agentId) continue;
+    try {
+      await conn.request('cron.update', { id: job.id, patch: { enabled: false } }, opts);
+      disabled.push(job.id);
+    } catch {
+      kept.push(job.id);
+    }
+  }
+  return { disabled, kept };
+}
+
+/** Enables again the jobs `quietAgentJobs` disabled (those still there: the owner may have removed some meanwhile). */
+export async function resumeAgentJobs(conn: GatewayConnection, ids: readonly string[]): Promise<string[]> {
+  const resumed: string[] = [];
+  for (const id of ids) {
+    try {
+      await conn.request('cron.update', { id, patch: { enabled: true } }, opts);
+      resumed.push(id);
+    } catch {
+      // removed since
+    }
+  }
+  return resumed;
+}
+
+/** Takes a member out of its gateway, its sessions and files with it (`agents.delete`, hot; OpenClaw drops its jobs). */
+export async function leaveGateway(conn: GatewayConnection, agentId: string): Promise<void> {
+  await conn.request('agents.delete', { agentId, deleteFiles: true }, { timeoutMs: 30_000 });
+}

@@ -1,0 +1,110 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LocalAgentHost } from '@aop/provisioner';
+import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import { type FakeLlm, request, startFakeLlm } from '@aop/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
+import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
+
+const SHARED = { INTERNAL_API_KEY: 'internal-key-for-shared-gateways', HMAC_SECRET: 'hmac-secret-for-shared-gateways' };
+
+// Issue #20, customer-scoped gateways through the web (spec §4.4 chat, §4.15 lifecycle): a customer's two agents in one
+// gateway (the stand-in OpenClaw, which routes a turn by its `model: openclaw/<id>` and answers with that agent's own
+// model), each chatted with by its own id, each with its own key; a stopped one is refused in words although its
+// gateway runs on for the other. The real gateway: test/e2e/openclaw.real.test.ts.
+describe("a customer's agents sharing one gateway, through the web", () => {
+  let work: string;
+  let llm: FakeLlm;
+  let host: LocalAgentHost;
+  let backend: TestBackend;
+  let web: TestWeb;
+  let owner: { cookie: string; userId: string };
+  let first: string;
+  let second: string;
+  const api = (path: string, init: { method?: string; json?: unknown } = {}) =>
+    request(`${web.url}${path}`, { ...init, headers: { cookie: owner.cookie } });
+
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), 'aop-shared-gateway-'));
+    llm = await startFakeLlm();
+    host = new LocalAgentHost({
+      dataDir: join(work, 'data'),
+      encryptionKey: randomBytes(32),
+      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0', { gatewayProtocol: true, callModel: true }) },
+      defaultVersion: '1.0.0',
+      readyPollMs: 50,
+      stopTimeoutMs: 5_000,
+      agentsPerGateway: 4,
+    });
+    backend = await startBackend({ ...SHARED, OPENAI_BASE_URL: llm.url }, { host });
+    web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
+    owner = await web.signIn({ isAdmin: true });
+    const provision = async (name: string, apiKey: string) => {
+      const res = await api('/api/provision', { json: { name, autoProvision: true, aiProvider: 'openai', apiKey } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      await host.waitUntilReady(res.body.agentId);
+      return res.body.agentId as string;
+    };
+    first = await provision('First', 'sk-first');
+    second = await provision('Second', 'sk-second');
+  });
+  afterAll(async () => {
+    await web?.close();
+    await backend?.close();
+    await host?.shutdown();
+    await llm?.close();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  it('provisions the second agent into the first one’s gateway', async () => {
+    const [a, b] = await Promise.all([host.status(first), host.status(second)]);
+    expect(b).toMatchObject({ status: 'running', pid: a.pid, url: a.url, openclawAgentId: second.toLowerCase() });
+    const agents = (await api('/api/agents')).body.agents as { id: string; url?: string }[];
+    expect(agents.map((agent) => agent.id).sort()).toEqual([first, second].sort());
+  });
+
+  it('chats with each agent by its id, each turn in its own sessions and on its own key', async () => {
+    for (const [agentId, text, key] of [
+      [first, 'to the first', 'sk-first'],
+      [second, 'to the second', 'sk-second'],
+    ] as const) {
+      const res = await api('/api/chat', { json: { message: text, agentId } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body).toMatchObject({ success: true, agentId });
+      const turn = llm.chatRequests().findLast((r) => JSON.stringify(r.body).includes(text));
+      expect(turn?.headers.authorization).toBe(`Bearer ${key}`);
+    }
+    // The gateway recorded each turn under its agent (`agent:<id>:…`).
+    const sessions = JSON.parse(await readFile(join(host.paths(first).state, 'fake-sessions.json'), 'utf8')) as Record<
+      string,
+      { messages: string[] }
+    >;
+    const keysWith = (text: string) => Object.keys(sessions).filter((key) => sessions[key]?.messages.includes(text));
+    expect(keysWith('to the first').every((key) => key.startsWith('agent:main:'))).toBe(true);
+    expect(keysWith('to the second').every((key) => key.startsWith(`agent:${second.toLowerCase()}:`))).toBe(true);
+    expect(keysWith('to the second')).toHaveLength(1);
+  });
+
+  it('refuses a stopped agent’s chat in words while its gateway runs on for the other', async () => {
+    const { pid } = await host.status(first);
+    const stopped = await api(`/api/agents/${second}/stop`, { method: 'POST' });
+    expect(stopped.status, JSON.stringify(stopped.body)).toBe(200);
+    expect(stopped.body).toMatchObject({ state: 'stopped' });
+    const refused = await api('/api/chat', { json: { message: 'are you there?', agentId: second } });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toEqual({ error: 'The agent is stopped: start it to chat' });
+    expect(llm.chatRequests().some((r) => JSON.stringify(r.body).includes('are you there?'))).toBe(false);
+    // The other agent answers in the same process; the stopped one's jobs can still be read.
+    expect((await api('/api/chat', { json: { message: 'still here?', agentId: first } })).status).toBe(200);
+    expect((await host.status(first)).pid).toBe(pid);
+    expect(await host.status(second)).toMatchObject({ status: 'stopped', pid: null });
+    expect((await api(`/api/cron?agentId=${second}`)).status).toBe(200);
+
+    const started = await api(`/api/agents/${second}/start`, { method: 'POST' });
+    expect(started.body).toMatchObject({ state: 'live' });
+    expect((await api('/api/chat', { json: { message: 'back again', agentId: second } })).status).toBe(200);
+  });
+});
