@@ -64,6 +64,9 @@ describe("a customer's agents sharing one gateway, through the web", () => {
     expect(b).toMatchObject({ status: 'running', pid: a.pid, url: a.url, openclawAgentId: second.toLowerCase() });
     const agents = (await api('/api/agents')).body.agents as { id: string; url?: string }[];
     expect(agents.map((agent) => agent.id).sort()).toEqual([first, second].sort());
+    // The agent's state says whom it shares its gateway with (the dashboard's Lifecycle tab names them).
+    expect((await api(`/api/agents/${first}/health`)).body).toMatchObject({ state: 'live', sharesGatewayWith: [second] });
+    expect((await api(`/api/agents/${second}/health`)).body).toMatchObject({ state: 'live', sharesGatewayWith: [first] });
   });
 
   it('chats with each agent by its id, each turn in its own sessions and on its own key', async () => {

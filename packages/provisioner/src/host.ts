@@ -60,6 +60,12 @@ export interface AgentState {
    * routes each call to the right one. `main`, OpenClaw's default agent, for an agent with a gateway of its own.
    */
   openclawAgentId: string;
+  /**
+   * The other platform agents in the same gateway (customer-scoped gateways, the local host): its restart, update,
+   * repair and memory reset restart them too, and they share its token, devices and sleep. Absent or empty: a gateway
+   * of its own.
+   */
+  sharesGatewayWith?: string[];
   status: AgentStatus;
   /** OpenClaw version the agent runs (or will run on its next start). */
   version: string;

@@ -5010,6 +5010,7 @@ export interface paths {
                   state: 'provisioning' | 'starting' | 'live' | 'degraded' | 'stopping' | 'stopped' | 'failed' | 'updating' | 'hibernated';
                   reason: string;
                   actions: ('start' | 'stop' | 'restart' | 'update' | 'repair' | 'reset-memory')[];
+                  sharesGatewayWith: string[];
                   at: string;
                 }
               | {
@@ -6472,6 +6473,8 @@ export interface paths {
               ready: boolean | null;
               /** @description what `/readyz` reports as failing */
               failing: string[];
+              /** @description the caller’s other agents in the same gateway (issue #20): a restart, update, repair or memory reset restarts them too; empty for a gateway of its own */
+              sharesGatewayWith: string[];
               /** @description `host`: derived by the backend from its host; `gateway`: no host knows the agent, derived from its record and gateway */
               source: 'host' | 'gateway';
               checkedAt: string;

@@ -307,6 +307,8 @@ export interface AgentLifecycleView extends AgentStateView {
   /** `/readyz` answered ready; null when there was no process to ask or the gateway did not answer. */
   ready: boolean | null;
   failing: string[];
+  /** The caller's other agents in the same gateway (customer-scoped gateways); empty for a gateway of its own. */
+  sharesGatewayWith: string[];
 }
 
 /**
@@ -331,5 +333,13 @@ export async function agentLifecycleState(
     lastError: state?.lastError ?? null,
     failing: health?.failing ?? [],
   });
-  return { agentId: row.id, ...view, host: state?.status ?? null, live: health?.live ?? false, ready, failing: health?.failing ?? [] };
+  return {
+    agentId: row.id,
+    ...view,
+    host: state?.status ?? null,
+    live: health?.live ?? false,
+    ready,
+    failing: health?.failing ?? [],
+    sharesGatewayWith: state?.sharesGatewayWith ?? [],
+  };
 }

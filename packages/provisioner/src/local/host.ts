@@ -1040,6 +1040,7 @@ export class LocalAgentHost implements AgentHost {
       agentId: member.record.agentId,
       userId: member.record.userId,
       openclawAgentId: openclawAgentIdOf(member.record.agentId),
+      sharesGatewayWith: gateway ? this.sharingWith(gateway, member) : [],
       status: follows ? (gateway?.status ?? 'error') : member.status,
       restarts: follows ? base.restarts : 0,
       lastError: follows ? (gateway ? base.lastError : 'Its gateway is gone') : member.lastError,
@@ -1642,9 +1643,15 @@ export class LocalAgentHost implements AgentHost {
 
   private snapshot(agent: Agent): AgentState {
     if (agent.record.gatewayOf !== undefined) return this.memberSnapshot(agent);
-    const state = this.processSnapshot(agent);
+    const state = { ...this.processSnapshot(agent), sharesGatewayWith: this.sharingWith(agent, agent) };
     // The first agent of a gateway running on for its members: stopped, whatever its process does.
     return agent.record.agentStopped ? { ...state, status: 'stopped' } : state;
+  }
+
+  /** The other platform agents of `gateway` than `self` (its first agent unless deleted, and its members). */
+  private sharingWith(gateway: Agent, self: Agent): string[] {
+    const first = gateway.record.retired ? [] : [gateway];
+    return [...first, ...this.membersOf(gateway)].filter((agent) => agent !== self).map((agent) => agent.record.agentId);
   }
 
   /** The agent's process as it stands. */

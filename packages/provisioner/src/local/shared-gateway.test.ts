@@ -127,6 +127,10 @@ describe('customer-scoped gateways (local host)', () => {
     expect(other.openclawAgentId).toBe('main');
     expect(withEnv.openclawAgentId).toBe('main');
     expect(new Set([ready.pid, other.pid, withEnv.pid]).size).toBe(3);
+    // Each says whom it shares its gateway with; the others share with nobody.
+    expect((await host.status(first.agentId)).sharesGatewayWith).toEqual([second.agentId]);
+    expect((await host.status(second.agentId)).sharesGatewayWith).toEqual([first.agentId]);
+    expect(other.sharesGatewayWith).toEqual([]);
     expect((await host.list()).map((agent) => agent.agentId).sort()).toEqual(
       [first.agentId, second.agentId, other.agentId, withEnv.agentId].sort(),
     );
@@ -218,6 +222,9 @@ describe('customer-scoped gateways (local host)', () => {
     await host.waitUntilReady(a);
     await host.waitUntilReady(b);
     const gatewayState = stateOf(host, first.agentId);
+    // An agent-less system job, as OpenClaw keeps them: its owner is the first agent (the roster says so).
+    await writeFile(join(gatewayState, 'cron-jobs.json'), JSON.stringify([{ id: 'system', enabled: true, system: true }]));
+    expect((await readJson(host.paths(first.agentId).config)).agents.defaults.systemAgent).toEqual({ agentId: 'main' });
 
     await host.delete(a);
     expect((await readFile(join(gatewayState, 'agents-deleted.jsonl'), 'utf8')).trim()).toBe(

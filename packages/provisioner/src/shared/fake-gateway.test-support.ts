@@ -272,6 +272,10 @@ const methods = {
   'agents.delete': (params) => {
     const cfg = JSON.parse(readConfigText());
     if (!cfg.agents?.entries?.[params.agentId]) throw { code: 'NOT_FOUND', message: 'unknown agent ' + params.agentId };
+    // Like OpenClaw: in an explicit roster, agent-less jobs need an owner (agents.defaults.systemAgent.agentId).
+    if (cfg.agents.ownership === 'explicit' && !cfg.agents.defaults?.systemAgent?.agentId && readJson(cronFile, []).some((job) => !job.agentId)) {
+      throw { code: 'INVALID_REQUEST', message: 'Agent-less cron job has no resolvable owner. Pass --agent <id> when creating or editing the job, or set agents.defaults.systemAgent.agentId.' };
+    }
     delete cfg.agents.entries[params.agentId];
     writeFileSync(process.env.OPENCLAW_CONFIG_PATH, JSON.stringify({ ...cfg, meta: { lastTouchedVersion: version } }, null, 2));
     writeFileSync(cronFile, JSON.stringify(readJson(cronFile, []).filter((job) => job.agentId !== params.agentId)));

@@ -54,7 +54,7 @@ const NO_HEARTBEAT = { every: '0m' };
  * explicit roster (`agents.ownership: "explicit"`, OpenClaw refuses a roster of several agents without it), `main`
  * listed too (else OpenClaw reads the write as dropping it), each member's entry with its workspace, model, heartbeat
  * and tools profile. Once one entry has a heartbeat block only those agents run heartbeats, so `main` gets its own (the
- * defaults' cadence, or none while it is stopped). Agents do not reach each other's sessions: cross-agent session tools
+ * defaults' cadence, or none while it is stopped); agent-less jobs and the ambient heartbeat are `main`'s. Agents do not reach each other's sessions: cross-agent session tools
  * off, session visibility narrowed to the agent. Without members the config is left as it was (a gateway of one).
  */
 export function applyRoster(config: Json, members: readonly RosterMember[], options: { mainStopped: boolean }): Json {
@@ -62,8 +62,15 @@ export function applyRoster(config: Json, members: readonly RosterMember[], opti
   const agents = isObject(config.agents) ? config.agents : {};
   config.agents = agents;
   const defaults = isObject(agents.defaults) ? agents.defaults : {};
+  agents.defaults = defaults;
   agents.ownership = 'explicit';
-  const main: Json = { heartbeat: options.mainStopped ? NO_HEARTBEAT : isObject(defaults.heartbeat) ? defaults.heartbeat : {} };
+  // What has no agent of its own (OpenClaw's agent-less system jobs, the ambient heartbeat) stays the first agent's, as
+  // OpenClaw writes it itself when a roster becomes explicit: without it, its next check of the jobs (e.g. at
+  // `agents.delete`) fails with "Agent-less cron job has no resolvable owner".
+  defaults.systemAgent = { ...(isObject(defaults.systemAgent) ? defaults.systemAgent : {}), agentId: OWN_GATEWAY_AGENT_ID };
+  if (isObject(defaults.heartbeat)) defaults.heartbeat = { ...defaults.heartbeat, agentId: OWN_GATEWAY_AGENT_ID };
+  // `{}`: the defaults' heartbeat (an entry's block merges over them).
+  const main: Json = { heartbeat: options.mainStopped ? NO_HEARTBEAT : {} };
   const entries: Json = { [OWN_GATEWAY_AGENT_ID]: main };
   const models = isObject(config.models) ? config.models : { mode: 'merge' };
   const providers = isObject(models.providers) ? models.providers : {};

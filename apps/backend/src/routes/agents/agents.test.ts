@@ -175,6 +175,7 @@ describe('backend agents and deployments', () => {
       live: true,
       ready: true,
       failing: [],
+      sharesGatewayWith: [],
     });
     await call('usr_a', 'POST', '/agents/agt_alpha/stop');
     // A stopped agent says so: no probe of a gateway that is not there, no "degraded".

@@ -1,10 +1,12 @@
 import { type AgentAction, actionBlockedReason } from '@aop/core/agent-state';
 import { useState } from 'react';
+import { Link } from 'wouter';
 import { ApiError, client, errorMessage, request } from '../../api.js';
 import type { LifecycleAnswer } from '../../api-types.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { Loading } from '../../components/states.js';
 import { StatusBadge } from '../../components/status-badge.js';
+import { useApi } from '../../use-api.js';
 import { formatTime, type useAgentState } from './shared.js';
 
 type Action = AgentAction;
@@ -78,6 +80,10 @@ export function LifecycleTab({
   const [version, setVersion] = useState('');
   const [versionError, setVersionError] = useState<string>();
   const current = live.state;
+  // Agents that share this one's gateway (issue #20), by name when the list has them.
+  const companions = current?.sharesGatewayWith ?? [];
+  const agents = useApi(companions.length > 0 ? '/api/agents' : null);
+  const nameOf = (id: string) => agents.data?.agents.find((a) => a.id === id)?.name ?? id;
 
   const run = async (action: Action, label: string) => {
     const wanted = version.trim();
@@ -139,6 +145,19 @@ export function LifecycleTab({
               <dt>Agent</dt>
               <dd className="mono">{agentId}</dd>
             </div>
+            {companions.length > 0 ? (
+              <div>
+                <dt>Shares its gateway with</dt>
+                <dd>
+                  {companions.map((id, i) => (
+                    <span key={id}>
+                      {i > 0 ? ', ' : null}
+                      <Link href={`/agents/${id}`}>{nameOf(id)}</Link>
+                    </span>
+                  ))}
+                </dd>
+              </div>
+            ) : null}
           </dl>
         ) : (
           <Loading label="Checking the agent…" />
@@ -152,6 +171,13 @@ export function LifecycleTab({
 
       <section aria-labelledby="actions-heading" className="stack">
         <h2 id="actions-heading">Actions</h2>
+        {companions.length > 0 ? (
+          <p className="hint" id="shared-gateway-note">
+            This agent runs in one gateway with{' '}
+            {companions.length === 1 ? 'another of your agents' : `${companions.length} other agents of yours`}: Restart, Update, Repair and
+            Reset memory restart that gateway, so they pause too (about 20 seconds). Start and Stop are this agent’s alone.
+          </p>
+        ) : null}
         <div>
           <label htmlFor="update-version">Version for update</label>
           <input

@@ -54,7 +54,15 @@ export function useAgentState(agentId: string): {
             (event) => {
               if (event.event !== 'status') return;
               const data = eventData(event) as AgentStatusEvent;
-              setState({ state: data.state, reason: data.reason, actions: data.actions, live: data.live, ready: data.ready, at: data.at });
+              setState({
+                state: data.state,
+                reason: data.reason,
+                actions: data.actions,
+                live: data.live,
+                ready: data.ready,
+                sharesGatewayWith: data.sharesGatewayWith ?? [],
+                at: data.at,
+              });
               setError(undefined);
             },
             stop.signal,
@@ -70,14 +78,16 @@ export function useAgentState(agentId: string): {
     return () => stop.abort();
   }, [agentId]);
   const adopt = useCallback((next: Pick<AgentStateNow, 'state' | 'reason' | 'actions'> & { live: boolean; ready: boolean | null }) => {
-    setState({
+    // An action's answer says nothing of the agent's gateway companions: the last event's stand until the next one.
+    setState((prev) => ({
       state: next.state,
       reason: next.reason,
       actions: next.actions,
       live: next.live,
       ready: next.ready === true,
+      sharesGatewayWith: prev?.sharesGatewayWith ?? [],
       at: new Date().toISOString(),
-    });
+    }));
   }, []);
   return { state, error, adopt };
 }
@@ -90,5 +100,7 @@ export interface AgentStateNow {
   live: boolean;
   /** The gateway answered `/readyz` ready. */
   ready: boolean;
+  /** The user's other agents in the same gateway (issue #20): a restart of this one restarts them too. */
+  sharesGatewayWith: string[];
   at: string;
 }

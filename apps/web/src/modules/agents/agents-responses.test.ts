@@ -191,6 +191,7 @@ describe('agent answers', () => {
       live: true,
       ready: true,
       failing: [],
+      sharesGatewayWith: [],
       source: 'gateway',
       checkedAt: expect.any(String),
     });

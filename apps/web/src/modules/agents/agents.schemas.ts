@@ -126,6 +126,10 @@ export const AgentHealthView = Type.Object({
   live: Type.Boolean({ description: 'the gateway answered `/healthz`' }),
   ready: nullable(Type.Boolean({ description: 'the gateway’s `/readyz`; null when it was not asked or did not answer' })),
   failing: Type.Array(Type.String(), { description: 'what `/readyz` reports as failing' }),
+  sharesGatewayWith: Type.Array(Type.String(), {
+    description:
+      'the caller’s other agents in the same gateway (issue #20): a restart, update, repair or memory reset restarts them too; empty for a gateway of its own',
+  }),
   source: Type.Union([Type.Literal('host'), Type.Literal('gateway')], {
     description: '`host`: derived by the backend from its host; `gateway`: no host knows the agent, derived from its record and gateway',
   }),
@@ -182,6 +186,8 @@ export const AgentStatusEvent = Type.Object({
   state: AgentLifecycleStateSchema,
   reason: Type.String(),
   actions: Type.Array(AgentActionSchema),
+  /** The caller's other agents in the same gateway (issue #20; `AgentHealthView.sharesGatewayWith`). */
+  sharesGatewayWith: Type.Array(Type.String()),
   at: Type.String(),
 });
 export type AgentStatusEvent = Static<typeof AgentStatusEvent>;

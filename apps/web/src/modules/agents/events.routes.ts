@@ -83,6 +83,7 @@ export async function agentEventRoutes(app: App): Promise<void> {
           state: view.state,
           reason: view.reason,
           actions: view.actions,
+          sharesGatewayWith: view.sharesGatewayWith,
         };
         const key = JSON.stringify(snapshot);
         if (key !== last) {

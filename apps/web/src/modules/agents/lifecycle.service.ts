@@ -73,6 +73,7 @@ export async function readAgentState(
         live: b.live === true,
         ready: typeof b.ready === 'boolean' ? b.ready : null,
         failing: Array.isArray(b.failing) ? b.failing.filter((f): f is string => typeof f === 'string') : [],
+        sharesGatewayWith: Array.isArray(b.sharesGatewayWith) ? b.sharesGatewayWith.filter((id): id is string => typeof id === 'string') : [],
         source: 'host',
         checkedAt,
       };
@@ -95,7 +96,7 @@ export async function readAgentState(
     }
   }
   const view: AgentStateView = deriveAgentState({ host: null, ready, record: record.status, failing });
-  return { agentId, ...view, host: null, live, ready, failing, source: 'gateway', checkedAt };
+  return { agentId, ...view, host: null, live, ready, failing, sharesGatewayWith: [], source: 'gateway', checkedAt };
 }
 
 /**
