@@ -73,7 +73,9 @@ export async function readAgentState(
         live: b.live === true,
         ready: typeof b.ready === 'boolean' ? b.ready : null,
         failing: Array.isArray(b.failing) ? b.failing.filter((f): f is string => typeof f === 'string') : [],
-        sharesGatewayWith: Array.isArray(b.sharesGatewayWith) ? b.sharesGatewayWith.filter((id): id is string => typeof id === 'string') : [],
+        sharesGatewayWith: Array.isArray(b.sharesGatewayWith)
+          ? b.sharesGatewayWith.filter((id): id is string => typeof id === 'string')
+          : [],
         source: 'host',
         checkedAt,
       };
