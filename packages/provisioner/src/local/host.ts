@@ -50,6 +50,7 @@ import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, secretFileContents }
 import {
   type RosterMember,
   applyRoster,
+  forgetAgentJobs,
   leaveGateway,
   openclawAgentIdOf,
   quietAgentJobs,
@@ -215,6 +216,8 @@ interface AgentRecord {
   retired?: boolean;
   /** Cron jobs disabled when the agent was stopped in a gateway that ran on (enabled again by its start). */
   quietJobs?: string[];
+  /** OpenClaw ids of members deleted while this gateway was not running: their jobs are removed when it is next up. */
+  leftAgents?: string[];
   createdAt: string;
   updatedAt: string;
 }
@@ -874,6 +877,14 @@ export class LocalAgentHost implements AgentHost {
         member.record.desired !== 'running',
       ]),
     ];
+    for (const openclawId of gateway.record.leftAgents ?? []) {
+      const removed = await this.onGateway(gateway, (conn) => forgetAgentJobs(conn, openclawId));
+      this.log(gateway, `[host] agent ${openclawId} left while the gateway was down: ${removed} job(s) of it removed`);
+    }
+    if (gateway.record.leftAgents?.length) {
+      gateway.record.leftAgents = [];
+      await this.saveRecord(gateway);
+    }
     for (const [agent, openclawId, stopped] of agents) {
       const quiet = agent.record.quietJobs ?? [];
       if (stopped) {
@@ -964,6 +975,10 @@ export class LocalAgentHost implements AgentHost {
       const id = member.record.agentId;
       const openclawId = openclawAgentIdOf(id);
       if (gateway.status === 'running' && gateway.child) await this.onGateway(gateway, (conn) => leaveGateway(conn, openclawId));
+      else {
+        gateway.record.leftAgents = [...(gateway.record.leftAgents ?? []), openclawId];
+        await this.saveRecord(gateway);
+      }
       this.members.delete(id);
       await rm(join(this.paths(gateway.record.agentId).state, 'agents', openclawId), { recursive: true, force: true });
       await rm(this.paths(id).dir, { recursive: true, force: true });
@@ -2031,7 +2046,8 @@ export class LocalAgentHost implements AgentHost {
           agent.readyAt = Date.now();
           this.log(agent, `[host] ready after ${((agent.readyAt - (agent.startedAt ?? agent.readyAt)) / 1000).toFixed(1)} s`);
           this.setStatus(agent, 'running', null);
-          if (this.membersOf(agent).length > 0 || (agent.record.quietJobs ?? []).length > 0 || agent.record.agentStopped) {
+          const record = agent.record;
+          if (this.membersOf(agent).length > 0 || record.quietJobs?.length || record.leftAgents?.length || record.agentStopped) {
             void exclusive(agent, () => this.settleRoster(agent)).catch((error: Error) =>
               this.log(agent, `[host] agents' jobs not settled: ${error.message}`),
             );

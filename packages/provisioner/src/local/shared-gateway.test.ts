@@ -247,6 +247,33 @@ describe('customer-scoped gateways (local host)', () => {
     expect(await host.list()).toEqual([]);
   });
 
+  it('a member deleted while its gateway is down leaves no jobs behind: they are removed when it is up again', async () => {
+    const host = await newHost();
+    const first = await host.waitUntilReady((await host.create(spec('usr_g'))).agentId);
+    const member = (await host.create(spec('usr_g'))).agentId;
+    await host.waitUntilReady(member);
+    const jobsFile = join(stateOf(host, first.agentId), 'cron-jobs.json');
+    const inGateway = member.toLowerCase();
+    await writeFile(
+      jobsFile,
+      JSON.stringify([
+        { id: 'j-main', agentId: 'main', enabled: true },
+        { id: 'j-member', agentId: inGateway, enabled: true },
+      ]),
+    );
+    await host.stop(first.agentId);
+    await host.stop(member);
+    expect((await host.status(first.agentId)).pid).toBeNull(); // nobody wants the gateway: it is down
+    await host.delete(member);
+    expect(await host.start(first.agentId)).toMatchObject({ status: 'starting' });
+    await host.waitUntilReady(first.agentId);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the settle runs once the gateway is ready
+    expect((await jobsOf(host, first.agentId)).map((job) => job.id)).toEqual(['j-main']);
+    expect(await host.logs(first.agentId)).toEqual(
+      expect.arrayContaining([expect.stringContaining(`agent ${inGateway} left while the gateway was down: 1 job(s) of it removed`)]),
+    );
+  });
+
   it("applies a member's configuration to its entry at once; refuses what needs a process of its own", async () => {
     const host = await newHost();
     const first = await host.waitUntilReady((await host.create(spec('usr_f'))).agentId);

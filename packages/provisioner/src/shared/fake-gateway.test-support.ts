@@ -25,7 +25,7 @@ export interface FakeGatewayBehaviour {
    * `<state>/config-applies.jsonl`),
    * `secrets.reload`, `sessions.list`/`sessions.delete` (the sessions its chat turns made, kept in
    * `<state>/fake-sessions.json` like OpenClaw keeps them on disk), `cron.list` (the jobs of `<state>/cron-jobs.json`,
-   * written by a test), `cron.update` (system-owned jobs, `system: true`, refuse it), `agents.delete` (the roster entry,
+   * written by a test), `cron.update` (system-owned jobs, `system: true`, refuse it), `cron.remove`, `agents.delete` (the roster entry,
    * its jobs and with `deleteFiles` its files, recorded in `<state>/agents-deleted.jsonl`) and `system-presence` (the
    * gateway itself). Chat turns (`POST /v1/chat/completions`, the gateway token checked; `stream: true` answered in
    * OpenClaw's SSE frames) go to the agent `model: openclaw/<id>` names (its sessions `agent:<id>:…`) and answer
@@ -267,6 +267,11 @@ const methods = {
     Object.assign(job, params.patch);
     writeFileSync(cronFile, JSON.stringify(jobs));
     return job;
+  },
+  'cron.remove': (params) => {
+    const jobs = readJson(cronFile, []);
+    writeFileSync(cronFile, JSON.stringify(jobs.filter((job) => job.id !== params.id)));
+    return { ok: true, removed: jobs.some((job) => job.id === params.id) };
   },
   // Like OpenClaw: the agent leaves the roster (written to the config), its jobs go, its files with deleteFiles.
   'agents.delete': (params) => {

@@ -167,6 +167,21 @@ export async function resumeAgentJobs(conn: GatewayConnection, ids: readonly str
   return resumed;
 }
 
+/**
+ * Removes the jobs of an agent that left the roster while its gateway was not running (`agents.delete` needs the running
+ * gateway, and would have removed them): run once the gateway is up again. Returns how many it removed.
+ */
+export async function forgetAgentJobs(conn: GatewayConnection, agentId: string): Promise<number> {
+  const listed = await conn.request<{ jobs?: CronJobRow[] }>('cron.list', { includeDisabled: true, limit: 200 }, opts);
+  let removed = 0;
+  for (const job of listed.jobs ?? []) {
+    if (typeof job.id !== 'string' || job.agentId !== agentId) continue;
+    await conn.request('cron.remove', { id: job.id }, opts);
+    removed += 1;
+  }
+  return removed;
+}
+
 /** Takes a member out of its gateway, its sessions and files with it (`agents.delete`, hot; OpenClaw drops its jobs). */
 export async function leaveGateway(conn: GatewayConnection, agentId: string): Promise<void> {
   await conn.request('agents.delete', { agentId, deleteFiles: true }, { timeoutMs: 30_000 });
