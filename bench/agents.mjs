@@ -35,7 +35,8 @@ const PHASES = {
   cold: { agents: count, env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '0' } },
   warm: { agents: count, env: { AGENT_WARM_POOL: '1', AGENT_IDLE_MINUTES: '0' } },
   wake: { agents: 1, env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '1' } },
-  join: { agents: 1, env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '0' } },
+  // A plan that allows the customer 1 + BENCH_JOINED agents (`label`: 10).
+  join: { agents: 1, plan: 'label', env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '0' } },
 };
 /** A minute for a gateway's post-start work (memory index, SQLite maintenance) to finish before its PSS is read. */
 const SETTLE_MS = 60_000;
@@ -125,7 +126,7 @@ async function runPhase(name) {
       const email = `customer-${i}@example.com`;
       await fetch(`${web}/api/register`, json({ email, password: 'benchmark password' }));
       // Agents need a plan: set it where the CLI would (`npm run cli -- plan set`).
-      await db.query(`update users set plan = 'solo', subscription_status = 'active' where email = $1`, [email]);
+      await db.query(`update users set plan = $2, subscription_status = 'active' where email = $1`, [email, phase.plan ?? 'solo']);
       const cookie = await signedIn(web, email, 'benchmark password');
       if (warmPool > 0) {
         // The next customer on a quiet host: a warm gateway is waiting (the pool refills 20 s after the last one went

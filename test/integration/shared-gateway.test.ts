@@ -45,11 +45,14 @@ describe("a customer's agents sharing one gateway, through the web", () => {
     const provision = async (name: string, apiKey: string) => {
       const res = await api('/api/provision', { json: { name, autoProvision: true, aiProvider: 'openai', apiKey } });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
-      await host.waitUntilReady(res.body.agentId);
       return res.body.agentId as string;
     };
     first = await provision('First', 'sk-first');
+    await host.waitUntilReady(first);
     second = await provision('Second', 'sk-second');
+    // No wait: a message sent the moment provisioning answers is answered by the agent that joined.
+    const hello = await api('/api/chat', { json: { message: 'hello at once', agentId: second } });
+    expect(hello.status, JSON.stringify(hello.body)).toBe(200);
   });
   afterAll(async () => {
     await web?.close();

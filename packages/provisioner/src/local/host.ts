@@ -772,8 +772,8 @@ export class LocalAgentHost implements AgentHost {
   /**
    * A customer's later agent joins one of its gateways: its record (with the gateway's token: the owner reaches each of
    * their agents with it), its own workspace with the platform's skills, then the gateway's config with it in the roster
-   * applied to the running process (`rosterChanged`). `starting` until then (about 2 s); if it fails, the agent gets a
-   * gateway of its own.
+   * applied to the running process (`rosterChanged`). `starting` until then (about 2 s), and `running` when this
+   * answers; if it fails, the agent gets a gateway of its own (then `starting`, as any new gateway).
    */
   private async join(gateway: Agent, spec: AgentSpec): Promise<AgentState> {
     const agentId = spec.agentId;
@@ -786,7 +786,9 @@ export class LocalAgentHost implements AgentHost {
     await this.saveRecord(member);
     member.starting = { kind: 'provision', at: performance.now() };
     this.setStatus(member, 'starting', null);
-    void (async () => {
+    // Awaited (about 2 s): once `create` answers, the gateway knows the agent, so a message sent at once finds it. (A
+    // gateway of its own is only spawned by then; its first connection fails and the message waits for it.)
+    await (async () => {
       const started = performance.now();
       try {
         await exclusive(gateway, async () => {

@@ -86,7 +86,7 @@ describe('customer-scoped gateways (local host)', () => {
     expect(ready.openclawAgentId).toBe('main');
 
     const second = await host.create(spec('usr_a', { llm: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-second', model: 'm2' } }));
-    expect(second.status).toBe('starting');
+    expect(second.status).toBe('running'); // create answers once the gateway knows it: a message sent now finds it
     const joined = await host.waitUntilReady(second.agentId, { timeoutMs: 10_000 });
     // One process: the same gateway, addressed as its own OpenClaw agent.
     // OpenClaw's agent ids are lowercase: the platform id lowercased.

@@ -132,7 +132,15 @@ async function* modelReply(model, request, usageOut) {
 async function chatTurn(req, res, body) {
   const json = (status, payload) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(payload)); };
   // The agent the turn is for: REST \`model: openclaw/<id>\` (OpenClaw's default agent when none is named).
-  const agentId = typeof body.model === 'string' && body.model.startsWith('openclaw/') ? body.model.slice('openclaw/'.length) : 'main';
+  const named = typeof body.model === 'string' && body.model.startsWith('openclaw/') ? body.model.slice('openclaw/'.length) : null;
+  const agentId = named === null || named === 'default' ? 'main' : named;
+  // Like OpenClaw: a roster of several agents needs the turn to name one, and one it has.
+  const entries = JSON.parse(readConfigText()).agents?.entries ?? {};
+  const refuse = (message) => json(400, { error: { message, type: 'invalid_request_error' } });
+  if (Object.keys(entries).length > 1 && (named === null || named === 'default')) {
+    return refuse('Multiple agents are configured, but this operation has no explicit owner. Select an agent explicitly.');
+  }
+  if (agentId !== 'main' && !entries[agentId]) return refuse("Unknown agent '" + agentId + "'.");
   const key = 'agent:' + agentId + ':' + (req.headers['x-openclaw-session-key'] ?? (body.user ? 'openai-user:' + body.user : 'openai:' + Date.now() + Math.random()));
   const sessions = readJson(sessionsFile, {});
   const last = body.messages?.at(-1)?.content;
