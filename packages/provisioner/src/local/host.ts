@@ -788,26 +788,26 @@ export class LocalAgentHost implements AgentHost {
     this.setStatus(member, 'starting', null);
     // Awaited (about 2 s): once `create` answers, the gateway knows the agent, so a message sent at once finds it. (A
     // gateway of its own is only spawned by then; its first connection fails and the message waits for it.)
-    await (async () => {
-      const started = performance.now();
-      try {
-        await exclusive(gateway, async () => {
-          await this.installSkills(member, paths);
-          await this.rosterChanged(gateway, `agent ${agentId} joins`);
-        });
-        this.log(gateway, `[host] agent ${agentId} joined this gateway in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-        this.setStatus(member, 'running', null);
-      } catch (error) {
-        if (this.shuttingDown || !this.members.has(agentId)) return;
-        this.log(gateway, `[host] agent ${agentId} could not join (${(error as Error).message}); it gets a gateway of its own`);
-        this.members.delete(agentId);
-        member.record.gatewayOf = undefined;
-        this.agents.set(agentId, member);
-        await this.saveRecord(member);
-        member.nextStartKind = 'provision';
-        await this.withRoom(agentId, () => exclusive(member, () => this.spawnGateway(member, { supervise: true })));
-      }
-    })().catch((failure: unknown) => this.setStatus(member, 'error', (failure as Error).message));
+    const started = performance.now();
+    try {
+      await exclusive(gateway, async () => {
+        await this.installSkills(member, paths);
+        await this.rosterChanged(gateway, `agent ${agentId} joins`);
+      });
+      this.log(gateway, `[host] agent ${agentId} joined this gateway in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      this.setStatus(member, 'running', null);
+    } catch (error) {
+      if (this.shuttingDown) throw error;
+      this.log(gateway, `[host] agent ${agentId} could not join (${(error as Error).message}); it gets a gateway of its own`);
+      this.members.delete(agentId);
+      member.record.gatewayOf = undefined;
+      this.agents.set(agentId, member);
+      await this.saveRecord(member);
+      member.nextStartKind = 'provision';
+      await this.withRoom(agentId, () => exclusive(member, () => this.spawnGateway(member, { supervise: true }))).catch(
+        (failure: unknown) => this.setStatus(member, 'error', (failure as Error).message),
+      );
+    }
     return this.snapshot(member);
   }
 

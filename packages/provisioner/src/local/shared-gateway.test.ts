@@ -14,14 +14,16 @@ import { LocalAgentHost } from './host.js';
 
 let work: string;
 let runtime: string;
+/** A stand-in whose config.apply fails as OpenClaw's does when it cannot apply a reload. */
+let refusing: string;
 const key = randomBytes(32);
 const hosts: LocalAgentHost[] = [];
 
-async function newHost(dataDir?: string): Promise<LocalAgentHost> {
+async function newHost(dataDir?: string, gatewayRuntime = runtime): Promise<LocalAgentHost> {
   const host = new LocalAgentHost({
     dataDir: dataDir ?? (await mkdtemp(join(work, 'data-'))),
     encryptionKey: key,
-    runtimes: { '1.0.0': runtime },
+    runtimes: { '1.0.0': gatewayRuntime },
     defaultVersion: '1.0.0',
     readyPollMs: 50,
     stopTimeoutMs: 5_000,
@@ -68,6 +70,7 @@ async function chat(url: string, token: string, openclawAgentId: string, text: s
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'aop-shared-gw-'));
   runtime = await installFakeRuntime(join(work, 'rt'), '1.0.0', { gatewayProtocol: true });
+  refusing = await installFakeRuntime(join(work, 'rt-refusing'), '1.0.0', { gatewayProtocol: true, refuseConfigApply: true });
 });
 
 afterEach(async () => {
@@ -271,6 +274,19 @@ describe('customer-scoped gateways (local host)', () => {
     expect((await jobsOf(host, first.agentId)).map((job) => job.id)).toEqual(['j-main']);
     expect(await host.logs(first.agentId)).toEqual(
       expect.arrayContaining([expect.stringContaining(`agent ${inGateway} left while the gateway was down: 1 job(s) of it removed`)]),
+    );
+  });
+
+  it('gives an agent that could not join a gateway of its own', async () => {
+    const host = await newHost(undefined, refusing);
+    const first = await host.waitUntilReady((await host.create(spec('usr_h'))).agentId);
+    const second = await host.create(spec('usr_h'));
+    expect(second).toMatchObject({ status: 'starting', openclawAgentId: 'main' });
+    const ready = await host.waitUntilReady(second.agentId);
+    expect(ready.pid).not.toBe(first.pid);
+    expect(ready.sharesGatewayWith).toEqual([]);
+    expect(await host.logs(first.agentId)).toEqual(
+      expect.arrayContaining([expect.stringContaining(`agent ${second.agentId} could not join`)]),
     );
   });
 
