@@ -98,7 +98,9 @@ async function runtimeLine() {
   try {
     const { openClawRuntime, runtimeProblem, PINNED_OPENCLAW_VERSION } = await import('../packages/provisioner/dist/index.js');
     const problem = runtimeProblem(openClawRuntime(PINNED_OPENCLAW_VERSION));
-    return problem ? `cannot start: ${problem}` : `OpenClaw ${PINNED_OPENCLAW_VERSION} installed (runtime/), one local gateway per agent`;
+    const perGateway = Number(env.AGENTS_PER_GATEWAY ?? 8);
+    const sharing = perGateway > 1 ? `a customer's agents share a local gateway (up to ${perGateway})` : 'one local gateway per agent';
+    return problem ? `cannot start: ${problem}` : `OpenClaw ${PINNED_OPENCLAW_VERSION} installed (runtime/), ${sharing}`;
   } catch (error) {
     return `unknown: the provisioner build could not be read (${error.message})`;
   }
