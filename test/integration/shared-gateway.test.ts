@@ -70,6 +70,11 @@ describe("a customer's agents sharing one gateway, through the web", () => {
     // The agent's state says whom it shares its gateway with (the dashboard's Lifecycle tab names them).
     expect((await api(`/api/agents/${first}/health`)).body).toMatchObject({ state: 'live', sharesGatewayWith: [second] });
     expect((await api(`/api/agents/${second}/health`)).body).toMatchObject({ state: 'live', sharesGatewayWith: [first] });
+    // Mission control says each node's load and memory are the shared gateway's (spec §2.10 node, one optional field).
+    const graph = await api('/api/mission-control/fleet/graph');
+    const nodes = graph.body.nodes as { id: string; sharesGatewayWith?: string[] }[];
+    expect(nodes.find((node) => node.id === first)?.sharesGatewayWith).toEqual([second]);
+    expect(nodes.find((node) => node.id === second)?.sharesGatewayWith).toEqual([first]);
   });
 
   it('chats with each agent by its id, each turn in its own sessions and on its own key', async () => {

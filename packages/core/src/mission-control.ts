@@ -25,6 +25,12 @@ export const FleetNodeSchema = Type.Object({
     Type.Number({ minimum: 0, maximum: 100, description: "live only: the agent's colony fitness score, when the x402 gateway gives one" }),
   ),
   walletAddress: Type.Optional(Type.String({ description: "live only: the agent's underground wallet, when it has one" })),
+  sharesGatewayWith: Type.Optional(
+    Type.Array(Type.String(), {
+      description:
+        "live only: the user's other agents in the same gateway (issue #20); its load and memory are then that gateway's, the same figures for each of them",
+    }),
+  ),
   children: Type.Optional(Type.Number({ description: 'parent only: how many other agents it coordinates' })),
   url: Type.Optional(Type.String({ description: "parent only: the agent's public URL" })),
 });

@@ -8850,6 +8850,8 @@ export interface paths {
                 fitness?: number;
                 /** @description live only: the agent's underground wallet, when it has one */
                 walletAddress?: string;
+                /** @description live only: the user's other agents in the same gateway (issue #20); its load and memory are then that gateway's, the same figures for each of them */
+                sharesGatewayWith?: string[];
                 /** @description parent only: how many other agents it coordinates */
                 children?: number;
                 /** @description parent only: the agent's public URL */

@@ -263,6 +263,9 @@ export async function fleetGraph(deps: MissionControlDeps, userId: string, now: 
     if (score !== undefined) node.fitness = score;
     const wallet = wallets.get(agent.id);
     if (wallet) node.walletAddress = wallet;
+    // One process for several agents: its figures are not this agent's alone, and the node says so.
+    const companions = p.state?.sharesGatewayWith ?? [];
+    if (companions.length > 0) node.sharesGatewayWith = companions;
     if (i === 0) {
       node.children = others;
       const url = publicUrl(deps.config, agent.subdomain, p.state);

@@ -257,6 +257,13 @@ function FleetSection({ graph }: { graph: FleetGraphData }) {
                       coordinates {node.children} other agent{node.children === 1 ? '' : 's'}
                     </div>
                   ) : null}
+                  {/* Several agents in one gateway: one process, so load and memory are the gateway's. */}
+                  {node.sharesGatewayWith?.length ? (
+                    <div className="muted">
+                      shares its gateway with {node.sharesGatewayWith.length} other agent
+                      {node.sharesGatewayWith.length === 1 ? '' : 's'}: load and memory are the gateway’s
+                    </div>
+                  ) : null}
                 </td>
                 <td>{node.role}</td>
                 <td>
