@@ -711,10 +711,12 @@ export class LocalAgentHost implements AgentHost {
 
   /**
    * The gateway a new agent of `spec.userId` joins, when sharing is on: one of that customer's own (never another
-   * customer's: a gateway is a trust boundary, docs/operations.md), running, of the same OpenClaw version, with room in
-   * its roster, whose first agent has no variables of its own (they are its process's and would reach the member's
-   * tools); the one holding the fewest agents. Null: a gateway of its own — also for an agent with variables of its own
-   * or messaging channels, which live in a process's environment and a gateway's channel config.
+   * customer's: a gateway is a trust boundary, docs/operations.md), of the same OpenClaw version, with room in its
+   * roster, whose first agent has no variables of its own (they are its process's and would reach the member's tools);
+   * a running one holding the fewest agents, else — when no warm gateway is ready either, so the new agent would wait
+   * for a cold start anyway — a hibernated one, woken with the new agent in its roster. Null: a gateway of its own —
+   * also for an agent with variables of its own or messaging channels, which live in a process's environment and a
+   * gateway's channel config.
    */
   private customerGateway(spec: AgentSpec, version: string): Agent | null {
     const limit = this.config.agentsPerGateway ?? 1;
@@ -722,19 +724,24 @@ export class LocalAgentHost implements AgentHost {
     if (Object.keys(spec.agentEnv ?? {}).length > 0 || Object.values(spec.channelTokens ?? {}).some(Boolean)) return null;
     const openclawId = openclawAgentIdOf(spec.agentId);
     if (openclawId === OWN_GATEWAY_AGENT_ID) return null;
+    const warmReady = this.pool.some((slot) => slot.status === 'running' && slot.record.version === version);
     let chosen: Agent | null = null;
-    let chosenSize = limit;
+    let chosenRank = Number.POSITIVE_INFINITY;
     for (const gateway of this.agents.values()) {
       const record = gateway.record;
-      if (record.userId !== spec.userId || record.version !== version || gateway.status !== 'running' || !gateway.child) continue;
+      const awake = gateway.status === 'running' && gateway.child !== null;
+      const asleep = gateway.status === 'hibernated' && !warmReady;
+      if (record.userId !== spec.userId || record.version !== version || !(awake || asleep)) continue;
       if (Object.keys(openSealedSpec(this.secrets, record).agentEnv ?? {}).length > 0) continue;
       const members = this.membersOf(gateway);
       // OpenClaw's ids are case-blind: an id that only differs in case from one in the roster cannot join it.
       if (members.some((member) => openclawAgentIdOf(member.record.agentId) === openclawId)) continue;
       const size = 1 + members.length;
-      if (size < chosenSize) {
+      // An awake gateway before a sleeping one, then the one holding the fewest agents.
+      const rank = (awake ? 0 : limit) + size;
+      if (size < limit && rank < chosenRank) {
         chosen = gateway;
-        chosenSize = size;
+        chosenRank = rank;
       }
     }
     return chosen;
@@ -772,8 +779,9 @@ export class LocalAgentHost implements AgentHost {
   /**
    * A customer's later agent joins one of its gateways: its record (with the gateway's token: the owner reaches each of
    * their agents with it), its own workspace with the platform's skills, then the gateway's config with it in the roster
-   * applied to the running process (`rosterChanged`). `starting` until then (about 2 s), and `running` when this
-   * answers; if it fails, the agent gets a gateway of its own (then `starting`, as any new gateway).
+   * applied to the running process (`rosterChanged`), or the sleeping gateway woken with it. `starting` until then
+   * (about 2 s), and its gateway's state when this answers (`running`; `starting` for a woken one); if it fails, the
+   * agent gets a gateway of its own (then `starting`, as any new gateway), or, with no room for that, is not created.
    */
   private async join(gateway: Agent, spec: AgentSpec): Promise<AgentState> {
     const agentId = spec.agentId;
@@ -797,7 +805,13 @@ export class LocalAgentHost implements AgentHost {
       this.log(gateway, `[host] agent ${agentId} joined this gateway in ${((performance.now() - started) / 1000).toFixed(1)} s`);
       this.setStatus(member, 'running', null);
     } catch (error) {
-      if (this.shuttingDown) throw error;
+      if (this.shuttingDown || error instanceof HostFullError) {
+        // No room to wake its gateway (which sleeps on, untouched): none for a gateway of its own either. The agent is
+        // not created.
+        this.members.delete(agentId);
+        await rm(paths.dir, { recursive: true, force: true });
+        throw error;
+      }
       this.log(gateway, `[host] agent ${agentId} could not join (${(error as Error).message}); it gets a gateway of its own`);
       this.members.delete(agentId);
       member.record.gatewayOf = undefined;

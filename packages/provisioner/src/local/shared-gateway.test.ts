@@ -4,9 +4,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AgentNotFoundError, type AgentSpec, SharedGatewayError } from '../host.js';
+import { AgentNotFoundError, type AgentSpec, HostFullError, SharedGatewayError } from '../host.js';
 import { installFakeRuntime } from '../shared/fake-gateway.test-support.js';
-import { LocalAgentHost } from './host.js';
+import { LocalAgentHost, type LocalHostOptions } from './host.js';
 
 // Customer-scoped gateways (issue #20) against the stand-in OpenClaw speaking its protocol: a customer's later agents
 // join the first one's gateway, each addressed as its own OpenClaw agent, with the lifecycle OpenClaw allows (stop keeps
@@ -19,8 +19,9 @@ let refusing: string;
 const key = randomBytes(32);
 const hosts: LocalAgentHost[] = [];
 
-async function newHost(dataDir?: string, gatewayRuntime = runtime): Promise<LocalAgentHost> {
+async function newHost(dataDir?: string, gatewayRuntime = runtime, options: Partial<LocalHostOptions> = {}): Promise<LocalAgentHost> {
   const host = new LocalAgentHost({
+    ...options,
     dataDir: dataDir ?? (await mkdtemp(join(work, 'data-'))),
     encryptionKey: key,
     runtimes: { '1.0.0': gatewayRuntime },
@@ -47,6 +48,13 @@ function spec(userId: string, overrides: Partial<AgentSpec> = {}): AgentSpec {
 }
 
 type Json = Record<string, any>;
+async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
 const readJson = async (file: string): Promise<Json> => JSON.parse(await readFile(file, 'utf8')) as Json;
 const stateOf = (host: LocalAgentHost, agentId: string) => host.paths(agentId).state;
 const jobsOf = async (host: LocalAgentHost, gatewayId: string) =>
@@ -275,6 +283,40 @@ describe('customer-scoped gateways (local host)', () => {
     expect(await host.logs(first.agentId)).toEqual(
       expect.arrayContaining([expect.stringContaining(`agent ${inGateway} left while the gateway was down: 1 job(s) of it removed`)]),
     );
+  });
+
+  it("joins a sleeping gateway of the customer's, waking it, when no warm gateway is ready; a warm one is taken otherwise", async () => {
+    const host = await newHost();
+    const first = await host.waitUntilReady((await host.create(spec('usr_i'))).agentId);
+    await host.hibernate(first.agentId);
+    const second = await host.create(spec('usr_i'));
+    // Woken with the new agent in its roster: one cold start, and one process for both.
+    expect(second.openclawAgentId).toBe(second.agentId.toLowerCase());
+    const ready = await host.waitUntilReady(second.agentId);
+    expect(ready.pid).not.toBe(first.pid);
+    expect(await host.status(first.agentId)).toMatchObject({ status: 'running', pid: ready.pid });
+    expect(Object.keys((await readJson(host.paths(first.agentId).config)).agents.entries)).toEqual(['main', second.agentId.toLowerCase()]);
+
+    const pooled = await newHost(undefined, runtime, { warmPool: 1 });
+    await pooled.restore();
+    const alone = await pooled.waitUntilReady((await pooled.create(spec('usr_j'))).agentId);
+    await pooled.hibernate(alone.agentId);
+    await until(() => pooled.warmPoolStatus().ready === 1);
+    const adopted = await pooled.create(spec('usr_j'));
+    // A warm gateway answers sooner than waking the sleeping one: the new agent takes it.
+    expect(adopted.openclawAgentId).toBe('main');
+    expect((await pooled.status(alone.agentId)).status).toBe('hibernated');
+
+    // No room to wake the sleeping gateway (another customer holds the host's one gateway): refused, nothing left behind.
+    const full = await newHost(undefined, runtime, { maxAgents: 1 });
+    const sleeper = await full.waitUntilReady((await full.create(spec('usr_k'))).agentId);
+    await full.hibernate(sleeper.agentId);
+    await full.waitUntilReady((await full.create(spec('usr_l'))).agentId);
+    const refused = spec('usr_k');
+    await expect(full.create(refused)).rejects.toBeInstanceOf(HostFullError);
+    await expect(full.status(refused.agentId)).rejects.toBeInstanceOf(AgentNotFoundError);
+    expect(existsSync(full.paths(refused.agentId).dir)).toBe(false);
+    expect((await full.status(sleeper.agentId)).status).toBe('hibernated');
   });
 
   it('gives an agent that could not join a gateway of its own', async () => {
