@@ -1,12 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LocalAgentHost } from '@aop/provisioner';
-import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
+import type { LocalAgentHost } from '@aop/provisioner';
 import { type FakeLlm, request, startFakeLlm } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
+import { fakeRuntimeHost, startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 
 const SHARED = { INTERNAL_API_KEY: 'internal-key-for-shared-gateways', HMAC_SECRET: 'hmac-secret-for-shared-gateways' };
@@ -30,15 +28,7 @@ describe("a customer's agents sharing one gateway, through the web", () => {
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'aop-shared-gateway-'));
     llm = await startFakeLlm();
-    host = new LocalAgentHost({
-      dataDir: join(work, 'data'),
-      encryptionKey: randomBytes(32),
-      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0', { gatewayProtocol: true, callModel: true }) },
-      defaultVersion: '1.0.0',
-      readyPollMs: 50,
-      stopTimeoutMs: 5_000,
-      agentsPerGateway: 4,
-    });
+    host = await fakeRuntimeHost(work, { gatewayProtocol: true, callModel: true }, { agentsPerGateway: 4 });
     backend = await startBackend({ ...SHARED, OPENAI_BASE_URL: llm.url }, { host });
     web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
     owner = await web.signIn({ isAdmin: true });

@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { userContextHeaders } from '@aop/core';
-import { type RunningService, type TestDatabase, createTestDatabase, listen, tempDataDir, testCounters, testEnv } from '@aop/testing';
+import {
+  type RunningService,
+  type TestDatabase,
+  createTestDatabase,
+  listen,
+  request,
+  tempDataDir,
+  testCounters,
+  testEnv,
+} from '@aop/testing';
 import { type AgentHost, LocalAgentHost, type LocalHostOptions } from '@aop/provisioner';
 import { type FakeGatewayBehaviour, installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { buildApp } from './app.js';
@@ -78,4 +87,21 @@ export function signedCaller(
     authorization: `Bearer ${secrets.internalKey}`,
     ...userContextHeaders({ userId, email, role }, secrets.hmacSecret),
   };
+}
+
+let clients = 0;
+/** A distinct client address per call (the backend trusts `x-forwarded-for` from 127.0.0.1): deployments are limited to 5 per minute per address. */
+export const fromAnywhere = (): Record<string, string> => ({ 'x-forwarded-for': `203.0.113.${++clients % 250}` });
+
+/**
+ * `call(userId, method, path, json?)`: a request to the backend at `url()` as the web service makes it for that user
+ * (`signedCaller`), each from an address of its own (`fromAnywhere`).
+ */
+export function userCalls(url: () => string, secrets: { internalKey: string; hmacSecret: string }) {
+  return (userId: string, method: string, path: string, json?: unknown) =>
+    request(`${url()}/api${path}`, {
+      method,
+      headers: { ...signedCaller(secrets, userId), ...fromAnywhere() },
+      ...(json === undefined ? {} : { json }),
+    });
 }

@@ -1219,7 +1219,7 @@ export class LocalAgentHost implements AgentHost {
   }
 
   async start(agentId: string): Promise<AgentState> {
-    const member = this.members.get(agentId);
+    const member = this.member(agentId);
     if (member) return this.setMemberWanted(member, 'running');
     const agent = this.get(agentId);
     if (agent.record.agentStopped) return exclusive(agent, () => this.setFirstAgentStopped(agent, false));
@@ -1245,7 +1245,7 @@ export class LocalAgentHost implements AgentHost {
   }
 
   async stop(agentId: string): Promise<AgentState> {
-    const member = this.members.get(agentId);
+    const member = this.member(agentId);
     if (member) return this.setMemberWanted(member, 'stopped');
     const agent = this.get(agentId);
     return exclusive(agent, async () => {
@@ -1266,7 +1266,7 @@ export class LocalAgentHost implements AgentHost {
    * the agent wanted running.
    */
   private async gatewayFor(agentId: string): Promise<{ gateway: Agent; answer: () => AgentState }> {
-    const member = this.members.get(agentId);
+    const member = this.member(agentId);
     if (!member) {
       const agent = this.get(agentId);
       agent.record.agentStopped = false; // saved as the gateway starts; its jobs are enabled again once it is ready
@@ -1378,7 +1378,7 @@ export class LocalAgentHost implements AgentHost {
   }
 
   async resetMemory(agentId: string): Promise<AgentState> {
-    const member = this.members.get(agentId);
+    const member = this.member(agentId);
     if (member) return this.resetMemberMemory(member);
     const { gateway: agent } = await this.gatewayFor(agentId);
     return exclusive(agent, async () => {
@@ -1403,7 +1403,7 @@ export class LocalAgentHost implements AgentHost {
 
   /** Changes the stored spec (config, plan, tokens, LLM, agent variables). Config-only changes hot-reload; secret changes restart. */
   async configure(agentId: string, changes: AgentChanges): Promise<AgentState> {
-    const member = this.members.get(agentId);
+    const member = this.member(agentId);
     if (member) return this.configureMember(member, changes);
     const agent = this.get(agentId);
     return exclusive(agent, async () => {
@@ -1433,7 +1433,7 @@ export class LocalAgentHost implements AgentHost {
   }
 
   async delete(agentId: string): Promise<void> {
-    const member = this.members.get(agentId);
+    const member = this.member(agentId);
     if (member) return this.deleteMember(member);
     const agent = this.get(agentId);
     await exclusive(agent, () => (this.membersOf(agent).length > 0 ? this.retire(agent) : this.remove(agent)));

@@ -4,16 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
-import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend, signedCaller } from '../../backend.test-support.js';
+import { startBackend, type TestBackend, userCalls } from '../../backend.test-support.js';
 import { DEFAULT_MODELS } from '../../services/agents.js';
 
 const KEY = 'internal-key-for-agent-secret-tests';
 const HMAC = 'hmac-secret-for-agent-secret-tests';
-
-/** Headers the web service sends for a user (spec §5). */
-const as = (userId: string, email?: string, role?: string) => signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId, email, role);
 
 // `PUT /api/agents/:id` with `channelTokens` / `apiKey` (what the web's `set-credential` sends): the secrets reach the
 // agent's host spec, and nowhere else; the agent host is the real local provider running a stand-in OpenClaw.
@@ -21,14 +17,8 @@ describe('PUT /api/agents/:id channel tokens and LLM key', () => {
   let work: string;
   let host: LocalAgentHost;
   let backend: TestBackend;
-  let client = 0;
 
-  const call = (userId: string, method: string, path: string, json?: unknown) =>
-    request(`${backend.url}/api${path}`, {
-      method,
-      headers: { ...as(userId), 'x-forwarded-for': `203.0.113.${++client % 250}` },
-      ...(json === undefined ? {} : { json }),
-    });
+  const call = userCalls(() => backend.url, { internalKey: KEY, hmacSecret: HMAC });
 
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'aop-backend-agent-secrets-'));

@@ -7,7 +7,7 @@ import { LocalAgentHost } from '@aop/provisioner';
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend, signedCaller } from '../../backend.test-support.js';
+import { startBackend, type TestBackend, signedCaller, userCalls } from '../../backend.test-support.js';
 
 const KEY = 'internal-key-for-agent-tests';
 const HMAC = 'hmac-secret-for-agent-tests';
@@ -57,13 +57,7 @@ describe('backend agents and deployments', () => {
     await rm(work, { recursive: true, force: true });
   });
 
-  let client = 0;
-  const call = (userId: string, method: string, path: string, json?: unknown) =>
-    request(`${backend.url}/api${path}`, {
-      method,
-      headers: { ...as(userId), 'x-forwarded-for': `203.0.113.${++client % 250}` },
-      ...(json === undefined ? {} : { json }),
-    });
+  const call = userCalls(() => backend.url, { internalKey: KEY, hmacSecret: HMAC });
   const deploy = (userId: string, json: unknown) => call(userId, 'POST', '/deployments', json);
 
   it('POST /api/deployments validates its body', async () => {

@@ -1,12 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LocalAgentHost } from '@aop/provisioner';
-import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
-import { request } from '@aop/testing';
+import type { LocalAgentHost } from '@aop/provisioner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestBackend, signedCaller, startBackend } from '../../backend.test-support.js';
+import { type TestBackend, fakeRuntimeHost, startBackend, userCalls } from '../../backend.test-support.js';
 
 const KEY = 'internal-key-for-shared-gateway-tests';
 const HMAC = 'hmac-secret-for-shared-gateway-tests';
@@ -18,25 +15,11 @@ describe('customer-scoped gateways through the backend', () => {
   let work: string;
   let host: LocalAgentHost;
   let backend: TestBackend;
-  let client = 0;
-  const call = (userId: string, method: string, path: string, json?: unknown) =>
-    request(`${backend.url}/api${path}`, {
-      method,
-      headers: { ...signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId), 'x-forwarded-for': `203.0.113.${++client % 250}` },
-      ...(json === undefined ? {} : { json }),
-    });
+  const call = userCalls(() => backend.url, { internalKey: KEY, hmacSecret: HMAC });
 
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), 'aop-backend-shared-'));
-    host = new LocalAgentHost({
-      dataDir: join(work, 'data'),
-      encryptionKey: randomBytes(32),
-      runtimes: { '1.0.0': await installFakeRuntime(join(work, 'rt'), '1.0.0', { gatewayProtocol: true }) },
-      defaultVersion: '1.0.0',
-      readyPollMs: 50,
-      stopTimeoutMs: 5_000,
-      agentsPerGateway: 4,
-    });
+    host = await fakeRuntimeHost(work, { gatewayProtocol: true }, { agentsPerGateway: 4 });
     backend = await startBackend({ INTERNAL_API_KEY: KEY, HMAC_SECRET: HMAC, TRUST_PROXY: '127.0.0.1' }, { host });
   });
   afterAll(async () => {

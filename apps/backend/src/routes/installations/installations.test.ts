@@ -2,7 +2,7 @@ import { type KeyObject, generateKeyPairSync, sign } from 'node:crypto';
 import { userContextHeaders } from '@aop/core';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestBackend, startBackend, signedCaller } from '../../backend.test-support.js';
+import { type TestBackend, startBackend, signedCaller, fromAnywhere } from '../../backend.test-support.js';
 
 // Spec §4.18 "Installations (backend, identity headers)" and §5 (internal key + signed user context): a self-hosted
 // home is registered by its Ed25519 key and linked once it signs the challenge. §4.14/§9: POST /api/test-usage is gone.
@@ -22,7 +22,6 @@ const signWith = (privateKey: KeyObject, message: string) => sign(null, Buffer.f
 
 describe('backend installations', () => {
   let backend: TestBackend;
-  let client = 0;
   beforeAll(async () => {
     backend = await startBackend({ INTERNAL_API_KEY: KEY, HMAC_SECRET: HMAC, TRUST_PROXY: '127.0.0.1' });
   });
@@ -33,7 +32,7 @@ describe('backend installations', () => {
   const call = (userId: string, method: string, path: string, json?: unknown, headers: Record<string, string> = as(userId)) =>
     request(`${backend.url}/api${path}`, {
       method,
-      headers: { ...headers, 'x-forwarded-for': `203.0.113.${++client % 250}` },
+      headers: { ...headers, ...fromAnywhere() },
       ...(json === undefined ? {} : { json }),
     });
 

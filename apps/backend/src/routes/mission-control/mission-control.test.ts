@@ -9,7 +9,7 @@ import { type AgentState, HostingAgentHost, LocalAgentHost } from '@aop/provisio
 import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { type FakeHostingApi, request, startFakeHostingApi } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBackend, type TestBackend, signedCaller } from '../../backend.test-support.js';
+import { startBackend, type TestBackend, signedCaller, fromAnywhere } from '../../backend.test-support.js';
 import { IDLE_AFTER_MS, agentRole, nodeStatus, sessionTrace } from '../../services/mission-control.js';
 
 const KEY = 'internal-key-for-mission-control';
@@ -21,10 +21,6 @@ const ATLAS = { id: 'atlas', name: 'atlas', role: 'orchestrator', status: 'offli
 /** Headers the web service sends for a user (spec §5). */
 /** Headers the web service sends for a user (spec §5). */
 const as = (userId: string, email?: string, role?: string) => signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId, email, role);
-
-let client = 0;
-/** A distinct client address per call: deployments are limited to 5 per minute per address. */
-const fromAnywhere = () => ({ 'x-forwarded-for': `203.0.113.${++client % 250}` });
 
 /** GET /api/mission-control/fleet/<what>?userId=<userId>, with the user's signed context unless `headers` replaces it. */
 function fleet(backend: TestBackend, what: string, userId: string | null, headers: Record<string, string> = as(userId ?? 'x')) {

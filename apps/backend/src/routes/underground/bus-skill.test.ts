@@ -4,11 +4,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BUS_SKILL_DIR, type LocalAgentHost } from '@aop/provisioner';
-import { request } from '@aop/testing';
 import type { Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestBackend, fakeRuntimeHost, signedCaller, startBackend } from '../../backend.test-support.js';
+import { type TestBackend, fakeRuntimeHost, startBackend, userCalls } from '../../backend.test-support.js';
 import { type Hook, startWebhookServer } from './webhooks.test-support.js';
 
 const KEY = 'internal-key-for-bus-skill-tests';
@@ -32,14 +31,8 @@ describe('underground-bus skill script against the bus', () => {
   let recipientId: string;
   let script: string;
   let agentEnv: Record<string, string>;
-  let client = 0;
 
-  const call = (userId: string, method: string, path: string, json?: unknown) =>
-    request(`${backend.url}/api${path}`, {
-      method,
-      headers: { ...signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId), 'x-forwarded-for': `203.0.113.${++client % 250}` },
-      ...(json === undefined ? {} : { json }),
-    });
+  const call = userCalls(() => backend.url, { internalKey: KEY, hmacSecret: HMAC });
 
   /** `node send.mjs …` with only `env` (and PATH): what the agent's exec tool runs. */
   const send = (args: string[], env: Record<string, string>) =>

@@ -8,7 +8,7 @@ import { request } from '@aop/testing';
 import type { Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestBackend, fakeRuntimeHost, signedCaller, startBackend } from '../../backend.test-support.js';
+import { type TestBackend, fakeRuntimeHost, startBackend, userCalls } from '../../backend.test-support.js';
 import { type Hook, startWebhookServer } from './webhooks.test-support.js';
 import { walletKeyAad } from '../../services/underground.js';
 import { signingText } from '../../services/underground-bus.js';
@@ -31,14 +31,8 @@ describe('underground wallet handed to the agent runtime', () => {
   let hookUrl: string;
   let delivered: Hook['delivered'];
   let recipientId: string;
-  let client = 0;
 
-  const call = (userId: string, method: string, path: string, json?: unknown) =>
-    request(`${backend.url}/api${path}`, {
-      method,
-      headers: { ...signedCaller({ internalKey: KEY, hmacSecret: HMAC }, userId), 'x-forwarded-for': `203.0.113.${++client % 250}` },
-      ...(json === undefined ? {} : { json }),
-    });
+  const call = userCalls(() => backend.url, { internalKey: KEY, hmacSecret: HMAC });
 
   /** What the agent's running gateway has in its environment for `name`. */
   const runtimeEnv = async (agentId: string, name: string) => {

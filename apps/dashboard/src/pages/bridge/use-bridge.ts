@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { ApiParams, ApiResponse } from '@aop/sdk';
 import { ApiError, client, errorMessage, request } from '../../api.js';
+import { pollWhileVisible } from '../../use-api.js';
 
 type BridgePath = '/api/bridge/health' | '/api/bridge/inbox';
 
@@ -66,16 +67,9 @@ export function useBridge<P extends BridgePath>(
     setError(undefined);
     setStatus(undefined);
     setLoading(enabled);
-    void reload();
-    const timer = refreshMs
-      ? setInterval(() => {
-          if (document.visibilityState === 'visible') void reload();
-        }, refreshMs)
-      : undefined;
-    return () => {
-      clearInterval(timer);
+    return pollWhileVisible(reload, refreshMs, () => {
       generation.current++;
-    };
+    });
   }, [reload, refreshMs, enabled]);
 
   return { data, error, status, loading, reload };
