@@ -97,6 +97,10 @@ describe("a customer's agents sharing one gateway, through the web", () => {
     const refused = await api('/api/chat', { json: { message: 'are you there?', agentId: second } });
     expect(refused.status).toBe(409);
     expect(refused.body).toEqual({ error: 'The agent is stopped: start it to chat' });
+    // The WebSocket chat goes to the primary agent (the second, the newest): spec §4.4 answers its failures 500.
+    const overSocket = await api('/api/gateway/chat', { json: { message: 'over the socket?' } });
+    expect(overSocket.status).toBe(500);
+    expect(overSocket.body).toEqual({ error: 'Chat failed' });
     expect(llm.chatRequests().some((r) => JSON.stringify(r.body).includes('are you there?'))).toBe(false);
     // The other agent answers in the same process; the stopped one's jobs can still be read.
     expect((await api('/api/chat', { json: { message: 'still here?', agentId: first } })).status).toBe(200);

@@ -10,6 +10,7 @@ export * from './shared/log-follow.js';
 export * from './shared/openclaw-config.js';
 export * from './shared/pairing.js';
 export * from './shared/platform-device.js';
+export { platformModelName } from './shared/roster.js';
 export * from './shared/runtime.js';
 export * from './shared/sealed-spec.js';
 export * from './shared/workspace.js';

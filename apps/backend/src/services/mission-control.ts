@@ -15,7 +15,7 @@ import {
 import { planResources, toolsProfileFor } from '@aop/core';
 import { type Database, ledgerSpend, roundMoney, sql } from '@aop/db';
 import { GatewayError } from '@aop/gateway-client';
-import type { AgentHealth, AgentHost, AgentState, AgentStats } from '@aop/provisioner';
+import { type AgentHealth, type AgentHost, type AgentState, type AgentStats, platformModelName } from '@aop/provisioner';
 import type { BackendConfig } from '../config.js';
 import { openAgentControl } from './agent-control.js';
 import { publicUrl } from './agents.js';
@@ -339,7 +339,9 @@ export function sessionTrace(agent: { id: string; name: string }, row: SessionRo
       completedAt: status === 'completed' ? new Date(ms(row.endedAt) ?? moved).toISOString() : null,
       tokensUsed: used,
       costUSD: 0,
-      model: model ? (provider && !model.startsWith(`${provider}/`) ? `${provider}/${model}` : model) : (defaultModel ?? 'unknown'),
+      model: platformModelName(
+        model ? (provider && !model.startsWith(`${provider}/`) ? `${provider}/${model}` : model) : (defaultModel ?? 'unknown'),
+      ),
     },
   };
 }

@@ -36,6 +36,15 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 /** A member's LLM provider id in the gateway's config (the first agent's is `platform`). */
 export const memberProviderId = (id: string) => `${LLM_PROVIDER_ID}-${id}`;
 
+const MEMBER_MODEL = new RegExp(`^${LLM_PROVIDER_ID}-[a-z0-9][a-z0-9_-]{0,63}/`);
+
+/**
+ * A model reference as the platform names it: a member's own provider (`platform-<id>/<model>`, an implementation
+ * detail of sharing a gateway) is the platform's LLM like the first agent's (`platform/<model>`), as the chat and the
+ * usage ledger name it.
+ */
+export const platformModelName = (ref: string): string => ref.replace(MEMBER_MODEL, `${LLM_PROVIDER_ID}/`);
+
 /** Where a member's LLM key is in the gateway's secret file (a JSON pointer). */
 const memberKeyPointer = (id: string) => `/members/${id.replace(/~/g, '~0').replace(/\//g, '~1')}/llmApiKey`;
 

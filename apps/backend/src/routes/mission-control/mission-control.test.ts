@@ -570,6 +570,12 @@ describe('fleet node status and session traces', () => {
         model: 'anthropic/claude-sonnet-4.5',
       },
     });
+    // An agent sharing its customer's gateway runs the platform's LLM through a provider of its own: named as the platform's.
+    const shared = { key: 'agent:agt_x:main', updatedAt: now, totalTokens: 5, model: 'gpt-4.1-mini', modelProvider: 'platform-agt_x' };
+    expect(sessionTrace(agent, shared, null)?.trace.model).toBe('platform/gpt-4.1-mini');
+    expect(sessionTrace(agent, { key: 'agent:agt_x:main', updatedAt: now, totalTokens: 5 }, 'platform-agt_x/m')?.trace.model).toBe(
+      'platform/m',
+    );
     expect(sessionTrace(agent, { key: 'k', updatedAt: now, hasActiveRun: true, totalTokens: 9 }, 'fake/fake-1')?.trace).toMatchObject({
       status: 'running',
       completedAt: null,

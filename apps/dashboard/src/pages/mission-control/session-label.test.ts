@@ -50,6 +50,11 @@ describe('session key labels', () => {
       label: 'Dashboard chat · main',
       key: 'agent:main:openai-user:aop-owner:usr_1:main',
     });
+    // An agent sharing its gateway: its session key names it by the gateway's id, which the trace's agent name says already.
+    expect(traceSession('Scheduler: agent:agt_x1:openai-user:aop-owner:usr_1:main')).toMatchObject({
+      agent: 'Scheduler',
+      label: 'Dashboard chat · main',
+    });
     // An agent whose name has a colon in it keeps it.
     expect(traceSession('Ops: night: agent:main:main')).toMatchObject({ agent: 'Ops: night', key: 'agent:main:main' });
     // A session with a label of its own is shown as it is, with no key to reveal.

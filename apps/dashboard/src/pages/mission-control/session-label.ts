@@ -116,8 +116,11 @@ function describe(parts: string[]): string {
   return head;
 }
 
-/** A session key as words: where the conversation comes from and who or what it is with. */
-export function sessionKeyLabel(key: string): string {
+/**
+ * A session key as words: where the conversation comes from and who or what it is with; an agent other than OpenClaw's
+ * default is named after it, unless `nameAgent: false` (the caller names the agent already).
+ */
+export function sessionKeyLabel(key: string, options: { nameAgent?: boolean } = {}): string {
   const trimmed = key.trim();
   const parts = trimmed.split(':');
   let agentId: string | undefined;
@@ -129,7 +132,7 @@ export function sessionKeyLabel(key: string): string {
   const { rest, extra } = takeSubThreads(session);
   const words = [describe(rest), ...extra].join(' · ');
   // OpenClaw's default agent is `main`; any other agent of a multi-agent gateway is named.
-  return agentId && agentId !== 'main' ? `${words} (agent ${agentId})` : words;
+  return agentId && agentId !== 'main' && options.nameAgent !== false ? `${words} (agent ${agentId})` : words;
 }
 
 /**
@@ -138,6 +141,7 @@ export function sessionKeyLabel(key: string): string {
  */
 export function traceSession(description: string): { agent: string | null; label: string; key: string | null } {
   const match = /^(.*): (agent:\S+)$/s.exec(description);
-  if (match) return { agent: match[1]!, label: sessionKeyLabel(match[2]!), key: match[2]! };
+  // The description names the platform agent: the gateway's id for it (an agent sharing its gateway) adds nothing.
+  if (match) return { agent: match[1]!, label: sessionKeyLabel(match[2]!, { nameAgent: false }), key: match[2]! };
   return { agent: null, label: description, key: null };
 }

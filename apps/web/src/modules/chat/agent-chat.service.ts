@@ -218,12 +218,13 @@ export async function gatewayChat(
     throw new DomainError('NO_GATEWAY_TOKEN_AVAILABLE');
   }
 
-  assertTakesTurns(target);
   const timeoutMs = deps.config.gateway.chatTimeoutMs;
   const sessionKey = scopedSessionKey(target, input.sessionKey);
   let final: ChatEventPayload | undefined;
   let reply: string;
   try {
+    // A stopped agent is one more failure of this route (its own gateway would be down): 500 below, the reason logged.
+    assertTakesTurns(target);
     reply = await withGateway(target, timeoutMs, (conn) => {
       // Registered before chatSend's own listener, so the final payload (model, usage) is kept by the time it resolves.
       conn.on('chat', (payload) => {

@@ -165,6 +165,8 @@ const seconds = (ms: number) => (ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1
 /** A failed agent turn in words (never the gateway's address or token). */
 function turnFailure(err: unknown, timeoutMs: number): string {
   if (err instanceof GatewayUnavailableError) return `No agent to run on: ${err.message}`;
+  // A stopped agent (`assertTakesTurns`), in its words.
+  if (err instanceof DomainError && err.code === 'AGENT_NOT_LIVE') return err.message;
   if (err instanceof GatewayError) {
     if (err.code === 'TIMEOUT') return `The agent did not answer within ${seconds(timeoutMs)}`;
     if (err.code === 'CHAT_ERROR') return `The agent's turn failed: ${err.message}`;

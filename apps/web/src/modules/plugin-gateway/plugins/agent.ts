@@ -88,7 +88,11 @@ export function agentPlugin(deps: GatewayDeps, priceUsd: string | null): Gateway
           if (err instanceof GatewayUnavailableError) throw gatewayUnavailableError(err);
           throw err;
         }
-        assertTakesTurns(target);
+        try {
+          assertTakesTurns(target);
+        } catch (err) {
+          throw pluginFailed('agent', (err as Error).message);
+        }
         const options: RestChatOptions = {
           baseUrl: target.baseUrl,
           token: target.token,
