@@ -101,8 +101,14 @@ export interface FakePairedDevice {
 export interface FakeGatewayOptions {
   /** Listen on this port (a restarted gateway keeps its address); a free one by default. */
   port?: number;
-  /** The gateway token (`OPENCLAW_GATEWAY_TOKEN`). */
+  /** The gateway token (`OPENCLAW_GATEWAY_TOKEN`, or what `configFile` resolves). */
   token: string;
+  /**
+   * The gateway's config file, for `config.get`, `config.apply` (base-hash checked, then written) and `secrets.reload`.
+   * Both apply calls resolve the gateway token again (`resolveToken`); when it changed, every open connection is closed
+   * right after the answer ("gateway auth changed"), as OpenClaw closes the connections made with the old token.
+   */
+  configFile?: { read(): string; write(raw: string): void; resolveToken(): string };
   /** Answer this many `connect` requests with retryable `UNAVAILABLE` (`startup-sidecars`) first. */
   unavailableConnects?: number;
   /** `retryAfterMs` of those answers (default 50). */
@@ -158,6 +164,7 @@ export interface FakeGatewayOptions {
 function requiredScope(method: string): string {
   if (method.startsWith('device.pair.')) return 'operator.pairing';
   if (['cron.add', 'cron.update', 'cron.remove', 'chat.send', 'sessions.create'].includes(method)) return 'operator.write';
+  if (['config.apply', 'secrets.reload'].includes(method)) return 'operator.admin';
   return 'operator.read';
 }
 
@@ -321,6 +328,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
   }
   const remotePort = remoteServer ? (remoteServer.address() as AddressInfo).port : null;
   const startedAt = Date.now();
+  let gatewayToken = options.token;
   const agentModel = options.model ?? { provider: 'fake', model: 'fake-1' };
   let unavailableLeft = options.unavailableConnects ?? 0;
   const jobs = new Map<string, CronJob>();
@@ -366,7 +374,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
     if (req.method !== 'POST' || path !== '/v1/chat/completions' || options.chatCompletions === false) {
       return json(404, { error: { message: 'Not Found', type: 'not_found' } });
     }
-    if (req.headers.authorization !== `Bearer ${options.token}`) {
+    if (req.headers.authorization !== `Bearer ${gatewayToken}`) {
       return json(401, { error: { message: 'Unauthorized', type: 'unauthorized' } });
     }
     const model = body?.model ?? 'openclaw';
@@ -552,7 +560,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         return;
       }
       const token = p.auth?.token;
-      if (token !== options.token) {
+      if (token !== gatewayToken) {
         rejectConnect(id, {
           code: 'UNAUTHORIZED',
           message: token ? 'unauthorized: gateway token mismatch' : 'unauthorized: gateway token missing',
@@ -962,9 +970,38 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         case 'device.pair.reject':
         case 'device.pair.remove':
           return handlePairing(id, method, p);
+        case 'config.get':
+        case 'config.apply':
+        case 'secrets.reload':
+          return handleConfig(id, method, p);
         default:
           return err(id, { code: 'INVALID_REQUEST', message: `unknown method: ${method}` });
       }
+    }
+
+    /** OpenClaw's config methods over `options.configFile` (see there); the hash is of the file's text. */
+    function handleConfig(id: string, method: string, p: any) {
+      const file = options.configFile;
+      if (!file) return err(id, { code: 'INVALID_REQUEST', message: `unknown method: ${method}` });
+      const hashOf = (raw: string) => createHash('sha256').update(raw).digest('hex');
+      const raw = file.read();
+      if (method === 'config.get') {
+        return ok(id, { hash: hashOf(raw), config: JSON.parse(raw), configRevisionHash: hashOf(raw), appliedConfigHash: hashOf(raw) });
+      }
+      if (method === 'config.apply') {
+        if (typeof p.raw !== 'string') return err(id, { code: 'INVALID_REQUEST', message: 'invalid config.apply params: raw' });
+        if (p.baseHash !== hashOf(raw)) {
+          return err(id, { code: 'INVALID_REQUEST', message: 'config changed since last load; re-run config.get and retry' });
+        }
+        file.write(p.raw);
+      }
+      const before = gatewayToken;
+      gatewayToken = file.resolveToken();
+      ok(id, method === 'config.apply' ? { ok: true, restart: false } : { ok: true });
+      if (gatewayToken !== before)
+        setTimeout(() => {
+          for (const ws of sockets) ws.close(1008, 'gateway auth changed');
+        }, 10);
     }
 
     function sessionKeyOf(key: unknown): string {
@@ -1109,6 +1146,8 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
     remoteUrl: remotePort === null ? null : `ws://127.0.0.1:${remotePort}/`,
     remoteHttpUrl: remotePort === null ? null : `http://127.0.0.1:${remotePort}`,
     remotePort,
+    /** The gateway token it accepts now (`configFile` can change it). */
+    currentToken: () => gatewayToken,
     /** Every request frame received (including `connect`). */
     received,
     /** Every HTTP request received. */

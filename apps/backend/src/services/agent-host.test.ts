@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DockerAgentHost, HostingAgentHost, KubernetesAgentHost, LocalAgentHost, kubeAgentName } from '@aop/provisioner';
 import { startDockerEngine } from '@aop/provisioner/docker-engine.test-support';
 import { request } from '@aop/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startBackend } from '../backend.test-support.js';
 import { loadBackendConfig } from '../config.js';
 import { ProvisionerConfigError, createAgentHost } from './agent-host.js';
@@ -124,7 +124,7 @@ describe('createAgentHost', () => {
 });
 
 describe('backend on the docker provisioner', () => {
-  it('deploys into the Docker engine and reports it in /health', async () => {
+  it('deploys into the Docker engine from its warm pool (AGENT_WARM_POOL) and reports both in /health', async () => {
     const dir = await mkdtemp(join(work, 'engine-'));
     const engine = await startDockerEngine({ socketPath: join(dir, 'docker.sock'), dir, images: { [IMAGE]: {} } });
     const env = {
@@ -133,11 +133,21 @@ describe('backend on the docker provisioner', () => {
       PROVISIONER: 'docker',
       DOCKER_SOCKET: engine.socketPath,
       DOCKER_AGENT_IMAGE: IMAGE,
+      AGENT_WARM_POOL: '1',
     };
     const host = createAgentHost(configOf(env));
     const backend = await startBackend(env, { host });
     try {
+      await host.restore(); // as the backend's server does at start: fills the pool
+      await vi.waitFor(async () => expect((await request(`${backend.url}/health`)).body.warmPool).toMatchObject({ target: 1, ready: 1 }), {
+        timeout: 15_000,
+        interval: 50,
+      });
       expect((await request(`${backend.url}/health`)).body).toMatchObject({ docker: 'available', provisioning: 'enabled' });
+      const warm = engine.calls.find((c) => c.method === 'POST' && c.path === '/containers/create');
+      expect(warm?.body.Labels).toMatchObject({ 'aop.warm-pool': 'true' });
+      const warmId = engine.container(warm?.query.name as string)?.Id;
+      expect(warmId).toEqual(expect.any(String));
       const email = 'dock@example.com';
       const res = await request(`${backend.url}/api/deployments`, {
         headers: {
@@ -148,8 +158,10 @@ describe('backend on the docker provisioner', () => {
       });
       expect(res.status).toBe(201);
       expect(res.body).toMatchObject({ agentId: 'agt_dock', status: expect.any(String) });
-      const created = engine.calls.find((c) => c.method === 'POST' && c.path === '/containers/create');
-      expect(created?.body).toMatchObject({ Image: IMAGE, Labels: expect.objectContaining({ 'aop.agent-id': 'agt_dock' }) });
+      // The warm container became the agent's: renamed, not created.
+      expect(engine.container('aop-agent-agt_dock')?.Id).toBe(warmId);
+      expect(engine.calls.filter((c) => c.path === '/containers/create' && c.query.name === 'aop-agent-agt_dock')).toEqual([]);
+      expect(engine.calls.filter((c) => c.path.endsWith('/rename')).map((c) => c.query)).toEqual([{ name: 'aop-agent-agt_dock' }]);
       expect((await host.waitUntilReady('agt_dock', { timeoutMs: 10_000 })).status).toBe('running');
     } finally {
       await backend.close();

@@ -46,6 +46,7 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         // Reached through the published port, a gateway gives the token alone no scopes: the platform device pairs.
         platformDevice: platformDevice(config),
         socketPath: config.dockerSocket,
+        warmPool: config.agents.warmPool,
         idleMs: config.agents.idleMs,
         evictIdleMs: config.agents.evictIdleMs,
         ...(config.docker.image ? { image: config.docker.image } : {}),

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { planResources } from '@aop/core';
 import type { AgentSpec, LlmSpec } from '../host.js';
-import { secretEnv } from '../shared/openclaw-config.js';
+import { checkAgentEnv } from '../shared/openclaw-config.js';
 import type { SealedSpecRecord } from '../shared/sealed-spec.js';
 
 /** The gateway's port inside every agent container (spec §4.10 probes; also HTTP and WebSocket). */
@@ -39,6 +39,11 @@ export interface DockerAgentRecord {
    * the state volume (OpenClaw's device store), so it outlives containers; a new device id means a new pairing.
    */
   platformDevice?: { deviceId: string; deviceToken: string; pairedAt: string };
+  /**
+   * The state volume when it is not `dockerStateVolumeName(agentId)`: an agent that adopted a warm container keeps that
+   * container's volume (`stateVolumeOf`).
+   */
+  volume?: string;
   /** Hibernated since, and when to wake it for its next due job; absent or null when awake (shared/idle.ts). */
   hibernation?: Hibernation | null;
   createdAt: string;
@@ -55,10 +60,26 @@ export const DOCKER_LABELS = {
   version: 'aop.openclaw-version',
   /** Hash of everything the container was created with (image, env, limits…); a mismatch recreates it. */
   configHash: 'aop.config-hash',
+  /**
+   * `true` on a warm container and its volume, which keep it when an agent adopts them (labels cannot change): such a
+   * container is known by its name (`aop-agent-<agentId>` once adopted), such a volume by the record's `volume`.
+   */
+  warmPool: 'aop.warm-pool',
 } as const;
 
 export const dockerContainerName = (agentId: string) => `aop-agent-${agentId}`;
 export const dockerStateVolumeName = (agentId: string) => `aop-agent-${agentId}-state`;
+/** The agent's state volume: its own, or the warm container's it adopted. */
+export const stateVolumeOf = (record: Pick<DockerAgentRecord, 'agentId' | 'volume'>) =>
+  record.volume ?? dockerStateVolumeName(record.agentId);
+/** The agent id of a container by its name (`/aop-agent-<agentId>`, as the engine lists it), else null. */
+export const agentIdOfName = (name: string | undefined) => /^\/?aop-agent-(.+)$/.exec(name ?? '')?.[1] ?? null;
+/**
+ * The gateway's secrets (`secretFileContents`: gateway token, LLM key, channel tokens) in the state volume, 0600 and
+ * the gateway user's, where the config's SecretRefs point: a running gateway can be given others without a new
+ * container (how a warm container is adopted). The agent's own variables (`agentEnv`) stay in its environment.
+ */
+export const SECRET_FILE_NAME = 'aop-secrets.json';
 export const ownLabels = (agentId: string, role: string) => ({
   [DOCKER_LABELS.managed]: 'true',
   [DOCKER_LABELS.agentId]: agentId,
@@ -89,7 +110,11 @@ export interface ContainerSettings {
 export class ContainerSpec {
   constructor(private readonly settings: ContainerSettings) {}
 
-  containerBody(record: DockerAgentRecord, spec: AgentSpec): Record<string, unknown> {
+  containerBody(
+    record: DockerAgentRecord,
+    spec: Pick<AgentSpec, 'agentEnv'>,
+    extraLabels: Record<string, string> = {},
+  ): Record<string, unknown> {
     const env: Record<string, string> = {
       LANG: 'C.UTF-8',
       MALLOC_ARENA_MAX: '2',
@@ -98,7 +123,7 @@ export class ContainerSpec {
       OPENCLAW_NO_AUTO_UPDATE: '1',
       OPENCLAW_DISABLE_BONJOUR: '1',
       OPENCLAW_OFFLINE: '1',
-      ...secretEnv(spec),
+      ...checkAgentEnv(spec.agentEnv),
     };
     return {
       Image: record.image,
@@ -111,6 +136,7 @@ export class ContainerSpec {
         [DOCKER_LABELS.plan]: record.plan,
         [DOCKER_LABELS.version]: record.version,
         [DOCKER_LABELS.configHash]: this.configHash(record),
+        ...extraLabels,
       },
       ExposedPorts: { [PORT_KEY]: {} },
       StopSignal: 'SIGTERM',
@@ -128,7 +154,7 @@ export class ContainerSpec {
         PidsLimit: this.settings.pidsLimit,
         RestartPolicy: { Name: 'unless-stopped', MaximumRetryCount: 0 },
         PortBindings: { [PORT_KEY]: [{ HostIp: this.settings.publishAddress, HostPort: '' }] },
-        Mounts: [{ Type: 'volume', Source: dockerStateVolumeName(record.agentId), Target: this.settings.stateDir }],
+        Mounts: [{ Type: 'volume', Source: stateVolumeOf(record), Target: this.settings.stateDir }],
         Init: true, // reaps the gateway's helper processes
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges:true'],
@@ -141,7 +167,8 @@ export class ContainerSpec {
   /** What the container was created with; sealed secrets change exactly when `configure` changes a token. */
   configHash(record: DockerAgentRecord): string {
     const material = {
-      format: 1,
+      // 2: secrets moved from the environment into the state volume's secret file.
+      format: 2,
       image: record.image,
       command: this.settings.command,
       user: this.settings.user,
@@ -154,6 +181,7 @@ export class ContainerSpec {
       stopTimeoutMs: this.settings.stopTimeoutMs,
       secrets: record.secrets,
       llm: record.llm,
+      volume: stateVolumeOf(record),
     };
     return createHash('sha256').update(JSON.stringify(material)).digest('hex').slice(0, 32);
   }

@@ -1,17 +1,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { type Socket, connect as connectTcp } from 'node:net';
 import { join, posix } from 'node:path';
 import { GatewayError, connectGateway } from '@aop/gateway-client';
 import { type FakeGatewayWs, type FakePairedDevice, startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
+import { tarArchive } from './docker-wire.js';
 
 /**
  * A Docker Engine on a unix socket, answering the parts of Engine API v1.47 the docker host uses with the shapes,
  * status codes and error messages of the real engine (27.x): `_ping`, `info`, images (inspect, `images/create` with
  * its progress stream), containers (create, start, stop, wait, remove, inspect, list with filters, logs as a
- * multiplexed stream, one-shot stats, update, archive PUT, exec create), exec instances (start, hijacked with
+ * multiplexed stream, one-shot stats, update, rename, archive PUT and GET (a regular file), exec create), exec instances (start, hijacked with
  * `Upgrade: tcp` → `101 UPGRADED` and a multiplexed stream that ends when the process does, or a plain streamed
  * answer; inspect with the exit code) and volumes (create, inspect, list, remove). Every call is recorded with its
  * URL, query and parsed body.
@@ -27,7 +28,7 @@ import { type FakeGatewayWs, type FakePairedDevice, startFakeGatewayWs } from '@
  *   standing in for OpenClaw's `openclaw.sqlite`), so a new container on the same volume still knows them.
  * - `exec` into a running gateway container: `openclaw devices approve <requestId> [--json]` and
  *   `openclaw devices list [--json]` behave like OpenClaw's CLI inside the container: they reach the gateway over its
- *   loopback (trusted) with `OPENCLAW_GATEWAY_TOKEN` from the container's environment. Any other command runs on this
+ *   loopback (trusted) with the token the container's config resolves to (else its environment's). Any other command runs on this
  *   machine as the container's process would: `node` is this Node, every argument that is an absolute path is
  *   replaced by where that path is here (the directory of the volume mounted there, else the container's own layer),
  *   an attached stdin is fed from the hijacked socket (its write side closing is the end of input), and the output
@@ -286,6 +287,28 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
   const endFollows = (c: EmulatedContainer) => {
     for (const follow of [...c.follows]) follow.end();
   };
+  /**
+   * The gateway token as OpenClaw resolves it: `gateway.auth.token` (a string, or a file SecretRef — a JSON pointer into
+   * its `secrets.providers` file, read where the container sees it), else `OPENCLAW_GATEWAY_TOKEN`; undefined when a
+   * SecretRef does not resolve, null when there is none.
+   */
+  const tokenOf = (c: EmulatedContainer, config: any, env: Record<string, string>): string | null | undefined => {
+    const ref = config.gateway?.auth?.token;
+    if (typeof ref === 'string') return ref;
+    if (ref === undefined || ref === null) return env.OPENCLAW_GATEWAY_TOKEN ?? null;
+    const provider = config.secrets?.providers?.[ref.provider];
+    if (ref.source !== 'file' || provider?.source !== 'file' || typeof ref.id !== 'string') return undefined;
+    try {
+      const file = JSON.parse(readFileSync(resolve(c, provider.path), 'utf8'));
+      const value = ref.id
+        .split('/')
+        .slice(1)
+        .reduce((node: any, key: string) => node?.[key], file);
+      return typeof value === 'string' && value !== '' ? value : undefined;
+    } catch {
+      return undefined;
+    }
+  };
   const isHelper = (c: EmulatedContainer) => Array.isArray(c.config.Entrypoint) && c.config.Entrypoint.join(' ') === 'sh -c';
   const ready = (c: EmulatedContainer) => c.state.Running && !c.state.Restarting && Date.now() - c.startedMs >= c.readyDelayMs;
 
@@ -374,7 +397,10 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
       return fail(`Missing config at ${env.OPENCLAW_CONFIG_PATH}: run openclaw setup or set gateway.mode=local`);
     }
     if (config.gateway?.mode !== 'local') return fail('Gateway start blocked: set gateway.mode=local');
-    if (config.gateway?.bind !== 'loopback' && !env.OPENCLAW_GATEWAY_TOKEN) return fail('Refusing to bind beyond loopback without auth');
+    const configPath = resolve(c, env.OPENCLAW_CONFIG_PATH ?? '/nonexistent');
+    const startToken = tokenOf(c, config, env);
+    if (startToken === undefined) return fail('Gateway auth token SecretRef is unresolved: refusing to start');
+    if (config.gateway?.bind !== 'loopback' && !startToken) return fail('Refusing to bind beyond loopback without auth');
     const state = resolve(c, env.OPENCLAW_STATE_DIR ?? '/home/node/.openclaw');
     mkdirSync(state, { recursive: true });
     appendFileSync(join(state, 'starts.txt'), `${tag}\n`);
@@ -390,8 +416,13 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(body));
       };
-      const authorized = req.headers.authorization === `Bearer ${env.OPENCLAW_GATEWAY_TOKEN}`;
+      const authorized = req.headers.authorization === `Bearer ${c.gateway?.currentToken() ?? startToken}`;
       if (req.url === '/healthz') return json(200, { ok: true, status: 'live' });
+      if (req.url === '/v1/models') {
+        return authorized
+          ? json(200, { object: 'list', data: [{ id: 'openclaw/main', object: 'model', owned_by: 'openclaw' }] })
+          : json(401, { error: { message: 'Unauthorized', type: 'unauthorized' } });
+      }
       if (req.url === '/readyz') {
         const isReady = ready(c);
         const uptimeMs = Date.now() - c.startedMs;
@@ -409,7 +440,20 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
       }
       json(404, { error: 'not found' });
     });
-    const gateway = await startFakeGatewayWs({ token: env.OPENCLAW_GATEWAY_TOKEN ?? '', remoteListener: true });
+    const gateway = await startFakeGatewayWs({
+      token: startToken ?? '',
+      remoteListener: true,
+      configFile: {
+        read: () => readFileSync(configPath, 'utf8'),
+        // Like OpenClaw, a config it writes itself carries its own `meta` block.
+        write: (raw) => writeFileSync(configPath, JSON.stringify({ ...JSON.parse(raw), meta: { lastTouchedVersion: tag } }, null, 2)),
+        resolveToken: () => {
+          const token = tokenOf(c, JSON.parse(readFileSync(configPath, 'utf8')), env);
+          if (!token) throw new Error('Gateway auth token SecretRef is unresolved');
+          return token;
+        },
+      },
+    });
     c.devicesFile = join(state, 'devices.json');
     if (existsSync(c.devicesFile)) {
       for (const device of JSON.parse(readFileSync(c.devicesFile, 'utf8')) as FakePairedDevice[])
@@ -472,8 +516,9 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
 
   /**
    * The part of OpenClaw's CLI an exec can run: `openclaw devices approve <requestId>` and `openclaw devices list`,
-   * with `--json`. Like the real CLI inside the container they reach the gateway at its loopback with the token from
-   * the environment, so the gateway trusts them (no device, full scopes).
+   * with `--json`. Like the real CLI inside the container they reach the gateway at its loopback with the token its
+   * config resolves to (measured with the pinned OpenClaw: a file SecretRef is resolved, and wins over the environment),
+   * so the gateway trusts them (no device, full scopes).
    */
   async function openclawCli(c: EmulatedContainer, exec: EmulatedExec): Promise<number> {
     const out = (text: string) => exec.output.push({ stream: 1, text });
@@ -482,7 +527,15 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
     const args = exec.Cmd.slice(1);
     const json = args.includes('--json');
     const tokenAt = args.indexOf('--token');
-    const token = tokenAt >= 0 ? args[tokenAt + 1] : env.OPENCLAW_GATEWAY_TOKEN;
+    // Like OpenClaw's CLI: `--token`, else the config's token (a file SecretRef resolved as the gateway does), else the environment.
+    const config = (() => {
+      try {
+        return JSON.parse(readFileSync(resolve(c, env.OPENCLAW_CONFIG_PATH ?? '/nonexistent'), 'utf8'));
+      } catch {
+        return {};
+      }
+    })();
+    const token = tokenAt >= 0 ? args[tokenAt + 1] : (tokenOf(c, config, env) ?? undefined);
     const positional = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--token');
     const [group, command, requestId] = positional;
     if (group !== 'devices' || (command !== 'approve' && command !== 'list')) {
@@ -1117,6 +1170,38 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
         };
         execs.set(exec.ID, exec);
         return send(201, { Id: exec.ID });
+      }
+      if (method === 'GET' && action === '/archive') {
+        // A regular file only (what the host reads); the engine's stat of it rides in a header, as Docker sends it.
+        const source = query.path ?? '';
+        if (!source) return error(400, 'bad parameter: path cannot be empty');
+        const local = resolve(c, source);
+        if (!existsSync(local) || !statSync(local).isFile()) return error(404, `Could not find the file ${source} in container ${c.Name}`);
+        const info = statSync(local);
+        const content = readFileSync(local);
+        const name = posix.basename(source);
+        const pathStat = { name, size: content.length, mode: info.mode & 0o777, mtime: info.mtime.toISOString(), linkTarget: '' };
+        res.writeHead(200, {
+          'api-version': ENGINE_API_VERSION,
+          server: SERVER,
+          'content-type': 'application/x-tar',
+          'x-docker-container-path-stat': Buffer.from(JSON.stringify(pathStat)).toString('base64'),
+        });
+        res.end(tarArchive([{ name, type: 'file', mode: info.mode & 0o777, uid: info.uid, gid: info.gid, content }]));
+        return;
+      }
+      if (method === 'POST' && action === '/rename') {
+        const name = query.name ?? '';
+        if (!name) return error(400, 'Neither old nor new names may be empty');
+        const taken = find(name);
+        if (taken && taken !== c) {
+          return error(
+            409,
+            `Conflict. The container name "/${name}" is already in use by container "${taken.Id}". You have to remove (or rename) that container to be able to reuse that name.`,
+          );
+        }
+        c.Name = name;
+        return send(204);
       }
       if (method === 'PUT' && action === '/archive') {
         const dest = query.path ?? '';

@@ -55,6 +55,20 @@ export function tarArchive(entries: TarEntry[]): Buffer {
   return Buffer.concat(blocks);
 }
 
+/** The content of the first regular file in a ustar archive (the engine's `GET …/archive` of one file), else null. */
+export function readTarFile(data: Buffer): Buffer | null {
+  for (let offset = 0; offset + BLOCK <= data.length; ) {
+    const header = data.subarray(offset, offset + BLOCK);
+    if (header.every((byte) => byte === 0)) return null;
+    const size = Number.parseInt(header.subarray(124, 136).toString('ascii').replace(/\0.*$/s, '').trim() || '0', 8);
+    if (!Number.isInteger(size) || size < 0) return null;
+    const type = String.fromCharCode(header[156] ?? 0);
+    if (type === '0' || type === '\0') return data.subarray(offset + BLOCK, offset + BLOCK + size);
+    offset += BLOCK + Math.ceil(size / BLOCK) * BLOCK;
+  }
+  return null;
+}
+
 export interface LogLine {
   stream: 'stdout' | 'stderr';
   text: string;

@@ -160,17 +160,36 @@ describe('DockerAgentHost (emulated Docker Engine)', () => {
     expect(order.indexOf(`POST /containers/${name}/start`)).toBeGreaterThan(order.indexOf(`PUT /containers/${name}/archive`));
     const container = engine.container(name);
     expect(engine.callsTo('PUT', /\/archive$/)[0]?.query).toEqual({ path: '/home/node' });
+    // The secret file first, then the config that refers to it, in one archive.
     expect(container?.archives[0]).toMatchObject([
       { path: '/home/node/.openclaw', type: 'directory', mode: 0o700, uid, gid },
+      { path: '/home/node/.openclaw/aop-secrets.json', type: 'file', mode: 0o600, uid, gid },
       { path: '/home/node/.openclaw/openclaw.json', type: 'file', mode: 0o600, uid, gid },
     ]);
-    const file = await readFile(join(engine.volumeDir(dockerStateVolumeName(s.agentId)), 'openclaw.json'), 'utf8');
+    const volume = engine.volumeDir(dockerStateVolumeName(s.agentId));
+    const file = await readFile(join(volume, 'openclaw.json'), 'utf8');
     const written = JSON.parse(file);
-    expect(written.gateway).toMatchObject({ mode: 'local', bind: 'lan', port: 18789, auth: { mode: 'token' } });
+    const ref = (id: string) => ({ source: 'file', provider: 'aop', id });
+    expect(written.gateway).toMatchObject({
+      mode: 'local',
+      bind: 'lan',
+      port: 18789,
+      auth: { mode: 'token', token: ref('/gatewayToken') },
+    });
+    expect(written.secrets).toEqual({
+      providers: { aop: { source: 'file', path: '/home/node/.openclaw/aop-secrets.json', mode: 'json' } },
+    });
     expect(written.agents.defaults.workspace).toBe('/home/node/.openclaw/workspace');
     expect(written.cron).toEqual({ enabled: true });
-    expect(written.channels.telegram).toMatchObject({ enabled: true, botToken: { source: 'env', id: 'TELEGRAM_BOT_TOKEN' } });
+    expect(written.channels.telegram).toMatchObject({ enabled: true, botToken: ref('/telegramBotToken') });
+    expect(written.models.providers.platform.apiKey).toEqual(ref('/llmApiKey'));
     for (const secret of ['tg-secret-token', 'sk-llm-secret', s.gatewayToken]) expect(file).not.toContain(secret);
+    expect(JSON.parse(await readFile(join(volume, 'aop-secrets.json'), 'utf8'))).toEqual({
+      gatewayToken: s.gatewayToken,
+      llmApiKey: 'sk-llm-secret',
+      telegramBotToken: 'tg-secret-token',
+    });
+    expect((await stat(join(volume, 'aop-secrets.json'))).mode & 0o777).toBe(0o600);
 
     const running = await host.waitUntilReady(s.agentId);
     expect(running).toMatchObject({
@@ -198,7 +217,7 @@ describe('DockerAgentHost (emulated Docker Engine)', () => {
     expect(await host.list()).toEqual([expect.objectContaining({ agentId: s.agentId, status: 'running' })]);
   });
 
-  it('gives the gateway only its own variables: no platform secret in the container, no token in any request URL', async () => {
+  it('gives the gateway only its own secrets, in its volume: none in its environment, no platform secret, no token in any request URL', async () => {
     const { engine, host } = await setup();
     const s = spec({
       channelTokens: { telegram: 'tg-secret-token', discord: 'dc-secret-token' },
@@ -206,26 +225,23 @@ describe('DockerAgentHost (emulated Docker Engine)', () => {
     });
     await host.create(s);
     const env = envOf(gatewayCreates(engine)[0]?.body.Env);
+    // `docker inspect` shows a container's environment to anyone with the engine's socket: no secret goes there.
     expect(Object.keys(env).sort()).toEqual([
-      'AOP_LLM_API_KEY',
-      'DISCORD_BOT_TOKEN',
       'LANG',
       'MALLOC_ARENA_MAX',
       'OPENCLAW_CONFIG_PATH',
       'OPENCLAW_DISABLE_BONJOUR',
-      'OPENCLAW_GATEWAY_TOKEN',
       'OPENCLAW_NO_AUTO_UPDATE',
       'OPENCLAW_OFFLINE',
       'OPENCLAW_STATE_DIR',
-      'TELEGRAM_BOT_TOKEN',
     ]);
-    expect(env).toMatchObject({
-      OPENCLAW_GATEWAY_TOKEN: s.gatewayToken,
-      TELEGRAM_BOT_TOKEN: 'tg-secret-token',
-      DISCORD_BOT_TOKEN: 'dc-secret-token',
-      AOP_LLM_API_KEY: 'sk-llm-secret',
-      OPENCLAW_STATE_DIR: '/home/node/.openclaw',
-      OPENCLAW_CONFIG_PATH: '/home/node/.openclaw/openclaw.json',
+    expect(env).toMatchObject({ OPENCLAW_STATE_DIR: '/home/node/.openclaw', OPENCLAW_CONFIG_PATH: '/home/node/.openclaw/openclaw.json' });
+    const secrets = JSON.parse(await readFile(join(engine.volumeDir(dockerStateVolumeName(s.agentId)), 'aop-secrets.json'), 'utf8'));
+    expect(secrets).toEqual({
+      gatewayToken: s.gatewayToken,
+      llmApiKey: 'sk-llm-secret',
+      telegramBotToken: 'tg-secret-token',
+      discordBotToken: 'dc-secret-token',
     });
     const values = Object.values(env);
     for (const name of PLATFORM_SECRETS) {
@@ -542,7 +558,7 @@ describe('DockerAgentHost (emulated Docker Engine)', () => {
     await host.configure(s.agentId, { channelTokens: { discord: 'dc-new-token' } });
     const recreated = engine.container(name);
     expect(recreated?.Id).not.toBe(id);
-    expect(envOf(recreated?.config.Env)).toMatchObject({ DISCORD_BOT_TOKEN: 'dc-new-token' });
+    expect(JSON.parse(await readFile(join(volume, 'aop-secrets.json'), 'utf8'))).toMatchObject({ discordBotToken: 'dc-new-token' });
     expect(recreated?.hostConfig).toMatchObject({ Memory: 4 * GIB });
     expect((await host.waitUntilReady(s.agentId)).status).toBe('running');
     expect((await host.spec(s.agentId)).channelTokens).toEqual({ discord: 'dc-new-token' });
@@ -908,5 +924,185 @@ describe('DockerAgentHost platform device pairing', () => {
     await plain.host.create(t);
     expect(await plain.host.controlCredentials(t.agentId)).toEqual({ token: t.gatewayToken });
     expect(plain.engine.execs()).toEqual([]);
+  });
+});
+
+// A warm container is started, warmed up and paired with the platform device before any agent needs it; `create` then
+// renames it to the agent's, writes the agent's secrets into its volume and applies the agent's configuration over the
+// device's connection (`config.apply`), instead of creating a container and waiting for a cold start.
+describe('DockerAgentHost warm pool', () => {
+  const warmContainers = (engine: DockerEngineEmulator) => engine.containers().filter((c) => c.config.Labels?.['aop.warm-pool'] === 'true');
+  const poolReady = async (host: DockerAgentHost, ready: number) =>
+    vi.waitFor(() => expect(host.warmPoolStatus().ready).toBe(ready), { timeout: 15_000, interval: 20 });
+  const warmOptions = (identity = createDeviceIdentity()): Partial<DockerHostOptions> => ({
+    platformDevice: identity,
+    warmPool: 1,
+    refillQuietMs: 0,
+  });
+
+  it('adopts a warm container: renamed to the agent, its secrets and configuration applied live, the old token refused; the pool refills', async () => {
+    const identity = createDeviceIdentity();
+    const { engine, host, options } = await setup({}, warmOptions(identity));
+    expect(await host.restore()).toEqual([]);
+    await poolReady(host, 1);
+    const [warm] = warmContainers(engine);
+    const warmName = warm?.Name as string;
+    expect(warmName).toMatch(/^aop-agent-warm-[0-9a-f]{12}$/);
+    const warmVolume = `${warmName}-state`;
+    expect(engine.volumeLabels(warmVolume)).toMatchObject({ 'aop.warm-pool': 'true', 'aop.role': 'state' });
+    expect(warm?.hostConfig).toMatchObject({ Memory: 2 * GIB }); // the smallest plan until adopted
+    const poolToken = JSON.parse(await readFile(join(engine.volumeDir(warmVolume), 'aop-secrets.json'), 'utf8')).gatewayToken;
+    expect(engine.gateway(warmName)?.pairing.paired.has(identity.deviceId)).toBe(true);
+
+    const s = spec({
+      plan: 'collective',
+      channelTokens: { telegram: 'tg-secret-token' },
+      llm: { baseUrl: 'https://llm.example/v1', apiKey: 'sk-llm-secret', model: 'model-1' },
+    });
+    const created = await host.create(s);
+    expect(created).toMatchObject({ agentId: s.agentId, status: 'starting' });
+    const running = await host.waitUntilReady(s.agentId, { timeoutMs: 10_000 });
+    expect(running.status).toBe('running');
+
+    // The same container, under the agent's name; no container was created for the agent.
+    const name = dockerContainerName(s.agentId);
+    expect(engine.container(name)?.Id).toBe(warm?.Id);
+    expect(gatewayCreates(engine).filter((call) => call.query.name === name)).toEqual([]);
+    expect(engine.callsTo('POST', /\/rename$/).map((call) => call.query)).toEqual([{ name }]);
+    expect(engine.container(name)?.hostConfig).toMatchObject({ Memory: 4 * GIB, NanoCpus: 2_000_000_000 });
+
+    // The agent's secrets in the volume, its configuration applied by OpenClaw itself (with OpenClaw's `meta`).
+    const volume = engine.volumeDir(warmVolume);
+    expect(JSON.parse(await readFile(join(volume, 'aop-secrets.json'), 'utf8'))).toEqual({
+      gatewayToken: s.gatewayToken,
+      llmApiKey: 'sk-llm-secret',
+      telegramBotToken: 'tg-secret-token',
+    });
+    const config = JSON.parse(await readFile(join(volume, 'openclaw.json'), 'utf8'));
+    expect(config.models.providers.platform).toMatchObject({
+      baseUrl: 'https://llm.example/v1',
+      apiKey: { source: 'file', id: '/llmApiKey' },
+    });
+    expect(config.agents.defaults.model.primary).toBe('platform/model-1');
+    expect(config.meta).toEqual({ lastTouchedVersion: '1.0.0' });
+    const applies = engine.gateway(name)?.received.filter((frame) => frame.method === 'config.apply') ?? [];
+    expect(applies).toHaveLength(1);
+    expect(JSON.stringify(applies)).not.toContain('sk-llm-secret');
+
+    // The agent's token is the gateway's now; the pool's is refused.
+    const models = (token: string) => fetch(`${running.url}/v1/models`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await models(s.gatewayToken)).status).toBe(200);
+    expect((await models(poolToken)).status).toBe(401);
+    const credentials = await host.controlCredentials(s.agentId);
+    expect(credentials.token).toBe(s.gatewayToken);
+    const conn = await connectGateway({
+      url: `${(running.url as string).replace(/^http/, 'ws')}/`,
+      token: credentials.token,
+      device: credentials.device?.identity,
+      retryDeadlineMs: 0,
+    });
+    expect(conn.hello.auth?.scopes).toContain('operator.admin');
+    await conn.close();
+    expect(engine.execs()).toHaveLength(1); // paired once, while warm
+
+    // The registry: the agent, with the warm volume as its state volume; the logs tell the adoption.
+    const record = JSON.parse(await readFile(join(options.dataDir, 'docker-agents', `${s.agentId}.json`), 'utf8'));
+    expect(record).toMatchObject({
+      agentId: s.agentId,
+      plan: 'collective',
+      volume: warmVolume,
+      platformDevice: { deviceId: identity.deviceId },
+    });
+    for (const secret of [s.gatewayToken, 'sk-llm-secret', 'tg-secret-token']) expect(JSON.stringify(record)).not.toContain(secret);
+    const logs = (await host.logs(s.agentId)).join('\n');
+    expect(logs).toContain(`[host] warm container ${warmName} taken by agent ${s.agentId}`);
+    expect(logs).toMatch(/\[host\] warm container adopted in \d+\.\d s: the agent's configuration is live \(connected before, applied/);
+
+    // The pool refills with a new warm container.
+    await poolReady(host, 1);
+    expect(
+      warmContainers(engine)
+        .map((c) => c.Name)
+        .filter((n) => n !== name),
+    ).toHaveLength(1);
+    expect(await host.orphans()).toEqual([]);
+  });
+
+  it('an adopted agent lives on its volume: config writes keep OpenClaw’s meta, a restart recreates the container as the agent’s, delete removes both', async () => {
+    const { engine, host } = await setup({}, warmOptions());
+    await host.restore();
+    await poolReady(host, 1);
+    const s = spec();
+    await host.create(s);
+    const running = await host.waitUntilReady(s.agentId, { timeoutMs: 10_000 });
+    const name = dockerContainerName(s.agentId);
+    const warmVolume = engine.container(name)?.hostConfig.Mounts[0].Source as string;
+    expect(warmVolume).toMatch(/^aop-agent-warm-[0-9a-f]{12}-state$/);
+    const volume = engine.volumeDir(warmVolume);
+    // A chat turn's leftovers, which must survive the container's recreation.
+    const remembered = await fetch(`${running.url}/remember`, { method: 'POST', headers: { authorization: `Bearer ${s.gatewayToken}` } });
+    expect(remembered.status).toBe(200);
+
+    await host.configure(s.agentId, { config: { ...s.config, tools: { profile: 'messaging' } } });
+    const written = JSON.parse(await readFile(join(volume, 'openclaw.json'), 'utf8'));
+    expect(written.tools).toEqual({ profile: 'messaging' });
+    expect(written.meta).toEqual({ lastTouchedVersion: '1.0.0' }); // carried over: OpenClaw would otherwise restore its backup
+
+    await host.restart(s.agentId);
+    expect((await host.waitUntilReady(s.agentId)).status).toBe('running');
+    const recreated = engine.container(name);
+    expect(recreated?.config.Labels).toMatchObject({ 'aop.agent-id': s.agentId, 'aop.user-id': 'usr_1' });
+    expect(recreated?.config.Labels).not.toHaveProperty('aop.warm-pool');
+    expect(recreated?.hostConfig.Mounts).toEqual([{ Type: 'volume', Source: warmVolume, Target: '/home/node/.openclaw' }]);
+    expect(await readFile(join(volume, 'workspace', 'MEMORY.md'), 'utf8')).toBe('remembered');
+    expect(existsSync(engine.volumeDir(dockerStateVolumeName(s.agentId)))).toBe(false);
+
+    await host.delete(s.agentId);
+    expect(engine.container(name)).toBeUndefined();
+    expect(engine.volumeNames()).not.toContain(warmVolume);
+  });
+
+  it('a restarted backend removes the warm containers it left and keeps the adopted ones; an agent that needs the room takes it from the pool', async () => {
+    const identity = createDeviceIdentity();
+    const first = await setup({ memTotal: 8 * GIB }, warmOptions(identity));
+    await first.host.restore();
+    await poolReady(first.host, 1);
+    const adopted = spec();
+    await first.host.create(adopted);
+    await first.host.waitUntilReady(adopted.agentId, { timeoutMs: 10_000 });
+    await poolReady(first.host, 1);
+    const left = warmContainers(first.engine).find((c) => c.Name.startsWith('aop-agent-warm-'));
+    expect(left).toBeDefined();
+
+    // A new backend on the same engine and data: the unadopted warm container and its volume go, the agent stays.
+    const again = new DockerAgentHost({ ...first.options, warmPool: 0 });
+    cleanups.push(() => again.shutdown());
+    const restored = await again.restore();
+    expect(restored).toEqual([expect.objectContaining({ agentId: adopted.agentId, url: expect.any(String) })]);
+    expect((await again.waitUntilReady(adopted.agentId)).status).toBe('running');
+    expect(first.engine.container(left?.Name as string)).toBeUndefined();
+    expect(first.engine.volumeNames()).not.toContain(`${left?.Name}-state`);
+    expect(first.engine.container(dockerContainerName(adopted.agentId))).toBeDefined();
+    expect(await again.orphans()).toEqual([]);
+    await first.host.shutdown();
+
+    // 8 GiB less the 2 GiB reserve: three 2 GiB containers. With two agents and a warm container running, a third
+    // agent of its own (its variables need a container of its own) gets the warm container's room.
+    const { engine, host } = await setup({ memTotal: 8 * GIB }, warmOptions());
+    await host.restore();
+    await poolReady(host, 1);
+    const a = spec();
+    await host.create(a); // adopts the warm container
+    await host.waitUntilReady(a.agentId, { timeoutMs: 10_000 });
+    await poolReady(host, 1);
+    const b = spec({ agentEnv: { AOP_AGENT_WALLET: '0xabc' } });
+    await host.create(b);
+    expect(engine.container(dockerContainerName(b.agentId))?.config.Env).toContain('AOP_AGENT_WALLET=0xabc');
+    await poolReady(host, 1);
+    const c = spec({ agentEnv: { AOP_AGENT_WALLET: '0xdef' } });
+    await host.create(c);
+    expect(warmContainers(engine).filter((x) => x.Name.startsWith('aop-agent-warm-'))).toEqual([]);
+    expect(host.warmPoolStatus()).toMatchObject({ target: 1, ready: 0 });
+    expect((await host.waitUntilReady(c.agentId)).status).toBe('running');
   });
 });

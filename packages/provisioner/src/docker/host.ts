@@ -1,12 +1,22 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join, posix } from 'node:path';
-import { type DeviceIdentity, connectGateway } from '@aop/gateway-client';
+import { type DeviceIdentity, type GatewayConnection, connectGateway } from '@aop/gateway-client';
 import { DomainError } from '@aop/core';
 import Docker from 'dockerode';
 import { BUS_SKILL_NAME, busSkillFiles } from '../shared/bus-skill.js';
-import { DEFAULT_RESERVE_BYTES, capacityMessage } from '../shared/capacity.js';
-import { type EngineStats, FrameDemuxer, demuxFrames, demuxLogs, dockerStats, parseImageRef, tarArchive } from './docker-wire.js';
+import { DEFAULT_RESERVE_BYTES, autoWarmPoolSize, capacityMessage } from '../shared/capacity.js';
+import {
+  type EngineStats,
+  FrameDemuxer,
+  demuxFrames,
+  demuxLogs,
+  dockerStats,
+  parseImageRef,
+  readTarFile,
+  tarArchive,
+} from './docker-wire.js';
 import {
   type AgentChanges,
   type AgentHealth,
@@ -20,6 +30,7 @@ import {
   type LlmSpec,
   type LogsOptions,
   type WaitOptions,
+  type WarmPoolStatus,
   AgentExistsError,
   AgentNotFoundError,
   AgentStartError,
@@ -31,7 +42,14 @@ import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { approveCommand, assertApproved } from '../shared/approve-device.js';
 import { LineQueue, LineSplitter, splitTimestampNs } from '../shared/log-follow.js';
 import { pumpLogLines } from '../shared/log-pump.js';
-import { MESSAGING_CHANNELS, buildOpenClawConfig, carriesWarmUp, checkAgentEnv, sameAgentEnv } from '../shared/openclaw-config.js';
+import {
+  MESSAGING_CHANNELS,
+  buildOpenClawConfig,
+  carriesWarmUp,
+  checkAgentEnv,
+  sameAgentEnv,
+  secretFileContents,
+} from '../shared/openclaw-config.js';
 import { approvePlatformDevice } from '../shared/pairing.js';
 import { exclusive, recordFile, writeRecord } from '../shared/registry.js';
 import { settleWithin } from '../shared/settle-within.js';
@@ -59,10 +77,13 @@ import {
   GIB,
   PORT_KEY,
   SECOND_NS,
+  SECRET_FILE_NAME,
+  agentIdOfName,
   dockerContainerName,
   dockerLimits,
   dockerStateVolumeName,
   ownLabels,
+  stateVolumeOf,
 } from './container.js';
 
 export { DOCKER_LABELS, dockerContainerName, dockerLimits, dockerStateVolumeName } from './container.js';
@@ -171,7 +192,26 @@ export interface DockerHostOptions {
   idleCheckMs?: number;
   /** A hibernated agent is started this long before its next due job (default 90 s). */
   wakeLeadMs?: number;
+  /**
+   * Warm containers kept started, warmed up, paired with the platform device and nobody's (default 0), for `create` to
+   * adopt, as on the local provider: a number, or `auto` (`autoWarmPoolSize` of the engine's memory, read at
+   * `restore()`). Needs `platformDevice` (adoption applies the agent's configuration over its connection).
+   */
+  warmPool?: number | 'auto';
+  /** How long after an agent became live the pool waits before starting a warm container (default 20 s). */
+  refillQuietMs?: number;
 }
+
+/** A warm container's connection under the pool token (the platform device's), with its config's hash. */
+interface PoolConnection {
+  conn: GatewayConnection;
+  hash: string | undefined;
+}
+
+/** The plan a warm container runs under until an agent adopts it (then the agent's plan's limits apply). */
+const WARM_PLAN = 'solo';
+/** Warm containers are agents `warm-<hex>` to the host: `aop-agent-warm-<hex>` and its volume until adopted. */
+const WARM_PREFIX = 'warm-';
 
 interface Agent {
   record: DockerAgentRecord;
@@ -191,6 +231,12 @@ interface Agent {
   pairing: Promise<ControlCredentials> | null;
   /** The latest activity the gateway reported (wall clock ms), read by the idle check. */
   lastActiveAt: number | null;
+  /** A warm container nobody has adopted yet (in `pool`; not in the registry). */
+  warmSlot: boolean;
+  /** A warm container ready to be adopted (warmed up and paired). */
+  poolReady: boolean;
+  /** Its connection kept open for the adoption, opened once it was ready. */
+  poolConn: Promise<PoolConnection | null> | null;
 }
 
 type ContainerInfo = Docker.ContainerInspectInfo;
@@ -278,6 +324,12 @@ export class DockerAgentHost implements AgentHost {
   private readonly logListeners = new Map<string, Set<(line: string) => void>>();
   private readonly idleTimer: NodeJS.Timeout | null = null;
   private checkingIdle = false;
+  /** Warm containers, oldest first (`warmPool`). */
+  private readonly pool: Agent[] = [];
+  /** `warmPool`, once `auto` is resolved (at `restore()`). */
+  private poolTarget: number;
+  private poolError: string | null = null;
+  private filling: Promise<void> | null = null;
 
   constructor(private readonly config: DockerHostOptions) {
     this.secrets = secretBoxFor(config, 'DockerAgentHost');
@@ -319,6 +371,7 @@ export class DockerAgentHost implements AgentHost {
       readyTimeoutMs: this.options.readyTimeoutMs,
       stopTimeoutMs: this.options.stopTimeoutMs,
     });
+    this.poolTarget = typeof config.warmPool === 'number' ? Math.max(0, Math.floor(config.warmPool)) : 0;
     if ((config.idleMs ?? 0) > 0) {
       this.idleTimer = setInterval(() => void this.checkIdle(), config.idleCheckMs ?? 60_000);
       this.idleTimer.unref();
@@ -361,6 +414,9 @@ export class DockerAgentHost implements AgentHost {
 
       const version = spec.version ?? this.defaultVersion;
       const image = spec.version ? this.imageFor(spec.version) : this.image;
+      const slot = this.takeWarmSlot(image, spec);
+      const adopted = slot ? await this.adopt(slot, spec) : null;
+      if (adopted) return adopted;
       return await this.withCapacity(id, spec.plan, async () => {
         try {
           await this.ensureImage(image);
@@ -368,22 +424,7 @@ export class DockerAgentHost implements AgentHost {
           if (cause instanceof DockerUnavailableError) throw cause;
           throw new AgentStartError(`Cannot create agent ${id}: image ${image} is not available: ${messageOf(cause)}`, { cause });
         }
-        const now = new Date().toISOString();
-        const record: DockerAgentRecord = {
-          agentId: id,
-          userId: spec.userId,
-          plan: spec.plan,
-          config: spec.config,
-          version,
-          image,
-          desired: 'running',
-          llm: null,
-          secrets: { gatewayToken: '', channelTokens: {} },
-          createdAt: now,
-          updatedAt: now,
-        };
-        sealSpecSecrets(this.secrets, record, spec);
-        const agent = this.newAgent(record);
+        const agent = this.newAgent(this.newRecord(spec, version, image));
         this.agents.set(id, agent);
         await this.saveRecord(agent);
         return exclusive(agent, async () => {
@@ -394,6 +435,25 @@ export class DockerAgentHost implements AgentHost {
     } finally {
       this.creating.delete(id);
     }
+  }
+
+  private newRecord(spec: AgentSpec, version: string, image: string): DockerAgentRecord {
+    const now = new Date().toISOString();
+    const record: DockerAgentRecord = {
+      agentId: spec.agentId,
+      userId: spec.userId,
+      plan: spec.plan,
+      config: spec.config,
+      version,
+      image,
+      desired: 'running',
+      llm: null,
+      secrets: { gatewayToken: '', channelTokens: {} },
+      createdAt: now,
+      updatedAt: now,
+    };
+    sealSpecSecrets(this.secrets, record, spec);
+    return record;
   }
 
   async start(agentId: string): Promise<AgentState> {
@@ -432,6 +492,299 @@ export class DockerAgentHost implements AgentHost {
       await this.stopContainer(agent);
       return this.observe(agent);
     });
+  }
+
+  // ---------------------------------------------------------------- warm pool
+
+  /** How the warm pool stands. */
+  warmPoolStatus(): WarmPoolStatus {
+    const ready = this.pool.filter((slot) => slot.poolReady).length;
+    return { target: this.poolTarget, ready, starting: this.pool.length - ready, lastError: this.poolError };
+  }
+
+  /**
+   * A ready warm container of this image, taken out of the pool; null when there is none, or when the agent needs a
+   * container of its own: variables of its own (`AOP_AGENT_*` reach tools only through the environment a container
+   * starts with).
+   */
+  private takeWarmSlot(image: string, spec: AgentSpec): Agent | null {
+    if (Object.keys(spec.agentEnv ?? {}).length > 0) return null;
+    const index = this.pool.findIndex((slot) => slot.poolReady && slot.record.image === image);
+    if (index < 0) return null;
+    const [slot] = this.pool.splice(index, 1);
+    return slot ?? null;
+  }
+
+  /**
+   * Makes a warm container the agent's: renamed `aop-agent-<agentId>` (Docker renames a running container), its volume
+   * becomes the agent's state volume (`record.volume`), its pairing with the platform device the agent's, and the
+   * agent's record replaces the slot's; then the agent's plan limits, secrets and configuration are applied to the
+   * running gateway (`adoptConfiguration`) while the agent shows `starting`. If that fails, the container is recreated
+   * from the agent's spec (a cold start on the same volume). Null, with the slot removed, when the container could not
+   * be taken: the caller starts a container of its own. The pool refills in the background.
+   */
+  private async adopt(slot: Agent, spec: AgentSpec): Promise<AgentState | null> {
+    const slotId = slot.record.agentId;
+    const id = spec.agentId;
+    // The agent's plan may need more room than the warm container's.
+    try {
+      await this.withCapacity(id, spec.plan, async () => undefined, { exclude: [slotId] });
+    } catch (error) {
+      this.pool.unshift(slot);
+      throw error;
+    }
+    const poolToken = openSealedSpec(this.secrets, slot.record).gatewayToken;
+    const device = slot.record.platformDevice;
+    try {
+      await this.engine('rename container', () =>
+        this.docker.getContainer(dockerContainerName(slotId)).rename({ name: dockerContainerName(id) }),
+      );
+    } catch (error) {
+      this.log(slot, `[host] the warm container could not be taken (${messageOf(error)}); starting a container of its own`);
+      await this.dropWarmSlot(slot);
+      this.fillWarmPool();
+      return null;
+    }
+    const record: DockerAgentRecord = {
+      ...this.newRecord(spec, slot.record.version, slot.record.image),
+      volume: stateVolumeOf(slot.record),
+    };
+    if (device) {
+      const deviceToken = this.secrets.decrypt(device.deviceToken, secretAad(slotId, 'platformDeviceToken'));
+      record.platformDevice = { ...device, deviceToken: this.secrets.encrypt(deviceToken, secretAad(id, 'platformDeviceToken')) };
+    }
+    slot.record = record;
+    slot.warmSlot = false;
+    slot.poolReady = false;
+    // `starting` until the agent's configuration is live (observe reports running once the run is warmed up).
+    const run = slot.warmedFor;
+    slot.warmedFor = null;
+    this.agents.set(id, slot);
+    await this.saveRecord(slot);
+    this.log(slot, `[host] warm container ${dockerContainerName(slotId)} taken by agent ${id}`);
+    const adopting: Promise<void> = exclusive(slot, async () => {
+      const started = performance.now();
+      try {
+        const steps = await this.adoptConfiguration(slot, poolToken, run);
+        slot.warmedFor = run;
+        slot.readyAt = Date.now();
+        this.log(
+          slot,
+          `[host] warm container adopted in ${((performance.now() - started) / 1000).toFixed(1)} s: the agent's configuration is live (${steps})`,
+        );
+      } catch (error) {
+        if (this.shuttingDown || this.agents.get(id) !== slot) return;
+        this.log(slot, `[host] adopting the warm container failed (${messageOf(error)}); recreating it from the agent's spec`);
+        await this.stopContainer(slot);
+        await this.launch(slot, { fresh: true });
+      }
+    })
+      .catch((error: unknown) => {
+        slot.lastError = messageOf(error);
+      })
+      .finally(() => this.background.delete(adopting));
+    this.background.add(adopting);
+    this.fillWarmPool();
+    return this.publicState(slot);
+  }
+
+  /**
+   * The agent's plan limits on the container, its secrets into the secret file, then its configuration through
+   * `config.apply` over the pool connection (kept open since the container was ready, else a new one): OpenClaw
+   * resolves the file again (the agent's token replaces the pool's; connections made with the pool's are closed) and
+   * applies the configuration before it answers. The platform's skills are in the workspace already (written before the
+   * warm container started). `run` is the container run that was warmed up: a container that restarted since is not
+   * adopted this way.
+   */
+  private async adoptConfiguration(agent: Agent, poolToken: string, run: string | null): Promise<string> {
+    const started = performance.now();
+    const mark = () => `${((performance.now() - started) / 1000).toFixed(2)} s`;
+    const container = this.docker.getContainer(dockerContainerName(agent.record.agentId));
+    const info = await this.inspect(agent.record.agentId);
+    const url = info?.State.Running && info.State.StartedAt === run ? this.gatewayUrl(info) : null;
+    if (!url) throw new Error('the warm container is not running the run that was warmed up');
+    const limits = dockerLimits(agent.record.plan);
+    await this.engine('update container limits', () =>
+      container.update({ Memory: limits.Memory, MemorySwap: limits.MemorySwap, NanoCpus: limits.NanoCpus }),
+    );
+    await this.engine('write secrets', () =>
+      container.putArchive(tarArchive([this.secretFileEntry(agent)]), { path: posix.dirname(this.stateDir) }),
+    );
+    const kept = (await agent.poolConn) ?? null;
+    agent.poolConn = null;
+    const pooled = kept && !kept.conn.closed ? kept : null;
+    const conn = pooled?.conn ?? (await this.connectAs(agent, url, poolToken));
+    const connected = pooled ? 'connected before' : `connected ${mark()}`;
+    let applied: string;
+    try {
+      const raw = `${JSON.stringify(this.gatewayConfig(agent), null, 2)}\n`;
+      const apply = (baseHash: string | undefined) =>
+        conn.request('config.apply', { raw, baseHash, note: 'platform: warm container adopted by an agent' }, { timeoutMs: 30_000 });
+      const hash = pooled?.hash ?? (await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 })).hash;
+      // A hash read when the container became ready that is stale now is refused: read it again.
+      await apply(hash).catch(async (error: unknown) => {
+        if (!pooled) throw error;
+        await apply((await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 })).hash);
+      });
+      applied = `applied ${mark()}`;
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+    // The proof that the agent's token is the gateway's now (the pool's is refused from here on).
+    const res = await fetch(`${url}/v1/models`, { headers: this.authorization(agent), signal: AbortSignal.timeout(10_000) });
+    await res.body?.cancel();
+    if (res.status !== 200) throw new Error(`the gateway refused the agent's token after config.apply (HTTP ${res.status})`);
+    return `${connected}, ${applied}, token checked ${mark()}`;
+  }
+
+  /** A control connection to a gateway with this token and the platform device's pairing (as the agent has it). */
+  private async connectAs(agent: Agent, url: string, token: string): Promise<GatewayConnection> {
+    const identity = this.config.platformDevice;
+    const stored = agent.record.platformDevice;
+    if (!identity || stored?.deviceId !== identity.deviceId) throw new Error('the platform device is not paired with the warm container');
+    return connectGateway({
+      url: url.replace(/^http/, 'ws'),
+      token,
+      device: identity,
+      retryDeadlineMs: 0,
+    });
+  }
+
+  /**
+   * Starts warm containers until the pool is full: one at a time, each only while no agent is being created or started
+   * (a warm container's start must not slow a customer's), and only while one more fits (never making room for one).
+   * Stops after three failures in a row; the next `restore()` or adoption tries again.
+   */
+  private fillWarmPool(): void {
+    if (this.filling || this.shuttingDown || this.pool.length >= this.poolTarget) return;
+    if (!this.config.platformDevice) {
+      this.poolError = 'a warm pool needs the platform device (adoption applies the configuration over its connection)';
+      return;
+    }
+    this.filling = (async () => {
+      let failures = 0;
+      while (!this.shuttingDown && this.pool.length < this.poolTarget && failures < 3) {
+        while (!this.shuttingDown && this.busyStarting()) await sleep(1_000);
+        if (this.shuttingDown) return;
+        try {
+          await this.addWarmSlot();
+          this.poolError = null;
+          failures = 0;
+        } catch (error) {
+          this.poolError = messageOf(error);
+          if (error instanceof HostFullError) return;
+          failures += 1;
+        }
+      }
+    })().finally(() => {
+      this.filling = null;
+    });
+  }
+
+  /** An agent is being created or started, or became live less than `refillQuietMs` ago: a warm container's start waits. */
+  private busyStarting(): boolean {
+    if (this.creating.size > 0 || [...this.reserving.keys()].some((id) => !id.startsWith(WARM_PREFIX))) return true;
+    const now = Date.now();
+    const quietMs = this.config.refillQuietMs ?? 20_000;
+    return [...this.agents.values()].some(
+      (agent) =>
+        agent.transition === 'starting' ||
+        (agent.readyFor !== null && agent.warmedFor === null) ||
+        (agent.readyAt !== null && now - agent.readyAt < quietMs),
+    );
+  }
+
+  /** One warm container: started under the pool's own token, warmed up, the platform device paired, a connection kept. */
+  private async addWarmSlot(): Promise<void> {
+    const slotId = `${WARM_PREFIX}${randomBytes(6).toString('hex')}`;
+    const spec: AgentSpec = {
+      agentId: slotId,
+      userId: '',
+      plan: WARM_PLAN,
+      config: {},
+      gatewayToken: randomBytes(32).toString('base64url'),
+    };
+    const slot = this.newAgent(this.newRecord(spec, this.defaultVersion, this.image));
+    slot.warmSlot = true;
+    // In the pool (so an agent that needs the room can give it up) from here on.
+    this.pool.push(slot);
+    try {
+      await this.withCapacity(
+        slotId,
+        WARM_PLAN,
+        () =>
+          exclusive(slot, async () => {
+            if (!this.pool.includes(slot)) throw new HostFullError('The warm container was given up for an agent that needed the room');
+            await this.ensureImage(slot.record.image);
+            await this.launch(slot);
+          }),
+        { makeRoom: false },
+      );
+      await this.waitForReady(slot, this.options.readyTimeoutMs + 5_000, { failFast: true });
+      await this.ensurePaired(slot, false);
+      if (!this.pool.includes(slot)) return;
+      const url = this.gatewayUrl((await this.inspect(slotId)) as ContainerInfo);
+      if (!url) throw new Error('the warm container publishes no port');
+      slot.poolConn = this.openPoolConnection(slot, url).catch((error: unknown) => {
+        this.log(slot, `[host] warm container: no connection kept open for its adoption (${messageOf(error)})`);
+        return null;
+      });
+      slot.poolReady = true;
+      this.log(slot, '[host] warm container ready for an agent');
+    } catch (error) {
+      await this.dropWarmSlot(slot);
+      throw error;
+    }
+  }
+
+  private async openPoolConnection(slot: Agent, url: string): Promise<PoolConnection> {
+    const conn = await this.connectAs(slot, url, openSealedSpec(this.secrets, slot.record).gatewayToken);
+    try {
+      const current = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
+      return { conn, hash: current.hash };
+    } catch (error) {
+      await conn.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Removes a warm container and its volume (nothing in them is anyone's). Never throws: `restore()` removes leftovers. */
+  private async dropWarmSlot(slot: Agent): Promise<void> {
+    const index = this.pool.indexOf(slot);
+    if (index >= 0) this.pool.splice(index, 1);
+    slot.poolReady = false;
+    void slot.poolConn?.then((pooled) => pooled?.conn.close()).catch(() => undefined);
+    slot.poolConn = null;
+    await exclusive(slot, async () => {
+      await this.ignoreStatus([404], () =>
+        this.engine('remove container', () => this.docker.getContainer(dockerContainerName(slot.record.agentId)).remove({ force: true })),
+      );
+      await this.removeVolume(stateVolumeOf(slot.record));
+    }).catch((error: unknown) => {
+      this.poolError = `a warm container could not be removed: ${messageOf(error)}`;
+    });
+  }
+
+  /**
+   * Warm containers and volumes a previous backend left (`aop.warm-pool=true`, not adopted by an agent of the registry
+   * nor in this host's pool): nothing in them is anyone's, so they are removed.
+   */
+  private async removeLeftoverWarmContainers(): Promise<void> {
+    const filters = { label: [`${DOCKER_LABELS.warmPool}=true`] };
+    const ours = new Set([...this.pool].map((slot) => slot.record.agentId));
+    const claimed = new Set([...this.agents.values(), ...this.pool].map((agent) => stateVolumeOf(agent.record)));
+    const containers = await this.engine('list containers', () => this.docker.listContainers({ all: true, filters }));
+    for (const container of containers) {
+      const id = agentIdOfName(container.Names?.[0]);
+      if (id && (this.agents.has(id) || ours.has(id))) continue;
+      await this.ignoreStatus([404], () =>
+        this.engine('remove container', () => this.docker.getContainer(container.Id).remove({ force: true })),
+      );
+    }
+    const { Volumes: volumes } = await this.engine('list volumes', () => this.docker.listVolumes({ filters }));
+    for (const volume of volumes ?? []) {
+      if (!claimed.has(volume.Name)) await this.ignoreStatus([409], () => this.removeVolume(volume.Name));
+    }
   }
 
   // ---------------------------------------------------------------- hibernation
@@ -596,8 +949,9 @@ export class DockerAgentHost implements AgentHost {
               Labels: { ...ownLabels(id, 'backup'), [DOCKER_LABELS.userId]: record.userId, [DOCKER_LABELS.version]: previousVersion },
             }),
           );
-          await this.runHelper(agent, previousImage, 'state backup', 'cp -a "$STATE/." "$BACKUP/"', {
-            STATE: { volume: dockerStateVolumeName(id), readOnly: true },
+          // Without the secret file: a backup holds state, not credentials (every start writes the file again).
+          await this.runHelper(agent, previousImage, 'state backup', `cp -a "$STATE/." "$BACKUP/" && rm -f "$BACKUP/${SECRET_FILE_NAME}"`, {
+            STATE: { volume: stateVolumeOf(record), readOnly: true },
             BACKUP: { volume: backup },
           });
         } catch (cause) {
@@ -642,7 +996,7 @@ export class DockerAgentHost implements AgentHost {
                 'state restore',
                 'find "$STATE" -mindepth 1 -delete && cp -a "$BACKUP/." "$STATE/"',
                 {
-                  STATE: { volume: dockerStateVolumeName(id) },
+                  STATE: { volume: stateVolumeOf(record) },
                   BACKUP: { volume: backup, readOnly: true },
                 },
               );
@@ -682,7 +1036,7 @@ export class DockerAgentHost implements AgentHost {
       const secretsChanged = !sameSecrets(current, next);
       const planChanged = changes.plan !== undefined && changes.plan !== record.plan;
       const running = (await this.inspect(agentId))?.State.Running === true;
-      if (planChanged && running) await this.assertCapacity(agentId, changes.plan as string);
+      if (planChanged && running) await this.assertCapacity([agentId], changes.plan as string);
 
       if (changes.config) record.config = changes.config;
       if (changes.plan) record.plan = changes.plan;
@@ -720,7 +1074,7 @@ export class DockerAgentHost implements AgentHost {
       const running = (await this.inspect(agentId))?.State.Running === true;
       const fix = async () => {
         await this.discardContainer(agent);
-        await this.ensureVolume(agent.record);
+        await this.ensureVolume(agent);
         await this.ensureImage(agent.record.image);
         const { uid, gid } = this.owner;
         await this.runHelper(
@@ -729,7 +1083,7 @@ export class DockerAgentHost implements AgentHost {
           'state repair',
           `rm -rf "$STATE"/tmp/openclaw* && chown -hR ${uid}:${gid} "$STATE" && chmod 700 "$STATE"`,
           {
-            STATE: { volume: dockerStateVolumeName(agentId) },
+            STATE: { volume: stateVolumeOf(agent.record) },
           },
         );
         agent.record.desired = 'running';
@@ -751,11 +1105,11 @@ export class DockerAgentHost implements AgentHost {
       const running = (await this.inspect(agentId))?.State.Running === true;
       const reset = async () => {
         await this.stopContainer(agent);
-        await this.ensureVolume(agent.record);
+        await this.ensureVolume(agent);
         await this.ensureImage(agent.record.image);
         const targets = MEMORY_PATHS.map((path) => `"$STATE/${path}"`).join(' ');
         await this.runHelper(agent, agent.record.image, 'memory reset', `rm -rf -- ${targets}`, {
-          STATE: { volume: dockerStateVolumeName(agentId) },
+          STATE: { volume: stateVolumeOf(agent.record) },
         });
         this.log(agent, `[host] memory reset: removed ${MEMORY_PATHS.join(', ')}; workspace seed files kept`);
         agent.record.desired = 'running';
@@ -780,9 +1134,12 @@ export class DockerAgentHost implements AgentHost {
     const agent = this.agents.get(agentId);
     const remove = async () => {
       let found = agent !== undefined;
-      const containers = await this.engine('list containers', () =>
+      const labelled = await this.engine('list containers', () =>
         this.docker.listContainers({ all: true, filters: { label: [`${DOCKER_LABELS.agentId}=${agentId}`] } }),
       );
+      // An adopted warm container keeps its warm labels: it is the agent's by name.
+      const named = await this.inspect(agentId);
+      const containers = [...labelled, ...(named && !labelled.some((c) => c.Id === named.Id) ? [{ Id: named.Id }] : [])];
       for (const container of containers) {
         found = true;
         await this.ignoreStatus([404], () =>
@@ -793,9 +1150,10 @@ export class DockerAgentHost implements AgentHost {
         this.docker.listVolumes({ filters: { label: [`${DOCKER_LABELS.agentId}=${agentId}`] } }),
       );
       const failures: string[] = [];
-      for (const volume of volumes ?? []) {
+      const names = new Set([...(volumes ?? []).map((volume) => volume.Name), ...(agent?.record.volume ? [agent.record.volume] : [])]);
+      for (const name of names) {
         found = true;
-        await this.removeVolume(volume.Name).catch((error: unknown) => failures.push(`${volume.Name}: ${messageOf(error)}`));
+        await this.removeVolume(name).catch((error: unknown) => failures.push(`${name}: ${messageOf(error)}`));
       }
       await rm(this.registryPath(agentId), { force: true });
       this.agents.delete(agentId);
@@ -816,6 +1174,9 @@ export class DockerAgentHost implements AgentHost {
     this.shuttingDown = true;
     if (this.idleTimer) clearInterval(this.idleTimer);
     await Promise.allSettled([...this.background]);
+    // Warm containers are nobody's: removed, not left running (the next `restore()` would remove them anyway).
+    await this.filling;
+    await Promise.all([...this.pool].map((slot) => this.dropWarmSlot(slot)));
     if (!this.config.stopOnShutdown) return;
     await Promise.all([...this.agents.values()].map((agent) => exclusive(agent, () => this.stopContainer(agent)).catch(() => undefined)));
   }
@@ -827,6 +1188,7 @@ export class DockerAgentHost implements AgentHost {
   async restore(): Promise<AgentState[]> {
     this.assertOpen();
     await this.ensureLoaded();
+    await this.removeLeftoverWarmContainers();
     for (const agent of this.agents.values()) {
       // A hibernated agent stays asleep: a message, Start or its next due job wakes it.
       if (agent.record.desired !== 'running' || agent.record.hibernation) continue;
@@ -836,6 +1198,11 @@ export class DockerAgentHost implements AgentHost {
         agent.lastError = messageOf(error);
       });
     }
+    if (this.config.warmPool === 'auto') {
+      const info = (await this.engine('read engine info', () => this.docker.info())) as { MemTotal?: number };
+      this.poolTarget = autoWarmPoolSize(info.MemTotal ?? 0);
+    }
+    this.fillWarmPool();
     return this.list();
   }
 
@@ -849,6 +1216,8 @@ export class DockerAgentHost implements AgentHost {
     ]);
     const ids = new Set<string>();
     for (const labels of [...containers.map((c) => c.Labels), ...(volumes.Volumes ?? []).map((v) => v.Labels)]) {
+      // Warm containers and volumes are the pool's (adopted ones an agent's): `restore()` removes those left over.
+      if (labels?.[DOCKER_LABELS.warmPool] === 'true') continue;
       const id = labels?.[DOCKER_LABELS.agentId];
       if (id && !this.agents.has(id)) ids.add(id);
     }
@@ -935,10 +1304,12 @@ export class DockerAgentHost implements AgentHost {
    * know it. Throws `AgentStartError` when the agent's container is not running.
    */
   async controlCredentials(agentId: string, options: { repair?: boolean } = {}): Promise<ControlCredentials> {
-    const agent = await this.get(agentId);
-    const token = openSealedSpec(this.secrets, agent.record).gatewayToken;
-    if (!this.config.platformDevice) return { token };
-    return this.ensurePaired(agent, options.repair === true);
+    return this.credentials(await this.get(agentId), options.repair === true);
+  }
+
+  private credentials(agent: Agent, repair: boolean): Promise<ControlCredentials> {
+    if (!this.config.platformDevice) return Promise.resolve({ token: openSealedSpec(this.secrets, agent.record).gatewayToken });
+    return this.ensurePaired(agent, repair);
   }
 
   // ---------------------------------------------------------------- platform device
@@ -977,7 +1348,8 @@ export class DockerAgentHost implements AgentHost {
   /**
    * A signed connect through the published port; on `NOT_PAIRED` the request it left is approved with
    * `openclaw devices approve <requestId>` exec'd in the container (OpenClaw trusts its own loopback there, and the
-   * CLI finds the gateway token in the container's environment: nothing secret is passed in), then the device
+   * CLI resolves the gateway token from the config's SecretRef, as the gateway does: nothing secret is passed in), then
+   * the device
    * connects again and its token is stored sealed.
    */
   private async pair(agent: Agent, repair: boolean): Promise<ControlCredentials> {
@@ -1178,7 +1550,7 @@ export class DockerAgentHost implements AgentHost {
     try {
       // Any start of a hibernated agent (Start, restart, repair, update) is its wake.
       if (this.wake(agent)) await this.saveRecord(agent);
-      await this.ensureVolume(record);
+      await this.ensureVolume(agent);
       await this.ensureContainer(agent, options.fresh ?? false);
       await this.writeConfig(agent);
       await this.writeSkills(agent);
@@ -1212,7 +1584,10 @@ export class DockerAgentHost implements AgentHost {
     const name = dockerContainerName(id);
     await this.engine('create container', () =>
       this.docker.createContainer(
-        this.withQuery({ name }, this.container.containerBody(agent.record, openSealedSpec(this.secrets, agent.record))),
+        this.withQuery(
+          { name },
+          this.container.containerBody(agent.record, openSealedSpec(this.secrets, agent.record), this.warmLabels(agent)),
+        ),
       ),
     );
   }
@@ -1228,20 +1603,63 @@ export class DockerAgentHost implements AgentHost {
    * by the gateway's user with mode 0700, which fixes a fresh volume that Docker created root-owned.
    */
   private async writeConfig(agent: Agent): Promise<void> {
-    const config = buildOpenClawConfig(openSealedSpec(this.secrets, agent.record), {
-      port: GATEWAY_PORT,
-      bind: 'lan',
-      workspaceDir: posix.join(this.stateDir, 'workspace'),
-    });
+    const config = this.gatewayConfig(agent);
+    const meta = await this.configMeta(agent);
+    if (meta !== undefined) config.meta = meta;
     const dir = posix.basename(this.stateDir);
     const { uid, gid } = this.owner;
     const archive = tarArchive([
       { name: `${dir}/`, type: 'directory', mode: 0o700, uid, gid },
+      this.secretFileEntry(agent),
       { name: `${dir}/openclaw.json`, type: 'file', mode: 0o600, uid, gid, content: `${JSON.stringify(config, null, 2)}\n` },
     ]);
     await this.engine('write config', () =>
       this.docker.getContainer(dockerContainerName(agent.record.agentId)).putArchive(archive, { path: posix.dirname(this.stateDir) }),
     );
+  }
+
+  /** The gateway's config: its secrets are SecretRefs into the secret file (`SECRET_FILE_NAME`) in the state volume. */
+  private gatewayConfig(agent: Agent): Record<string, unknown> {
+    return buildOpenClawConfig(openSealedSpec(this.secrets, agent.record), {
+      port: GATEWAY_PORT,
+      bind: 'lan',
+      workspaceDir: posix.join(this.stateDir, 'workspace'),
+      secretFile: posix.join(this.stateDir, SECRET_FILE_NAME),
+      alwaysWarmUp: agent.warmSlot,
+    });
+  }
+
+  /** The secret file's archive entry (written before the config that refers to it, in the same archive or before it). */
+  private secretFileEntry(agent: Agent) {
+    const { uid, gid } = this.owner;
+    const content = JSON.stringify(secretFileContents(openSealedSpec(this.secrets, agent.record)));
+    return { name: `${posix.basename(this.stateDir)}/${SECRET_FILE_NAME}`, type: 'file' as const, mode: 0o600, uid, gid, content };
+  }
+
+  /**
+   * OpenClaw's own `meta` block of the config in the volume, to write it back: OpenClaw adds `meta` when it writes the
+   * file itself (`config.apply`, as a warm container's adoption does; migrations), and a later file without it counts as
+   * clobbered — at its next load it would put back its last backup instead (`missing-meta-vs-last-good`). Undefined when
+   * there is no such file or block yet (the engine reads it from a created or stopped container as well).
+   */
+  private async configMeta(agent: Agent): Promise<unknown> {
+    const path = posix.join(this.stateDir, 'openclaw.json');
+    const archive = await this.orNull(() =>
+      this.engine('read config', async () => {
+        const stream = await this.docker.getContainer(dockerContainerName(agent.record.agentId)).getArchive({ path });
+        const chunks: Buffer[] = [];
+        for await (const chunk of stream) chunks.push(chunk as Buffer);
+        return Buffer.concat(chunks);
+      }),
+    );
+    const text = archive ? readTarFile(archive)?.toString('utf8') : undefined;
+    if (!text) return undefined;
+    try {
+      const meta = (JSON.parse(text) as { meta?: unknown }).meta;
+      return typeof meta === 'object' && meta !== null ? meta : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /**
@@ -1307,14 +1725,19 @@ export class DockerAgentHost implements AgentHost {
     );
   }
 
-  private async ensureVolume(record: DockerAgentRecord): Promise<void> {
+  private async ensureVolume(agent: Agent): Promise<void> {
+    const record = agent.record;
     // Idempotent in the engine: an existing volume of that name is returned as it is.
     await this.engine('create state volume', () =>
       this.docker.createVolume({
-        Name: dockerStateVolumeName(record.agentId),
-        Labels: { ...ownLabels(record.agentId, 'state'), [DOCKER_LABELS.userId]: record.userId },
+        Name: stateVolumeOf(record),
+        Labels: { ...ownLabels(record.agentId, 'state'), [DOCKER_LABELS.userId]: record.userId, ...this.warmLabels(agent) },
       }),
     );
+  }
+
+  private warmLabels(agent: Agent): Record<string, string> {
+    return agent.warmSlot ? { [DOCKER_LABELS.warmPool]: 'true' } : {};
   }
 
   private async removeVolume(name: string): Promise<void> {
@@ -1534,7 +1957,7 @@ export class DockerAgentHost implements AgentHost {
     const url = info?.State.StartedAt === startedAt ? this.gatewayUrl(info) : null;
     const spec = openSealedSpec(this.secrets, agent.record);
     // Only a configuration that names a model carries the warm-up provider (shared/openclaw-config.ts).
-    const named = carriesWarmUp(buildOpenClawConfig(spec, { port: GATEWAY_PORT, bind: 'lan' }));
+    const named = carriesWarmUp(this.gatewayConfig(agent));
     const result = !named
       ? { outcome: 'incomplete' as const, ms: 0, detail: 'no model is named, so there is no first turn to prepare' }
       : url
@@ -1543,7 +1966,7 @@ export class DockerAgentHost implements AgentHost {
             token: spec.gatewayToken,
             headers: this.authorization(agent),
             connect: async () => {
-              const c = await this.controlCredentials(agent.record.agentId);
+              const c = await this.credentials(agent, false);
               return connectGateway({ url: url.replace(/^http/, 'ws'), token: c.token, device: c.device?.identity, retryDeadlineMs: 0 });
             },
             timeoutMs: Math.max(30_000, this.options.readyTimeoutMs - (Date.now() - Date.parse(startedAt))),
@@ -1612,15 +2035,27 @@ export class DockerAgentHost implements AgentHost {
    * Checks for room, then keeps the agent's memory promised until `fn` is done (so parallel starts cannot overbook). The
    * checks run one at a time: two that ran side by side could both see the last room free.
    */
-  private async withCapacity<T>(agentId: string, plan: string, fn: () => Promise<T>): Promise<T> {
+  private async withCapacity<T>(
+    agentId: string,
+    plan: string,
+    fn: () => Promise<T>,
+    options: { exclude?: string[]; makeRoom?: boolean } = {},
+  ): Promise<T> {
     await exclusive(this.capacityChecks, async () => {
       for (;;) {
         try {
-          await this.assertCapacity(agentId, plan);
+          await this.assertCapacity([agentId, ...(options.exclude ?? [])], plan);
           break;
         } catch (error) {
-          // An agent idle long enough sleeps early rather than the start being refused.
-          if (!(error instanceof HostFullError) || !(await this.makeRoomFromIdle(agentId))) throw error;
+          if (!(error instanceof HostFullError) || options.makeRoom === false) throw error;
+          // An agent comes before the warm pool: a warm container is given up first.
+          const slot = this.pool[0];
+          if (slot) {
+            await this.dropWarmSlot(slot);
+            continue;
+          }
+          // Then an agent idle long enough sleeps early rather than the start being refused.
+          if (!(await this.makeRoomFromIdle(agentId))) throw error;
         }
       }
       this.reserving.set(agentId, dockerLimits(plan).Memory);
@@ -1637,7 +2072,7 @@ export class DockerAgentHost implements AgentHost {
    * `sum of limits + this one <= MemTotal × memoryOvercommit − reserveBytes` (and the `maxAgents` cap). Limits, not
    * usage, are counted: a limit is what an agent may take, and an idle gateway grows to ~1.5 GB after a few turns.
    */
-  private async assertCapacity(exclude: string, plan: string): Promise<void> {
+  private async assertCapacity(exclude: string[], plan: string): Promise<void> {
     const need = dockerLimits(plan).Memory;
     const [info, containers] = await Promise.all([
       this.engine('read engine info', () => this.docker.info() as Promise<{ MemTotal?: number }>),
@@ -1655,15 +2090,16 @@ export class DockerAgentHost implements AgentHost {
     let committed = 0;
     const counted = new Set<string>();
     for (const container of containers) {
-      const id = container.Labels?.[DOCKER_LABELS.agentId];
-      if (!id || id === exclude) continue;
+      // By name: an adopted warm container keeps its warm labels.
+      const id = agentIdOfName(container.Names?.[0]) ?? container.Labels?.[DOCKER_LABELS.agentId];
+      if (!id || exclude.includes(id)) continue;
       counted.add(id);
       active += 1;
       const detail = await this.orNull(() => this.engine('inspect container', () => this.docker.getContainer(container.Id).inspect()));
       committed += detail?.HostConfig.Memory || dockerLimits(container.Labels?.[DOCKER_LABELS.plan] ?? '').Memory;
     }
     for (const [id, bytes] of this.reserving) {
-      if (id === exclude || counted.has(id)) continue;
+      if (exclude.includes(id) || counted.has(id)) continue;
       active += 1;
       committed += bytes;
     }
@@ -1736,6 +2172,9 @@ export class DockerAgentHost implements AgentHost {
       pairedFor: null,
       pairing: null,
       lastActiveAt: null,
+      warmSlot: false,
+      poolReady: false,
+      poolConn: null,
     };
   }
 
