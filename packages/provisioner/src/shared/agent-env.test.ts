@@ -217,7 +217,9 @@ describe('docker provider', () => {
     await host.configure(s.agentId, { agentEnv: { [WALLET_KEY]: key } });
     const recreated = engine.container(name);
     expect(recreated?.Id).not.toBe(firstId);
-    expect(envOf(recreated?.config.Env)).toMatchObject({ [WALLET_KEY]: key, OPENCLAW_GATEWAY_TOKEN: s.gatewayToken });
+    // The agent's variables are its environment's; the gateway's own secrets are in its volume's secret file instead.
+    expect(envOf(recreated?.config.Env)).toMatchObject({ [WALLET_KEY]: key });
+    expect(envOf(recreated?.config.Env)).not.toHaveProperty('OPENCLAW_GATEWAY_TOKEN');
     expect((await host.waitUntilReady(s.agentId)).status).toBe('running');
 
     // Setting the same value again is no change: the container stays.

@@ -15,7 +15,8 @@ export interface FakeGatewayBehaviour {
   ignoreSigterm?: boolean;
   /**
    * Answer the platform's warm-up turn (`POST /v1/chat/completions` asking for the warm-up model) after this long, with
-   * OpenClaw's answer to it (400, the refused model call), and record it in `<state>/warm-ups.jsonl`. Unset: 404.
+   * OpenClaw's answer to it (400, the refused model call), and record it in `<state>/warm-ups.jsonl` (with the agent the
+   * body's `model` names, `target`). Unset: 404.
    */
   warmUpMs?: number;
   /**
@@ -225,10 +226,17 @@ const server = http.createServer((req, res) => {
   }
   if (req.method === 'POST' && req.url === '/v1/chat/completions' && behaviour.warmUpMs !== undefined) {
     const model = req.headers['x-openclaw-model'] ?? null;
-    appendFileSync(join(state, 'warm-ups.jsonl'), JSON.stringify({ at: Date.now() - started, model,
-      sessionKey: req.headers['x-openclaw-session-key'] ?? null,
-      tokenOk: req.headers.authorization === 'Bearer ' + token }) + '\n');
-    return setTimeout(() => json(400, { error: { message: '400 LLM request failed: provider rejected the request schema or tool payload.', type: 'invalid_request_error' } }), behaviour.warmUpMs);
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      let target = null;
+      try { target = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}').model ?? null; } catch {}
+      appendFileSync(join(state, 'warm-ups.jsonl'), JSON.stringify({ at: Date.now() - started, model, target,
+        sessionKey: req.headers['x-openclaw-session-key'] ?? null,
+        tokenOk: req.headers.authorization === 'Bearer ' + token }) + '\n');
+      setTimeout(() => json(400, { error: { message: '400 LLM request failed: provider rejected the request schema or tool payload.', type: 'invalid_request_error' } }), behaviour.warmUpMs);
+    });
+    return;
   }
   if (req.method === 'GET' && req.url === '/v1/models') {
     if (req.headers.authorization !== 'Bearer ' + token) return json(401, { error: { message: 'Unauthorized', type: 'unauthorized' } });
