@@ -54,8 +54,9 @@ import { approvePlatformDevice } from '../shared/pairing.js';
 import { exclusive, recordFile, writeRecord } from '../shared/registry.js';
 import { settleWithin } from '../shared/settle-within.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
-import { type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
+import { type SecretBox, newSealedRecord, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
+import { type PoolConnection, applyAdoption, fillPool, openPoolConnection } from '../shared/adoption.js';
 import {
   DEFAULT_WAKE_LEAD_MS,
   type IdleVerdict,
@@ -200,12 +201,6 @@ export interface DockerHostOptions {
   warmPool?: number | 'auto';
   /** How long after an agent became live the pool waits before starting a warm container (default 20 s). */
   refillQuietMs?: number;
-}
-
-/** A warm container's connection under the pool token (the platform device's), with its config's hash. */
-interface PoolConnection {
-  conn: GatewayConnection;
-  hash: string | undefined;
 }
 
 /** The plan a warm container runs under until an agent adopts it (then the agent's plan's limits apply). */
@@ -438,22 +433,7 @@ export class DockerAgentHost implements AgentHost {
   }
 
   private newRecord(spec: AgentSpec, version: string, image: string): DockerAgentRecord {
-    const now = new Date().toISOString();
-    const record: DockerAgentRecord = {
-      agentId: spec.agentId,
-      userId: spec.userId,
-      plan: spec.plan,
-      config: spec.config,
-      version,
-      image,
-      desired: 'running',
-      llm: null,
-      secrets: { gatewayToken: '', channelTokens: {} },
-      createdAt: now,
-      updatedAt: now,
-    };
-    sealSpecSecrets(this.secrets, record, spec);
-    return record;
+    return { ...newSealedRecord(this.secrets, spec, version), image };
   }
 
   async start(agentId: string): Promise<AgentState> {
@@ -597,8 +577,6 @@ export class DockerAgentHost implements AgentHost {
    * adopted this way.
    */
   private async adoptConfiguration(agent: Agent, poolToken: string, run: string | null): Promise<string> {
-    const started = performance.now();
-    const mark = () => `${((performance.now() - started) / 1000).toFixed(2)} s`;
     const container = this.docker.getContainer(dockerContainerName(agent.record.agentId));
     const info = await this.inspect(agent.record.agentId);
     const url = info?.State.Running && info.State.StartedAt === run ? this.gatewayUrl(info) : null;
@@ -612,29 +590,15 @@ export class DockerAgentHost implements AgentHost {
     );
     const kept = (await agent.poolConn) ?? null;
     agent.poolConn = null;
-    const pooled = kept && !kept.conn.closed ? kept : null;
-    const conn = pooled?.conn ?? (await this.connectAs(agent, url, poolToken));
-    const connected = pooled ? 'connected before' : `connected ${mark()}`;
-    let applied: string;
-    try {
-      const raw = `${JSON.stringify(this.gatewayConfig(agent), null, 2)}\n`;
-      const apply = (baseHash: string | undefined) =>
-        conn.request('config.apply', { raw, baseHash, note: 'platform: warm container adopted by an agent' }, { timeoutMs: 30_000 });
-      const hash = pooled?.hash ?? (await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 })).hash;
-      // A hash read when the container became ready that is stale now is refused: read it again.
-      await apply(hash).catch(async (error: unknown) => {
-        if (!pooled) throw error;
-        await apply((await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 })).hash);
-      });
-      applied = `applied ${mark()}`;
-    } finally {
-      await conn.close().catch(() => undefined);
-    }
-    // The proof that the agent's token is the gateway's now (the pool's is refused from here on).
-    const res = await fetch(`${url}/v1/models`, { headers: this.authorization(agent), signal: AbortSignal.timeout(10_000) });
-    await res.body?.cancel();
-    if (res.status !== 200) throw new Error(`the gateway refused the agent's token after config.apply (HTTP ${res.status})`);
-    return `${connected}, ${applied}, token checked ${mark()}`;
+    return applyAdoption({
+      kept,
+      connect: () => this.connectAs(agent, url, poolToken),
+      config: this.gatewayConfig(agent),
+      note: 'warm container adopted by an agent',
+      baseUrl: url,
+      headers: this.authorization(agent),
+      onReconnect: () => this.log(agent, '[host] the connection kept open for the adoption had closed; connecting again'),
+    });
   }
 
   /** A control connection to a gateway with this token and the platform device's pairing (as the agent has it). */
@@ -661,22 +625,14 @@ export class DockerAgentHost implements AgentHost {
       this.poolError = 'a warm pool needs the platform device (adoption applies the configuration over its connection)';
       return;
     }
-    this.filling = (async () => {
-      let failures = 0;
-      while (!this.shuttingDown && this.pool.length < this.poolTarget && failures < 3) {
-        while (!this.shuttingDown && this.busyStarting()) await sleep(1_000);
-        if (this.shuttingDown) return;
-        try {
-          await this.addWarmSlot();
-          this.poolError = null;
-          failures = 0;
-        } catch (error) {
-          this.poolError = messageOf(error);
-          if (error instanceof HostFullError) return;
-          failures += 1;
-        }
-      }
-    })().finally(() => {
+    this.filling = fillPool({
+      short: () => !this.shuttingDown && this.pool.length < this.poolTarget,
+      busy: () => this.busyStarting(),
+      add: () => this.addWarmSlot(),
+      report: (error) => {
+        this.poolError = error;
+      },
+    }).finally(() => {
       this.filling = null;
     });
   }
@@ -725,7 +681,8 @@ export class DockerAgentHost implements AgentHost {
       if (!this.pool.includes(slot)) return;
       const url = this.gatewayUrl((await this.inspect(slotId)) as ContainerInfo);
       if (!url) throw new Error('the warm container publishes no port');
-      slot.poolConn = this.openPoolConnection(slot, url).catch((error: unknown) => {
+      const poolToken = openSealedSpec(this.secrets, slot.record).gatewayToken;
+      slot.poolConn = openPoolConnection(() => this.connectAs(slot, url, poolToken)).catch((error: unknown) => {
         this.log(slot, `[host] warm container: no connection kept open for its adoption (${messageOf(error)})`);
         return null;
       });
@@ -733,17 +690,6 @@ export class DockerAgentHost implements AgentHost {
       this.log(slot, '[host] warm container ready for an agent');
     } catch (error) {
       await this.dropWarmSlot(slot);
-      throw error;
-    }
-  }
-
-  private async openPoolConnection(slot: Agent, url: string): Promise<PoolConnection> {
-    const conn = await this.connectAs(slot, url, openSealedSpec(this.secrets, slot.record).gatewayToken);
-    try {
-      const current = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
-      return { conn, hash: current.hash };
-    } catch (error) {
-      await conn.close().catch(() => undefined);
       throw error;
     }
   }

@@ -35,7 +35,15 @@ import { checkAgentEnv } from '../shared/openclaw-config.js';
 import { PlatformDeviceNotPairedError, platformDeviceToken } from '../shared/pairing.js';
 import { exclusive, recordFile, writeRecord } from '../shared/registry.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
-import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
+import {
+  type SealedSpecRecord,
+  type SecretBox,
+  newSealedRecord,
+  openSealedSpec,
+  sealSpecSecrets,
+  secretAad,
+  secretBoxFor,
+} from '../shared/sealed-spec.js';
 import { probeReadiness } from '../shared/gateway-probe.js';
 import { updateWithRollback } from '../shared/update.js';
 
@@ -221,27 +229,17 @@ export class HostingAgentHost implements AgentHost {
         .catch((err) => {
           throw this.failure(`create agent ${spec.agentId}`, err);
         });
-      const now = new Date().toISOString();
+      const base = newSealedRecord(this.secrets, spec, version);
       const record: HostedAgentRecord = {
-        agentId: spec.agentId,
-        userId: spec.userId,
-        plan: spec.plan,
-        config: spec.config,
-        version,
+        ...base,
         image,
         serviceId: deployed.serviceId,
         deploymentId: deployed.deploymentId,
         domain: deployed.domain,
-        desired: 'running',
-        llm: null,
-        secrets: { gatewayToken: '', channelTokens: {} },
-        startedAt: now,
+        startedAt: base.createdAt,
         readyAt: null,
         lastError: null,
-        createdAt: now,
-        updatedAt: now,
       };
-      sealSpecSecrets(this.secrets, record, spec);
       const agent: HostedAgent = { record, lock: Promise.resolve() };
       this.agents.set(spec.agentId, agent);
       await this.save(agent);

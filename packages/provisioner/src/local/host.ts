@@ -66,10 +66,19 @@ import {
   openClawRuntime,
   runtimeProblem,
 } from '../shared/runtime.js';
-import { type SealedSpecRecord, type SecretBox, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
+import {
+  type SealedSpecRecord,
+  type SecretBox,
+  newSealedRecord,
+  openSealedSpec,
+  sealSpecSecrets,
+  secretAad,
+  secretBoxFor,
+} from '../shared/sealed-spec.js';
 import { type AgentWorkspace, ProgramWorkspace, runProgramLocally } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
+import { type PoolConnection, applyAdoption, fillPool, openPoolConnection } from '../shared/adoption.js';
 import {
   DEFAULT_WAKE_LEAD_MS,
   type Hibernation,
@@ -220,11 +229,6 @@ interface AgentRecord {
   leftAgents?: string[];
   createdAt: string;
   updatedAt: string;
-}
-
-interface PoolConnection {
-  conn: GatewayConnection;
-  hash: string | undefined;
 }
 
 interface Agent {
@@ -450,23 +454,7 @@ export class LocalAgentHost implements AgentHost {
   }
 
   private newRecord(spec: AgentSpec, version: string): AgentRecord {
-    const now = new Date().toISOString();
-    const record: AgentRecord = {
-      agentId: spec.agentId,
-      userId: spec.userId,
-      plan: spec.plan,
-      config: spec.config,
-      version,
-      port: null,
-      desired: 'running',
-      pid: null,
-      llm: null,
-      secrets: { gatewayToken: '', channelTokens: {} },
-      createdAt: now,
-      updatedAt: now,
-    };
-    sealSpecSecrets(this.secrets, record, spec);
-    return record;
+    return { ...newSealedRecord(this.secrets, spec, version), port: null, pid: null };
   }
 
   // ---------------------------------------------------------------- warm pool
@@ -544,42 +532,19 @@ export class LocalAgentHost implements AgentHost {
   private async adoptConfiguration(agent: Agent, poolToken: string): Promise<string> {
     const port = agent.record.port;
     if (port === null || !agent.child) throw new Error('the warm gateway is not running');
-    const started = performance.now();
-    const mark = () => `${((performance.now() - started) / 1000).toFixed(2)} s`;
     const config = this.gatewayConfig(agent, port);
     await this.writeSecretFile(agent);
     const kept = (await agent.poolConn) ?? null;
     agent.poolConn = null;
-    const pooled = kept && !kept.conn.closed ? kept : null;
-    if (kept && !pooled) this.log(agent, '[host] the connection kept open for the adoption had closed; connecting again');
-    const conn = pooled?.conn ?? (await connectGateway({ url: `ws://127.0.0.1:${port}`, token: poolToken, retryDeadlineMs: 0 }));
-    const connected = pooled ? 'connected before' : `connected ${mark()}`;
-    let applied: string;
-    try {
-      const apply = (baseHash: string | undefined) =>
-        conn.request(
-          'config.apply',
-          { raw: `${JSON.stringify(config, null, 2)}\n`, baseHash, note: 'platform: warm gateway adopted by an agent' },
-          { timeoutMs: 30_000 },
-        );
-      const hash = pooled?.hash ?? (await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 })).hash;
-      // A hash read when the gateway became ready that is stale now (its config changed since) is refused: read it again.
-      await apply(hash).catch(async (error: unknown) => {
-        if (!pooled) throw error;
-        await apply((await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 })).hash);
-      });
-      applied = `applied ${mark()}`;
-    } finally {
-      await conn.close().catch(() => undefined);
-    }
-    // The proof that the agent's token is the gateway's now (the pool's is refused from here on).
-    const res = await fetch(`http://127.0.0.1:${port}/v1/models`, {
+    return applyAdoption({
+      kept,
+      connect: () => connectGateway({ url: `ws://127.0.0.1:${port}`, token: poolToken, retryDeadlineMs: 0 }),
+      config,
+      note: 'warm gateway adopted by an agent',
+      baseUrl: `http://127.0.0.1:${port}`,
       headers: { authorization: `Bearer ${this.gatewayToken(agent)}` },
-      signal: AbortSignal.timeout(10_000),
+      onReconnect: () => this.log(agent, '[host] the connection kept open for the adoption had closed; connecting again'),
     });
-    await res.body?.cancel();
-    if (res.status !== 200) throw new Error(`the gateway refused the agent's token after config.apply (HTTP ${res.status})`);
-    return `${connected}, ${applied}, token checked ${mark()}`;
   }
 
   /**
@@ -590,22 +555,14 @@ export class LocalAgentHost implements AgentHost {
   private fillWarmPool(): void {
     const target = this.poolTarget;
     if (this.filling || this.shuttingDown || this.pool.length >= target) return;
-    this.filling = (async () => {
-      let failures = 0;
-      while (!this.shuttingDown && this.pool.length < target && failures < 3) {
-        while (!this.shuttingDown && this.busyStarting()) await sleep(1_000);
-        if (this.shuttingDown) return;
-        try {
-          await this.addWarmSlot();
-          this.poolError = null;
-          failures = 0;
-        } catch (error) {
-          this.poolError = (error as Error).message;
-          if (error instanceof HostFullError) return;
-          failures += 1;
-        }
-      }
-    })().finally(() => {
+    this.filling = fillPool({
+      short: () => !this.shuttingDown && this.pool.length < target,
+      busy: () => this.busyStarting(),
+      add: () => this.addWarmSlot(),
+      report: (error) => {
+        this.poolError = error;
+      },
+    }).finally(() => {
       this.filling = null;
     });
   }
@@ -658,27 +615,19 @@ export class LocalAgentHost implements AgentHost {
       throw error;
     }
     // Without it, adoption connects itself.
-    slot.poolConn = this.openPoolConnection(slot).catch((error: Error) => {
-      this.log(slot, `[host] warm gateway: no connection kept open for its adoption (${error.message})`);
-      return null;
-    });
+    const url = `ws://127.0.0.1:${slot.record.port}`;
+    slot.poolConn = openPoolConnection(() => connectGateway({ url, token: this.gatewayToken(slot), retryDeadlineMs: 0 })).catch(
+      (error: Error) => {
+        this.log(slot, `[host] warm gateway: no connection kept open for its adoption (${error.message})`);
+        return null;
+      },
+    );
     // A slot that dies while it waits leaves the pool (and is replaced).
     slot.events.on('change', (status: AgentStatus) => {
       if (slot.record.warmSlot && (status === 'error' || status === 'stopped') && this.pool.includes(slot)) {
         void this.dropWarmSlot(slot).then(() => this.fillWarmPool());
       }
     });
-  }
-
-  private async openPoolConnection(slot: Agent): Promise<PoolConnection> {
-    const conn = await connectGateway({ url: `ws://127.0.0.1:${slot.record.port}`, token: this.gatewayToken(slot), retryDeadlineMs: 0 });
-    try {
-      const current = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
-      return { conn, hash: current.hash };
-    } catch (error) {
-      await conn.close().catch(() => undefined);
-      throw error;
-    }
   }
 
   /** Closes a warm gateway's pool connection, if it has one. */

@@ -165,7 +165,9 @@ describe('customer-scoped gateways (local host)', () => {
     expect(warmUps.map((turn) => turn.target)).toEqual(['openclaw/main', `openclaw/${inGateway}`]);
     expect(warmUps[1]).toMatchObject({ model: 'aop-warm-up/openclaw/aop-warm-up-no-such-agent', sessionKey: 'aop-warm-up', tokenOk: true });
     expect((await host.logs(first.agentId)).join('\n')).toMatch(
-      new RegExp(`\\[host\\] first turn prepared in \\d+\\.\\d s: refused model call as planned \\(HTTP 400\\) \\(agent ${second.agentId}\\)`),
+      new RegExp(
+        `\\[host\\] first turn prepared in \\d+\\.\\d s: refused model call as planned \\(HTTP 400\\) \\(agent ${second.agentId}\\)`,
+      ),
     );
   });
 

@@ -65,6 +65,32 @@ export function sealSpecSecrets(
   );
 }
 
+/**
+ * What every registry record starts from: the spec's fields, `desired: 'running'`, the secrets sealed, both times now.
+ * Each provider adds its own fields (port, image, service…).
+ */
+export function newSealedRecord(
+  box: SecretBox,
+  spec: AgentSpec,
+  version: string,
+): SealedSpecRecord & { desired: 'running'; createdAt: string; updatedAt: string } {
+  const now = new Date().toISOString();
+  const record = {
+    agentId: spec.agentId,
+    userId: spec.userId,
+    plan: spec.plan,
+    config: spec.config,
+    version,
+    desired: 'running' as const,
+    llm: null,
+    secrets: { gatewayToken: '', channelTokens: {} },
+    createdAt: now,
+    updatedAt: now,
+  };
+  sealSpecSecrets(box, record, spec);
+  return record;
+}
+
 /** The agent's spec with its secrets opened. */
 export function openSealedSpec(box: SecretBox, record: SealedSpecRecord): AgentSpec {
   const id = record.agentId;
