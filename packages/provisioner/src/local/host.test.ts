@@ -685,16 +685,17 @@ describe('LocalAgentHost hibernation (fake OpenClaw speaking the gateway protoco
   });
 
   it('a full host hibernates the agent idle the longest to make room, and refuses when none has been idle long enough', async () => {
-    const host = await newHost({ defaultVersion: 'protocol', maxAgents: 2, idleMs: 3_600_000, idleCheckMs: 60_000, evictIdleMs: 500 });
+    // 1.5 s of idleness is "long enough" here: wide enough that a loaded machine's slow steps below stay under it.
+    const host = await newHost({ defaultVersion: 'protocol', maxAgents: 2, idleMs: 3_600_000, idleCheckMs: 60_000, evictIdleMs: 1_500 });
     const [a, b, c, d] = [spec({ llm }), spec({ llm }), spec({ llm }), spec({ llm })];
     for (const s of [a, b]) {
       await host.create(s);
       await host.waitUntilReady(s.agentId);
     }
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await new Promise((resolve) => setTimeout(resolve, 1_600));
     const { port } = await host.status(a.agentId);
     await chat(port!, a.gatewayToken, 'still here'); // a was active a moment ago, b not since it started
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await new Promise((resolve) => setTimeout(resolve, 1_600));
     await host.create(c);
     expect((await host.status(b.agentId)).status).toBe('hibernated');
     expect((await host.status(a.agentId)).status).toBe('running');
@@ -702,7 +703,7 @@ describe('LocalAgentHost hibernation (fake OpenClaw speaking the gateway protoco
     expect((await host.logs(b.agentId, { tail: 20 })).join('\n')).toMatch(
       new RegExp(`\\[host\\] idle for \\d+\\.\\d min and agent ${c.agentId} needs the room: hibernating early`),
     );
-    // Nobody has been idle for 500 ms now (a just talked, c just started): the next agent is refused, nothing sleeps.
+    // Nobody has been idle for 1.5 s now (a just talked, c just started): the next agent is refused, nothing sleeps.
     await chat(port!, a.gatewayToken, 'busy again');
     await expect(host.create(d)).rejects.toBeInstanceOf(HostFullError);
     expect((await host.list()).map((state) => state.status).sort()).toEqual(['hibernated', 'running', 'running']);
