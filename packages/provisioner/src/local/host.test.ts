@@ -178,7 +178,11 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
       .split('\n')
       .map((line) => JSON.parse(line));
     expect(more).toEqual([]);
-    expect(turn).toMatchObject({ model: 'aop-warm-up/openclaw/aop-warm-up-no-such-agent', sessionKey: 'aop-warm-up', tokenOk: true });
+    expect(turn).toMatchObject({
+      model: 'aop-warm-up/openclaw/aop-warm-up-no-such-agent',
+      sessionKey: 'agent:main:aop-warm-up',
+      tokenOk: true,
+    });
     expect(Date.parse(running.readyAt!) - Date.parse(running.startedAt!)).toBeGreaterThanOrEqual(700);
     const log = (await host.logs(s.agentId, { tail: 50 })).join('\n');
     expect(log).toMatch(/\[host\] \/readyz after [\d.]+ s; preparing the first turn/);

@@ -68,7 +68,12 @@ const jobsOf = async (host: LocalAgentHost, gatewayId: string) =>
 async function chat(url: string, token: string, openclawAgentId: string, text: string): Promise<string> {
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'x-openclaw-session-key': 'web:chat' },
+    // Agent-scoped, as the web sends it: with several agents OpenClaw refuses a session key that names none.
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      'x-openclaw-session-key': `agent:${openclawAgentId}:web:chat`,
+    },
     body: JSON.stringify({ model: `openclaw/${openclawAgentId}`, messages: [{ role: 'user', content: text }] }),
   });
   expect(res.status).toBe(200);
@@ -163,7 +168,11 @@ describe('customer-scoped gateways (local host)', () => {
       .split('\n')
       .map((line) => JSON.parse(line));
     expect(warmUps.map((turn) => turn.target)).toEqual(['openclaw/main', `openclaw/${inGateway}`]);
-    expect(warmUps[1]).toMatchObject({ model: 'aop-warm-up/openclaw/aop-warm-up-no-such-agent', sessionKey: 'aop-warm-up', tokenOk: true });
+    expect(warmUps[1]).toMatchObject({
+      model: 'aop-warm-up/openclaw/aop-warm-up-no-such-agent',
+      sessionKey: `agent:${inGateway}:aop-warm-up`,
+      tokenOk: true,
+    });
     expect((await host.logs(first.agentId)).join('\n')).toMatch(
       new RegExp(
         `\\[host\\] first turn prepared in \\d+\\.\\d s: refused model call as planned \\(HTTP 400\\) \\(agent ${second.agentId}\\)`,

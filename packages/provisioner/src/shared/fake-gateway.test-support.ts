@@ -130,6 +130,13 @@ async function* modelReply(model, request, usageOut) {
 }
 // One REST chat turn: the session recorded, then the reply (the model's, else 'fake reply: …'), streamed as OpenClaw
 // streams (SSE headers and the role chunk at once, a piece per model delta, finish, usage when asked, [DONE]) or whole.
+// Like OpenClaw (AgentSelectionRequiredError, answered as a bare 500): with several agents configured, a session key
+// that names no agent (\`agent:<id>:…\`) is refused whatever the model names.
+const unownedSession = (req) => {
+  const key = req.headers['x-openclaw-session-key'];
+  return typeof key === 'string' && !key.startsWith('agent:') && Object.keys(JSON.parse(readConfigText()).agents?.entries ?? {}).length > 1;
+};
+
 async function chatTurn(req, res, body) {
   const json = (status, payload) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(payload)); };
   // The agent the turn is for: REST \`model: openclaw/<id>\` (OpenClaw's default agent when none is named).
@@ -141,8 +148,11 @@ async function chatTurn(req, res, body) {
   if (Object.keys(entries).length > 1 && (named === null || named === 'default')) {
     return refuse('Multiple agents are configured, but this operation has no explicit owner. Select an agent explicitly.');
   }
+  if (unownedSession(req)) return json(500, { error: { message: 'internal error', type: 'api_error' } });
   if (agentId !== 'main' && !entries[agentId]) return refuse("Unknown agent '" + agentId + "'.");
-  const key = 'agent:' + agentId + ':' + (req.headers['x-openclaw-session-key'] ?? (body.user ? 'openai-user:' + body.user : 'openai:' + Date.now() + Math.random()));
+  const asked = req.headers['x-openclaw-session-key'];
+  const key = typeof asked === 'string' && asked.startsWith('agent:') ? asked
+    : 'agent:' + agentId + ':' + (asked ?? (body.user ? 'openai-user:' + body.user : 'openai:' + Date.now() + Math.random()));
   const sessions = readJson(sessionsFile, {});
   const last = body.messages?.at(-1)?.content;
   const text = typeof last === 'string' ? last : Array.isArray(last) ? last.map((part) => part.text ?? '').join('') : '';
@@ -229,6 +239,7 @@ const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
+      if (unownedSession(req)) return json(500, { error: { message: 'internal error', type: 'api_error' } });
       let target = null;
       try { target = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}').model ?? null; } catch {}
       appendFileSync(join(state, 'warm-ups.jsonl'), JSON.stringify({ at: Date.now() - started, model, target,

@@ -93,7 +93,9 @@ export async function warmUpGateway(options: WarmUpOptions): Promise<WarmUpResul
         authorization: `Bearer ${options.token}`,
         'content-type': 'application/json',
         'x-openclaw-model': WARM_UP_MODEL,
-        'x-openclaw-session-key': WARM_UP_SESSION_KEY,
+        // Agent-scoped: with several agents in a gateway OpenClaw refuses a session key that names no agent, whatever the
+        // model names (AgentSelectionRequiredError, an HTTP 500; seen with the pinned OpenClaw).
+        'x-openclaw-session-key': `agent:${options.agentId ?? OWN_GATEWAY_AGENT_ID}:${WARM_UP_SESSION_KEY}`,
       },
       body: JSON.stringify({
         // The gateway's first agent by name: once a customer's other agents share the gateway (issue #20), OpenClaw
