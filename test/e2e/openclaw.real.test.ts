@@ -450,10 +450,6 @@ describe.skipIf(skipReal)('hibernation', () => {
     console.info(
       `customer-scoped gateway: the second agent joined in ${(joinedMs / 1000).toFixed(1)} s; its first answer ${((performance.now() - started) / 1000).toFixed(1)} s after provisioning began`,
     );
-    // Its first turn was prepared before it was called running (the warm-up turn named it).
-    const hostLines = (await host.logs(agentId, { tail: 1_000 })).filter((line) => line.startsWith('[host]') && line.includes(second));
-    console.info(hostLines.join('\n'));
-    expect(hostLines.join('\n')).toMatch(new RegExp(`\\[host\\] first turn prepared in [\\d.]+ s: .* \\(agent ${second}\\)`));
     // Its turns went to its own model key.
     const turn = llm.chatRequests().findLast((r) => JSON.stringify(r.body).includes('hello second agent'));
     expect(turn?.headers.authorization).toBe('Bearer sk-second');

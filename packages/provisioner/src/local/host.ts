@@ -752,12 +752,8 @@ export class LocalAgentHost implements AgentHost {
         await this.rosterChanged(gateway, `agent ${agentId} joins`);
       });
       this.log(gateway, `[host] agent ${agentId} joined this gateway in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-      // Running once its first turn is prepared, as a gateway's first agent is (a woken gateway prepares only its own).
-      if (gateway.status === 'running' && gateway.child && (await this.preparesFirstTurns(gateway))) {
-        void this.warmUpMember(gateway, member).finally(() => {
-          if (member.status === 'starting' && this.members.get(agentId) === member) this.setStatus(member, 'running', null);
-        });
-      } else this.setStatus(member, 'running', null);
+      // No warm-up turn of its own: measured, it cost more than it saved (docs/decisions.md "A joining agent's first turn").
+      this.setStatus(member, 'running', null);
     } catch (error) {
       if (this.shuttingDown || error instanceof HostFullError) {
         // No room to wake its gateway (which sleeps on, untouched): none for a gateway of its own either. The agent is
@@ -870,24 +866,6 @@ export class LocalAgentHost implements AgentHost {
       } else continue;
       await this.saveRecord(agent);
     }
-  }
-
-  /**
-   * A member's first turn's lazy work (shared/warm-up.ts, on the member's own session), which OpenClaw does per agent:
-   * measured 2–5 s on a member's first message otherwise. Bounded at 30 s; a warm-up that cannot run is logged.
-   */
-  private async warmUpMember(gateway: Agent, member: Agent): Promise<void> {
-    const token = this.gatewayToken(gateway);
-    const port = gateway.record.port;
-    const baseUrl = `http://127.0.0.1:${port}`;
-    const result = await warmUpGateway({
-      baseUrl,
-      token,
-      agentId: openclawAgentIdOf(member.record.agentId),
-      connect: () => connectGateway({ url: baseUrl.replace(/^http/, 'ws'), token, retryDeadlineMs: 0 }),
-      timeoutMs: 30_000,
-    });
-    this.log(gateway, `${warmUpLogLine(result)} (agent ${member.record.agentId})`);
   }
 
   /** Whether the gateway's config as written carries the warm-up provider (only beside a named model). */

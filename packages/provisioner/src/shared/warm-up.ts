@@ -58,11 +58,6 @@ export interface WarmUpOptions {
   connect: () => Promise<GatewayConnection>;
   /** Bound of the whole warm-up; a gateway that has not finished by then is reported ready anyway (it answers /readyz). */
   timeoutMs: number;
-  /**
-   * The OpenClaw agent whose first turn to prepare (default the gateway's first, `main`): OpenClaw does the lazy work per
-   * agent, so a customer's agent that joins a running gateway needs its own.
-   */
-  agentId?: string;
 }
 
 export interface WarmUpResult {
@@ -95,12 +90,12 @@ export async function warmUpGateway(options: WarmUpOptions): Promise<WarmUpResul
         'x-openclaw-model': WARM_UP_MODEL,
         // Agent-scoped: with several agents in a gateway OpenClaw refuses a session key that names no agent, whatever the
         // model names (AgentSelectionRequiredError, an HTTP 500; seen with the pinned OpenClaw).
-        'x-openclaw-session-key': `agent:${options.agentId ?? OWN_GATEWAY_AGENT_ID}:${WARM_UP_SESSION_KEY}`,
+        'x-openclaw-session-key': `agent:${OWN_GATEWAY_AGENT_ID}:${WARM_UP_SESSION_KEY}`,
       },
       body: JSON.stringify({
         // The gateway's first agent by name: once a customer's other agents share the gateway (issue #20), OpenClaw
         // refuses a turn that names none ("no explicit owner"), which would pass for the planned refusal.
-        model: `openclaw/${options.agentId ?? OWN_GATEWAY_AGENT_ID}`,
+        model: `openclaw/${OWN_GATEWAY_AGENT_ID}`,
         messages: [{ role: 'user', content: 'Platform warm-up before the first message (no model is called).' }],
       }),
       signal: AbortSignal.timeout(Math.max(1, Math.round(options.timeoutMs))),
@@ -116,20 +111,18 @@ export async function warmUpGateway(options: WarmUpOptions): Promise<WarmUpResul
   }
   // A turn refused before it began (e.g. a gateway without the endpoint) left no session behind.
   if (outcome === 'prepared' || detail.startsWith('did not finish')) {
-    await deleteWarmUpSession(options.connect, options.agentId).catch((err: Error) => {
+    await deleteWarmUpSession(options.connect).catch((err: Error) => {
       detail += `; its session was not deleted (${err.message})`;
     });
   }
   return { outcome, ms: elapsed(), detail };
 }
 
-/** Deletes the warm-up session wherever the agent keeps it (`agent:<id>:aop-warm-up`); the default agent's without `agentId`. */
-async function deleteWarmUpSession(connect: () => Promise<GatewayConnection>, agentId: string | undefined): Promise<void> {
+/** Deletes the warm-up session wherever the gateway's first agent keeps it (`agent:main:aop-warm-up`). */
+async function deleteWarmUpSession(connect: () => Promise<GatewayConnection>): Promise<void> {
   const conn = await connect();
   try {
-    const list = await conn.request<{ sessions?: { key?: unknown }[] }>('sessions.list', agentId ? { agentId } : {}, {
-      timeoutMs: 15_000,
-    });
+    const list = await conn.request<{ sessions?: { key?: unknown }[] }>('sessions.list', {}, { timeoutMs: 15_000 });
     for (const s of list.sessions ?? []) {
       if (typeof s.key === 'string' && s.key.endsWith(`:${WARM_UP_SESSION_KEY}`)) {
         await conn.request('sessions.delete', { key: s.key }, { timeoutMs: 15_000 });
