@@ -496,35 +496,50 @@ export class DockerAgentHost implements AgentHost {
   }
 
   /**
-   * Makes a warm container the agent's: renamed `aop-agent-<agentId>` (Docker renames a running container), its volume
-   * becomes the agent's state volume (`record.volume`), its pairing with the platform device the agent's, and the
-   * agent's record replaces the slot's; then the agent's plan limits, secrets and configuration are applied to the
-   * running gateway (`adoptConfiguration`) while the agent shows `starting`. If that fails, the container is recreated
+   * Makes a warm container the agent's: given the agent's plan limits (`docker update`, with the room checked and held
+   * until then) and renamed `aop-agent-<agentId>` (Docker renames a running container), its volume becomes the agent's
+   * state volume (`record.volume`), its pairing with the platform device the agent's, and the agent's record replaces
+   * the slot's; then the agent's secrets and configuration are applied to the running gateway (`adoptConfiguration`)
+   * while the agent shows `starting`. If that fails, the container is recreated
    * from the agent's spec (a cold start on the same volume). Null, with the slot removed, when the container could not
    * be taken: the caller starts a container of its own. The pool refills in the background.
    */
   private async adopt(slot: Agent, spec: AgentSpec): Promise<AgentState | null> {
     const slotId = slot.record.agentId;
     const id = spec.agentId;
-    // The agent's plan may need more room than the warm container's.
+    // The agent's plan may need more room than the warm container's: the room is held until its limits are applied,
+    // then the container is renamed (both on the warm container's name first, so a failure leaves it droppable).
+    const container = this.docker.getContainer(dockerContainerName(slotId));
+    const limits = dockerLimits(spec.plan);
+    let failure: unknown = null;
     try {
-      await this.withCapacity(id, spec.plan, async () => undefined, { exclude: [slotId] });
+      await this.withCapacity(
+        id,
+        spec.plan,
+        async () => {
+          try {
+            await this.engine('update container limits', () =>
+              container.update({ Memory: limits.Memory, MemorySwap: limits.MemorySwap, NanoCpus: limits.NanoCpus }),
+            );
+            await this.engine('rename container', () => container.rename({ name: dockerContainerName(id) }));
+          } catch (error) {
+            failure = error;
+          }
+        },
+        { exclude: [slotId] },
+      );
     } catch (error) {
       this.pool.unshift(slot);
       throw error;
     }
-    const poolToken = openSealedSpec(this.secrets, slot.record).gatewayToken;
-    const device = slot.record.platformDevice;
-    try {
-      await this.engine('rename container', () =>
-        this.docker.getContainer(dockerContainerName(slotId)).rename({ name: dockerContainerName(id) }),
-      );
-    } catch (error) {
-      this.log(slot, `[host] the warm container could not be taken (${messageOf(error)}); starting a container of its own`);
+    if (failure) {
+      this.log(slot, `[host] the warm container could not be taken (${messageOf(failure)}); starting a container of its own`);
       await this.dropWarmSlot(slot);
       this.fillWarmPool();
       return null;
     }
+    const poolToken = openSealedSpec(this.secrets, slot.record).gatewayToken;
+    const device = slot.record.platformDevice;
     const record: DockerAgentRecord = {
       ...this.newRecord(spec, slot.record.version, slot.record.image),
       volume: stateVolumeOf(slot.record),
@@ -569,7 +584,7 @@ export class DockerAgentHost implements AgentHost {
   }
 
   /**
-   * The agent's plan limits on the container, its secrets into the secret file, then its configuration through
+   * The agent's secrets into the secret file, then its configuration through
    * `config.apply` over the pool connection (kept open since the container was ready, else a new one): OpenClaw
    * resolves the file again (the agent's token replaces the pool's; connections made with the pool's are closed) and
    * applies the configuration before it answers. The platform's skills are in the workspace already (written before the
@@ -581,10 +596,6 @@ export class DockerAgentHost implements AgentHost {
     const info = await this.inspect(agent.record.agentId);
     const url = info?.State.Running && info.State.StartedAt === run ? this.gatewayUrl(info) : null;
     if (!url) throw new Error('the warm container is not running the run that was warmed up');
-    const limits = dockerLimits(agent.record.plan);
-    await this.engine('update container limits', () =>
-      container.update({ Memory: limits.Memory, MemorySwap: limits.MemorySwap, NanoCpus: limits.NanoCpus }),
-    );
     await this.engine('write secrets', () =>
       container.putArchive(tarArchive([this.secretFileEntry(agent)]), { path: posix.dirname(this.stateDir) }),
     );
