@@ -56,7 +56,7 @@ import { settleWithin } from '../shared/settle-within.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type SecretBox, newSealedRecord, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
-import { type PoolConnection, applyAdoption, fillPool, openPoolConnection } from '../shared/adoption.js';
+import { type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import {
   DEFAULT_WAKE_LEAD_MS,
   type IdleVerdict,
@@ -323,8 +323,11 @@ export class DockerAgentHost implements AgentHost {
   private readonly pool: Agent[] = [];
   /** `warmPool`, once `auto` is resolved (at `restore()`). */
   private poolTarget: number;
-  private poolError: string | null = null;
-  private filling: Promise<void> | null = null;
+  private readonly filler = new PoolFiller({
+    short: () => !this.shuttingDown && this.pool.length < this.poolTarget,
+    busy: () => this.busyStarting(),
+    add: () => this.addWarmSlot(),
+  });
 
   constructor(private readonly config: DockerHostOptions) {
     this.secrets = secretBoxFor(config, 'DockerAgentHost');
@@ -479,7 +482,7 @@ export class DockerAgentHost implements AgentHost {
   /** How the warm pool stands. */
   warmPoolStatus(): WarmPoolStatus {
     const ready = this.pool.filter((slot) => slot.poolReady).length;
-    return { target: this.poolTarget, ready, starting: this.pool.length - ready, lastError: this.poolError };
+    return { target: this.poolTarget, ready, starting: this.pool.length - ready, lastError: this.filler.lastError };
   }
 
   /**
@@ -500,9 +503,9 @@ export class DockerAgentHost implements AgentHost {
    * until then) and renamed `aop-agent-<agentId>` (Docker renames a running container), its volume becomes the agent's
    * state volume (`record.volume`), its pairing with the platform device the agent's, and the agent's record replaces
    * the slot's; then the agent's secrets and configuration are applied to the running gateway (`adoptConfiguration`)
-   * while the agent shows `starting`. If that fails, the container is recreated
-   * from the agent's spec (a cold start on the same volume). Null, with the slot removed, when the container could not
-   * be taken: the caller starts a container of its own. The pool refills in the background.
+   * while the agent shows `starting`. If that fails, the container is recreated from the agent's spec (a cold start on
+   * the same volume). Null, with the slot removed, when the container could not be taken: the caller starts a container
+   * of its own. The pool refills in the background.
    */
   private async adopt(slot: Agent, spec: AgentSpec): Promise<AgentState | null> {
     const slotId = slot.record.agentId;
@@ -584,8 +587,8 @@ export class DockerAgentHost implements AgentHost {
   }
 
   /**
-   * The agent's secrets into the secret file, then its configuration through
-   * `config.apply` over the pool connection (kept open since the container was ready, else a new one): OpenClaw
+   * The agent's secrets into the secret file, then its configuration through `config.apply` over the pool connection
+   * (kept open since the container was ready, else a new one): OpenClaw
    * resolves the file again (the agent's token replaces the pool's; connections made with the pool's are closed) and
    * applies the configuration before it answers. The platform's skills are in the workspace already (written before the
    * warm container started). `run` is the container run that was warmed up: a container that restarted since is not
@@ -617,35 +620,16 @@ export class DockerAgentHost implements AgentHost {
     const identity = this.config.platformDevice;
     const stored = agent.record.platformDevice;
     if (!identity || stored?.deviceId !== identity.deviceId) throw new Error('the platform device is not paired with the warm container');
-    return connectGateway({
-      url: url.replace(/^http/, 'ws'),
-      token,
-      device: identity,
-      retryDeadlineMs: 0,
-    });
+    return connectGateway({ url: url.replace(/^http/, 'ws'), token, device: identity, retryDeadlineMs: 0 });
   }
 
-  /**
-   * Starts warm containers until the pool is full: one at a time, each only while no agent is being created or started
-   * (a warm container's start must not slow a customer's), and only while one more fits (never making room for one).
-   * Stops after three failures in a row; the next `restore()` or adoption tries again.
-   */
+  /** Starts warm containers until the pool is full (`PoolFiller`); adoption needs the platform device. */
   private fillWarmPool(): void {
-    if (this.filling || this.shuttingDown || this.pool.length >= this.poolTarget) return;
-    if (!this.config.platformDevice) {
-      this.poolError = 'a warm pool needs the platform device (adoption applies the configuration over its connection)';
+    if (this.poolTarget > 0 && !this.config.platformDevice) {
+      this.filler.lastError = 'a warm pool needs the platform device (adoption applies the configuration over its connection)';
       return;
     }
-    this.filling = fillPool({
-      short: () => !this.shuttingDown && this.pool.length < this.poolTarget,
-      busy: () => this.busyStarting(),
-      add: () => this.addWarmSlot(),
-      report: (error) => {
-        this.poolError = error;
-      },
-    }).finally(() => {
-      this.filling = null;
-    });
+    this.filler.start();
   }
 
   /** An agent is being created or started, or became live less than `refillQuietMs` ago: a warm container's start waits. */
@@ -690,7 +674,8 @@ export class DockerAgentHost implements AgentHost {
       await this.waitForReady(slot, this.options.readyTimeoutMs + 5_000, { failFast: true });
       await this.ensurePaired(slot, false);
       if (!this.pool.includes(slot)) return;
-      const url = this.gatewayUrl((await this.inspect(slotId)) as ContainerInfo);
+      const info = await this.inspect(slotId);
+      const url = info ? this.gatewayUrl(info) : null;
       if (!url) throw new Error('the warm container publishes no port');
       const poolToken = openSealedSpec(this.secrets, slot.record).gatewayToken;
       slot.poolConn = openPoolConnection(() => this.connectAs(slot, url, poolToken)).catch((error: unknown) => {
@@ -718,7 +703,7 @@ export class DockerAgentHost implements AgentHost {
       );
       await this.removeVolume(stateVolumeOf(slot.record));
     }).catch((error: unknown) => {
-      this.poolError = `a warm container could not be removed: ${messageOf(error)}`;
+      this.filler.lastError = `a warm container could not be removed: ${messageOf(error)}`;
     });
   }
 
@@ -1132,7 +1117,7 @@ export class DockerAgentHost implements AgentHost {
     if (this.idleTimer) clearInterval(this.idleTimer);
     await Promise.allSettled([...this.background]);
     // Warm containers are nobody's: removed, not left running (the next `restore()` would remove them anyway).
-    await this.filling;
+    await this.filler.settled();
     await Promise.all([...this.pool].map((slot) => this.dropWarmSlot(slot)));
     if (!this.config.stopOnShutdown) return;
     await Promise.all([...this.agents.values()].map((agent) => exclusive(agent, () => this.stopContainer(agent)).catch(() => undefined)));
@@ -1306,8 +1291,7 @@ export class DockerAgentHost implements AgentHost {
    * A signed connect through the published port; on `NOT_PAIRED` the request it left is approved with
    * `openclaw devices approve <requestId>` exec'd in the container (OpenClaw trusts its own loopback there, and the
    * CLI resolves the gateway token from the config's SecretRef, as the gateway does: nothing secret is passed in), then
-   * the device
-   * connects again and its token is stored sealed.
+   * the device connects again and its token is stored sealed.
    */
   private async pair(agent: Agent, repair: boolean): Promise<ControlCredentials> {
     const identity = this.config.platformDevice as DeviceIdentity;

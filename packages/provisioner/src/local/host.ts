@@ -78,7 +78,7 @@ import {
 import { type AgentWorkspace, ProgramWorkspace, runProgramLocally } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
-import { type PoolConnection, applyAdoption, fillPool, openPoolConnection } from '../shared/adoption.js';
+import { type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import {
   DEFAULT_WAKE_LEAD_MS,
   type Hibernation,
@@ -354,10 +354,13 @@ export class LocalAgentHost implements AgentHost {
   private readonly dirs = new Map<string, string>();
   /** Warm-pool gateways (their `record.agentId` is their directory name), oldest first. */
   private readonly pool: Agent[] = [];
-  private filling: Promise<void> | null = null;
+  private readonly filler = new PoolFiller({
+    short: () => !this.shuttingDown && this.pool.length < this.poolTarget,
+    busy: () => this.busyStarting(),
+    add: () => this.addWarmSlot(),
+  });
   /** `warmPool`, once `auto` is resolved (at `restore()`). */
   private poolTarget: number;
-  private poolError: string | null = null;
   private readonly secretsDir: string;
   private readonly idleTimer: NodeJS.Timeout | null = null;
   private checkingIdle = false;
@@ -462,7 +465,7 @@ export class LocalAgentHost implements AgentHost {
   /** How the warm pool stands. */
   warmPoolStatus(): WarmPoolStatus {
     const ready = this.pool.filter((slot) => slot.status === 'running').length;
-    return { target: this.poolTarget, ready, starting: this.pool.length - ready, lastError: this.poolError };
+    return { target: this.poolTarget, ready, starting: this.pool.length - ready, lastError: this.filler.lastError };
   }
 
   /**
@@ -547,24 +550,9 @@ export class LocalAgentHost implements AgentHost {
     });
   }
 
-  /**
-   * Starts warm gateways until the pool is full: one at a time, each only while no agent is starting (a pool gateway's
-   * start must not slow a customer's), and only while one more fits (never evicting). Stops after three failures in a
-   * row; the next `restore()` or adoption tries again.
-   */
+  /** Starts warm gateways until the pool is full (`PoolFiller`). */
   private fillWarmPool(): void {
-    const target = this.poolTarget;
-    if (this.filling || this.shuttingDown || this.pool.length >= target) return;
-    this.filling = fillPool({
-      short: () => !this.shuttingDown && this.pool.length < target,
-      busy: () => this.busyStarting(),
-      add: () => this.addWarmSlot(),
-      report: (error) => {
-        this.poolError = error;
-      },
-    }).finally(() => {
-      this.filling = null;
-    });
+    this.filler.start();
   }
 
   /**
@@ -651,7 +639,7 @@ export class LocalAgentHost implements AgentHost {
     // Retried: a process of the killed tree may still be finishing a write (ENOTEMPTY from the final rmdir).
     await rm(this.paths(slot.record.agentId).dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }).catch(
       (error: Error) => {
-        this.poolError = `a warm gateway's directory could not be removed: ${error.message}`;
+        this.filler.lastError = `a warm gateway's directory could not be removed: ${error.message}`;
       },
     );
   }
@@ -866,12 +854,6 @@ export class LocalAgentHost implements AgentHost {
       } else continue;
       await this.saveRecord(agent);
     }
-  }
-
-  /** Whether the gateway's config as written carries the warm-up provider (only beside a named model). */
-  private async preparesFirstTurns(gateway: Agent): Promise<boolean> {
-    const written = await readFile(this.paths(gateway.record.agentId).config, 'utf8').catch(() => '{}');
-    return carriesWarmUp(JSON.parse(written) as Record<string, unknown>);
   }
 
   /** A member stopped or started: its own state first, then its gateway's (`rosterChanged`). */
@@ -1419,7 +1401,7 @@ export class LocalAgentHost implements AgentHost {
     this.closing.abort(); // ends every wait for readiness
     await Promise.all([...this.doorbells.keys()].map((agentId) => this.closeDoorbell(agentId)));
     await Promise.all(this.pool.map((slot) => this.dropWarmSlot(slot)));
-    await this.filling; // a warm gateway it was starting is dropped by the fill itself (the host is closed)
+    await this.filler.settled(); // a warm gateway it was starting is dropped by the fill itself (the host is closed)
     await Promise.all(this.pool.map((slot) => this.dropWarmSlot(slot)));
     await Promise.all(
       [...this.agents.values()].map((agent) =>
@@ -2051,7 +2033,11 @@ export class LocalAgentHost implements AgentHost {
    * the ready deadline (at least 30 s): a gateway that answers /readyz is not failed for a slow warm-up.
    */
   private async warmUp(agent: Agent, deadline: number): Promise<void> {
-    if (!(await this.preparesFirstTurns(agent))) {
+    const written = JSON.parse(await readFile(this.paths(agent.record.agentId).config, 'utf8').catch(() => '{}')) as Record<
+      string,
+      unknown
+    >;
+    if (!carriesWarmUp(written)) {
       this.log(agent, '[host] /readyz; no model is named, so there is no first turn to prepare');
       return;
     }

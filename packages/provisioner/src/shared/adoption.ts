@@ -81,28 +81,47 @@ export interface PoolFill {
   busy: () => boolean;
   /** Starts one warm gateway and waits until it is ready to be adopted. */
   add: () => Promise<void>;
-  /** Why the pool is short (null once a warm gateway was added). */
-  report: (error: string | null) => void;
 }
 
 /**
- * Fills a warm pool one gateway at a time, each only while no agent is starting (a warm gateway's start, 20 s of CPU,
- * must not slow a customer's). Gives up on a full host, and after three failures in a row (the next adoption or
- * `restore()` tries again).
+ * Fills a host's warm pool one gateway at a time, each only while no agent is starting (a warm gateway's start, 20 s
+ * of CPU, must not slow a customer's), and only while one more fits (never making room for one: a full host ends the
+ * fill). Stops after three failures in a row; the next `start()` (an adoption, `restore()`) tries again.
  */
-export async function fillPool(fill: PoolFill): Promise<void> {
-  let failures = 0;
-  while (fill.short() && failures < 3) {
-    while (fill.short() && fill.busy()) await new Promise((resolve) => setTimeout(resolve, 1_000));
-    if (!fill.short()) return;
-    try {
-      await fill.add();
-      fill.report(null);
-      failures = 0;
-    } catch (error) {
-      fill.report((error as Error).message);
-      if (error instanceof HostFullError) return;
-      failures += 1;
+export class PoolFiller {
+  /** Why the pool is short (null once a warm gateway was added), for the host's `warmPoolStatus()`. */
+  lastError: string | null = null;
+  private running: Promise<void> | null = null;
+
+  constructor(private readonly fill: PoolFill) {}
+
+  /** Starts filling, unless a fill is under way or nothing is short. */
+  start(): void {
+    if (this.running || !this.fill.short()) return;
+    this.running = this.run().finally(() => {
+      this.running = null;
+    });
+  }
+
+  /** Waits for the fill under way, if any. */
+  async settled(): Promise<void> {
+    await this.running;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.fill.short() && failures < 3) {
+      while (this.fill.short() && this.fill.busy()) await new Promise((resolve) => setTimeout(resolve, 1_000));
+      if (!this.fill.short()) return;
+      try {
+        await this.fill.add();
+        this.lastError = null;
+        failures = 0;
+      } catch (error) {
+        this.lastError = (error as Error).message;
+        if (error instanceof HostFullError) return;
+        failures += 1;
+      }
     }
   }
 }

@@ -6,12 +6,13 @@ import { warmUpProvider } from './warm-up.js';
  * Turns our stored agent configuration (spec §2.2) into a config the pinned OpenClaw accepts
  * (`openclaw config validate`), and builds the secret environment variables that config refers to.
  *
- * Secrets never reach the config file. In containers (`secretEnv`), the gateway token comes from
+ * Secrets never reach the config file. In a Kubernetes pod (`secretEnv`), the gateway token comes from
  * `OPENCLAW_GATEWAY_TOKEN` (used by OpenClaw when `gateway.auth.token` is unset), and channel tokens and the LLM key
  * are OpenClaw SecretRefs to environment variables (`{ source: 'env', provider: 'default', id: 'TELEGRAM_BOT_TOKEN' }`),
- * resolved by the gateway at start. With `secretFile` (local gateways), every secret, the gateway token included, is a
- * SecretRef into one JSON file (`secretFileContents`): a running gateway can then be given other secrets without a
- * restart (`config.apply` or `secrets.reload` re-read it), which is what adopting a warm gateway needs.
+ * resolved by the gateway at start. With `secretFile` (local gateways and docker containers), every secret, the
+ * gateway token included, is a SecretRef into one JSON file (`secretFileContents`): a running gateway can then be given
+ * other secrets without a restart (`config.apply` or `secrets.reload` re-read it), which is what adopting a warm
+ * gateway needs.
  */
 
 /** Environment variables holding each channel's token (OpenClaw's own default-account names). */
