@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PLAN_NAMES, PLANS } from '@aop/core';
@@ -104,20 +107,35 @@ describe('KubernetesAgentHost', () => {
     expect(gateway.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 18789 }, timeoutSeconds: 5 });
     expect(gateway.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 18789 }, timeoutSeconds: 5 });
     expect(gateway.securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
-    // OPENCLAW_CONFIG_PATH points into the mounted ConfigMap; the state dir is on the PVC.
+    // The config and the secret file are in a memory-backed runtime directory the init container fills from the
+    // ConfigMap and the Secret (mounted into the init container only); the state dir is on the PVC.
     const env = Object.fromEntries(gateway.env.filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]));
-    expect(env.OPENCLAW_CONFIG_PATH).toBe('/etc/openclaw/openclaw.json');
+    expect(env.OPENCLAW_CONFIG_PATH).toBe('/run/openclaw/openclaw.json');
     expect(env.OPENCLAW_STATE_DIR).toBe('/var/lib/openclaw/state');
-    expect(gateway.volumeMounts).toEqual(
+    expect(gateway.volumeMounts).toEqual([
+      { name: 'state', mountPath: '/var/lib/openclaw' },
+      { name: 'runtime', mountPath: '/run/openclaw' },
+      { name: 'tmp', mountPath: '/tmp' },
+    ]);
+    const prepare = pod.initContainers[0];
+    expect(prepare.volumeMounts).toEqual(
       expect.arrayContaining([
         { name: 'config', mountPath: '/etc/openclaw', readOnly: true },
-        { name: 'state', mountPath: '/var/lib/openclaw' },
+        { name: 'secrets', mountPath: '/etc/openclaw-secrets', readOnly: true },
+        { name: 'runtime', mountPath: '/run/openclaw' },
       ]),
     );
+    expect(prepare.command[2]).toContain('cp /etc/openclaw/openclaw.json /run/openclaw/openclaw.json');
+    expect(prepare.command[2]).toContain('cp /etc/openclaw-secrets/aop-secrets.json /run/openclaw/aop-secrets.json');
     expect(pod.volumes).toEqual(
       expect.arrayContaining([
         { name: 'state', persistentVolumeClaim: { claimName: name } },
         { name: 'config', configMap: { name, items: [{ key: 'openclaw.json', path: 'openclaw.json' }] } },
+        {
+          name: 'secrets',
+          secret: { secretName: name, items: [{ key: 'aop-secrets.json', path: 'aop-secrets.json' }], defaultMode: 0o440 },
+        },
+        { name: 'runtime', emptyDir: { medium: 'Memory', sizeLimit: '4Mi' } },
       ]),
     );
 
@@ -130,7 +148,13 @@ describe('KubernetesAgentHost', () => {
     expect(pvc.spec).toMatchObject({ accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '5Gi' } } });
 
     const config = JSON.parse(api.get('configmaps', NS, name)!.data['openclaw.json']);
-    expect(config.gateway).toMatchObject({ mode: 'local', port: 18789, bind: 'lan', auth: { mode: 'token' } });
+    expect(config.gateway).toMatchObject({
+      mode: 'local',
+      port: 18789,
+      bind: 'lan',
+      auth: { mode: 'token', token: { source: 'file', provider: 'aop', id: '/gatewayToken' } },
+    });
+    expect(config.secrets.providers.aop).toEqual({ source: 'file', path: '/run/openclaw/aop-secrets.json', mode: 'json' });
     expect(config.cron.maxConcurrentRuns).toBeUndefined();
     expect(config.agents.defaults.workspace).toBe('/var/lib/openclaw/state/workspace');
 
@@ -171,31 +195,26 @@ describe('KubernetesAgentHost', () => {
       const name = kubeAgentName(s.agentId);
       const secret = api.get('secrets', NS, name)!;
       const values = decode(secret.data);
-      expect(values).toEqual({
-        OPENCLAW_GATEWAY_TOKEN: s.gatewayToken,
-        TELEGRAM_BOT_TOKEN: 'tg-token-1',
-        DISCORD_BOT_TOKEN: 'dc-token-1',
-        AOP_LLM_API_KEY: 'sk-agent-key',
-        'aop-whatsapp-token': 'wa-link',
+      expect(Object.keys(values).sort()).toEqual(['aop-secrets.json', 'aop-whatsapp-token']);
+      expect(JSON.parse(values['aop-secrets.json']!)).toEqual({
+        gatewayToken: s.gatewayToken,
+        telegramBotToken: 'tg-token-1',
+        discordBotToken: 'dc-token-1',
+        llmApiKey: 'sk-agent-key',
       });
+      expect(values['aop-whatsapp-token']).toBe('wa-link');
       const everything = JSON.stringify([secret, api.get('deployments', NS, name), api.get('configmaps', NS, name)]);
       for (const key of PLATFORM_SECRETS) {
         expect(everything).not.toContain(key);
         expect(everything).not.toContain(process.env[key]);
       }
-      // The container reads exactly the four variables OpenClaw needs, from this agent's own Secret.
+      // No secret in the container's environment (nor in what its tools inherit): OpenClaw reads them from the file.
       const env = api.get('deployments', NS, name)!.spec.template.spec.containers[0].env;
-      const fromSecret = env.filter((e: any) => e.valueFrom);
-      expect(fromSecret.map((e: any) => e.name).sort()).toEqual([
-        'AOP_LLM_API_KEY',
-        'DISCORD_BOT_TOKEN',
-        'OPENCLAW_GATEWAY_TOKEN',
-        'TELEGRAM_BOT_TOKEN',
-      ]);
-      expect(new Set(fromSecret.map((e: any) => e.valueFrom.secretKeyRef.name))).toEqual(new Set([name]));
-      // No token in the config file: OpenClaw resolves them from the environment.
+      expect(env.filter((e: any) => e.valueFrom)).toEqual([]);
+      // No token in the config file: SecretRefs into the secret file.
       const configText = api.get('configmaps', NS, name)!.data['openclaw.json'];
       for (const token of [s.gatewayToken, 'tg-token-1', 'dc-token-1', 'sk-agent-key']) expect(configText).not.toContain(token);
+      expect(JSON.parse(configText).channels.telegram.botToken).toEqual({ source: 'file', provider: 'aop', id: '/telegramBotToken' });
 
       expect(await host.spec(s.agentId)).toEqual({
         ...s,
@@ -414,19 +433,33 @@ describe('KubernetesAgentHost', () => {
     }
   });
 
-  it('configure: config changes rewrite openclaw.json without a restart; token and plan changes restart the pod', async () => {
-    const { api, host } = await setup({ autoReady: () => true });
+  it('configure: config changes go into the running pod’s openclaw.json without a restart; token and plan changes restart the pod', async () => {
+    const volumesDir = await mkdtemp(join(tmpdir(), 'aop-kube-volumes-'));
+    cleanups.push(() => rm(volumesDir, { recursive: true, force: true }));
+    const { api, host } = await setup({ autoReady: () => true, volumesDir });
     const s = spec();
     await host.create(s);
     const name = kubeAgentName(s.agentId);
     const [pod] = api.podsOf(NS, name);
+    // What the init container and then OpenClaw left in the pod's runtime directory (OpenClaw adds `meta` when it
+    // writes its config itself).
+    const runtimeDir = join(volumesDir, NS, 'pod', pod!.metadata.name, 'volumes', 'runtime');
+    await mkdir(runtimeDir, { recursive: true });
+    const started = JSON.parse(api.get('configmaps', NS, name)!.data['openclaw.json']);
+    await writeFile(join(runtimeDir, 'openclaw.json'), JSON.stringify({ ...started, meta: { lastTouchedVersion: 'x' } }));
+
     await host.configure(s.agentId, { config: { tools: { profile: 'coding' } } });
     expect(JSON.parse(api.get('configmaps', NS, name)!.data['openclaw.json']).tools.profile).toBe('coding');
     expect(api.podsOf(NS, name)[0]!.metadata.name).toBe(pod!.metadata.name);
+    const live = JSON.parse(await readFile(join(runtimeDir, 'openclaw.json'), 'utf8'));
+    expect(live.tools.profile).toBe('coding');
+    expect(live.meta).toEqual({ lastTouchedVersion: 'x' });
+    expect((await stat(join(runtimeDir, 'openclaw.json'))).mode & 0o777).toBe(0o600);
+    expect(api.execs.at(-1)?.container).toBe('gateway');
     expect((await host.spec(s.agentId)).config).toEqual({ tools: { profile: 'coding' } });
 
     await host.configure(s.agentId, { channelTokens: { telegram: 'tg-new' } });
-    expect(decode(api.get('secrets', NS, name)!.data).TELEGRAM_BOT_TOKEN).toBe('tg-new');
+    expect(JSON.parse(decode(api.get('secrets', NS, name)!.data)['aop-secrets.json']!).telegramBotToken).toBe('tg-new');
     expect(JSON.parse(api.get('configmaps', NS, name)!.data['openclaw.json']).channels.telegram.enabled).toBe(true);
     const deployment = api.get('deployments', NS, name)!;
     expect(deployment.spec.template.metadata.annotations['kubectl.kubernetes.io/restartedAt']).toBeDefined();
@@ -437,6 +470,41 @@ describe('KubernetesAgentHost', () => {
     expect(resized.spec.template.spec.containers[0].resources.limits).toEqual({ memory: '4Gi', cpu: '2' });
     expect(resized.metadata.annotations['aop/plan']).toBe('pro');
     expect((await host.spec(s.agentId)).plan).toBe('pro');
+  });
+
+  it('configure moves an agent made before the runtime directory onto it: secret file in the Secret, today’s Deployment, a new pod', async () => {
+    const { api, host } = await setup({ autoReady: () => true });
+    const s = spec({ llm: { baseUrl: 'https://llm.example/v1', apiKey: 'sk-old', model: 'model-a' } });
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    // As the host wrote them before: the secrets as variables in the Secret and the container's environment, the
+    // config read from the mounted ConfigMap.
+    const secret = api.get('secrets', NS, name)!;
+    const b64 = (value: string) => Buffer.from(value).toString('base64');
+    api.put('secrets', NS, { ...secret, data: { OPENCLAW_GATEWAY_TOKEN: b64(s.gatewayToken), AOP_LLM_API_KEY: b64('sk-old') } });
+    const deployment = api.get('deployments', NS, name)!;
+    const gateway = deployment.spec.template.spec.containers[0];
+    gateway.env = gateway.env
+      .map((e: any) => (e.name === 'OPENCLAW_CONFIG_PATH' ? { ...e, value: '/etc/openclaw/openclaw.json' } : e))
+      .concat([{ name: 'OPENCLAW_GATEWAY_TOKEN', valueFrom: { secretKeyRef: { name, key: 'OPENCLAW_GATEWAY_TOKEN' } } }]);
+    api.put('deployments', NS, deployment);
+    const [pod] = api.podsOf(NS, name);
+    // Read back from the variables as before.
+    expect(await host.spec(s.agentId)).toMatchObject({ gatewayToken: s.gatewayToken, llm: { apiKey: 'sk-old' } });
+
+    await host.configure(s.agentId, { config: { tools: { profile: 'coding' } } });
+    const values = decode(api.get('secrets', NS, name)!.data);
+    expect(Object.keys(values)).toEqual(['aop-secrets.json']);
+    expect(JSON.parse(values['aop-secrets.json']!)).toEqual({ gatewayToken: s.gatewayToken, llmApiKey: 'sk-old' });
+    const moved = api.get('deployments', NS, name)!.spec.template.spec.containers[0];
+    expect(moved.env.find((e: any) => e.name === 'OPENCLAW_CONFIG_PATH').value).toBe('/run/openclaw/openclaw.json');
+    expect(moved.env.filter((e: any) => e.valueFrom)).toEqual([]);
+    expect(api.podsOf(NS, name)[0]!.metadata.name).not.toBe(pod!.metadata.name);
+    expect(await host.spec(s.agentId)).toMatchObject({
+      gatewayToken: s.gatewayToken,
+      llm: { apiKey: 'sk-old' },
+      config: { tools: { profile: 'coding' } },
+    });
   });
 
   it('repair rebuilds the Secret, ConfigMap, Service and Deployment from the stored spec and restarts', async () => {
@@ -459,7 +527,7 @@ describe('KubernetesAgentHost', () => {
     const repaired = api.get('deployments', NS, name)!;
     expect(repaired.spec.template.spec.containers[0].command).toEqual(['openclaw', 'gateway', 'run', '--bind', 'lan', '--port', '18789']);
     expect(repaired.spec.template.metadata.annotations['kubectl.kubernetes.io/restartedAt']).toBeDefined();
-    expect(decode(api.get('secrets', NS, name)!.data).OPENCLAW_GATEWAY_TOKEN).toBe(s.gatewayToken);
+    expect(JSON.parse(decode(api.get('secrets', NS, name)!.data)['aop-secrets.json']!).gatewayToken).toBe(s.gatewayToken);
     // The init container fixes the state dir at every start: layout, modes, stale locks.
     expect(repaired.spec.template.spec.initContainers[0].command[2]).toMatch(
       /mkdir -p .*chmod 700 .*rm -rf \/var\/lib\/openclaw\/state\/tmp\/openclaw\*/s,

@@ -51,7 +51,7 @@ import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { approveCommand, assertApproved } from '../shared/approve-device.js';
 import { LineQueue, LineSplitter, splitTimestampNs } from '../shared/log-follow.js';
 import { pumpLogLines } from '../shared/log-pump.js';
-import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV } from '../shared/openclaw-config.js';
+import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, GATEWAY_TOKEN_ENV, LLM_API_KEY_ENV } from '../shared/openclaw-config.js';
 import { approvePlatformDevice } from '../shared/pairing.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
@@ -61,10 +61,10 @@ import { settleWithin } from '../shared/settle-within.js';
 import { DEFAULT_WAKE_LEAD_MS, askIdle, dueToWake, keepsAwake, readActivityAt, wakeAtFor } from '../shared/idle.js';
 import {
   type AgentRecord,
+  CONFIG_PATH,
   DATA_DIR,
   GATEWAY_CONTAINER,
   GATEWAY_PORT,
-  GATEWAY_TOKEN_ENV,
   HOME_DIR,
   type JobMount,
   KUBE_ANNOTATIONS,
@@ -73,6 +73,7 @@ import {
   MANAGED_BY,
   PREPARE_CONTAINER,
   RECORD_KEY,
+  SECRET_FILE_KEY,
   STATE_DIR,
   WHATSAPP_KEY,
   agentEnvRefs,
@@ -91,9 +92,14 @@ export const DEFAULT_KUBE_IMAGE_REPOSITORY = 'ghcr.io/openclaw/openclaw';
  * - a Deployment (1 replica, `Recreate`: the state volume is ReadWriteOnce, so two pods must never overlap),
  * - a ClusterIP Service on 18789 (the gateway's HTTP + WebSocket port),
  * - a PersistentVolumeClaim holding the OpenClaw state dir and the gateway's HOME,
- * - a Secret with the agent's own environment only (gateway token, channel tokens, LLM key, `agentEnv` — `secretEnv`),
- * - a ConfigMap with `openclaw.json` (`buildOpenClawConfig`, mounted read-only at `OPENCLAW_CONFIG_PATH`) and the
+ * - a Secret with the agent's own secrets only: the gateway's secret file (gateway token, channel tokens, LLM key —
+ *   `secretFileContents`) and its own variables (`agentEnv`, the only keys that reach the container's environment),
+ * - a ConfigMap with `openclaw.json` (`buildOpenClawConfig`, its secrets SecretRefs into the secret file) and the
  *   stored spec the host needs to rebuild everything (`repair`, `spec`).
+ *
+ * The init container copies the config and the secret file into a memory-backed directory of the pod (manifests.ts
+ * `RUNTIME_DIR`), where the gateway reads them, OpenClaw may write its config, and the host writes a configuration
+ * change into the running pod (`pods/exec`) instead of waiting for the kubelet to refresh a mounted ConfigMap.
  *
  * The cluster is the source of truth: the host keeps no registry of its own, so any number of backend replicas
  * can share one namespace, and a backend restart changes nothing for running agents.
@@ -122,6 +128,11 @@ const iso = (value: Date | string | undefined | null): string | null =>
 /** `0.2 s`, `12 s`: timeouts in messages. */
 const seconds = (ms: number) => `${ms < 10_000 ? Number((ms / 1000).toFixed(1)) : Math.round(ms / 1000)} s`;
 const millis = (value: Date | string | undefined | null): number | null => (value ? new Date(value).getTime() : null);
+/** Where a Secret written before the secret file held the gateway token and the LLM key (read, never written). */
+const LEGACY_SECRET_ENV = { gatewayToken: GATEWAY_TOKEN_ENV, llmApiKey: LLM_API_KEY_ENV } as const;
+/** Whether the Deployment's pod reads its config and secrets from the runtime directory (every one made since it came). */
+const readsRuntimeDir = (deployment: V1Deployment) =>
+  containerOf(deployment, GATEWAY_CONTAINER)?.env?.some((e) => e.name === 'OPENCLAW_CONFIG_PATH' && e.value === CONFIG_PATH) === true;
 const unbase64 = (value: string | undefined) => (value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8'));
 const shellQuote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`;
 
@@ -617,11 +628,17 @@ export class KubernetesAgentHost implements AgentHost {
         agentEnv: changes.agentEnv ?? current.agentEnv,
       };
       const record = this.manifests.recordOf(next);
-      // Config-only changes: OpenClaw hot-reloads openclaw.json once the kubelet has refreshed the mounted ConfigMap.
+      const running = (deployment.spec?.replicas ?? 0) > 0;
       await this.upsertConfigMap(name, record, next);
       const secretsChanged = changes.channelTokens !== undefined || changes.llm !== undefined || changes.agentEnv !== undefined;
-      if (secretsChanged) await this.upsertSecret(name, record, next);
-      // New resources replace the pod anyway; environment variables from the Secret are only read at container start.
+      const currentLayout = readsRuntimeDir(deployment);
+      if (secretsChanged || !currentLayout) await this.upsertSecret(name, record, next);
+      if (!currentLayout) {
+        // Made before the runtime directory (its pod reads the config from the mounted ConfigMap and its secrets from
+        // the environment): the Deployment is rewritten to today's, a new pod that reads both from the new objects.
+        await this.replaceDeployment(name, deployment, record, running ? 1 : 0);
+        return this.stateOf(name);
+      }
       const template: Record<string, unknown> = {};
       const gateway: Record<string, unknown> = {};
       if (changes.plan && changes.plan !== current.plan) gateway.resources = this.resourcesFor(next.plan);
@@ -631,15 +648,59 @@ export class KubernetesAgentHost implements AgentHost {
       const added = (record.envNames ?? []).filter((key) => !known.has(key));
       if (added.length > 0) gateway.env = agentEnvRefs(name, added);
       if (Object.keys(gateway).length > 0) template.spec = { containers: [{ name: GATEWAY_CONTAINER, ...gateway }] };
-      if (secretsChanged && (deployment.spec?.replicas ?? 0) > 0) {
-        template.metadata = { annotations: { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() } };
+      // A new pod takes the new secrets (the init container copies the secret file); a config-only change goes into
+      // the running pod's config at once (OpenClaw applies it as it applies any edit of its file), or, when that
+      // cannot be done, into a new pod.
+      let restart = secretsChanged && running;
+      if (running && !restart && Object.keys(template).length === 0 && changes.config !== undefined) {
+        restart = !(await this.pushConfig(name, next));
       }
+      if (restart) template.metadata = { annotations: { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() } };
       await this.patchDeployment(name, {
         metadata: { annotations: { [KUBE_ANNOTATIONS.plan]: next.plan } },
         ...(Object.keys(template).length > 0 ? { spec: { template } } : {}),
       });
       return this.stateOf(name);
     });
+  }
+
+  /**
+   * Writes the agent's config into its running pod's runtime directory, keeping the `meta` block OpenClaw keeps in it
+   * (a file without it, once OpenClaw has written one, is taken for clobbered and replaced by its last good copy).
+   * False when no pod runs or the write failed: the ConfigMap has it for the next pod.
+   */
+  private async pushConfig(name: string, spec: AgentSpec): Promise<boolean> {
+    const pod = await this.runningPod(name);
+    if (!pod) return false;
+    try {
+      const config = this.manifests.gatewayConfig(spec);
+      const read = await this.execInPod(pod, ['cat', CONFIG_PATH], { label: `cat ${CONFIG_PATH}` });
+      if (read.status.status === 'Success') {
+        const meta = (JSON.parse(read.stdout.toString('utf8')) as { meta?: unknown }).meta;
+        if (typeof meta === 'object' && meta !== null) config.meta = meta;
+      }
+      await this.writeFileInPod(pod, CONFIG_PATH, `${JSON.stringify(config, null, 2)}\n`);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Replaces a file of the pod's gateway container (a new file, mode 0600, renamed over the old one, so the gateway
+   * never reads half of it). `head -c` takes exactly the bytes sent: `execInPod` never closes the input.
+   */
+  private async writeFileInPod(podName: string, path: string, content: string): Promise<void> {
+    const bytes = Buffer.from(content, 'utf8');
+    const label = `write ${path}`;
+    const { status, stderr } = await this.execInPod(
+      podName,
+      ['sh', '-c', 'umask 077 && head -c "$1" > "$2.tmp" && mv -f "$2.tmp" "$2"', 'sh', String(bytes.length), path],
+      { label, stdin: bytes },
+    );
+    if (status.status !== 'Success') {
+      throw new Error(`${label} in pod ${podName} failed: ${stderr.toString('utf8').trim() || status.message || 'no output'}`);
+    }
   }
 
   /**
@@ -675,11 +736,7 @@ export class KubernetesAgentHost implements AgentHost {
       ).catch((error) => {
         if (!isConflict(error)) throw error;
       });
-      const version = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.version] ?? this.defaultVersion;
-      const body = this.manifests.deploymentManifest(name, record, version, 1);
-      body.metadata!.resourceVersion = deployment.metadata?.resourceVersion;
-      body.spec!.template.metadata!.annotations = { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() };
-      await this.k8s(`replace deployment ${name}`, () => this.apps.replaceNamespacedDeployment({ name, namespace: this.namespace, body }));
+      await this.replaceDeployment(name, deployment, record, 1);
       return this.stateOf(name);
     });
   }
@@ -832,7 +889,7 @@ export class KubernetesAgentHost implements AgentHost {
     const { name, deployment } = await this.agent(agentId);
     if ((deployment.spec?.replicas ?? 0) === 0) return GATEWAY_DOWN;
     return probeGateway(this.serviceUrl(agentId), async () => ({
-      authorization: `Bearer ${(await this.readSecretEnv(name))[GATEWAY_TOKEN_ENV] ?? ''}`,
+      authorization: `Bearer ${(await this.readSecrets(name)).gatewayToken}`,
     }));
   }
 
@@ -1237,6 +1294,15 @@ export class KubernetesAgentHost implements AgentHost {
     };
   }
 
+  /** Puts the Deployment back to what the host would create for the record (a new pod when it runs), awake. */
+  private async replaceDeployment(name: string, deployment: V1Deployment, record: AgentRecord, replicas: number): Promise<void> {
+    const version = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.version] ?? this.defaultVersion;
+    const body = this.manifests.deploymentManifest(name, record, version, replicas);
+    body.metadata!.resourceVersion = deployment.metadata?.resourceVersion;
+    body.spec!.template.metadata!.annotations = { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() };
+    await this.k8s(`replace deployment ${name}`, () => this.apps.replaceNamespacedDeployment({ name, namespace: this.namespace, body }));
+  }
+
   /** JSON Patch of `spec.replicas` (what `kubectl scale` changes). */
   private async scale(name: string, replicas: number): Promise<void> {
     await this.k8s(`scale deployment ${name} to ${replicas}`, () =>
@@ -1457,17 +1523,39 @@ export class KubernetesAgentHost implements AgentHost {
     return found;
   }
 
-  private async readSecretEnv(name: string): Promise<Record<string, string>> {
+  /**
+   * The agent's secrets from its Secret: the secret file's (or, for a Secret written before the secret file, the
+   * variables it held), the agent's own variables and the WhatsApp switch.
+   */
+  private async readSecrets(name: string): Promise<Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'agentEnv'> & { llmApiKey: string }> {
     const secret = await this.k8s(`read secret ${name}`, () => this.core.readNamespacedSecret({ name, namespace: this.namespace }));
-    const env: Record<string, string> = {};
-    for (const [key, value] of Object.entries(secret.data ?? {})) env[key] = unbase64(value) ?? '';
-    return env;
+    const data: Record<string, string> = {};
+    for (const [key, value] of Object.entries(secret.data ?? {})) data[key] = unbase64(value) ?? '';
+    const file = data[SECRET_FILE_KEY]
+      ? (JSON.parse(data[SECRET_FILE_KEY]) as Record<string, string | undefined>)
+      : {
+          gatewayToken: data[LEGACY_SECRET_ENV.gatewayToken],
+          llmApiKey: data[LEGACY_SECRET_ENV.llmApiKey],
+          telegramBotToken: data[CHANNEL_TOKEN_ENV.telegram],
+          discordBotToken: data[CHANNEL_TOKEN_ENV.discord],
+        };
+    const channelTokens: ChannelTokens = {};
+    if (file.telegramBotToken) channelTokens.telegram = file.telegramBotToken;
+    if (file.discordBotToken) channelTokens.discord = file.discordBotToken;
+    if (data[WHATSAPP_KEY]) channelTokens.whatsapp = data[WHATSAPP_KEY];
+    const agentEnv = Object.fromEntries(Object.entries(data).filter(([key, value]) => AGENT_ENV_NAME.test(key) && value));
+    return {
+      gatewayToken: file.gatewayToken ?? '',
+      llmApiKey: file.llmApiKey ?? '',
+      channelTokens,
+      ...(Object.keys(agentEnv).length > 0 ? { agentEnv } : {}),
+    };
   }
 
   private async openSpec(name: string, deployment: V1Deployment): Promise<AgentSpec> {
-    const [configMap, env] = await Promise.all([
+    const [configMap, secrets] = await Promise.all([
       this.k8s(`read configmap ${name}`, () => this.core.readNamespacedConfigMap({ name, namespace: this.namespace })),
-      this.readSecretEnv(name),
+      this.readSecrets(name),
     ]).catch((error) => {
       if (isNotFound(error))
         throw new Error(`The spec of ${name} is gone (${(error as Error).message}); the agent must be created again`, { cause: error });
@@ -1476,20 +1564,14 @@ export class KubernetesAgentHost implements AgentHost {
     const raw = configMap.data?.[RECORD_KEY];
     if (!raw) throw new Error(`ConfigMap ${name} has no ${RECORD_KEY}; the agent must be created again`);
     const record = JSON.parse(raw) as AgentRecord;
-    const channelTokens: ChannelTokens = {};
-    if (env[CHANNEL_TOKEN_ENV.telegram]) channelTokens.telegram = env[CHANNEL_TOKEN_ENV.telegram];
-    if (env[CHANNEL_TOKEN_ENV.discord]) channelTokens.discord = env[CHANNEL_TOKEN_ENV.discord];
-    if (env[WHATSAPP_KEY]) channelTokens.whatsapp = env[WHATSAPP_KEY];
-    const agentEnv = Object.fromEntries(Object.entries(env).filter(([key, value]) => AGENT_ENV_NAME.test(key) && value));
+    const { llmApiKey, ...own } = secrets;
     return {
       agentId: record.agentId,
       userId: record.userId,
       plan: record.plan,
       config: record.config,
-      gatewayToken: env[GATEWAY_TOKEN_ENV] ?? '',
-      channelTokens,
-      llm: record.llm ? { ...record.llm, apiKey: env[LLM_API_KEY_ENV] ?? '' } : undefined,
-      ...(Object.keys(agentEnv).length > 0 ? { agentEnv } : {}),
+      ...own,
+      llm: record.llm ? { ...record.llm, apiKey: llmApiKey } : undefined,
       version: deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.version] ?? this.defaultVersion,
     };
   }

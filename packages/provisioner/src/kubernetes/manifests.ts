@@ -17,7 +17,7 @@ import type {
 } from '@kubernetes/client-node';
 import type { AgentSpec, LlmSpec } from '../host.js';
 import { BUS_SKILL_FILES, BUS_SKILL_NAME, type SkillFile } from '../shared/bus-skill.js';
-import { GATEWAY_TOKEN_ENV, buildOpenClawConfig, checkAgentEnv, secretEnv } from '../shared/openclaw-config.js';
+import { buildOpenClawConfig, checkAgentEnv, secretFileContents } from '../shared/openclaw-config.js';
 import type { KubernetesHostOptions } from './host.js';
 
 export const GATEWAY_PORT = 18789;
@@ -28,8 +28,21 @@ export const PREPARE_CONTAINER = 'prepare';
 export const DATA_DIR = '/var/lib/openclaw';
 export const STATE_DIR = `${DATA_DIR}/state`;
 export const HOME_DIR = `${DATA_DIR}/home`;
-const CONFIG_DIR = '/etc/openclaw';
+/**
+ * What the gateway reads its config and secrets from while its pod lives: a memory-backed emptyDir, written by the init
+ * container from the agent's ConfigMap and Secret at every pod start, and writable by the gateway (OpenClaw writes its
+ * config on `config.apply`) and by the host through `pods/exec` (a configuration change, a warm pod's adoption). Never
+ * on the state volume, so no backup or clone of it holds a secret.
+ */
+export const RUNTIME_DIR = '/run/openclaw';
 const CONFIG_KEY = 'openclaw.json';
+export const CONFIG_PATH = `${RUNTIME_DIR}/${CONFIG_KEY}`;
+/** The Secret's key holding the gateway's secret file (`secretFileContents`), and where the gateway reads it. */
+export const SECRET_FILE_KEY = 'aop-secrets.json';
+export const SECRET_FILE_PATH = `${RUNTIME_DIR}/${SECRET_FILE_KEY}`;
+/** Where the init container reads the ConfigMap's config and the Secret's secret file (mounted into it only). */
+const CONFIG_SOURCE = '/etc/openclaw';
+const SECRETS_SOURCE = '/etc/openclaw-secrets';
 /** The stored spec (no secrets) in the agent's ConfigMap; not mounted into the pod. */
 export const RECORD_KEY = 'aop-agent.json';
 /**
@@ -41,19 +54,6 @@ const skillKey = (skill: string, file: string) => `skills.${skill}.${file}`;
 const SKILL_ITEMS = BUS_SKILL_FILES.map((file) => ({ key: skillKey(BUS_SKILL_NAME, file), path: `${BUS_SKILL_NAME}/${file}` }));
 /** WhatsApp links by QR code: its "token" is only a switch. Kept in the Secret but never passed to the pod. */
 export const WHATSAPP_KEY = 'aop-whatsapp-token';
-export { GATEWAY_TOKEN_ENV };
-
-/**
- * Every key `secretEnv` can produce besides the agent's own variables: the pod gets exactly these and the `agentEnv`
- * names of its record from the Secret (nothing else in it is exposed).
- */
-const SECRET_ENV_KEYS = Object.keys(
-  secretEnv({
-    gatewayToken: 'x',
-    channelTokens: { telegram: 'x', discord: 'x', whatsapp: 'x' },
-    llm: { baseUrl: 'x', apiKey: 'x', model: 'x' },
-  }),
-);
 
 /**
  * The pod's references to the agent's own variables in its Secret. Optional: a reference left behind by a name that
@@ -135,14 +135,19 @@ export interface JobMount {
 }
 
 /**
- * Init container, at every pod start: the layout and modes of the state volume, and no stale OpenClaw lock files
- * (with `Recreate` and a ReadWriteOnce volume, no other gateway can be using this state).
+ * Init container, at every pod start: the layout and modes of the state volume, no stale OpenClaw lock files (with
+ * `Recreate` and a ReadWriteOnce volume, no other gateway can be using this state), and the config and secret file
+ * from the ConfigMap and the Secret into the runtime directory (`cp` copies the content behind the mounts' links).
  */
 const PREPARE_SCRIPT = [
   'set -e',
   `mkdir -p ${STATE_DIR} ${HOME_DIR}`,
   `chmod 700 ${STATE_DIR} ${HOME_DIR}`,
   `rm -rf ${STATE_DIR}/tmp/openclaw*`,
+  'umask 077',
+  `cp ${CONFIG_SOURCE}/${CONFIG_KEY} ${CONFIG_PATH}`,
+  `cp ${SECRETS_SOURCE}/${SECRET_FILE_KEY} ${SECRET_FILE_PATH}`,
+  `chmod 600 ${CONFIG_PATH} ${SECRET_FILE_PATH}`,
   // Each mounted skill replaces its copy in the workspace (a link left there is removed, not written through).
   `for src in ${SKILLS_MOUNT}/*/; do`,
   '  [ -d "$src" ] || continue',
@@ -212,15 +217,12 @@ export class KubeManifests {
       { name: 'LANG', value: 'C.UTF-8' },
       { name: 'MALLOC_ARENA_MAX', value: '2' },
       { name: 'OPENCLAW_STATE_DIR', value: STATE_DIR },
-      { name: 'OPENCLAW_CONFIG_PATH', value: `${CONFIG_DIR}/${CONFIG_KEY}` },
+      { name: 'OPENCLAW_CONFIG_PATH', value: CONFIG_PATH },
       { name: 'OPENCLAW_NO_AUTO_UPDATE', value: '1' },
       { name: 'OPENCLAW_DISABLE_BONJOUR', value: '1' },
       { name: 'OPENCLAW_OFFLINE', value: '1' },
-      // Only these keys of the agent's own Secret reach the container.
-      ...SECRET_ENV_KEYS.map((key) => ({
-        name: key,
-        valueFrom: { secretKeyRef: { name, key, optional: key !== GATEWAY_TOKEN_ENV } },
-      })),
+      // The agent's own variables are the only keys of its Secret in the environment; every secret the config refers
+      // to is in the secret file.
       ...agentEnvRefs(name, record.envNames ?? []),
     ];
     const probe = (path: string, periodSeconds: number, failureThreshold: number) => ({
@@ -267,6 +269,9 @@ export class KubeManifests {
                 volumeMounts: [
                   { name: 'state', mountPath: DATA_DIR },
                   { name: 'skills', mountPath: SKILLS_MOUNT, readOnly: true },
+                  { name: 'config', mountPath: CONFIG_SOURCE, readOnly: true },
+                  { name: 'secrets', mountPath: SECRETS_SOURCE, readOnly: true },
+                  { name: 'runtime', mountPath: RUNTIME_DIR },
                 ],
               },
             ],
@@ -286,7 +291,7 @@ export class KubeManifests {
                 securityContext: this.containerSecurity(),
                 volumeMounts: [
                   { name: 'state', mountPath: DATA_DIR },
-                  { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
+                  { name: 'runtime', mountPath: RUNTIME_DIR },
                   { name: 'tmp', mountPath: '/tmp' },
                 ],
               },
@@ -295,6 +300,12 @@ export class KubeManifests {
               { name: 'state', persistentVolumeClaim: { claimName: name } },
               // Only openclaw.json: the stored spec in the same ConfigMap is the host's, not the gateway's.
               { name: 'config', configMap: { name, items: [{ key: CONFIG_KEY, path: CONFIG_KEY }] } },
+              // Only the secret file, readable by the pod's group (the init container copies it, 0600, into `runtime`).
+              {
+                name: 'secrets',
+                secret: { secretName: name, items: [{ key: SECRET_FILE_KEY, path: SECRET_FILE_KEY }], defaultMode: 0o440 },
+              },
+              { name: 'runtime', emptyDir: { medium: 'Memory', sizeLimit: '4Mi' } },
               // Optional: keys the ConfigMap lacks are left out instead of keeping the pod from starting.
               { name: 'skills', configMap: { name, items: SKILL_ITEMS, optional: true } },
               { name: 'tmp', emptyDir: { sizeLimit: '1Gi' } },
@@ -333,10 +344,13 @@ export class KubeManifests {
     };
   }
 
-  /** The agent's own environment only: whatever else the backend holds never gets here. */
+  /**
+   * The agent's own secrets only (whatever else the backend holds never gets here): the gateway's secret file, the
+   * agent's own variables (`AOP_AGENT_*`, which reach the container's environment) and the WhatsApp switch.
+   */
   secretData(spec: AgentSpec): Record<string, string> {
-    const data: Record<string, string> = {};
-    for (const [key, value] of Object.entries(secretEnv(spec))) data[key] = base64(value);
+    const data: Record<string, string> = { [SECRET_FILE_KEY]: base64(JSON.stringify(secretFileContents(spec))) };
+    for (const [key, value] of Object.entries(checkAgentEnv(spec.agentEnv))) data[key] = base64(value);
     if (spec.channelTokens?.whatsapp) data[WHATSAPP_KEY] = base64(spec.channelTokens.whatsapp);
     return data;
   }
@@ -352,13 +366,26 @@ export class KubeManifests {
   }
 
   configData(record: AgentRecord, spec: AgentSpec, skills: SkillFile[]): Record<string, string> {
-    const config = buildOpenClawConfig(spec, { port: GATEWAY_PORT, bind: 'lan', workspaceDir: `${STATE_DIR}/workspace` });
     const data: Record<string, string> = {
-      [CONFIG_KEY]: `${JSON.stringify(config, null, 2)}\n`,
+      [CONFIG_KEY]: `${JSON.stringify(this.gatewayConfig(spec), null, 2)}\n`,
       [RECORD_KEY]: `${JSON.stringify(record, null, 2)}\n`,
     };
     for (const file of skills) data[skillKey(file.path.at(-2) ?? '', file.path.at(-1) ?? '')] = file.content.toString('utf8');
     return data;
+  }
+
+  /** The gateway's `openclaw.json`: its secrets are SecretRefs into the secret file. */
+  gatewayConfig(
+    spec: Pick<AgentSpec, 'config' | 'channelTokens' | 'llm'>,
+    options: { alwaysWarmUp?: boolean } = {},
+  ): Record<string, unknown> {
+    return buildOpenClawConfig(spec, {
+      port: GATEWAY_PORT,
+      bind: 'lan',
+      workspaceDir: `${STATE_DIR}/workspace`,
+      secretFile: SECRET_FILE_PATH,
+      ...options,
+    });
   }
 
   configMapManifest(name: string, record: AgentRecord, spec: AgentSpec, owner: V1OwnerReference, skills: SkillFile[]): V1ConfigMap {

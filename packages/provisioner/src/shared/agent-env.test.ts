@@ -291,8 +291,8 @@ describe('kubernetes provider', () => {
     const deployment = api.get('deployments', NS, name)!;
     expect(deployment.spec.template.metadata.annotations['kubectl.kubernetes.io/restartedAt']).toBeDefined();
     expect(api.podsOf(NS, name)[0]!.metadata.name).not.toBe(pod!.metadata.name);
-    // The OpenClaw variables are still referenced (the patch merged, it did not replace the list).
-    expect(deployment.spec.template.spec.containers[0].env.map((e: any) => e.name)).toContain('OPENCLAW_GATEWAY_TOKEN');
+    // The OpenClaw variables are still there (the patch merged, it did not replace the list).
+    expect(deployment.spec.template.spec.containers[0].env.map((e: any) => e.name)).toContain('OPENCLAW_CONFIG_PATH');
 
     await host.restart(s.agentId);
     await host.update(s.agentId, { version: '2026.10.1' });

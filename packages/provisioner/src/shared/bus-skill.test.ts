@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -207,9 +207,23 @@ describe('underground-bus skill', () => {
     await writeFile(join(skillDir, 'SKILL.md'), 'changed');
     await writeFile(join(root, 'outside'), 'not yours');
     await symlink(join(root, 'outside'), join(skillDir, 'send.mjs'));
+    // The config and the secret file, mounted the same way, copied into the pod's runtime directory.
+    for (const [dir, file, content] of [
+      ['etc-config', 'openclaw.json', configMap.data['openclaw.json'] as string],
+      ['etc-secrets', 'aop-secrets.json', '{"gatewayToken":"gw"}'],
+    ] as const) {
+      await mkdir(join(root, dir, '..2026_01_01_00_00_00.000000001'), { recursive: true });
+      await writeFile(join(root, dir, '..2026_01_01_00_00_00.000000001', file), content);
+      await symlink('..2026_01_01_00_00_00.000000001', join(root, dir, '..data'));
+      await symlink(`..data/${file}`, join(root, dir, file));
+    }
+    await mkdir(join(root, 'run'));
     const command = (init.command[2] as string)
       .replaceAll('/var/lib/openclaw', join(root, 'pvc'))
-      .replaceAll('/etc/openclaw-skills', join(root, 'etc-skills'));
+      .replaceAll('/etc/openclaw-skills', join(root, 'etc-skills'))
+      .replaceAll('/etc/openclaw-secrets', join(root, 'etc-secrets'))
+      .replaceAll('/etc/openclaw', join(root, 'etc-config'))
+      .replaceAll('/run/openclaw', join(root, 'run'));
     await new Promise<void>((resolve, reject) =>
       execFile('sh', ['-c', command], (error, _stdout, stderr) => (error ? reject(new Error(stderr)) : resolve())),
     );
@@ -217,5 +231,12 @@ describe('underground-bus skill', () => {
     expect(await readFile(join(skillDir, 'send.mjs'))).toEqual(script?.content);
     expect(await readFile(join(root, 'outside'), 'utf8')).toBe('not yours');
     expect(await readFile(join(workspace, 'AGENTS.md'), 'utf8')).toBe('mine');
+    // Regular files (not the mounts' links), readable by the gateway's user only.
+    for (const file of ['openclaw.json', 'aop-secrets.json']) {
+      const info = await lstat(join(root, 'run', file));
+      expect(info.isFile() && (info.mode & 0o777) === 0o600, file).toBe(true);
+    }
+    expect(await readFile(join(root, 'run', 'aop-secrets.json'), 'utf8')).toBe('{"gatewayToken":"gw"}');
+    expect(await readFile(join(root, 'run', 'openclaw.json'), 'utf8')).toBe(configMap.data['openclaw.json']);
   }, 60_000);
 });
