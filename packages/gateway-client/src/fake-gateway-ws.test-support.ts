@@ -329,6 +329,17 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
   const remotePort = remoteServer ? (remoteServer.address() as AddressInfo).port : null;
   const startedAt = Date.now();
   let gatewayToken = options.token;
+  /** The token it takes: the given one, else (its token a SecretRef of `configFile`) resolved at first use, as at a start. */
+  const currentToken = () => {
+    if (gatewayToken === '' && options.configFile) {
+      try {
+        gatewayToken = options.configFile.resolveToken();
+      } catch {
+        // its secret file is not there yet: nothing is accepted
+      }
+    }
+    return gatewayToken;
+  };
   const agentModel = options.model ?? { provider: 'fake', model: 'fake-1' };
   let unavailableLeft = options.unavailableConnects ?? 0;
   const jobs = new Map<string, CronJob>();
@@ -371,10 +382,15 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
     };
     if (req.method === 'GET' && path === '/healthz') return json(200, { ok: true, status: 'live' });
     if (req.method === 'GET' && path === '/readyz') return json(200, { ready: true, failing: [], uptimeMs: Date.now() - startedAt });
+    if (req.method === 'GET' && path === '/v1/models') {
+      if (req.headers.authorization !== `Bearer ${currentToken()}`)
+        return json(401, { error: { message: 'Unauthorized', type: 'unauthorized' } });
+      return json(200, { object: 'list', data: [{ id: 'openclaw/main', object: 'model', owned_by: 'openclaw' }] });
+    }
     if (req.method !== 'POST' || path !== '/v1/chat/completions' || options.chatCompletions === false) {
       return json(404, { error: { message: 'Not Found', type: 'not_found' } });
     }
-    if (req.headers.authorization !== `Bearer ${gatewayToken}`) {
+    if (req.headers.authorization !== `Bearer ${currentToken()}`) {
       return json(401, { error: { message: 'Unauthorized', type: 'unauthorized' } });
     }
     const model = body?.model ?? 'openclaw';
@@ -560,7 +576,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         return;
       }
       const token = p.auth?.token;
-      if (token !== gatewayToken) {
+      if (token !== currentToken()) {
         rejectConnect(id, {
           code: 'UNAUTHORIZED',
           message: token ? 'unauthorized: gateway token mismatch' : 'unauthorized: gateway token missing',
@@ -1147,7 +1163,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
     remoteHttpUrl: remotePort === null ? null : `http://127.0.0.1:${remotePort}`,
     remotePort,
     /** The gateway token it accepts now (`configFile` can change it). */
-    currentToken: () => gatewayToken,
+    currentToken,
     /** Every request frame received (including `connect`). */
     received,
     /** Every HTTP request received. */

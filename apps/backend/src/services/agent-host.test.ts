@@ -108,11 +108,11 @@ describe('createAgentHost', () => {
     );
     const plain = createAgentHost(configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, KUBE_NAMESPACE: 'tenants' }));
     expect(plain).toBeInstanceOf(KubernetesAgentHost);
-    expect((plain as KubernetesAgentHost).serviceUrl('agt_a1')).toBe(`http://${kubeAgentName('agt_a1')}.tenants.svc:18789`);
+    expect((plain as KubernetesAgentHost).serviceUrl(kubeAgentName('agt_a1'), 'agt_a1')).toBe(`http://${kubeAgentName('agt_a1')}.tenants.svc:18789`);
     const templated = createAgentHost(
       configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, KUBE_AGENT_URL: 'https://{name}.agents.example.com/{agentId}' }),
     );
-    expect((templated as KubernetesAgentHost).serviceUrl('agt_a1')).toBe(`https://${kubeAgentName('agt_a1')}.agents.example.com/agt_a1`);
+    expect((templated as KubernetesAgentHost).serviceUrl(kubeAgentName('agt_a1'), 'agt_a1')).toBe(`https://${kubeAgentName('agt_a1')}.agents.example.com/agt_a1`);
     // The API server is not there: the cluster is reported unreachable, not an exception.
     const backend = await startBackend({ INTERNAL_API_KEY: KEY, PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig }, { host: plain });
     try {

@@ -4,7 +4,6 @@ import {
   HostingAgentHost,
   KubernetesAgentHost,
   LocalAgentHost,
-  kubeAgentName,
   loadPlatformDevice,
 } from '@aop/provisioner';
 import type { BackendConfig } from '../config.js';
@@ -69,11 +68,13 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         ...(k.storageClass ? { storageClass: k.storageClass } : {}),
         storageSize: k.storageSize,
         idleMs: config.agents.idleMs,
+        // `auto`: one warm pod (what the cluster can hold is its scheduler's and quota's to say, not the backend's).
+        warmPool: config.agents.warmPool === 'auto' ? 1 : config.agents.warmPool,
         ...(template
           ? {
-              serviceUrl: (agentId: string) =>
+              serviceUrl: ({ name, agentId }: { name: string; agentId: string }) =>
                 template
-                  .replaceAll('{name}', kubeAgentName(agentId))
+                  .replaceAll('{name}', name)
                   .replaceAll('{namespace}', k.namespace)
                   .replaceAll('{agentId}', encodeURIComponent(agentId)),
             }

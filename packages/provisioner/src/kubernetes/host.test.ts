@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -581,7 +582,7 @@ describe('KubernetesAgentHost', () => {
     const port = (gateway.address() as AddressInfo).port;
     const { host } = await setup(
       {},
-      { serviceUrl: (agentId) => (agentId === s.agentId ? `http://127.0.0.1:${port}` : 'http://127.0.0.1:1') },
+      { serviceUrl: ({ agentId }) => (agentId === s.agentId ? `http://127.0.0.1:${port}` : 'http://127.0.0.1:1') },
     );
     await host.create(s);
     expect(await host.health(s.agentId)).toEqual({ live: true, ready: true, failing: [], uptimeMs: 4321 });
@@ -788,5 +789,223 @@ describe('KubernetesAgentHost platform device pairing', () => {
     expect(gw.pairing.paired.size).toBe(0);
     await host.stop(s.agentId);
     await expect(host.controlCredentials(s.agentId)).rejects.toThrow(`Agent ${s.agentId} is not running: its gateway cannot be paired`);
+  });
+});
+
+// Warm pods (issue #20): the pool's objects are an agent's objects under a pool token; an agent adopts one in place.
+// Each pod's gateway is a stand-in OpenClaw (fake-gateway-ws) whose config and secret file are the pod's runtime
+// directory under `volumesDir`, filled from the ConfigMap and the Secret as the init container fills it; `pods/exec`
+// writes land there (the emulator runs `sh`/`head`/`mv` on this machine), and `openclaw devices approve` is the CLI's
+// loopback call.
+describe('KubernetesAgentHost warm pool', () => {
+  async function poolSetup(options: Partial<KubernetesHostOptions> = {}) {
+    const volumesDir = await mkdtemp(join(tmpdir(), 'aop-kube-warm-'));
+    cleanups.push(() => rm(volumesDir, { recursive: true, force: true }));
+    const identity = createDeviceIdentity();
+    const gateways: Array<Awaited<ReturnType<typeof startFakeGatewayWs>>> = [];
+    const assigned = new Map<string, number>(); // Deployment name → gateway
+    let api: Awaited<ReturnType<typeof startKubeApi>> | null = null;
+    /** The newest pod's runtime directory, filled as the init container fills it when the pod started. */
+    const runtimeOf = (name: string) => {
+      const pod = api!.podsOf(NS, name).at(-1)!;
+      const dir = join(volumesDir, NS, 'pod', pod.metadata.name, 'volumes', 'runtime');
+      if (!existsSync(join(dir, 'openclaw.json'))) {
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, 'openclaw.json'), api!.get('configmaps', NS, name)!.data['openclaw.json']);
+        writeFileSync(join(dir, 'aop-secrets.json'), decode(api!.get('secrets', NS, name)!.data)['aop-secrets.json']!);
+      }
+      return dir;
+    };
+    const nameOf = (index: number) => [...assigned].find(([, i]) => i === index)?.[0] ?? '';
+    for (let index = 0; index < 3; index += 1) {
+      const gw = await startFakeGatewayWs({
+        token: '',
+        remoteListener: true,
+        configFile: {
+          read: () => readFileSync(join(runtimeOf(nameOf(index)), 'openclaw.json'), 'utf8'),
+          // Like OpenClaw, a config it writes itself carries its own `meta` block.
+          write: (raw) =>
+            writeFileSync(
+              join(runtimeOf(nameOf(index)), 'openclaw.json'),
+              JSON.stringify({ ...JSON.parse(raw), meta: { by: 'openclaw' } }),
+            ),
+          resolveToken: () => JSON.parse(readFileSync(join(runtimeOf(nameOf(index)), 'aop-secrets.json'), 'utf8')).gatewayToken,
+        },
+      });
+      cleanups.push(() => gw.close());
+      gateways.push(gw);
+    }
+    const gatewayOf = (name: string) => {
+      if (!assigned.has(name)) assigned.set(name, assigned.size);
+      return gateways[assigned.get(name)!]!;
+    };
+    const hostOptions: Partial<KubernetesHostOptions> = {
+      platformDevice: identity,
+      warmPool: 1,
+      refillQuietMs: 0,
+      serviceUrl: ({ name }) => gatewayOf(name).remoteHttpUrl as string,
+      ...options,
+    };
+    const started = await setup(
+      {
+        autoReady: () => true,
+        volumesDir,
+        exec: async ({ pod, command }) => {
+          if (command[0] !== 'openclaw') return null; // sh, cat: run on this machine in the pod's volumes
+          const name = [...assigned.keys()].find((n) => api!.podsOf(NS, n).some((p) => p.metadata.name === pod))!;
+          const gw = gatewayOf(name);
+          const admin = await connectGateway({
+            url: gw.url,
+            token: gw.currentToken(),
+            clientId: 'cli',
+            clientMode: 'cli',
+            retryDeadlineMs: 0,
+          });
+          const result = await admin.request('device.pair.approve', { requestId: command[3] });
+          await admin.close();
+          return { stdout: `${JSON.stringify(result, null, 2)}\n`, exitCode: 0 };
+        },
+      },
+      hostOptions,
+    );
+    api = started.api;
+    /** Another backend (replica, or a new release) on the same namespace. */
+    const another = (overrides: Partial<KubernetesHostOptions>) => {
+      const host = new KubernetesAgentHost({
+        kubeconfig: api!.kubeConfig(),
+        pollMs: 5,
+        readyTimeoutMs: 2_000,
+        ...hostOptions,
+        ...overrides,
+      });
+      cleanups.push(() => host.shutdown());
+      return host;
+    };
+    const warmDeployments = () => api!.list('deployments', NS).filter((d) => d.metadata.labels['aop/warm-pool'] === 'true');
+    const readyWarm = async () => {
+      await vi.waitFor(
+        () => {
+          const [warm] = warmDeployments();
+          expect(warm?.metadata.annotations['aop/warm-ready']).toBeDefined();
+        },
+        { timeout: 10_000, interval: 20 },
+      );
+      return warmDeployments()[0]!;
+    };
+    return { ...started, identity, gatewayOf, runtimeOf, readyWarm, warmDeployments, another };
+  }
+
+  it('keeps a warm pod warmed up and paired; an agent adopts it in place, its token and config live at once; the pool refills', async () => {
+    const { api, host, identity, gatewayOf, runtimeOf, readyWarm, warmDeployments } = await poolSetup();
+    await host.restore();
+    const warm = await readyWarm();
+    const name = warm.metadata.name as string;
+    expect(name).toMatch(/^aop-agent-warm-[0-9a-f]{12}$/);
+    // Nobody's agent: not listed, the smallest plan's resources, its first turn prepared, the platform device paired.
+    expect(await host.list()).toEqual([]);
+    expect(warm.spec.template.spec.containers[0].resources).toEqual(host.resourcesFor('solo'));
+    const gw = gatewayOf(name);
+    const poolToken = gw.currentToken();
+    expect(gw.httpReceived.some((r) => r.path === '/v1/chat/completions' && r.authorization === `Bearer ${poolToken}`)).toBe(true);
+    expect(gw.pairing.paired.has(identity.deviceId)).toBe(true);
+    expect(host.warmPoolStatus()).toMatchObject({ target: 1, ready: 1, starting: 0, lastError: null });
+    const [pod] = api.podsOf(NS, name);
+
+    const s = spec({ plan: 'solo', llm: { baseUrl: 'https://llm.example/v1', apiKey: 'sk-agent', model: 'model-a' } });
+    const state = await host.create(s);
+    // The same pod, now the agent's: running with the agent's token (the pool's refused), its config applied live.
+    expect(state).toMatchObject({ agentId: s.agentId, userId: s.userId, status: 'running', url: gw.remoteHttpUrl });
+    expect(api.podsOf(NS, name).map((p) => p.metadata.name)).toEqual([pod!.metadata.name]);
+    expect(gw.currentToken()).toBe(s.gatewayToken);
+    const models = (token: string) => fetch(`${gw.remoteHttpUrl}/v1/models`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await models(s.gatewayToken)).status).toBe(200);
+    expect((await models(poolToken)).status).toBe(401);
+    const live = JSON.parse(readFileSync(join(runtimeOf(name), 'openclaw.json'), 'utf8'));
+    expect(live.models.providers.platform.models[0].id).toBe('model-a');
+    expect(live.meta).toEqual({ by: 'openclaw' });
+    const secretFile = join(runtimeOf(name), 'aop-secrets.json');
+    expect(JSON.parse(readFileSync(secretFile, 'utf8'))).toEqual({ gatewayToken: s.gatewayToken, llmApiKey: 'sk-agent' });
+    expect(statSync(secretFile).mode & 0o777).toBe(0o600);
+    // Its objects are the agent's: found by its id, labelled and annotated as its own; the next pod starts from them.
+    const deployment = api.get('deployments', NS, name)!;
+    expect(deployment.metadata.labels['aop/warm-pool']).toBeUndefined();
+    expect(deployment.metadata.annotations).toMatchObject({ 'aop/agent-id': s.agentId, 'aop/user-id': s.userId, 'aop/plan': 'solo' });
+    expect(deployment.metadata.annotations['aop/adopting-since']).toBeUndefined();
+    for (const plural of OWNED) expect(api.get(plural, NS, name)!.metadata.annotations['aop/agent-id'], plural).toBe(s.agentId);
+    expect(await host.spec(s.agentId)).toMatchObject({ agentId: s.agentId, gatewayToken: s.gatewayToken, llm: { apiKey: 'sk-agent' } });
+    expect((await host.list()).map((a) => a.agentId)).toEqual([s.agentId]);
+    expect(await host.controlCredentials(s.agentId)).toMatchObject({ token: s.gatewayToken, device: { identity } });
+    await expect(host.create({ ...s })).rejects.toBeInstanceOf(AgentExistsError);
+
+    // The pool refills with a pod of its own.
+    await vi.waitFor(() => expect(warmDeployments().map((d) => d.metadata.annotations['aop/warm-ready'])).toEqual([expect.any(String)]), {
+      timeout: 10_000,
+      interval: 20,
+    });
+    expect(warmDeployments()[0]!.metadata.name).not.toBe(name);
+
+    // Later life on the pool's objects: a restart is a new pod from the agent's own objects; delete removes them all.
+    await host.restart(s.agentId);
+    expect(api.podsOf(NS, name)[0]!.metadata.name).not.toBe(pod!.metadata.name);
+    await host.delete(s.agentId);
+    for (const plural of OWNED) expect(api.get(plural, NS, name), plural).toBeUndefined();
+    await expect(host.status(s.agentId)).rejects.toBeInstanceOf(AgentNotFoundError);
+  });
+
+  it('agents it cannot serve start pods of their own: another plan’s resources, variables of their own', async () => {
+    const { api, host, readyWarm } = await poolSetup();
+    await host.restore();
+    const warm = await readyWarm();
+    const big = spec({ plan: 'label' });
+    await host.create(big);
+    const withEnv = spec({ agentEnv: { AOP_AGENT_WALLET_KEY: 'k' } });
+    await host.create(withEnv);
+    for (const s of [big, withEnv]) expect(api.get('deployments', NS, kubeAgentName(s.agentId)), s.agentId).toBeDefined();
+    expect(api.get('deployments', NS, warm.metadata.name)!.metadata.labels['aop/warm-pool']).toBe('true');
+  });
+
+  it('a failed adoption starts the agent in a new pod from its own objects; nothing of the pool is left in its name', async () => {
+    const { api, host, readyWarm } = await poolSetup();
+    await host.restore();
+    const warm = await readyWarm();
+    const name = warm.metadata.name as string;
+    const [pod] = api.podsOf(NS, name);
+    // The pod's runtime directory cannot be written: the secret file's write fails.
+    api.options.exec = async ({ command }) => (command[0] === 'sh' ? { stderr: 'sh: read-only file system', exitCode: 1 } : null);
+    const s = spec();
+    const state = await host.create(s);
+    expect(state.agentId).toBe(s.agentId);
+    expect(api.podsOf(NS, name)[0]!.metadata.name).not.toBe(pod!.metadata.name);
+    const deployment = api.get('deployments', NS, name)!;
+    expect(deployment.metadata.annotations['aop/adopting-since']).toBeUndefined();
+    expect(deployment.spec.template.metadata.annotations['kubectl.kubernetes.io/restartedAt']).toBeDefined();
+    expect(JSON.parse(decode(api.get('secrets', NS, name)!.data)['aop-secrets.json']!).gatewayToken).toBe(s.gatewayToken);
+    expect(JSON.parse(api.get('configmaps', NS, name)!.data['aop-agent.json']).agentId).toBe(s.agentId);
+  });
+
+  it('every replica fills toward one target; a new release replaces a warm pod of the previous OpenClaw version', async () => {
+    const { api, host, readyWarm, warmDeployments, another } = await poolSetup();
+    await host.restore();
+    const first = (await readyWarm()).metadata.name;
+    // A second replica finds the namespace's pool full.
+    const replica = another({});
+    await replica.restore();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(warmDeployments().map((d) => d.metadata.name)).toEqual([first]);
+    expect(replica.warmPoolStatus()).toMatchObject({ target: 1, ready: 1 });
+    // A release pinning another OpenClaw version removes it and warms one of its own.
+    const release = another({ defaultVersion: '2026.10.1' });
+    await release.restore();
+    await vi.waitFor(
+      () => {
+        const [warm] = warmDeployments();
+        expect(warm?.metadata.name).not.toBe(first);
+        expect(warm?.metadata.annotations['aop/openclaw-version']).toBe('2026.10.1');
+        expect(warm?.metadata.annotations['aop/warm-ready']).toBeDefined();
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    expect(warmDeployments()).toHaveLength(1);
+    for (const plural of OWNED) expect(api.get(plural, NS, first), plural).toBeUndefined();
   });
 });

@@ -1,8 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { Readable, Writable } from 'node:stream';
 import { DomainError, planResources } from '@aop/core';
-import type { DeviceIdentity } from '@aop/gateway-client';
+import { type DeviceIdentity, type GatewayConnection, connectGateway } from '@aop/gateway-client';
 import {
   ApiException,
   ApisApi,
@@ -41,6 +42,7 @@ import {
   type FollowLogsOptions,
   type LogsOptions,
   type WaitOptions,
+  type WarmPoolStatus,
   AgentExistsError,
   AgentNotFoundError,
   AgentStartError,
@@ -51,13 +53,15 @@ import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { approveCommand, assertApproved } from '../shared/approve-device.js';
 import { LineQueue, LineSplitter, splitTimestampNs } from '../shared/log-follow.js';
 import { pumpLogLines } from '../shared/log-pump.js';
-import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, GATEWAY_TOKEN_ENV, LLM_API_KEY_ENV } from '../shared/openclaw-config.js';
+import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, GATEWAY_TOKEN_ENV, LLM_API_KEY_ENV, secretFileContents } from '../shared/openclaw-config.js';
 import { approvePlatformDevice } from '../shared/pairing.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { settleWithin } from '../shared/settle-within.js';
+import { type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
+import { warmUpGateway } from '../shared/warm-up.js';
 import { DEFAULT_WAKE_LEAD_MS, askIdle, dueToWake, keepsAwake, readActivityAt, wakeAtFor } from '../shared/idle.js';
 import {
   type AgentRecord,
@@ -74,10 +78,12 @@ import {
   PREPARE_CONTAINER,
   RECORD_KEY,
   SECRET_FILE_KEY,
+  SECRET_FILE_PATH,
   STATE_DIR,
   WHATSAPP_KEY,
   agentEnvRefs,
   kubeAgentName,
+  kubeLabelValue,
 } from './manifests.js';
 
 export { KUBE_ANNOTATIONS, KUBE_LABELS, kubeAgentName, kubeLabelValue } from './manifests.js';
@@ -128,6 +134,27 @@ const iso = (value: Date | string | undefined | null): string | null =>
 /** `0.2 s`, `12 s`: timeouts in messages. */
 const seconds = (ms: number) => `${ms < 10_000 ? Number((ms / 1000).toFixed(1)) : Math.round(ms / 1000)} s`;
 const millis = (value: Date | string | undefined | null): number | null => (value ? new Date(value).getTime() : null);
+/** Warm pods are agents named `warm-<hex>` (`aop-agent-warm-<hex>`), labelled until an agent adopts one. */
+const WARM_ID_PREFIX = 'warm-';
+const WARM_LABEL = 'aop/warm-pool';
+/** Set on a warm Deployment once its pod is warmed up and paired: ready to be adopted. */
+const WARM_READY = 'aop/warm-ready';
+/** Set on a Deployment while an agent adopts its warm pod (`starting` until removed). */
+const ADOPTING = 'aop/adopting-since';
+/** Whether two containers' resources are the same (what the API answers are class instances, so by value). */
+const sameResources = (a: V1ResourceRequirements | undefined, b: V1ResourceRequirements | undefined) => {
+  const of = (r: V1ResourceRequirements | undefined) =>
+    JSON.stringify(
+      [r?.limits?.cpu, r?.limits?.memory, r?.requests?.cpu, r?.requests?.memory].map((q) =>
+        q === undefined ? null : parseKubeQuantity(q),
+      ),
+    );
+  return of(a) === of(b);
+};
+/** The JSON Pointer of a label or annotation (RFC 6901: `~` and `/` escaped). */
+const jsonPointer = (field: 'labels' | 'annotations', key: string) => `/metadata/${field}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+/** An adoption takes seconds; one still marked after this was cut short (its backend stopped). */
+const ADOPTION_LIMIT_MS = 120_000;
 /** Where a Secret written before the secret file held the gateway token and the LLM key (read, never written). */
 const LEGACY_SECRET_ENV = { gatewayToken: GATEWAY_TOKEN_ENV, llmApiKey: LLM_API_KEY_ENV } as const;
 /** Whether the Deployment's pod reads its config and secrets from the runtime directory (every one made since it came). */
@@ -215,8 +242,11 @@ export interface KubernetesHostOptions {
   memoryRequestRatio?: number;
   /** uid/gid the gateway runs as and owns its volume with (default 1000, the `node` user of the OpenClaw image). */
   runAsUser?: number;
-  /** Gateway base URL of an agent (default `http://<service>.<namespace>.svc:18789`); for port-forwards or ingresses. */
-  serviceUrl?: (agentId: string) => string;
+  /**
+   * Gateway base URL behind a Service (default `http://<name>.<namespace>.svc:18789`), for port-forwards or ingresses:
+   * `name` is the Service's, `agentId` the agent's ('' for a warm pod, which is nobody's yet).
+   */
+  serviceUrl?: (target: { name: string; agentId: string }) => string;
   /** `update`/`waitUntilReady`: how long a gateway may take to become ready (default 300 s: image pull + ~25 s start). */
   readyTimeoutMs?: number;
   /** How long pods may take to go away after scaling to 0 (default 120 s; the pod's grace period is 60 s). */
@@ -252,6 +282,16 @@ export interface KubernetesHostOptions {
   idleCheckMs?: number;
   /** A hibernated agent is scaled up this long before its next due job (default 90 s; a first image pull takes longer). */
   wakeLeadMs?: number;
+  /**
+   * Warm pods kept started, warmed up and paired with the platform device, for `create` to adopt (default 0; needs
+   * `platformDevice`): the agent is live in seconds instead of a pod's start. Counted in the namespace, so every
+   * backend replica fills toward the same target.
+   */
+  warmPool?: number;
+  /** The plan whose resources warm pods have (default `solo`); agents of any plan with the same resources adopt them. */
+  warmPoolPlan?: string;
+  /** A warm pod's start waits until no agent was created for this long (default 20 s). */
+  refillQuietMs?: number;
 }
 
 interface Agent {
@@ -314,6 +354,15 @@ export class KubernetesAgentHost implements AgentHost {
    */
   private readonly paired = new Map<string, { podUid: string; deviceToken: string }>();
   private readonly pairing = new Map<string, Promise<ControlCredentials>>();
+  /** Refills the warm pool (shared/adoption.ts). */
+  private readonly filler: PoolFiller;
+  /** Unadopted warm Deployments in the namespace at the last look (any replica's), and ones this replica is making. */
+  private warmKnown = 0;
+  /** Agents this replica is creating, and when it last created one (a warm pod's start waits for both). */
+  private creating = 0;
+  private lastCreatedAt = 0;
+  /** The control connection opened on each warm pod this replica made, kept for its adoption (by Deployment name). */
+  private readonly poolConns = new Map<string, Promise<PoolConnection | null>>();
 
   constructor(private readonly options: KubernetesHostOptions = {}) {
     const kc = loadKubeConfig(options.kubeconfig, options.context);
@@ -363,6 +412,11 @@ export class KubernetesAgentHost implements AgentHost {
       this.idleTimer = setInterval(() => void this.checkIdle(), options.idleCheckMs ?? 60_000);
       this.idleTimer.unref();
     }
+    this.filler = new PoolFiller({
+      short: () => !this.closed && this.warmKnown < this.poolTarget,
+      busy: () => this.creating > 0 || Date.now() - this.lastCreatedAt < (this.options.refillQuietMs ?? 20_000),
+      add: () => this.addWarmPod(),
+    });
   }
 
   get defaultVersion(): string {
@@ -374,9 +428,9 @@ export class KubernetesAgentHost implements AgentHost {
     return base.includes('{version}') ? base.replaceAll('{version}', version) : `${base}:${version}`;
   }
 
-  /** The gateway's base URL (HTTP; the WebSocket is the same with `ws:`). */
-  serviceUrl(agentId: string): string {
-    return this.options.serviceUrl?.(agentId) ?? `http://${kubeAgentName(agentId)}.${this.namespace}.svc:${GATEWAY_PORT}`;
+  /** The gateway's base URL behind the Service `name` (HTTP; the WebSocket is the same with `ws:`). */
+  serviceUrl(name: string, agentId = ''): string {
+    return this.options.serviceUrl?.({ name, agentId }) ?? `http://${name}.${this.namespace}.svc:${GATEWAY_PORT}`;
   }
 
   /**
@@ -401,53 +455,66 @@ export class KubernetesAgentHost implements AgentHost {
 
   async create(spec: AgentSpec): Promise<AgentState> {
     this.assertOpen();
-    if (!ID_PATTERN.test(spec.agentId)) throw new Error(`Invalid agent id: ${spec.agentId}`);
+    if (!ID_PATTERN.test(spec.agentId) || spec.agentId.startsWith(WARM_ID_PREFIX)) throw new Error(`Invalid agent id: ${spec.agentId}`);
     if (!spec.gatewayToken) throw new Error('A gateway token is required');
     const version = spec.version ?? this.defaultVersion;
     if (!VERSION_PATTERN.test(version)) throw new Error(`Invalid OpenClaw version: ${version}`);
+    this.creating += 1;
+    try {
+      return await this.exclusive(spec.agentId, async () => {
+        const adopted = await this.adoptWarmPod(spec, version);
+        return adopted ?? this.stateOf(await this.createObjects(spec, version));
+      });
+    } finally {
+      this.creating -= 1;
+      this.lastCreatedAt = Date.now();
+      this.filler.start();
+    }
+  }
+
+  /** Creates the agent's objects and scales it to 1; answers the Deployment's name. A warm pod is made the same way. */
+  private async createObjects(spec: AgentSpec, version: string, options: { warm?: boolean } = {}): Promise<string> {
     const name = kubeAgentName(spec.agentId);
-    return this.exclusive(spec.agentId, async () => {
-      const record = this.manifests.recordOf(spec);
-      // The Deployment comes first, with no pod: it owns the Secret, ConfigMap and Service (garbage-collected with
-      // it), and the pod only starts once they exist.
-      let deployment: V1Deployment;
-      try {
-        deployment = await this.k8s(`create deployment ${name}`, () =>
-          this.apps.createNamespacedDeployment({
-            namespace: this.namespace,
-            body: this.manifests.deploymentManifest(name, record, version, 0),
-          }),
-        );
-      } catch (error) {
-        if (isConflict(error)) throw new AgentExistsError(spec.agentId);
-        throw error;
-      }
-      const owner = ownerReference(deployment);
-      try {
-        await this.k8s(`create secret ${name}`, () =>
-          this.core.createNamespacedSecret({ namespace: this.namespace, body: this.manifests.secretManifest(name, record, spec, owner) }),
-        );
-        const skills = await this.skillFiles();
-        await this.k8s(`create configmap ${name}`, () =>
-          this.core.createNamespacedConfigMap({
-            namespace: this.namespace,
-            body: this.manifests.configMapManifest(name, record, spec, owner, skills),
-          }),
-        );
-        await this.k8s(`create service ${name}`, () =>
-          this.core.createNamespacedService({ namespace: this.namespace, body: this.manifests.serviceManifest(name, record, owner) }),
-        );
-        // Not owned: a deleted Deployment (by hand, by mistake) must not take the agent's state with it.
-        await this.k8s(`create persistentvolumeclaim ${name}`, () =>
-          this.core.createNamespacedPersistentVolumeClaim({ namespace: this.namespace, body: this.manifests.pvcManifest(name, record) }),
-        );
-        await this.scale(name, 1);
-      } catch (error) {
-        await this.removeObjects(spec.agentId, name).catch(() => undefined);
-        throw error;
-      }
-      return this.stateOf(name);
-    });
+    const record = this.manifests.recordOf(spec);
+    // The Deployment comes first, with no pod: it owns the Secret, ConfigMap and Service (garbage-collected with
+    // it), and the pod only starts once they exist.
+    const manifest = this.manifests.deploymentManifest(name, record, version, 0);
+    if (options.warm) manifest.metadata!.labels![WARM_LABEL] = 'true';
+    let deployment: V1Deployment;
+    try {
+      deployment = await this.k8s(`create deployment ${name}`, () =>
+        this.apps.createNamespacedDeployment({ namespace: this.namespace, body: manifest }),
+      );
+    } catch (error) {
+      if (isConflict(error)) throw new AgentExistsError(spec.agentId);
+      throw error;
+    }
+    const owner = ownerReference(deployment);
+    try {
+      await this.k8s(`create secret ${name}`, () =>
+        this.core.createNamespacedSecret({ namespace: this.namespace, body: this.manifests.secretManifest(name, record, spec, owner) }),
+      );
+      const skills = await this.skillFiles();
+      await this.k8s(`create configmap ${name}`, () =>
+        this.core.createNamespacedConfigMap({
+          namespace: this.namespace,
+          // A warm pod has no customer's model: its default is the warm-up's, so its first turn can be prepared.
+          body: this.manifests.configMapManifest(name, record, spec, owner, skills, { alwaysWarmUp: options.warm === true }),
+        }),
+      );
+      await this.k8s(`create service ${name}`, () =>
+        this.core.createNamespacedService({ namespace: this.namespace, body: this.manifests.serviceManifest(name, record, owner) }),
+      );
+      // Not owned: a deleted Deployment (by hand, by mistake) must not take the agent's state with it.
+      await this.k8s(`create persistentvolumeclaim ${name}`, () =>
+        this.core.createNamespacedPersistentVolumeClaim({ namespace: this.namespace, body: this.manifests.pvcManifest(name, record) }),
+      );
+      await this.scale(name, 1);
+    } catch (error) {
+      await this.removeObjects(spec.agentId, name).catch(() => undefined);
+      throw error;
+    }
+    return name;
   }
 
   /** Scales to 1; a hibernated agent is woken (its hibernation annotations removed in the same patch). */
@@ -467,6 +534,218 @@ export class KubernetesAgentHost implements AgentHost {
       else await this.scale(name, 0);
       return this.stateOf(name);
     });
+  }
+
+  // ---------------------------------------------------------------- warm pool
+
+  private get poolTarget(): number {
+    return this.options.platformDevice ? Math.max(0, this.options.warmPool ?? 0) : 0;
+  }
+
+  private get poolPlan(): string {
+    return this.options.warmPoolPlan ?? 'solo';
+  }
+
+  /** How the warm pool stands, as this replica last saw the namespace (every fill and adoption looks). */
+  warmPoolStatus(): WarmPoolStatus {
+    const lastError =
+      (this.options.warmPool ?? 0) > 0 && !this.options.platformDevice
+        ? 'a warm pool needs the platform device (adoption applies the configuration over its connection)'
+        : this.filler.lastError;
+    return { target: this.poolTarget, ready: this.warmReady, starting: Math.max(0, this.warmKnown - this.warmReady), lastError };
+  }
+
+  private warmReady = 0;
+
+  /** The namespace's warm Deployments not adopted yet; `ready` once warmed up, paired and running. */
+  private async warmPods(): Promise<Array<{ name: string; agentId: string; version: string; ready: boolean; stale: boolean }>> {
+    const gateways = `${KUBE_LABELS.managedBy}=${MANAGED_BY},${KUBE_LABELS.component}=gateway`;
+    const [deployments, pods] = await Promise.all([
+      this.k8s('list warm deployments', () =>
+        this.apps.listNamespacedDeployment({ namespace: this.namespace, labelSelector: `${gateways},${WARM_LABEL}=true` }),
+      ),
+      this.k8s('list pods', () => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: gateways })),
+    ]);
+    const warm = deployments.items.map((deployment) => {
+      const name = deployment.metadata?.name ?? '';
+      const annotations = deployment.metadata?.annotations ?? {};
+      const state = this.toState(
+        deployment,
+        pods.items.filter((pod) => pod.metadata?.labels?.[KUBE_LABELS.instance] === name),
+      );
+      const version = annotations[KUBE_ANNOTATIONS.version] ?? this.defaultVersion;
+      const resources = containerOf(deployment, GATEWAY_CONTAINER)?.resources;
+      return {
+        name,
+        agentId: annotations[KUBE_ANNOTATIONS.agentId] ?? '',
+        version,
+        ready: Boolean(annotations[WARM_READY]) && state.status === 'running',
+        // Of another OpenClaw version or size than the pool's now (a new backend), or failing: removed by the next fill.
+        stale: version !== this.defaultVersion || !sameResources(resources, this.resourcesFor(this.poolPlan)) || state.status === 'error',
+      };
+    });
+    const fresh = warm.filter((w) => !w.stale);
+    this.warmKnown = fresh.length;
+    this.warmReady = fresh.filter((w) => w.ready).length;
+    return warm;
+  }
+
+  /**
+   * Takes a warm Deployment out of the pool with one JSON patch that first tests its warm label (so two backend
+   * replicas never both take it) and then applies `then`; false when it is no longer in the pool.
+   */
+  private claimWarm(name: string, then: Array<{ op: string; path: string; value?: unknown }>): Promise<boolean> {
+    return this.k8s(`claim warm deployment ${name}`, () =>
+      this.apps.patchNamespacedDeployment({
+        name,
+        namespace: this.namespace,
+        body: [
+          { op: 'test', path: jsonPointer('labels', WARM_LABEL), value: 'true' },
+          { op: 'remove', path: jsonPointer('labels', WARM_LABEL) },
+          ...then,
+        ],
+      }),
+    ).then(
+      () => true,
+      () => false, // taken meanwhile, or gone
+    );
+  }
+
+  /**
+   * One more warm pod, unless the namespace has enough (another replica may have filled it): the objects of an agent
+   * named `warm-<hex>` under a pool token, the smallest plan's resources, the warm-up as its default model. Once ready
+   * it is warmed up (its first turn prepared), the platform device paired, then marked `aop/warm-ready`; this replica
+   * keeps a control connection open for its adoption. A pod that does not get there is removed.
+   */
+  private async addWarmPod(): Promise<void> {
+    const warm = await this.warmPods();
+    for (const stale of warm.filter((w) => w.stale)) {
+      if (await this.claimWarm(stale.name, [])) await this.removeObjects(stale.agentId, stale.name);
+    }
+    if (warm.filter((w) => !w.stale).length >= this.poolTarget) return;
+    const agentId = `${WARM_ID_PREFIX}${randomBytes(6).toString('hex')}`;
+    const spec: AgentSpec = { agentId, userId: '', plan: this.poolPlan, config: {}, gatewayToken: randomBytes(32).toString('base64url') };
+    this.warmKnown += 1;
+    let name: string | null = null;
+    try {
+      name = await this.createObjects(spec, this.defaultVersion, { warm: true });
+      await this.waitForRollout(agentId, name, this.settings.readyTimeoutMs);
+      const url = this.serviceUrl(name);
+      const connect = this.poolConnector(agentId, name, spec.gatewayToken);
+      await connect().then((conn) => conn.close());
+      await warmUpGateway({ baseUrl: url, token: spec.gatewayToken, connect, timeoutMs: this.settings.readyTimeoutMs });
+      await this.patchDeployment(name, { metadata: { annotations: { [WARM_READY]: new Date().toISOString() } } });
+      this.warmReady += 1;
+      this.poolConns.set(
+        name,
+        openPoolConnection(connect).catch(() => null),
+      );
+    } catch (error) {
+      this.warmKnown = Math.max(0, this.warmKnown - 1);
+      if (name) await this.removeObjects(agentId, name).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Opens a control connection to a warm pod as the platform device (paired on the first call) under the pool token. */
+  private poolConnector(agentId: string, name: string, poolToken: string): () => Promise<GatewayConnection> {
+    const identity = this.options.platformDevice as DeviceIdentity;
+    return async () => {
+      await this.controlCredentials(agentId);
+      return connectGateway({ url: this.serviceUrl(name).replace(/^http/, 'ws'), token: poolToken, device: identity, retryDeadlineMs: 0 });
+    };
+  }
+
+  /**
+   * A ready warm pod of the agent's OpenClaw version made the agent's; null when there is none (or the agent needs a
+   * pod of its own: variables of its own reach the container's environment only at its start, and a plan of other
+   * resources than the pool's would need a new pod). Claimed with `claimWarm`, relabelled as the agent's in the same patch.
+   */
+  private async adoptWarmPod(spec: AgentSpec, version: string): Promise<AgentState | null> {
+    if (this.poolTarget === 0 || Object.keys(spec.agentEnv ?? {}).length > 0) return null;
+    if (!sameResources(this.resourcesFor(spec.plan), this.resourcesFor(this.poolPlan))) return null;
+    await this.agent(spec.agentId).then(
+      () => {
+        throw new AgentExistsError(spec.agentId);
+      },
+      (error: unknown) => {
+        if (!(error instanceof AgentNotFoundError)) throw error;
+      },
+    );
+    const record = this.manifests.recordOf(spec);
+    for (const warm of (await this.warmPods()).filter((w) => w.ready && !w.stale && w.version === version)) {
+      const claimed = await this.claimWarm(warm.name, [
+        { op: 'remove', path: jsonPointer('annotations', WARM_READY) },
+        ...Object.entries(this.manifests.labels(warm.name, record, 'gateway')).map(([key, value]) => ({
+          op: 'add',
+          path: jsonPointer('labels', key),
+          value,
+        })),
+        { op: 'add', path: jsonPointer('annotations', KUBE_ANNOTATIONS.agentId), value: spec.agentId },
+        { op: 'add', path: jsonPointer('annotations', KUBE_ANNOTATIONS.userId), value: spec.userId },
+        { op: 'add', path: jsonPointer('annotations', KUBE_ANNOTATIONS.plan), value: spec.plan },
+        { op: 'add', path: jsonPointer('annotations', ADOPTING), value: new Date().toISOString() },
+      ]);
+      if (!claimed) continue;
+      this.warmKnown = Math.max(0, this.warmKnown - 1);
+      this.warmReady = Math.max(0, this.warmReady - 1);
+      return this.adopt(warm.name, warm.agentId, spec, record);
+    }
+    return null;
+  }
+
+  /**
+   * Makes a claimed warm pod the agent's: its Secret and ConfigMap become the agent's (what its next pod starts from),
+   * its Service and state volume are labelled as the agent's, the agent's secret file is written into the running pod
+   * and its configuration applied over the pool's connection (`applyAdoption`: the agent's token replaces the pool's,
+   * checked). The objects keep the warm pod's name (Kubernetes renames nothing); the agent is found by its labels. If a
+   * step fails, the pod is replaced by a new one started from the agent's own objects (a cold start).
+   */
+  private async adopt(name: string, warmId: string, spec: AgentSpec, record: AgentRecord): Promise<AgentState> {
+    const poolToken = (await this.readSecrets(name)).gatewayToken;
+    const kept = (await this.poolConns.get(name)) ?? null;
+    this.poolConns.delete(name);
+    const paired = this.paired.get(warmId);
+    this.paired.delete(warmId);
+    if (paired) this.paired.set(spec.agentId, paired);
+    try {
+      await this.upsertSecret(name, record, spec);
+      await this.upsertConfigMap(name, record, spec);
+      const metadata = { metadata: this.manifests.metadata(name, record, 'gateway') };
+      await this.k8s(`label service ${name}`, () =>
+        this.core.patchNamespacedService(
+          { name, namespace: this.namespace, body: metadata },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        ),
+      );
+      await this.k8s(`label persistentvolumeclaim ${name}`, () =>
+        this.core.patchNamespacedPersistentVolumeClaim(
+          { name, namespace: this.namespace, body: { metadata: this.manifests.metadata(name, record, 'state') } },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        ),
+      );
+      const pod = await this.runningPod(name);
+      if (!pod) throw new Error('the warm pod is not running');
+      await this.writeFileInPod(pod, SECRET_FILE_PATH, JSON.stringify(secretFileContents(spec)));
+      const url = this.serviceUrl(name, spec.agentId);
+      await applyAdoption({
+        kept,
+        connect: this.poolConnector(spec.agentId, name, poolToken),
+        config: this.manifests.gatewayConfig(spec),
+        note: 'warm pod adopted by an agent',
+        baseUrl: url,
+        headers: { authorization: `Bearer ${spec.gatewayToken}` },
+      });
+      await this.patchDeployment(name, { metadata: { annotations: { [ADOPTING]: null } } });
+    } catch {
+      await kept?.conn.close().catch(() => undefined);
+      // A new pod from the agent's own Secret and ConfigMap.
+      await this.patchDeployment(name, {
+        metadata: { annotations: { [ADOPTING]: null } },
+        spec: { template: { metadata: { annotations: { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() } } } },
+      });
+    }
+    return this.stateOf(name);
   }
 
   // ---------------------------------------------------------------- hibernation
@@ -544,7 +823,7 @@ export class KubernetesAgentHost implements AgentHost {
     return this.exclusive(agentId, async () => {
       const { name } = await this.agent(agentId);
       await this.patchDeployment(name, {
-        metadata: AWAKE,
+        metadata: { annotations: { ...AWAKE.annotations, [ADOPTING]: null } },
         spec: { replicas: 1, template: { metadata: { annotations: { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() } } } },
       });
       return this.stateOf(name);
@@ -767,8 +1046,14 @@ export class KubernetesAgentHost implements AgentHost {
   /** Removes every object of the agent (Deployment, Service, Secret, ConfigMap, state volume, backups, Jobs). */
   async delete(agentId: string): Promise<void> {
     this.assertOpen();
-    const name = kubeAgentName(agentId);
     await this.exclusive(agentId, async () => {
+      const name = await this.agent(agentId).then(
+        (agent) => agent.name,
+        (error: unknown) => {
+          if (error instanceof AgentNotFoundError) return kubeAgentName(agentId); // what a failed create may have left
+          throw error;
+        },
+      );
       const found = await this.removeObjects(agentId, name);
       if (found === 0) throw new AgentNotFoundError(agentId);
     });
@@ -781,10 +1066,14 @@ export class KubernetesAgentHost implements AgentHost {
   async shutdown(): Promise<void> {
     this.closed = true;
     if (this.idleTimer) clearInterval(this.idleTimer);
+    // Warm pods stay (another replica, or this backend's next start, adopts them); this replica's connections close.
+    for (const kept of this.poolConns.values()) void kept.then((pooled) => pooled?.conn.close()).catch(() => undefined);
+    this.poolConns.clear();
   }
 
-  /** For parity with the local provider: nothing to restore (the cluster keeps agents running); lists them. */
+  /** Nothing to restore (the cluster keeps agents running): lists them, and fills the warm pool. */
   async restore(): Promise<AgentState[]> {
+    this.filler.start();
     return this.list();
   }
 
@@ -803,7 +1092,9 @@ export class KubernetesAgentHost implements AgentHost {
       this.k8s('list pods', () => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selector })),
     ]);
     return deployments.items
-      .filter((deployment) => deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId])
+      .filter(
+        (deployment) => deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] && deployment.metadata.labels?.[WARM_LABEL] !== 'true',
+      )
       .map((deployment) =>
         this.toState(
           deployment,
@@ -888,7 +1179,7 @@ export class KubernetesAgentHost implements AgentHost {
   async health(agentId: string): Promise<AgentHealth> {
     const { name, deployment } = await this.agent(agentId);
     if ((deployment.spec?.replicas ?? 0) === 0) return GATEWAY_DOWN;
-    return probeGateway(this.serviceUrl(agentId), async () => ({
+    return probeGateway(this.serviceUrl(name, agentId), async () => ({
       authorization: `Bearer ${(await this.readSecrets(name)).gatewayToken}`,
     }));
   }
@@ -932,7 +1223,7 @@ export class KubernetesAgentHost implements AgentHost {
     const known = this.paired.get(agentId);
     if (!repair && known?.podUid === podUid) return { token, device: { identity, deviceToken: known.deviceToken } };
     const result = await approvePlatformDevice({
-      deviceUrl: `${this.serviceUrl(agentId).replace(/^http/, 'ws')}/`,
+      deviceUrl: `${this.serviceUrl(name, agentId).replace(/^http/, 'ws')}/`,
       token,
       identity,
       approve: ({ requestId }) => this.approveInPod(podName, requestId, identity.deviceId),
@@ -1226,15 +1517,22 @@ export class KubernetesAgentHost implements AgentHost {
     this.assertOpen();
     if (!ID_PATTERN.test(agentId)) throw new AgentNotFoundError(agentId);
     const name = kubeAgentName(agentId);
-    let deployment: V1Deployment;
+    let deployment: V1Deployment | undefined;
     try {
       deployment = await this.k8s(`read deployment ${name}`, () => this.apps.readNamespacedDeployment({ name, namespace: this.namespace }));
     } catch (error) {
-      if (isNotFound(error)) throw new AgentNotFoundError(agentId);
-      throw error;
+      if (!isNotFound(error)) throw error;
+      // An agent that adopted a warm pod keeps that pod's objects, found by the agent's label.
+      const labelled = await this.k8s(`find deployment of ${agentId}`, () =>
+        this.apps.listNamespacedDeployment({
+          namespace: this.namespace,
+          labelSelector: `${KUBE_LABELS.managedBy}=${MANAGED_BY},${KUBE_LABELS.agentId}=${kubeLabelValue(agentId)}`,
+        }),
+      );
+      deployment = labelled.items.find((d) => d.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] === agentId);
     }
-    if (deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] !== agentId) throw new AgentNotFoundError(agentId);
-    return { name, deployment };
+    if (!deployment || deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] !== agentId) throw new AgentNotFoundError(agentId);
+    return { name: deployment.metadata.name ?? name, deployment };
   }
 
   private async pods(name: string): Promise<V1Pod[]> {
@@ -1271,7 +1569,11 @@ export class KubernetesAgentHost implements AgentHost {
     const failed = deploymentFailure(deployment);
     let state: AgentStatus;
     let lastError: string | null = null;
+    const adoptingSince = millis(annotations[ADOPTING]);
     if (desired === 0) state = pods.length > 0 ? 'stopping' : isHibernated(deployment) ? 'hibernated' : 'stopped';
+    else if (adoptingSince !== null && Date.now() - adoptingSince > ADOPTION_LIMIT_MS) {
+      [state, lastError] = ['error', 'The adoption of a warm pod was interrupted: Restart starts the agent from its own configuration'];
+    } else if (adoptingSince !== null) state = 'starting';
     else if (rolledOut && container?.ready === true) state = 'running';
     else if (failed) [state, lastError] = ['error', failed];
     else if (problem?.kind === 'fatal') [state, lastError] = ['error', problem.text];
@@ -1284,7 +1586,7 @@ export class KubernetesAgentHost implements AgentHost {
       openclawAgentId: OWN_GATEWAY_AGENT_ID,
       status: state,
       version: annotations[KUBE_ANNOTATIONS.version] ?? this.defaultVersion,
-      url: agentId ? this.serviceUrl(agentId) : null,
+      url: agentId ? this.serviceUrl(deployment.metadata?.name ?? kubeAgentName(agentId), agentId) : null,
       port: GATEWAY_PORT,
       pid: null,
       startedAt: pod ? iso(container?.state?.running?.startedAt ?? pod.status?.startTime) : null,

@@ -236,7 +236,8 @@ export class KubeApiEmulator {
   private podCounter = 0;
   url = '';
 
-  constructor(private readonly options: KubeApiEmulatorOptions = {}) {}
+  /** Its options; a test may change the `exec` handler between calls. */
+  constructor(readonly options: KubeApiEmulatorOptions = {}) {}
 
   get token(): string {
     return this.options.token ?? 'emulator-token';

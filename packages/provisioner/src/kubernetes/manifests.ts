@@ -365,9 +365,9 @@ export class KubeManifests {
     };
   }
 
-  configData(record: AgentRecord, spec: AgentSpec, skills: SkillFile[]): Record<string, string> {
+  configData(record: AgentRecord, spec: AgentSpec, skills: SkillFile[], options: { alwaysWarmUp?: boolean } = {}): Record<string, string> {
     const data: Record<string, string> = {
-      [CONFIG_KEY]: `${JSON.stringify(this.gatewayConfig(spec), null, 2)}\n`,
+      [CONFIG_KEY]: `${JSON.stringify(this.gatewayConfig(spec, options), null, 2)}\n`,
       [RECORD_KEY]: `${JSON.stringify(record, null, 2)}\n`,
     };
     for (const file of skills) data[skillKey(file.path.at(-2) ?? '', file.path.at(-1) ?? '')] = file.content.toString('utf8');
@@ -388,12 +388,19 @@ export class KubeManifests {
     });
   }
 
-  configMapManifest(name: string, record: AgentRecord, spec: AgentSpec, owner: V1OwnerReference, skills: SkillFile[]): V1ConfigMap {
+  configMapManifest(
+    name: string,
+    record: AgentRecord,
+    spec: AgentSpec,
+    owner: V1OwnerReference,
+    skills: SkillFile[],
+    options: { alwaysWarmUp?: boolean } = {},
+  ): V1ConfigMap {
     return {
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: this.metadata(name, record, 'gateway', owner),
-      data: this.configData(record, spec, skills),
+      data: this.configData(record, spec, skills, options),
     };
   }
 
