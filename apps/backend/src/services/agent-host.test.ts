@@ -109,6 +109,12 @@ describe('createAgentHost', () => {
     const plain = createAgentHost(configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, KUBE_NAMESPACE: 'tenants' }));
     expect(plain).toBeInstanceOf(KubernetesAgentHost);
     expect((plain as KubernetesAgentHost).serviceUrl(kubeAgentName('agt_a1'), 'agt_a1')).toBe(`http://${kubeAgentName('agt_a1')}.tenants.svc:18789`);
+    // AGENT_WARM_POOL reaches the kubernetes host too (`auto`: one warm pod).
+    expect((plain as KubernetesAgentHost).warmPoolStatus().target).toBe(1);
+    const pooled = createAgentHost(configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, AGENT_WARM_POOL: 'auto', DATABASE_URL: 'postgres://x@127.0.0.1:9/x' }));
+    expect((pooled as KubernetesAgentHost).warmPoolStatus().target).toBe(1);
+    const none = createAgentHost(configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, AGENT_WARM_POOL: '0' }));
+    expect((none as KubernetesAgentHost).warmPoolStatus().target).toBe(0);
     const templated = createAgentHost(
       configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, KUBE_AGENT_URL: 'https://{name}.agents.example.com/{agentId}' }),
     );
