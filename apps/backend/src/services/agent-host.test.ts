@@ -108,17 +108,23 @@ describe('createAgentHost', () => {
     );
     const plain = createAgentHost(configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, KUBE_NAMESPACE: 'tenants' }));
     expect(plain).toBeInstanceOf(KubernetesAgentHost);
-    expect((plain as KubernetesAgentHost).serviceUrl(kubeAgentName('agt_a1'), 'agt_a1')).toBe(`http://${kubeAgentName('agt_a1')}.tenants.svc:18789`);
+    expect((plain as KubernetesAgentHost).serviceUrl(kubeAgentName('agt_a1'), 'agt_a1')).toBe(
+      `http://${kubeAgentName('agt_a1')}.tenants.svc:18789`,
+    );
     // AGENT_WARM_POOL reaches the kubernetes host too (`auto`: one warm pod).
     expect((plain as KubernetesAgentHost).warmPoolStatus().target).toBe(1);
-    const pooled = createAgentHost(configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, AGENT_WARM_POOL: 'auto', DATABASE_URL: 'postgres://x@127.0.0.1:9/x' }));
+    const pooled = createAgentHost(
+      configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, AGENT_WARM_POOL: 'auto', DATABASE_URL: 'postgres://x@127.0.0.1:9/x' }),
+    );
     expect((pooled as KubernetesAgentHost).warmPoolStatus().target).toBe(1);
     const none = createAgentHost(configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, AGENT_WARM_POOL: '0' }));
     expect((none as KubernetesAgentHost).warmPoolStatus().target).toBe(0);
     const templated = createAgentHost(
       configOf({ PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig, KUBE_AGENT_URL: 'https://{name}.agents.example.com/{agentId}' }),
     );
-    expect((templated as KubernetesAgentHost).serviceUrl(kubeAgentName('agt_a1'), 'agt_a1')).toBe(`https://${kubeAgentName('agt_a1')}.agents.example.com/agt_a1`);
+    expect((templated as KubernetesAgentHost).serviceUrl(kubeAgentName('agt_a1'), 'agt_a1')).toBe(
+      `https://${kubeAgentName('agt_a1')}.agents.example.com/agt_a1`,
+    );
     // The API server is not there: the cluster is reported unreachable, not an exception.
     const backend = await startBackend({ INTERNAL_API_KEY: KEY, PROVISIONER: 'kubernetes', KUBECONFIG: kubeconfig }, { host: plain });
     try {
