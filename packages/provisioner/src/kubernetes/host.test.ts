@@ -983,8 +983,8 @@ describe('KubernetesAgentHost warm pool', () => {
     expect(JSON.parse(api.get('configmaps', NS, name)!.data['aop-agent.json']).agentId).toBe(s.agentId);
   });
 
-  it('every replica fills toward one target; a new release replaces a warm pod of the previous OpenClaw version', async () => {
-    const { api, host, readyWarm, warmDeployments, another } = await poolSetup();
+  it('every replica fills toward one target and may adopt a pod another made; a new release replaces a warm pod of the previous OpenClaw version', async () => {
+    const { api, host, readyWarm, warmDeployments, another, gatewayOf } = await poolSetup();
     await host.restore();
     const first = (await readyWarm()).metadata.name;
     // A second replica finds the namespace's pool full.
@@ -993,19 +993,31 @@ describe('KubernetesAgentHost warm pool', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(warmDeployments().map((d) => d.metadata.name)).toEqual([first]);
     expect(replica.warmPoolStatus()).toMatchObject({ target: 1, ready: 1 });
+    // The replica that did not make it adopts it: it pairs under the pool token first, then applies the agent's.
+    const s = spec();
+    expect(await replica.create(s)).toMatchObject({ agentId: s.agentId, status: 'running' });
+    expect(gatewayOf(first).currentToken()).toBe(s.gatewayToken);
+    expect(api.get('deployments', NS, first)!.metadata.annotations['aop/agent-id']).toBe(s.agentId);
+    await vi.waitFor(() => expect(warmDeployments().map((d) => d.metadata.annotations['aop/warm-ready'])).toEqual([expect.any(String)]), {
+      timeout: 10_000,
+      interval: 20,
+    });
+    const second = warmDeployments()[0]!.metadata.name;
     // A release pinning another OpenClaw version removes it and warms one of its own.
     const release = another({ defaultVersion: '2026.10.1' });
     await release.restore();
     await vi.waitFor(
       () => {
         const [warm] = warmDeployments();
-        expect(warm?.metadata.name).not.toBe(first);
+        expect(warm?.metadata.name).not.toBe(second);
         expect(warm?.metadata.annotations['aop/openclaw-version']).toBe('2026.10.1');
         expect(warm?.metadata.annotations['aop/warm-ready']).toBeDefined();
       },
       { timeout: 10_000, interval: 20 },
     );
     expect(warmDeployments()).toHaveLength(1);
-    for (const plural of OWNED) expect(api.get(plural, NS, first), plural).toBeUndefined();
+    for (const plural of OWNED) expect(api.get(plural, NS, second), plural).toBeUndefined();
+    // The agent on the first one is untouched.
+    expect((await release.status(s.agentId)).status).toBe('running');
   });
 });

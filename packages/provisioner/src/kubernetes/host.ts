@@ -647,11 +647,14 @@ export class KubernetesAgentHost implements AgentHost {
     }
   }
 
-  /** Opens a control connection to a warm pod as the platform device (paired on the first call) under the pool token. */
+  /**
+   * Opens a control connection to a warm pod under the pool token as the platform device, paired first unless this
+   * replica knows it is (under `agentId`: the warm pod's own id, or the adopting agent's).
+   */
   private poolConnector(agentId: string, name: string, poolToken: string): () => Promise<GatewayConnection> {
     const identity = this.options.platformDevice as DeviceIdentity;
     return async () => {
-      await this.controlCredentials(agentId);
+      await this.pairGateway(agentId, name, poolToken, identity, false);
       return connectGateway({ url: this.serviceUrl(name).replace(/^http/, 'ws'), token: poolToken, device: identity, retryDeadlineMs: 0 });
     };
   }
