@@ -358,6 +358,8 @@ export class KubernetesAgentHost implements AgentHost {
   private readonly filler: PoolFiller;
   /** Unadopted warm Deployments in the namespace at the last look (any replica's), and ones this replica is making. */
   private warmKnown = 0;
+  /** Of those, the ones ready to be adopted. */
+  private warmReady = 0;
   /** Agents this replica is creating, and when it last created one (a warm pod's start waits for both). */
   private creating = 0;
   private lastCreatedAt = 0;
@@ -555,8 +557,6 @@ export class KubernetesAgentHost implements AgentHost {
     return { target: this.poolTarget, ready: this.warmReady, starting: Math.max(0, this.warmKnown - this.warmReady), lastError };
   }
 
-  private warmReady = 0;
-
   /** The namespace's warm Deployments not adopted yet; `ready` once warmed up, paired and running. */
   private async warmPods(): Promise<Array<{ name: string; agentId: string; version: string; ready: boolean; stale: boolean }>> {
     const gateways = `${KUBE_LABELS.managedBy}=${MANAGED_BY},${KUBE_LABELS.component}=gateway`;
@@ -632,7 +632,8 @@ export class KubernetesAgentHost implements AgentHost {
       await this.waitForRollout(agentId, name, this.settings.readyTimeoutMs);
       const url = this.serviceUrl(name);
       const connect = this.poolConnector(agentId, name, spec.gatewayToken);
-      await connect().then((conn) => conn.close());
+      await connect().then((conn) => conn.close()); // paired now, so an adoption by this replica need not
+
       await warmUpGateway({ baseUrl: url, token: spec.gatewayToken, connect, timeoutMs: this.settings.readyTimeoutMs });
       await this.patchDeployment(name, { metadata: { annotations: { [WARM_READY]: new Date().toISOString() } } });
       this.warmReady += 1;
