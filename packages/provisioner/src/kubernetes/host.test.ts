@@ -1020,4 +1020,27 @@ describe('KubernetesAgentHost warm pool', () => {
     // The agent on the first one is untouched.
     expect((await release.status(s.agentId)).status).toBe('running');
   });
+
+  it('an adoption cut short (its backend stopped) shows as an error after two minutes; Restart starts the agent from its own objects', async () => {
+    const { api, host } = await setup({ autoReady: () => true });
+    const s = spec();
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    const marked = (since: Date) => {
+      const deployment = api.get('deployments', NS, name)!;
+      deployment.metadata.annotations['aop/adopting-since'] = since.toISOString();
+      api.put('deployments', NS, deployment);
+    };
+    marked(new Date(Date.now() - 30_000));
+    expect((await host.status(s.agentId)).status).toBe('starting');
+    marked(new Date(Date.now() - 3 * 60_000));
+    expect(await host.status(s.agentId)).toMatchObject({
+      status: 'error',
+      lastError: 'The adoption of a warm pod was interrupted: Restart starts the agent from its own configuration',
+    });
+    const [pod] = api.podsOf(NS, name);
+    expect((await host.restart(s.agentId)).status).not.toBe('error');
+    expect(api.get('deployments', NS, name)!.metadata.annotations['aop/adopting-since']).toBeUndefined();
+    expect(api.podsOf(NS, name)[0]!.metadata.name).not.toBe(pod!.metadata.name);
+  });
 });
