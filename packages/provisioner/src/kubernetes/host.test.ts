@@ -1043,4 +1043,16 @@ describe('KubernetesAgentHost warm pool', () => {
     expect(api.get('deployments', NS, name)!.metadata.annotations['aop/adopting-since']).toBeUndefined();
     expect(api.podsOf(NS, name)[0]!.metadata.name).not.toBe(pod!.metadata.name);
   });
+
+  it('an adoption whose objects cannot be rewritten removes the warm pod and starts the agent in objects of its own', async () => {
+    const { api, host, readyWarm } = await poolSetup();
+    await host.restore();
+    const name = (await readyWarm()).metadata.name as string;
+    api.failNext((call) => call.method === 'PUT' && call.path.includes('/configmaps/'), 500, 'InternalError', 'etcd is unhappy');
+    const s = spec();
+    await host.create(s);
+    for (const plural of OWNED) expect(api.get(plural, NS, name), plural).toBeUndefined();
+    expect(api.get('deployments', NS, kubeAgentName(s.agentId))!.metadata.annotations['aop/agent-id']).toBe(s.agentId);
+    expect(await host.spec(s.agentId)).toMatchObject({ agentId: s.agentId, gatewayToken: s.gatewayToken });
+  });
 });

@@ -678,6 +678,12 @@ export class KubernetesAgentHost implements AgentHost {
     );
     const record = this.manifests.recordOf(spec);
     for (const warm of (await this.warmPods()).filter((w) => w.ready && !w.stale && w.version === version)) {
+      // Its token before anything changes: the connection that applies the agent's configuration is made with it.
+      const poolToken = await this.readSecrets(warm.name).then(
+        (secrets) => secrets.gatewayToken,
+        () => '',
+      );
+      if (!poolToken) continue;
       const claimed = await this.claimWarm(warm.name, [
         { op: 'remove', path: jsonPointer('annotations', WARM_READY) },
         ...Object.entries(this.manifests.labels(warm.name, record, 'gateway')).map(([key, value]) => ({
@@ -693,28 +699,37 @@ export class KubernetesAgentHost implements AgentHost {
       if (!claimed) continue;
       this.warmKnown = Math.max(0, this.warmKnown - 1);
       this.warmReady = Math.max(0, this.warmReady - 1);
-      return this.adopt(warm.name, warm.agentId, spec, record);
+      return this.adopt(warm.name, warm.agentId, spec, record, poolToken);
     }
     return null;
   }
 
   /**
-   * Makes a claimed warm pod the agent's: its Secret and ConfigMap become the agent's (what its next pod starts from),
-   * its Service and state volume are labelled as the agent's, the agent's secret file is written into the running pod
-   * and its configuration applied over the pool's connection (`applyAdoption`: the agent's token replaces the pool's,
-   * checked). The objects keep the warm pod's name (Kubernetes renames nothing); the agent is found by its labels. If a
-   * step fails, the pod is replaced by a new one started from the agent's own objects (a cold start).
+   * Makes a claimed warm pod the agent's: its ConfigMap and Secret become the agent's (what its next pod starts from;
+   * if they cannot be written, nothing of the agent's is stored: the warm pod is removed and null answered, for a cold
+   * start in objects of the agent's own), its Service and state volume are labelled as the agent's, the agent's secret
+   * file is written into the running pod and its configuration applied over the pool's connection (`applyAdoption`: the
+   * agent's token replaces the pool's, checked). The objects keep the warm pod's name (Kubernetes renames nothing); the
+   * agent is found by its labels. If a later step fails, the pod is replaced by a new one started from the agent's own
+   * objects (a cold start).
    */
-  private async adopt(name: string, warmId: string, spec: AgentSpec, record: AgentRecord): Promise<AgentState> {
-    const poolToken = (await this.readSecrets(name)).gatewayToken;
+  private async adopt(name: string, warmId: string, spec: AgentSpec, record: AgentRecord, poolToken: string): Promise<AgentState | null> {
     const kept = (await this.poolConns.get(name)) ?? null;
     this.poolConns.delete(name);
     const paired = this.paired.get(warmId);
     this.paired.delete(warmId);
     if (paired) this.paired.set(spec.agentId, paired);
     try {
-      await this.upsertSecret(name, record, spec);
       await this.upsertConfigMap(name, record, spec);
+      await this.upsertSecret(name, record, spec);
+    } catch {
+      await kept?.conn.close().catch(() => undefined);
+      this.paired.delete(spec.agentId);
+      // The Deployment and what was rewritten are annotated as the agent's, the rest as the warm pod's.
+      for (const id of [spec.agentId, warmId]) await this.removeObjects(id, name).catch(() => 0);
+      return null;
+    }
+    try {
       const metadata = { metadata: this.manifests.metadata(name, record, 'gateway') };
       await this.k8s(`label service ${name}`, () =>
         this.core.patchNamespacedService(
@@ -731,13 +746,12 @@ export class KubernetesAgentHost implements AgentHost {
       const pod = await this.runningPod(name);
       if (!pod) throw new Error('the warm pod is not running');
       await this.writeFileInPod(pod, SECRET_FILE_PATH, JSON.stringify(secretFileContents(spec)));
-      const url = this.serviceUrl(name, spec.agentId);
       await applyAdoption({
         kept,
         connect: this.poolConnector(spec.agentId, name, poolToken),
         config: this.manifests.gatewayConfig(spec),
         note: 'warm pod adopted by an agent',
-        baseUrl: url,
+        baseUrl: this.serviceUrl(name, spec.agentId),
         headers: { authorization: `Bearer ${spec.gatewayToken}` },
       });
       await this.patchDeployment(name, { metadata: { annotations: { [ADOPTING]: null } } });
