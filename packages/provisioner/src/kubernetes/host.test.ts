@@ -1055,4 +1055,20 @@ describe('KubernetesAgentHost warm pool', () => {
     expect(api.get('deployments', NS, kubeAgentName(s.agentId))!.metadata.annotations['aop/agent-id']).toBe(s.agentId);
     expect(await host.spec(s.agentId)).toMatchObject({ agentId: s.agentId, gatewayToken: s.gatewayToken });
   });
+
+  it('two replicas creating at once with one warm pod: exactly one adopts it, the other agent starts a pod of its own', async () => {
+    const { api, host, readyWarm, another } = await poolSetup();
+    await host.restore();
+    const name = (await readyWarm()).metadata.name as string;
+    const replica = another({});
+    const [a, b] = [spec(), spec()];
+    const states = await Promise.all([host.create(a), replica.create(b)]);
+    expect(states.map((state) => state.agentId)).toEqual([a.agentId, b.agentId]);
+    const adopter = api.get('deployments', NS, name)!.metadata.annotations['aop/agent-id'];
+    expect([a.agentId, b.agentId]).toContain(adopter);
+    const other = adopter === a.agentId ? b : a;
+    expect(api.get('deployments', NS, kubeAgentName(other.agentId))!.metadata.annotations['aop/agent-id']).toBe(other.agentId);
+    expect(api.get('deployments', NS, kubeAgentName(adopter))).toBeUndefined();
+    for (const s of [a, b]) expect((await host.spec(s.agentId)).gatewayToken).toBe(s.gatewayToken);
+  });
 });
