@@ -58,6 +58,14 @@ function spec(overrides: Partial<AgentSpec> = {}): AgentSpec {
 const decode = (data: Record<string, string>) =>
   Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 
+/** What `openclaw devices approve <requestId> --json` does in the pod: a loopback call to its gateway as the CLI. */
+async function approveAsCli(url: string, token: string, requestId: string) {
+  const admin = await connectGateway({ url, token, clientId: 'cli', clientMode: 'cli', retryDeadlineMs: 0 });
+  const result = await admin.request('device.pair.approve', { requestId });
+  await admin.close();
+  return { stdout: `${JSON.stringify(result, null, 2)}\n`, exitCode: 0 };
+}
+
 async function closedPort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -692,16 +700,7 @@ describe('KubernetesAgentHost platform device pairing', () => {
           if (cli === 'fails') {
             return { stderr: `No pending device request matches ${command[3]}. Run \`openclaw devices list\` and retry.\n`, exitCode: 1 };
           }
-          const admin = await connectGateway({
-            url: gw.url,
-            token: s.gatewayToken,
-            clientId: 'cli',
-            clientMode: 'cli',
-            retryDeadlineMs: 0,
-          });
-          const result = await admin.request('device.pair.approve', { requestId: command[3] });
-          await admin.close();
-          return { stdout: `${JSON.stringify(result, null, 2)}\n`, exitCode: 0 };
+          return approveAsCli(gw.url, s.gatewayToken, command[3]!);
         },
       },
       { platformDevice: identity, serviceUrl: () => gw.remoteHttpUrl as string, ...hostOptions },
@@ -854,16 +853,7 @@ describe('KubernetesAgentHost warm pool', () => {
           if (command[0] !== 'openclaw') return null; // sh, cat: run on this machine in the pod's volumes
           const name = [...assigned.keys()].find((n) => api!.podsOf(NS, n).some((p) => p.metadata.name === pod))!;
           const gw = gatewayOf(name);
-          const admin = await connectGateway({
-            url: gw.url,
-            token: gw.currentToken(),
-            clientId: 'cli',
-            clientMode: 'cli',
-            retryDeadlineMs: 0,
-          });
-          const result = await admin.request('device.pair.approve', { requestId: command[3] });
-          await admin.close();
-          return { stdout: `${JSON.stringify(result, null, 2)}\n`, exitCode: 0 };
+          return approveAsCli(gw.url, gw.currentToken(), command[3]!);
         },
       },
       hostOptions,
