@@ -529,8 +529,11 @@ describe('KubernetesAgentHost', () => {
     deployment.spec.template.spec.containers[0].command = ['sleep', 'infinity'];
     api.put('deployments', NS, deployment);
 
+    // The Deployment changed between the host's read and its replace (another writer): read again, replaced anyway.
+    api.failNext((call) => call.method === 'PUT' && call.path.includes('/deployments/'), 409, 'Conflict', 'the object has been modified');
     const state = await host.repair(s.agentId);
     expect(state.status).toBe('running');
+    expect(api.calls.filter((c) => c.method === 'PUT' && c.path.includes('/deployments/')).map((c) => c.status)).toEqual([409, 200]);
     expect(api.get('configmaps', NS, name)!.data['openclaw.json']).toBe(generated);
     expect(api.get('services', NS, name)!.spec.ports[0].port).toBe(18789);
     const repaired = api.get('deployments', NS, name)!;
@@ -573,6 +576,45 @@ describe('KubernetesAgentHost', () => {
     await expect(bare.host.stats(t.agentId)).rejects.toThrow(
       'Agent stats need the metrics.k8s.io API, which this cluster does not serve: install metrics-server',
     );
+  });
+
+  it('a new pod is starting until its first turn is prepared (the warm-up turn), then running; again after a restart', async () => {
+    const s = spec({ llm: { baseUrl: 'https://llm.example/v1', apiKey: 'sk-a', model: 'model-a' } });
+    const gw = await startFakeGatewayWs({ token: s.gatewayToken, remoteListener: true });
+    cleanups.push(() => gw.close());
+    const { api, host } = await setup({ autoReady: () => true }, { serviceUrl: () => gw.remoteHttpUrl as string });
+    await host.create(s);
+    const name = kubeAgentName(s.agentId);
+    expect(api.get('deployments', NS, name)!.metadata.annotations['aop/first-turn']).toBe('prepare');
+    const warmUps = () =>
+      gw.httpReceived.filter((r) => r.path === '/v1/chat/completions' && /Platform warm-up/.test(r.body?.messages?.[0]?.content ?? ''));
+    // Ready, but its first turn not prepared yet: starting; reading the state starts the warm-up.
+    expect((await host.status(s.agentId)).status).toBe('starting');
+    expect((await host.waitUntilReady(s.agentId)).status).toBe('running');
+    expect(warmUps()).toHaveLength(1);
+    expect(warmUps()[0]!.authorization).toBe(`Bearer ${s.gatewayToken}`);
+    const [pod] = api.podsOf(NS, name);
+    expect(api.get('deployments', NS, name)!.metadata.annotations['aop/prepared-pod']).toBe(pod!.metadata.uid);
+    expect((await host.status(s.agentId)).status).toBe('running');
+
+    await host.restart(s.agentId);
+    expect((await host.waitUntilReady(s.agentId)).status).toBe('running');
+    expect(warmUps()).toHaveLength(2);
+
+    // An agent whose config names no model has no first turn to prepare: running once ready.
+    const plain = spec();
+    await host.create(plain);
+    expect(api.get('deployments', NS, kubeAgentName(plain.agentId))!.metadata.annotations['aop/first-turn']).toBeUndefined();
+    expect((await host.status(plain.agentId)).status).toBe('running');
+  });
+
+  it('a pod whose warm-up cannot run is marked prepared all the same (running, not stuck starting)', async () => {
+    const { api, host } = await setup({ autoReady: () => true }, { serviceUrl: () => `http://127.0.0.1:${1}` });
+    const s = spec({ llm: { baseUrl: 'https://llm.example/v1', apiKey: 'sk-a', model: 'model-a' } });
+    await host.create(s);
+    expect((await host.waitUntilReady(s.agentId)).status).toBe('running');
+    const [pod] = api.podsOf(NS, kubeAgentName(s.agentId));
+    expect(api.get('deployments', NS, kubeAgentName(s.agentId))!.metadata.annotations['aop/prepared-pod']).toBe(pod!.metadata.uid);
   });
 
   it('health probes /healthz and /readyz at the service URL, with the gateway token', async () => {

@@ -153,6 +153,17 @@ const sameResources = (a: V1ResourceRequirements | undefined, b: V1ResourceRequi
 };
 /** The JSON Pointer of a label or annotation (RFC 6901: `~` and `/` escaped). */
 const jsonPointer = (field: 'labels' | 'annotations', key: string) => `/metadata/${field}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+/** How long a ready pod may wait for its first turn to be prepared before it is `running` anyway. */
+const FIRST_TURN_LIMIT_MS = 120_000;
+/** A ready pod whose config carries the warm-up (`aop/first-turn: prepare`) and whose first turn is still to be prepared. */
+const firstTurnPending = (deployment: V1Deployment, pod: V1Pod | undefined | null): boolean => {
+  const annotations = deployment.metadata?.annotations ?? {};
+  const uid = pod?.metadata?.uid;
+  if (annotations[KUBE_ANNOTATIONS.firstTurn] !== 'prepare' || !uid || annotations[KUBE_ANNOTATIONS.preparedPod] === uid) return false;
+  const ready = pod?.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'True');
+  const since = millis(ready?.lastTransitionTime);
+  return since === null || Date.now() - since < FIRST_TURN_LIMIT_MS;
+};
 /** An adoption takes seconds; one still marked after this was cut short (its backend stopped). */
 const ADOPTION_LIMIT_MS = 120_000;
 /** Where a Secret written before the secret file held the gateway token and the LLM key (read, never written). */
@@ -363,6 +374,8 @@ export class KubernetesAgentHost implements AgentHost {
   /** Agents this replica is creating, and when it last created one (a warm pod's start waits for both). */
   private creating = 0;
   private lastCreatedAt = 0;
+  /** First turns prepared (or being prepared) by this replica, by pod uid (`prepareFirstTurn`); the latest 1000. */
+  private readonly preparing = new Map<string, Promise<void>>();
   /** The control connection opened on each warm pod this replica made, kept for its adoption (by Deployment name). */
   private readonly poolConns = new Map<string, Promise<PoolConnection | null>>();
 
@@ -480,7 +493,7 @@ export class KubernetesAgentHost implements AgentHost {
     const record = this.manifests.recordOf(spec);
     // The Deployment comes first, with no pod: it owns the Secret, ConfigMap and Service (garbage-collected with
     // it), and the pod only starts once they exist.
-    const manifest = this.manifests.deploymentManifest(name, record, version, 0);
+    const manifest = this.manifests.deploymentManifest(name, record, version, 0, { alwaysWarmUp: options.warm === true });
     if (options.warm) manifest.metadata!.labels![WARM_LABEL] = 'true';
     let deployment: V1Deployment;
     try {
@@ -613,9 +626,9 @@ export class KubernetesAgentHost implements AgentHost {
 
   /**
    * One more warm pod, unless the namespace has enough (another replica may have filled it): the objects of an agent
-   * named `warm-<hex>` under a pool token, the smallest plan's resources, the warm-up as its default model. Once ready
-   * it is warmed up (its first turn prepared), the platform device paired, then marked `aop/warm-ready`; this replica
-   * keeps a control connection open for its adoption. A pod that does not get there is removed.
+   * named `warm-<hex>` under a pool token, the smallest plan's resources, the warm-up as its default model. Once
+   * running (the platform device paired and its first turn prepared, as for any pod) it is marked `aop/warm-ready`;
+   * this replica keeps a control connection open for its adoption. A pod that does not get there is removed.
    */
   private async addWarmPod(): Promise<void> {
     const warm = await this.warmPods();
@@ -629,12 +642,9 @@ export class KubernetesAgentHost implements AgentHost {
     let name: string | null = null;
     try {
       name = await this.createObjects(spec, this.defaultVersion, { warm: true });
+      // Running once its first turn is prepared (`prepareFirstTurn`, which pairs the platform device first).
       await this.waitForRollout(agentId, name, this.settings.readyTimeoutMs);
-      const url = this.serviceUrl(name);
       const connect = this.poolConnector(agentId, name, spec.gatewayToken);
-      await connect().then((conn) => conn.close()); // paired now, so an adoption by this replica need not
-
-      await warmUpGateway({ baseUrl: url, token: spec.gatewayToken, connect, timeoutMs: this.settings.readyTimeoutMs });
       await this.patchDeployment(name, { metadata: { annotations: { [WARM_READY]: new Date().toISOString() } } });
       this.warmReady += 1;
       this.poolConns.set(
@@ -743,9 +753,9 @@ export class KubernetesAgentHost implements AgentHost {
           setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
         ),
       );
-      const pod = await this.runningPod(name);
-      if (!pod) throw new Error('the warm pod is not running');
-      await this.writeFileInPod(pod, SECRET_FILE_PATH, JSON.stringify(secretFileContents(spec)));
+      const pod = await this.runningPodOf(name);
+      if (!pod?.metadata?.name) throw new Error('the warm pod is not running');
+      await this.writeFileInPod(pod.metadata.name, SECRET_FILE_PATH, JSON.stringify(secretFileContents(spec)));
       await applyAdoption({
         kept,
         connect: this.poolConnector(spec.agentId, name, poolToken),
@@ -754,7 +764,16 @@ export class KubernetesAgentHost implements AgentHost {
         baseUrl: this.serviceUrl(name, spec.agentId),
         headers: { authorization: `Bearer ${spec.gatewayToken}` },
       });
-      await this.patchDeployment(name, { metadata: { annotations: { [ADOPTING]: null } } });
+      // Its first turn was prepared while it waited in the pool.
+      await this.patchDeployment(name, {
+        metadata: {
+          annotations: {
+            [ADOPTING]: null,
+            [KUBE_ANNOTATIONS.firstTurn]: this.manifests.firstTurn(record),
+            [KUBE_ANNOTATIONS.preparedPod]: pod.metadata.uid ?? null,
+          },
+        },
+      });
     } catch {
       await kept?.conn.close().catch(() => undefined);
       // A new pod from the agent's own Secret and ConfigMap.
@@ -954,7 +973,7 @@ export class KubernetesAgentHost implements AgentHost {
       }
       if (restart) template.metadata = { annotations: { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() } };
       await this.patchDeployment(name, {
-        metadata: { annotations: { [KUBE_ANNOTATIONS.plan]: next.plan } },
+        metadata: { annotations: { [KUBE_ANNOTATIONS.plan]: next.plan, [KUBE_ANNOTATIONS.firstTurn]: this.manifests.firstTurn(record) } },
         ...(Object.keys(template).length > 0 ? { spec: { template } } : {}),
       });
       return this.stateOf(name);
@@ -1099,7 +1118,7 @@ export class KubernetesAgentHost implements AgentHost {
 
   async status(agentId: string): Promise<AgentState> {
     const { name, deployment } = await this.agent(agentId);
-    return this.toState(deployment, await this.pods(name));
+    return this.observed(deployment, await this.pods(name));
   }
 
   async list(): Promise<AgentState[]> {
@@ -1114,7 +1133,7 @@ export class KubernetesAgentHost implements AgentHost {
         (deployment) => deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] && deployment.metadata.labels?.[WARM_LABEL] !== 'true',
       )
       .map((deployment) =>
-        this.toState(
+        this.observed(
           deployment,
           pods.items.filter((pod) => pod.metadata?.labels?.[KUBE_LABELS.instance] === deployment.metadata?.name),
         ),
@@ -1320,9 +1339,13 @@ export class KubernetesAgentHost implements AgentHost {
   }
 
   /** The newest pod of the agent that runs (not being deleted), or null. */
+  private async runningPodOf(name: string): Promise<V1Pod | null> {
+    return newest((await this.pods(name)).filter((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp)) ?? null;
+  }
+
+  /** The name of `runningPodOf`. */
   private async runningPod(name: string): Promise<string | null> {
-    const pod = newest((await this.pods(name)).filter((p) => p.status?.phase === 'Running' && !p.metadata?.deletionTimestamp));
-    return pod?.metadata?.name ?? null;
+    return (await this.runningPodOf(name))?.metadata?.name ?? null;
   }
 
   // ---------------------------------------------------------------- workspace and live logs
@@ -1567,7 +1590,50 @@ export class KubernetesAgentHost implements AgentHost {
     const deployment = await this.k8s(`read deployment ${name}`, () =>
       this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
     );
-    return this.toState(deployment, await this.pods(name));
+    return this.observed(deployment, await this.pods(name));
+  }
+
+  /** `toState`, and the first turn of a pod that became ready prepared (`prepareFirstTurn`) when it is still to be. */
+  private observed(deployment: V1Deployment, pods: V1Pod[]): AgentState {
+    const state = this.toState(deployment, pods);
+    const pod = newest(pods.filter((p) => !p.metadata?.deletionTimestamp));
+    const uid = pod?.metadata?.uid;
+    const name = deployment.metadata?.name;
+    if (state.status === 'starting' && uid && name && firstTurnPending(deployment, pod)) {
+      this.prepareFirstTurn(deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '', name, uid);
+    }
+    return state;
+  }
+
+  /**
+   * Runs the warm-up turn on a pod that became ready (shared/warm-up.ts, as the other providers do at every start: the
+   * gateway does its first turn's work before a customer's message waits on it), then marks the Deployment with the
+   * pod's uid (`aop/prepared-pod`): `running` from then. Once per pod on this replica (another replica reading the state
+   * meanwhile may run one too: a second warm-up, nothing else). Never throws, and marks the pod even when the warm-up
+   * could not run; a pod nobody marks is `running` anyway once ready for `FIRST_TURN_LIMIT_MS`.
+   */
+  private prepareFirstTurn(agentId: string, name: string, podUid: string): void {
+    if (this.closed || !agentId || this.preparing.has(podUid)) return;
+    const run = (async () => {
+      const url = this.serviceUrl(name, agentId);
+      // Pairs the platform device first: the warm-up's clean-up (deleting its session) needs a scoped connection.
+      const credentials = await this.controlCredentials(agentId).catch(async () => ({
+        token: (await this.readSecrets(name)).gatewayToken,
+      }));
+      const device = 'device' in credentials ? credentials.device?.identity : undefined;
+      await warmUpGateway({
+        baseUrl: url,
+        token: credentials.token,
+        connect: () => connectGateway({ url: url.replace(/^http/, 'ws'), token: credentials.token, device, retryDeadlineMs: 0 }),
+        timeoutMs: FIRST_TURN_LIMIT_MS,
+      });
+    })()
+      .catch(() => undefined)
+      .then(() => this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.preparedPod]: podUid } } }))
+      .catch(() => undefined);
+    // Kept once done: a state read before the mark landed must not start a second warm-up on the same pod.
+    this.preparing.set(podUid, run);
+    if (this.preparing.size > 1_000) this.preparing.delete(this.preparing.keys().next().value as string);
   }
 
   /** Maps a Deployment and its pods to the provider-neutral state. */
@@ -1592,7 +1658,7 @@ export class KubernetesAgentHost implements AgentHost {
     else if (adoptingSince !== null && Date.now() - adoptingSince > ADOPTION_LIMIT_MS) {
       [state, lastError] = ['error', 'The adoption of a warm pod was interrupted: Restart starts the agent from its own configuration'];
     } else if (adoptingSince !== null) state = 'starting';
-    else if (rolledOut && container?.ready === true) state = 'running';
+    else if (rolledOut && container?.ready === true) state = firstTurnPending(deployment, pod) ? 'starting' : 'running';
     else if (failed) [state, lastError] = ['error', failed];
     else if (problem?.kind === 'fatal') [state, lastError] = ['error', problem.text];
     else if (problem?.kind === 'crash') [state, lastError] = ['restarting', problem.text];
@@ -1614,13 +1680,30 @@ export class KubernetesAgentHost implements AgentHost {
     };
   }
 
-  /** Puts the Deployment back to what the host would create for the record (a new pod when it runs), awake. */
+  /**
+   * Puts the Deployment back to what the host would create for the record (a new pod when it runs), awake. The
+   * Deployment may change under it (an annotation of `prepareFirstTurn`, another replica): a conflict reads it again.
+   */
   private async replaceDeployment(name: string, deployment: V1Deployment, record: AgentRecord, replicas: number): Promise<void> {
     const version = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.version] ?? this.defaultVersion;
     const body = this.manifests.deploymentManifest(name, record, version, replicas);
-    body.metadata!.resourceVersion = deployment.metadata?.resourceVersion;
     body.spec!.template.metadata!.annotations = { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() };
-    await this.k8s(`replace deployment ${name}`, () => this.apps.replaceNamespacedDeployment({ name, namespace: this.namespace, body }));
+    let resourceVersion = deployment.metadata?.resourceVersion;
+    for (let attempt = 1; ; attempt += 1) {
+      body.metadata!.resourceVersion = resourceVersion;
+      try {
+        await this.k8s(`replace deployment ${name}`, () =>
+          this.apps.replaceNamespacedDeployment({ name, namespace: this.namespace, body }),
+        );
+        return;
+      } catch (error) {
+        if (!isConflict(error) || attempt >= 3) throw error;
+        const current = await this.k8s(`read deployment ${name}`, () =>
+          this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
+        );
+        resourceVersion = current.metadata?.resourceVersion;
+      }
+    }
   }
 
   /** JSON Patch of `spec.replicas` (what `kubectl scale` changes). */

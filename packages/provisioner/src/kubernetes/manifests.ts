@@ -17,7 +17,7 @@ import type {
 } from '@kubernetes/client-node';
 import type { AgentSpec, LlmSpec } from '../host.js';
 import { BUS_SKILL_FILES, BUS_SKILL_NAME, type SkillFile } from '../shared/bus-skill.js';
-import { buildOpenClawConfig, checkAgentEnv, secretFileContents } from '../shared/openclaw-config.js';
+import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, secretFileContents } from '../shared/openclaw-config.js';
 import type { KubernetesHostOptions } from './host.js';
 
 export const GATEWAY_PORT = 18789;
@@ -83,6 +83,10 @@ export const KUBE_ANNOTATIONS = {
   hibernatedSince: 'aop/hibernated-since',
   /** When a hibernated agent is woken for its next due job (absent: none due). */
   wakeAt: 'aop/wake-at',
+  /** `prepare`: the agent's config carries the warm-up, so a new pod is `starting` until its first turn is prepared. */
+  firstTurn: 'aop/first-turn',
+  /** The uid of the pod whose first turn was prepared (the warm-up turn ran, or was tried). */
+  preparedPod: 'aop/prepared-pod',
 } as const;
 
 export const MANAGED_BY = 'aop';
@@ -207,7 +211,20 @@ export class KubeManifests {
     return { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
   }
 
-  deploymentManifest(name: string, record: AgentRecord, version: string, replicas: number): V1Deployment {
+  /** The Deployment's `aop/first-turn` for the record: `prepare` when its config carries the warm-up turn, else none. */
+  firstTurn(record: AgentRecord, options: { alwaysWarmUp?: boolean } = {}): string | null {
+    const llm = record.llm ? { ...record.llm, apiKey: '' } : undefined;
+    return carriesWarmUp(this.gatewayConfig({ config: record.config, llm }, options)) ? 'prepare' : null;
+  }
+
+  deploymentManifest(
+    name: string,
+    record: AgentRecord,
+    version: string,
+    replicas: number,
+    options: { alwaysWarmUp?: boolean } = {},
+  ): V1Deployment {
+    const firstTurn = this.firstTurn(record, options);
     const image = this.imageFor(version);
     const labels = this.labels(name, record, 'gateway');
     const env: V1EnvVar[] = [
@@ -241,6 +258,7 @@ export class KubeManifests {
           [KUBE_ANNOTATIONS.userId]: record.userId,
           [KUBE_ANNOTATIONS.plan]: record.plan,
           [KUBE_ANNOTATIONS.version]: version,
+          ...(firstTurn ? { [KUBE_ANNOTATIONS.firstTurn]: firstTurn } : {}),
         },
       },
       spec: {
