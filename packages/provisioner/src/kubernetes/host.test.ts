@@ -858,7 +858,7 @@ describe('KubernetesAgentHost warm pool', () => {
       return dir;
     };
     const nameOf = (index: number) => [...assigned].find(([, i]) => i === index)?.[0] ?? '';
-    for (let index = 0; index < 3; index += 1) {
+    for (let index = 0; index < 4; index += 1) {
       const gw = await startFakeGatewayWs({
         token: '',
         remoteListener: true,
@@ -1049,6 +1049,22 @@ describe('KubernetesAgentHost warm pool', () => {
     );
     expect(warmDeployments()).toHaveLength(1);
     for (const plural of OWNED) expect(api.get(plural, NS, second), plural).toBeUndefined();
+
+    // A warm pod whose replica stopped before making it ready (never marked, long past a start) is replaced too.
+    const third = warmDeployments()[0]!;
+    delete third.metadata.annotations['aop/warm-ready'];
+    third.metadata.creationTimestamp = new Date(Date.now() - 3_600_000).toISOString();
+    api.put('deployments', NS, third);
+    await another({ defaultVersion: '2026.10.1' }).restore();
+    await vi.waitFor(
+      () => {
+        const [warm] = warmDeployments();
+        expect(warm?.metadata.name).not.toBe(third.metadata.name);
+        expect(warm?.metadata.annotations['aop/warm-ready']).toBeDefined();
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    expect(api.get('deployments', NS, third.metadata.name)).toBeUndefined();
     // The agent on the first one is untouched.
     expect((await release.status(s.agentId)).status).toBe('running');
   });

@@ -588,13 +588,20 @@ export class KubernetesAgentHost implements AgentHost {
       );
       const version = annotations[KUBE_ANNOTATIONS.version] ?? this.defaultVersion;
       const resources = containerOf(deployment, GATEWAY_CONTAINER)?.resources;
+      const ready = Boolean(annotations[WARM_READY]) && state.status === 'running';
+      const age = Date.now() - (millis(deployment.metadata?.creationTimestamp) ?? Date.now());
       return {
         name,
         agentId: annotations[KUBE_ANNOTATIONS.agentId] ?? '',
         version,
-        ready: Boolean(annotations[WARM_READY]) && state.status === 'running',
-        // Of another OpenClaw version or size than the pool's now (a new backend), or failing: removed by the next fill.
-        stale: version !== this.defaultVersion || !sameResources(resources, this.resourcesFor(this.poolPlan)) || state.status === 'error',
+        ready,
+        // Of another OpenClaw version or size than the pool's now (a new backend), failing, or never made ready (the
+        // replica filling it stopped before): removed by the next fill.
+        stale:
+          version !== this.defaultVersion ||
+          !sameResources(resources, this.resourcesFor(this.poolPlan)) ||
+          state.status === 'error' ||
+          (!ready && age > this.settings.readyTimeoutMs + FIRST_TURN_LIMIT_MS),
       };
     });
     const fresh = warm.filter((w) => !w.stale);
