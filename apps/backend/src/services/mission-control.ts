@@ -94,6 +94,22 @@ async function probe(host: AgentHost | undefined, agentId: string): Promise<Agen
 }
 
 /**
+ * The stats each agent's node shows: its own reading, except that agents sharing one gateway (issue #20) all show the
+ * same reading of that one process — the first of them, in the order given, that has one. Two reads of one process
+ * taken a moment apart differ, and the node says its figures are the gateway's.
+ */
+export function gatewayReadings(agentIds: readonly string[], probes: readonly AgentProbe[]): Map<string, AgentStats | null> {
+  const own = new Map(agentIds.map((id, i) => [id, probes[i]?.stats ?? null]));
+  return new Map(
+    agentIds.map((id, i) => {
+      const companions = new Set(probes[i]?.state?.sharesGatewayWith ?? []);
+      const first = agentIds.find((other) => (other === id || companions.has(other)) && own.get(other));
+      return [id, first ? (own.get(first) ?? null) : null];
+    }),
+  );
+}
+
+/**
  * Spec §3.4 fleet node status from the host: a ready gateway is `active`, or `idle` once nothing happened on it for
  * `IDLE_AFTER_MS` (last ledger row or last start), or hibernated; a live gateway that is not ready, or one still starting, is `stale`;
  * stopped, failed, unknown to the host or not answering `/healthz` is `offline`.
@@ -246,18 +262,23 @@ export async function fleetGraph(deps: MissionControlDeps, userId: string, now: 
   if (!probes.some((p) => p.health?.live)) return fallbackFleetGraph('fallback', new Date(now));
 
   const others = agents.length - 1;
+  const readings = gatewayReadings(
+    agents.map((a) => a.id),
+    probes,
+  );
   const nodes: FleetNode[] = agents.map((agent, i) => {
     const p = probes[i] as AgentProbe;
     const status = nodeStatus(p, traffic.get(agent.id)?.lastAt ?? null, now);
-    const shown = status !== 'offline' && p.stats !== null;
+    const stats = p.stats ? readings.get(agent.id) : null;
+    const shown = status !== 'offline' && stats !== null && stats !== undefined;
     const node: FleetNode = {
       id: agent.id,
       name: agent.name,
       role: i === 0 ? 'orchestrator' : agentRole(agent),
       status,
       ...(i === 0 ? FLEET_CENTER : ringPosition(i - 1, others)),
-      load: shown ? percent(p.stats?.cpuPercent ?? 0) : 0,
-      memory: shown ? percent(((p.stats?.memoryBytes ?? 0) / (planResources(agent.plan).memoryGib * GIB)) * 100) : 0,
+      load: shown ? percent(stats?.cpuPercent ?? 0) : 0,
+      memory: shown ? percent(((stats?.memoryBytes ?? 0) / (planResources(agent.plan).memoryGib * GIB)) * 100) : 0,
     };
     const score = fitness.get(agent.id);
     if (score !== undefined) node.fitness = score;

@@ -10,7 +10,7 @@ import { installFakeRuntime } from '@aop/provisioner/fake-gateway.test-support';
 import { type FakeHostingApi, request, startFakeHostingApi } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend, signedCaller, fromAnywhere } from '../../backend.test-support.js';
-import { IDLE_AFTER_MS, agentRole, nodeStatus, sessionTrace } from '../../services/mission-control.js';
+import { IDLE_AFTER_MS, agentRole, gatewayReadings, nodeStatus, sessionTrace } from '../../services/mission-control.js';
 
 const KEY = 'internal-key-for-mission-control';
 const HMAC = 'hmac-secret-for-mission-control';
@@ -510,6 +510,26 @@ describe('fleet node status and session traces', () => {
       lastError: null,
     }) as const;
   const ready = { live: true, ready: true, failing: [], uptimeMs: 1 };
+
+  it('agents sharing a gateway show one reading of it (two reads of one process a moment apart differ)', () => {
+    const stats = (cpuPercent: number) => ({ cpuPercent, memoryBytes: cpuPercent * 1e6, pids: 1, uptimeMs: 1 });
+    const at = running(null);
+    const probes = [
+      { state: { ...at, sharesGatewayWith: ['b'] }, health: ready, stats: stats(3) },
+      { state: { ...at, sharesGatewayWith: ['a'] }, health: ready, stats: stats(4) },
+      { state: at, health: ready, stats: stats(9) },
+      { state: at, health: null, stats: null },
+    ];
+    const readings = gatewayReadings(['a', 'b', 'c', 'd'], probes);
+    expect([...readings]).toEqual([
+      ['a', stats(3)],
+      ['b', stats(3)],
+      ['c', stats(9)],
+      ['d', null],
+    ]);
+    // The first companion without a reading leaves it to the next one that has one.
+    expect(gatewayReadings(['a', 'b'], [{ ...probes[0]!, stats: null }, probes[1]!]).get('a')).toEqual(stats(4));
+  });
 
   it('active, idle, stale and offline', () => {
     const justReady = new Date(now - 60_000).toISOString();
