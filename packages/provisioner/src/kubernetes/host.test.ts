@@ -720,7 +720,7 @@ describe('KubernetesAgentHost', () => {
     wrong.users[0] = { ...wrong.users[0]!, token: 'not-the-token' };
     const rejected = new KubernetesAgentHost({ kubeconfig: wrong });
     await expect(rejected.create(spec())).rejects.toThrow(
-      `Kubernetes API at ${api.url} rejected the credentials (401) while trying to create deployment`,
+      `Kubernetes API at ${api.url} rejected the credentials (401) while trying to read deployment`,
     );
     expect(() => new KubernetesAgentHost({})).toThrow(/No Kubernetes cluster configured/);
   });
@@ -928,7 +928,7 @@ describe('KubernetesAgentHost warm pool', () => {
   }
 
   it('keeps a warm pod warmed up and paired; an agent adopts it in place, its token and config live at once; the pool refills', async () => {
-    const { api, host, identity, gatewayOf, runtimeOf, readyWarm, warmDeployments } = await poolSetup();
+    const { api, host, identity, gatewayOf, runtimeOf, readyWarm, warmDeployments, another } = await poolSetup();
     await host.restore();
     const warm = await readyWarm();
     const name = warm.metadata.name as string;
@@ -968,6 +968,9 @@ describe('KubernetesAgentHost warm pool', () => {
     expect((await host.list()).map((a) => a.agentId)).toEqual([s.agentId]);
     expect(await host.controlCredentials(s.agentId)).toMatchObject({ token: s.gatewayToken, device: { identity } });
     await expect(host.create({ ...s })).rejects.toBeInstanceOf(AgentExistsError);
+    // Also when no warm pod is there to take (the id is known under the pool's name, not only under its own).
+    await expect(another({ warmPool: 0 }).create({ ...s })).rejects.toBeInstanceOf(AgentExistsError);
+    expect(api.get('deployments', NS, kubeAgentName(s.agentId))).toBeUndefined();
 
     // The pool refills with a pod of its own.
     await vi.waitFor(() => expect(warmDeployments().map((d) => d.metadata.annotations['aop/warm-ready'])).toEqual([expect.any(String)]), {

@@ -477,6 +477,15 @@ export class KubernetesAgentHost implements AgentHost {
     this.creating += 1;
     try {
       return await this.exclusive(spec.agentId, async () => {
+        // Also under another name: an agent that adopted a warm pod keeps its objects' names.
+        await this.agent(spec.agentId).then(
+          () => {
+            throw new AgentExistsError(spec.agentId);
+          },
+          (error: unknown) => {
+            if (!(error instanceof AgentNotFoundError)) throw error;
+          },
+        );
         const adopted = await this.adoptWarmPod(spec, version);
         return adopted ?? this.stateOf(await this.createObjects(spec, version));
       });
@@ -685,14 +694,6 @@ export class KubernetesAgentHost implements AgentHost {
   private async adoptWarmPod(spec: AgentSpec, version: string): Promise<AgentState | null> {
     if (this.poolTarget === 0 || Object.keys(spec.agentEnv ?? {}).length > 0) return null;
     if (!sameResources(this.resourcesFor(spec.plan), this.resourcesFor(this.poolPlan))) return null;
-    await this.agent(spec.agentId).then(
-      () => {
-        throw new AgentExistsError(spec.agentId);
-      },
-      (error: unknown) => {
-        if (!(error instanceof AgentNotFoundError)) throw error;
-      },
-    );
     const record = this.manifests.recordOf(spec);
     for (const warm of (await this.warmPods()).filter((w) => w.ready && !w.stale && w.version === version)) {
       // Its token before anything changes: the connection that applies the agent's configuration is made with it.
