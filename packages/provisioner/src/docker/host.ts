@@ -1535,7 +1535,7 @@ export class DockerAgentHost implements AgentHost {
 
   /**
    * The container's create body. Its environment is built from nothing but OpenClaw's own variables and the agent's
-   * secrets (`secretEnv`): no platform variable can reach an agent. Limits come from the plan; the port is published
+   * own (`AOP_AGENT_*`; its secrets are in the secret file): no platform variable can reach an agent. Limits come from the plan; the port is published
    * on `publishAddress` only, on a port Docker picks.
    */
   /**

@@ -14,7 +14,7 @@ import { HostingAgentHost } from '../hosting/host.js';
 import { startKubeApi } from '../kubernetes/kube-api.test-support.js';
 import { KubernetesAgentHost, kubeAgentName } from '../kubernetes/host.js';
 import { LocalAgentHost } from '../local/host.js';
-import { checkAgentEnv, secretEnv } from './openclaw-config.js';
+import { checkAgentEnv } from './openclaw-config.js';
 
 // `AgentSpec.agentEnv` (the agent's own secret variables, e.g. its underground wallet key) through every provider:
 // it reaches the gateway's process / container / pod / hosted service environment, is sealed in the host's registry,
@@ -89,12 +89,6 @@ describe('agentEnv checks', () => {
     }
     const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`AOP_AGENT_V${i}`, 'v']));
     expect(() => checkAgentEnv(many)).toThrow('agentEnv has more than 16 variables');
-  });
-
-  it("secretEnv adds the agent's variables; they cannot replace the gateway's own", () => {
-    const env = secretEnv({ gatewayToken: 'gw', agentEnv: { [WALLET_KEY]: 'k1' } });
-    expect(env).toEqual({ OPENCLAW_GATEWAY_TOKEN: 'gw', [WALLET_KEY]: 'k1' });
-    expect(() => secretEnv({ gatewayToken: 'gw', agentEnv: { OPENCLAW_GATEWAY_TOKEN: 'evil' } })).toThrow();
   });
 });
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { applyRoster } from './roster.js';
-import { CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig, carriesWarmUp, secretEnv } from './openclaw-config.js';
+import { CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig, carriesWarmUp } from './openclaw-config.js';
 import { PINNED_OPENCLAW_VERSION, REPO_ROOT, openClawRuntime, runtimeProblem, validateOpenClawConfig } from './runtime.js';
 
 /** The provisioning template of spec §2.2, as the platform stores it (tools.profile depends on the plan). */
@@ -144,16 +144,6 @@ describe('buildOpenClawConfig', () => {
     expect(config.$include).toBeUndefined();
     expect(config.secrets).toBeUndefined();
     expect(config.env).toEqual({ vars: { A: 'b' } });
-  });
-
-  it('secretEnv holds the gateway token, the channel tokens and the LLM key', () => {
-    expect(secretEnv({ gatewayToken: 'gw', channelTokens: tokens, llm })).toEqual({
-      OPENCLAW_GATEWAY_TOKEN: 'gw',
-      TELEGRAM_BOT_TOKEN: tokens.telegram,
-      DISCORD_BOT_TOKEN: tokens.discord,
-      AOP_LLM_API_KEY: 'sk-local',
-    });
-    expect(secretEnv({ gatewayToken: 'gw' })).toEqual({ OPENCLAW_GATEWAY_TOKEN: 'gw' });
   });
 });
 

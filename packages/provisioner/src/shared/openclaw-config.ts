@@ -4,15 +4,14 @@ import { warmUpProvider } from './warm-up.js';
 
 /**
  * Turns our stored agent configuration (spec §2.2) into a config the pinned OpenClaw accepts
- * (`openclaw config validate`), and builds the secret environment variables that config refers to.
+ * (`openclaw config validate`).
  *
- * Secrets never reach the config file. In a Kubernetes pod (`secretEnv`), the gateway token comes from
- * `OPENCLAW_GATEWAY_TOKEN` (used by OpenClaw when `gateway.auth.token` is unset), and channel tokens and the LLM key
- * are OpenClaw SecretRefs to environment variables (`{ source: 'env', provider: 'default', id: 'TELEGRAM_BOT_TOKEN' }`),
- * resolved by the gateway at start. With `secretFile` (local gateways and docker containers), every secret, the
- * gateway token included, is a SecretRef into one JSON file (`secretFileContents`): a running gateway can then be given
- * other secrets without a restart (`config.apply` or `secrets.reload` re-read it), which is what adopting a warm
- * gateway needs.
+ * Secrets never reach the config file. Every provider's gateway (local, docker, kubernetes) gets `secretFile`: every
+ * secret, the gateway token included, is a SecretRef into one JSON file (`secretFileContents`), so a running gateway
+ * can be given other secrets without a restart (`config.apply` or `secrets.reload` re-read it), which is what adopting
+ * a warm gateway needs. Without it (the config the backend validates and shows), channel tokens and the LLM key are
+ * SecretRefs to environment variables (`{ source: 'env', provider: 'default', id: 'TELEGRAM_BOT_TOKEN' }`), and the
+ * gateway token is left to `OPENCLAW_GATEWAY_TOKEN`.
  */
 
 /** Environment variables holding each channel's token (OpenClaw's own default-account names). */
@@ -230,15 +229,3 @@ export const carriesWarmUp = (config: Record<string, unknown>): boolean => {
   const models = config.models;
   return isObject(models) && isObject(models.providers) && WARM_UP_PROVIDER_ID in models.providers;
 };
-
-/**
- * The gateway's secret variables: those the config refers to (gateway token, channel tokens, LLM key) and the agent's
- * own (`agentEnv`, for its tools and skills; never in the config file).
- */
-export function secretEnv(spec: Pick<AgentSpec, 'gatewayToken' | 'channelTokens' | 'llm' | 'agentEnv'>): Record<string, string> {
-  const env: Record<string, string> = { ...checkAgentEnv(spec.agentEnv), [GATEWAY_TOKEN_ENV]: spec.gatewayToken };
-  if (spec.channelTokens?.telegram) env[CHANNEL_TOKEN_ENV.telegram] = spec.channelTokens.telegram;
-  if (spec.channelTokens?.discord) env[CHANNEL_TOKEN_ENV.discord] = spec.channelTokens.discord;
-  if (spec.llm) env[LLM_API_KEY_ENV] = spec.llm.apiKey;
-  return env;
-}
