@@ -1028,6 +1028,10 @@ describe('KubernetesAgentHost warm pool', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(warmDeployments().map((d) => d.metadata.name)).toEqual([first]);
     expect(replica.warmPoolStatus()).toMatchObject({ target: 1, ready: 1 });
+    // A replica that neither fills nor adopts sees the pool change at its next look (a status read starts one).
+    const observer = another({});
+    expect(observer.warmPoolStatus()).toMatchObject({ target: 1, ready: 0 });
+    await vi.waitFor(() => expect(observer.warmPoolStatus()).toMatchObject({ target: 1, ready: 1 }), { timeout: 5_000, interval: 20 });
     // The replica that did not make it adopts it: it pairs under the pool token first, then applies the agent's.
     const s = spec();
     expect(await replica.create(s)).toMatchObject({ agentId: s.agentId, status: 'running' });

@@ -371,6 +371,8 @@ export class KubernetesAgentHost implements AgentHost {
   private warmKnown = 0;
   /** Of those, the ones ready to be adopted. */
   private warmReady = 0;
+  /** When this replica last listed the namespace's warm pods (wall clock ms). */
+  private warmLookedAt = 0;
   /** Agents this replica is creating, and when it last created one (a warm pod's start waits for both). */
   private creating = 0;
   private lastCreatedAt = 0;
@@ -570,8 +572,15 @@ export class KubernetesAgentHost implements AgentHost {
     return this.options.warmPoolPlan ?? 'solo';
   }
 
-  /** How the warm pool stands, as this replica last saw the namespace (every fill and adoption looks). */
+  /**
+   * How the warm pool stands, as this replica last saw the namespace (every fill and adoption looks, and a read more
+   * than 30 s after the last look starts a new one, for the next read: other replicas fill and adopt too).
+   */
   warmPoolStatus(): WarmPoolStatus {
+    if (this.poolTarget > 0 && !this.closed && Date.now() - this.warmLookedAt > 30_000) {
+      this.warmLookedAt = Date.now();
+      void this.warmPods().catch(() => undefined);
+    }
     const lastError =
       (this.options.warmPool ?? 0) > 0 && !this.options.platformDevice
         ? 'a warm pool needs the platform device (adoption applies the configuration over its connection)'
@@ -614,6 +623,7 @@ export class KubernetesAgentHost implements AgentHost {
       };
     });
     const fresh = warm.filter((w) => !w.stale);
+    this.warmLookedAt = Date.now();
     this.warmKnown = fresh.length;
     this.warmReady = fresh.filter((w) => w.ready).length;
     return warm;
