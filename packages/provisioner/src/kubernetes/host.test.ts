@@ -901,6 +901,7 @@ describe('KubernetesAgentHost warm pool', () => {
       hostOptions,
     );
     api = started.api;
+    cleanups.push(() => started.host.shutdown());
     /** Another backend (replica, or a new release) on the same namespace. */
     const another = (overrides: Partial<KubernetesHostOptions>) => {
       const host = new KubernetesAgentHost({
