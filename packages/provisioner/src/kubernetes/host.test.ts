@@ -144,7 +144,7 @@ describe('KubernetesAgentHost', () => {
           name: 'secrets',
           secret: { secretName: name, items: [{ key: 'aop-secrets.json', path: 'aop-secrets.json' }], defaultMode: 0o440 },
         },
-        { name: 'runtime', emptyDir: { medium: 'Memory', sizeLimit: '4Mi' } },
+        { name: 'runtime', emptyDir: { medium: 'Memory', sizeLimit: '16Mi' } },
       ]),
     );
 

@@ -323,7 +323,8 @@ export class KubeManifests {
                 name: 'secrets',
                 secret: { secretName: name, items: [{ key: SECRET_FILE_KEY, path: SECRET_FILE_KEY }], defaultMode: 0o440 },
               },
-              { name: 'runtime', emptyDir: { medium: 'Memory', sizeLimit: '4Mi' } },
+              // OpenClaw keeps its config's backups beside it (`.bak`, `.last-good`, up to 32 `.clobbered.*` snapshots).
+              { name: 'runtime', emptyDir: { medium: 'Memory', sizeLimit: '16Mi' } },
               // Optional: keys the ConfigMap lacks are left out instead of keeping the pod from starting.
               { name: 'skills', configMap: { name, items: SKILL_ITEMS, optional: true } },
               { name: 'tmp', emptyDir: { sizeLimit: '1Gi' } },
