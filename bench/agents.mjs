@@ -6,7 +6,7 @@
 // memory, and projects how many agents a 24 GiB host carries. Three phases, each on a fresh platform: cold starts
 // (AGENT_WARM_POOL=0), adoptions of warm gateways (AGENT_WARM_POOL=1: each customer provisions once the pool has a
 // warm gateway ready, as the next customer on a quiet host would), and a wake (one agent, AGENT_IDLE_MINUTES=1: it
-// hibernates, then a message wakes it), and a join (one customer's agent, then BENCH_JOINED more agents of the same
+// hibernates, what it keeps on disk is measured, then a message wakes it), and a join (one customer's agent, then BENCH_JOINED more agents of the same
 // customer provisioned through the web API, which the platform joins to the first one's gateway: the PSS each adds, from
 // which the agents a host carries for customers of several agents are projected). Not a test: it prints figures and
 // writes bench/results/agents.json.
@@ -14,7 +14,7 @@
 // create and drop scratch databases; it needs the machine otherwise idle, as every figure here is CPU-bound)
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -67,6 +67,18 @@ const admin = new pg.Client({ connectionString: postgresServer });
 await admin.connect();
 
 /** The agent's registry record, wherever its directory is (an agent that adopted a warm gateway lives in `warm-<hex>/`). */
+/** Bytes the files under `dir` take on disk (allocated blocks; links not followed). */
+function diskBytes(dir) {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    const info = lstatSync(path);
+    total += info.blocks * 512;
+    if (entry.isDirectory()) total += diskBytes(path);
+  }
+  return total;
+}
+
 function recordOf(dataDir, agentId) {
   for (const name of readdirSync(join(dataDir, 'agents'))) {
     try {
@@ -188,6 +200,8 @@ async function runPhase(name) {
         await new Promise((r) => setTimeout(r, 2_000));
       }
       const availableAsleep = await memAvailableBytes();
+      // What a hibernated agent keeps: its directory (state, sessions, workspace, logs) on disk, no process.
+      agent.diskAsleepMiB = Number((diskBytes(join(dataDir, 'agents', recordOf(dataDir, agent.agentId).dirName)) / 2 ** 20).toFixed(1));
       const t0 = performance.now();
       const chat = await fetch(`${web}/api/chat`, json({ message: 'wake up' }, { cookie }));
       const reply = await chat.json();
@@ -316,6 +330,11 @@ try {
     wakeS: results.wake?.agents[0]?.wakeS ?? null,
     // A hibernated agent holds no memory (its gateway is stopped, its state on disk): the memory a wake takes back.
     wakeMemoryGiB: results.wake?.agents[0]?.memoryFreedAsleepGiB ?? null,
+    // Hibernated agents hold disk, not memory: how many 100 GiB of disk would keep registered, asleep.
+    hibernatedDiskMiB: results.wake?.agents[0]?.diskAsleepMiB ?? null,
+    projectedHibernatedPer100GiBDisk: results.wake?.agents[0]?.diskAsleepMiB
+      ? Math.floor((100 * 1024) / results.wake.agents[0].diskAsleepMiB)
+      : null,
     join: results.join?.join ?? null,
   };
   if (result.join) {
