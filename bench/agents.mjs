@@ -311,8 +311,11 @@ try {
   const result = {
     at: new Date().toISOString(),
     agents,
-    registered: agents.length,
+    // Every agent the run registered, the ones measured live (memory read with all of them running), and the ones
+    // measured asleep (the wake phase's, before its wake).
+    registered: Object.values(results).reduce((n, r) => n + r.agents.length, 0),
     live: agents.length,
+    measuredHibernated: (results.wake?.agents ?? []).filter((a) => a.diskAsleepMiB !== undefined).length,
     coldFirstAnswerS: range(cold.map((a) => a.firstAnswerS)),
     warmFirstAnswerS: range(warm.map((a) => a.firstAnswerS)),
     warmAdopted: `${warm.length} of ${results.warm?.agents.length ?? 0}`,
