@@ -47,6 +47,7 @@ import {
   buildOpenClawConfig,
   carriesWarmUp,
   checkAgentEnv,
+  configMeta,
   sameAgentEnv,
   secretFileContents,
 } from '../shared/openclaw-config.js';
@@ -56,7 +57,7 @@ import { settleWithin } from '../shared/settle-within.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type SecretBox, newSealedRecord, openSealedSpec, sealSpecSecrets, secretAad, secretBoxFor } from '../shared/sealed-spec.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
-import { type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
+import { POOL_NEEDS_DEVICE, type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import {
   DEFAULT_WAKE_LEAD_MS,
   type IdleVerdict,
@@ -626,7 +627,7 @@ export class DockerAgentHost implements AgentHost {
   /** Starts warm containers until the pool is full (`PoolFiller`); adoption needs the platform device. */
   private fillWarmPool(): void {
     if (this.poolTarget > 0 && !this.config.platformDevice) {
-      this.filler.lastError = 'a warm pool needs the platform device (adoption applies the configuration over its connection)';
+      this.filler.lastError = POOL_NEEDS_DEVICE;
       return;
     }
     this.filler.start();
@@ -1578,10 +1579,8 @@ export class DockerAgentHost implements AgentHost {
   }
 
   /**
-   * OpenClaw's own `meta` block of the config in the volume, to write it back: OpenClaw adds `meta` when it writes the
-   * file itself (`config.apply`, as a warm container's adoption does; migrations), and a later file without it counts as
-   * clobbered — at its next load it would put back its last backup instead (`missing-meta-vs-last-good`). Undefined when
-   * there is no such file or block yet (the engine reads it from a created or stopped container as well).
+   * OpenClaw's own `meta` block of the config in the volume, to write it back (`configMeta`). Undefined when there is no
+   * such file or block yet (the engine reads it from a created or stopped container as well).
    */
   private async configMeta(agent: Agent): Promise<unknown> {
     const path = posix.join(this.stateDir, 'openclaw.json');
@@ -1596,8 +1595,7 @@ export class DockerAgentHost implements AgentHost {
     const text = archive ? readTarFile(archive)?.toString('utf8') : undefined;
     if (!text) return undefined;
     try {
-      const meta = (JSON.parse(text) as { meta?: unknown }).meta;
-      return typeof meta === 'object' && meta !== null ? meta : undefined;
+      return configMeta(JSON.parse(text));
     } catch {
       return undefined;
     }

@@ -53,14 +53,22 @@ import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { approveCommand, assertApproved } from '../shared/approve-device.js';
 import { LineQueue, LineSplitter, splitTimestampNs } from '../shared/log-follow.js';
 import { pumpLogLines } from '../shared/log-pump.js';
-import { AGENT_ENV_NAME, CHANNEL_TOKEN_ENV, GATEWAY_TOKEN_ENV, LLM_API_KEY_ENV, secretFileContents } from '../shared/openclaw-config.js';
+import {
+  AGENT_ENV_NAME,
+  CHANNEL_TOKEN_ENV,
+  GATEWAY_TOKEN_ENV,
+  LLM_API_KEY_ENV,
+  configMeta,
+  pointerSegment,
+  secretFileContents,
+} from '../shared/openclaw-config.js';
 import { approvePlatformDevice } from '../shared/pairing.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { settleWithin } from '../shared/settle-within.js';
-import { type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
+import { POOL_NEEDS_DEVICE, type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import { warmUpGateway } from '../shared/warm-up.js';
 import { DEFAULT_WAKE_LEAD_MS, askIdle, dueToWake, keepsAwake, readActivityAt, wakeAtFor } from '../shared/idle.js';
 import {
@@ -151,8 +159,8 @@ const sameResources = (a: V1ResourceRequirements | undefined, b: V1ResourceRequi
     );
   return of(a) === of(b);
 };
-/** The JSON Pointer of a label or annotation (RFC 6901: `~` and `/` escaped). */
-const jsonPointer = (field: 'labels' | 'annotations', key: string) => `/metadata/${field}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+/** The JSON Pointer of a label or annotation. */
+const jsonPointer = (field: 'labels' | 'annotations', key: string) => `/metadata/${field}/${pointerSegment(key)}`;
 /** How long a ready pod may wait for its first turn to be prepared before it is `running` anyway. */
 const FIRST_TURN_LIMIT_MS = 120_000;
 /** A ready pod whose config carries the warm-up (`aop/first-turn: prepare`) and whose first turn is still to be prepared. */
@@ -445,9 +453,13 @@ export class KubernetesAgentHost implements AgentHost {
     return base.includes('{version}') ? base.replaceAll('{version}', version) : `${base}:${version}`;
   }
 
-  /** The gateway's base URL behind the Service `name` (HTTP; the WebSocket is the same with `ws:`). */
+  /**
+   * The gateway's base URL behind the Service `name` of `agentId` (HTTP; the WebSocket is the same with `ws:`). A warm
+   * pod's own id is nobody's: the template gets ''.
+   */
   serviceUrl(name: string, agentId = ''): string {
-    return this.options.serviceUrl?.({ name, agentId }) ?? `http://${name}.${this.namespace}.svc:${GATEWAY_PORT}`;
+    const owner = agentId.startsWith(WARM_ID_PREFIX) ? '' : agentId;
+    return this.options.serviceUrl?.({ name, agentId: owner }) ?? `http://${name}.${this.namespace}.svc:${GATEWAY_PORT}`;
   }
 
   /**
@@ -480,14 +492,7 @@ export class KubernetesAgentHost implements AgentHost {
     try {
       return await this.exclusive(spec.agentId, async () => {
         // Also under another name: an agent that adopted a warm pod keeps its objects' names.
-        await this.agent(spec.agentId).then(
-          () => {
-            throw new AgentExistsError(spec.agentId);
-          },
-          (error: unknown) => {
-            if (!(error instanceof AgentNotFoundError)) throw error;
-          },
-        );
+        if (await this.findAgent(spec.agentId)) throw new AgentExistsError(spec.agentId);
         const adopted = await this.adoptWarmPod(spec, version);
         return adopted ?? this.stateOf(await this.createObjects(spec, version));
       });
@@ -581,10 +586,7 @@ export class KubernetesAgentHost implements AgentHost {
       this.warmLookedAt = Date.now();
       void this.warmPods().catch(() => undefined);
     }
-    const lastError =
-      (this.options.warmPool ?? 0) > 0 && !this.options.platformDevice
-        ? 'a warm pool needs the platform device (adoption applies the configuration over its connection)'
-        : this.filler.lastError;
+    const lastError = (this.options.warmPool ?? 0) > 0 && !this.options.platformDevice ? POOL_NEEDS_DEVICE : this.filler.lastError;
     return { target: this.poolTarget, ready: this.warmReady, starting: Math.max(0, this.warmKnown - this.warmReady), lastError };
   }
 
@@ -692,7 +694,12 @@ export class KubernetesAgentHost implements AgentHost {
     const identity = this.options.platformDevice as DeviceIdentity;
     return async () => {
       await this.pairGateway(agentId, name, poolToken, identity, false);
-      return connectGateway({ url: this.serviceUrl(name).replace(/^http/, 'ws'), token: poolToken, device: identity, retryDeadlineMs: 0 });
+      return connectGateway({
+        url: this.serviceUrl(name, agentId).replace(/^http/, 'ws'),
+        token: poolToken,
+        device: identity,
+        retryDeadlineMs: 0,
+      });
     };
   }
 
@@ -758,10 +765,9 @@ export class KubernetesAgentHost implements AgentHost {
       return null;
     }
     try {
-      const metadata = { metadata: this.manifests.metadata(name, record, 'gateway') };
       await this.k8s(`label service ${name}`, () =>
         this.core.patchNamespacedService(
-          { name, namespace: this.namespace, body: metadata },
+          { name, namespace: this.namespace, body: { metadata: this.manifests.metadata(name, record, 'gateway') } },
           setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
         ),
       );
@@ -1000,8 +1006,7 @@ export class KubernetesAgentHost implements AgentHost {
 
   /**
    * Writes the agent's config into its running pod's runtime directory, keeping the `meta` block OpenClaw keeps in it
-   * (a file without it, once OpenClaw has written one, is taken for clobbered and replaced by its last good copy).
-   * False when no pod runs or the write failed: the ConfigMap has it for the next pod.
+   * (`configMeta`). False when no pod runs or the write failed: the ConfigMap has it for the next pod.
    */
   private async pushConfig(name: string, spec: AgentSpec): Promise<boolean> {
     const pod = await this.runningPod(name);
@@ -1009,10 +1014,8 @@ export class KubernetesAgentHost implements AgentHost {
     try {
       const config = this.manifests.gatewayConfig(spec);
       const read = await this.execInPod(pod, ['cat', CONFIG_PATH], { label: `cat ${CONFIG_PATH}` });
-      if (read.status.status === 'Success') {
-        const meta = (JSON.parse(read.stdout.toString('utf8')) as { meta?: unknown }).meta;
-        if (typeof meta === 'object' && meta !== null) config.meta = meta;
-      }
+      const meta = read.status.status === 'Success' ? configMeta(JSON.parse(read.stdout.toString('utf8'))) : undefined;
+      if (meta !== undefined) config.meta = meta;
       await this.writeFileInPod(pod, CONFIG_PATH, `${JSON.stringify(config, null, 2)}\n`);
       return true;
     } catch {
@@ -1102,13 +1105,8 @@ export class KubernetesAgentHost implements AgentHost {
   async delete(agentId: string): Promise<void> {
     this.assertOpen();
     await this.exclusive(agentId, async () => {
-      const name = await this.agent(agentId).then(
-        (agent) => agent.name,
-        (error: unknown) => {
-          if (error instanceof AgentNotFoundError) return kubeAgentName(agentId); // what a failed create may have left
-          throw error;
-        },
-      );
+      // With no Deployment of its own: what a failed create may have left under the id's own name.
+      const name = (await this.findAgent(agentId))?.name ?? kubeAgentName(agentId);
       const found = await this.removeObjects(agentId, name);
       if (found === 0) throw new AgentNotFoundError(agentId);
     });
@@ -1573,8 +1571,15 @@ export class KubernetesAgentHost implements AgentHost {
 
   /** The agent's Deployment; `AgentNotFoundError` unless it exists and belongs to exactly this agent id. */
   private async agent(agentId: string): Promise<Agent> {
+    const found = await this.findAgent(agentId);
+    if (!found) throw new AgentNotFoundError(agentId);
+    return found;
+  }
+
+  /** The agent's Deployment, or null when there is none that belongs to exactly this agent id. */
+  private async findAgent(agentId: string): Promise<Agent | null> {
     this.assertOpen();
-    if (!ID_PATTERN.test(agentId)) throw new AgentNotFoundError(agentId);
+    if (!ID_PATTERN.test(agentId)) return null;
     const name = kubeAgentName(agentId);
     let deployment: V1Deployment | undefined;
     try {
@@ -1590,7 +1595,7 @@ export class KubernetesAgentHost implements AgentHost {
       );
       deployment = labelled.items.find((d) => d.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] === agentId);
     }
-    if (!deployment || deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] !== agentId) throw new AgentNotFoundError(agentId);
+    if (!deployment || deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] !== agentId) return null;
     return { name: deployment.metadata.name ?? name, deployment };
   }
 
@@ -1635,14 +1640,19 @@ export class KubernetesAgentHost implements AgentHost {
     const run = (async () => {
       const url = this.serviceUrl(name, agentId);
       // Pairs the platform device first: the warm-up's clean-up (deleting its session) needs a scoped connection.
-      const credentials = await this.controlCredentials(agentId).catch(async () => ({
+      const credentials: ControlCredentials = await this.controlCredentials(agentId).catch(async () => ({
         token: (await this.readSecrets(name)).gatewayToken,
       }));
-      const device = 'device' in credentials ? credentials.device?.identity : undefined;
       await warmUpGateway({
         baseUrl: url,
         token: credentials.token,
-        connect: () => connectGateway({ url: url.replace(/^http/, 'ws'), token: credentials.token, device, retryDeadlineMs: 0 }),
+        connect: () =>
+          connectGateway({
+            url: url.replace(/^http/, 'ws'),
+            token: credentials.token,
+            device: credentials.device?.identity,
+            retryDeadlineMs: 0,
+          }),
         timeoutMs: FIRST_TURN_LIMIT_MS,
       });
     })()

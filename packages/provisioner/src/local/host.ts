@@ -46,7 +46,7 @@ import { LineQueue, followFile } from '../shared/log-follow.js';
 import { exclusive, writeFileAtomic, writeRecord } from '../shared/registry.js';
 import { MEMORY_PATHS } from '../shared/state-layout.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
-import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, secretFileContents } from '../shared/openclaw-config.js';
+import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, configMeta, secretFileContents } from '../shared/openclaw-config.js';
 import {
   type RosterMember,
   applyRoster,
@@ -1822,19 +1822,16 @@ export class LocalAgentHost implements AgentHost {
     return applyRoster(config, this.roster(agent), { mainStopped: agent.record.agentStopped === true || agent.record.retired === true });
   }
 
-  /**
-   * Writes the config, keeping OpenClaw's own `meta` block from the file. OpenClaw adds `meta` when it writes the file
-   * itself (`config.apply`, migrations), and a later file without it counts as clobbered: at its next load it would put
-   * back its last backup instead (`missing-meta-vs-last-good`), e.g. a warm gateway's pool config after a restart.
-   */
+  /** Writes the config, keeping OpenClaw's own `meta` block from the file (`configMeta`; e.g. an adopted warm gateway's). */
   private async writeGatewayConfig(agent: Agent, port: number): Promise<void> {
     const file = this.paths(agent.record.agentId).config;
     const current = await readFile(file, 'utf8').then(
-      (text) => JSON.parse(text) as { meta?: unknown },
+      (text) => JSON.parse(text) as unknown,
       () => null,
     );
     const config = this.gatewayConfig(agent, port);
-    if (current && typeof current.meta === 'object' && current.meta !== null) config.meta = current.meta;
+    const meta = configMeta(current);
+    if (meta !== undefined) config.meta = meta;
     await writeFileAtomic(file, `${JSON.stringify(config, null, 2)}\n`);
   }
 

@@ -7,6 +7,9 @@ import { HostFullError } from '../host.js';
  * agent's token. Measured with the pinned OpenClaw: docs/operations.md "Warm gateways (the pool)".
  */
 
+/** Why a pool stays empty on a provider that reaches its gateways only through the platform device, without one. */
+export const POOL_NEEDS_DEVICE = 'a warm pool needs the platform device (adoption applies the configuration over its connection)';
+
 /** A warm gateway's control connection under the pool's token, opened once it was ready, with its config's hash. */
 export interface PoolConnection {
   conn: GatewayConnection;

@@ -229,3 +229,16 @@ export const carriesWarmUp = (config: Record<string, unknown>): boolean => {
   const models = config.models;
   return isObject(models) && isObject(models.providers) && WARM_UP_PROVIDER_ID in models.providers;
 };
+
+/**
+ * OpenClaw's own `meta` block of a config it wrote (parsed), to carry into the next write of it: OpenClaw adds `meta`
+ * when it writes the file itself (`config.apply`, migrations), and a later file without it counts as clobbered — at its
+ * next load it puts back its last good copy instead (`missing-meta-vs-last-good`). Undefined when there is none.
+ */
+export function configMeta(parsed: unknown): unknown {
+  const meta = isObject(parsed) ? parsed.meta : undefined;
+  return typeof meta === 'object' && meta !== null ? meta : undefined;
+}
+
+/** A key as one segment of a JSON Pointer (RFC 6901: `~` and `/` escaped). */
+export const pointerSegment = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');

@@ -1,6 +1,6 @@
 import type { GatewayConnection } from '@aop/gateway-client';
 import { OWN_GATEWAY_AGENT_ID, type LlmSpec } from '../host.js';
-import { LLM_PROVIDER_ID, SECRET_FILE_PROVIDER } from './openclaw-config.js';
+import { LLM_PROVIDER_ID, SECRET_FILE_PROVIDER, pointerSegment } from './openclaw-config.js';
 
 /**
  * Customer-scoped gateways: one OpenClaw gateway holding several of one customer's agents, each an isolated OpenClaw
@@ -46,7 +46,7 @@ const MEMBER_MODEL = new RegExp(`^${LLM_PROVIDER_ID}-[a-z0-9][a-z0-9_-]{0,63}/`)
 export const platformModelName = (ref: string): string => ref.replace(MEMBER_MODEL, `${LLM_PROVIDER_ID}/`);
 
 /** Where a member's LLM key is in the gateway's secret file (a JSON pointer). */
-const memberKeyPointer = (id: string) => `/members/${id.replace(/~/g, '~0').replace(/\//g, '~1')}/llmApiKey`;
+const memberKeyPointer = (id: string) => `/members/${pointerSegment(id)}/llmApiKey`;
 
 /** The secret file's part for the members: each member's LLM key under `/members/<id>/llmApiKey`. */
 export function rosterSecrets(members: readonly RosterMember[]): { members?: Record<string, { llmApiKey: string }> } {
