@@ -6,11 +6,12 @@
 // memory, and projects how many agents a 24 GiB host carries. Three phases, each on a fresh platform: cold starts
 // (AGENT_WARM_POOL=0), adoptions of warm gateways (AGENT_WARM_POOL=1: each customer provisions once the pool has a
 // warm gateway ready, as the next customer on a quiet host would), and a wake (one agent, AGENT_IDLE_MINUTES=1: it
-// hibernates, what it keeps on disk is measured, then a message wakes it), and a join (one customer's agent, then BENCH_JOINED more agents of the same
+// hibernates, what it keeps on disk is measured, then a message wakes it; once asleep again, the dashboard's
+// wake-ahead: the start its chat sends at the first keystroke, and the message BENCH_TYPING_S later), and a join (one customer's agent, then BENCH_JOINED more agents of the same
 // customer provisioned through the web API, which the platform joins to the first one's gateway: the PSS each adds, from
 // which the agents a host carries for customers of several agents are projected). Not a test: it prints figures and
 // writes bench/results/agents.json.
-// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_JOINED=4, BENCH_PHASES=cold,warm,wake,join, BENCH_POSTGRES_URL: a server where it may
+// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_JOINED=4, BENCH_TYPING_S=8, BENCH_PHASES=cold,warm,wake,join, BENCH_POSTGRES_URL: a server where it may
 // create and drop scratch databases; it needs the machine otherwise idle, as every figure here is CPU-bound)
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -40,6 +41,8 @@ const PHASES = {
 };
 /** A minute for a gateway's post-start work (memory index, SQLite maintenance) to finish before its PSS is read. */
 const SETTLE_MS = 60_000;
+/** How long the wake phase's second message takes to write, from its first keystroke (the dashboard's wake-ahead). */
+const TYPING_S = Number(process.env.BENCH_TYPING_S ?? 8);
 const GIB = 1024 ** 3;
 const HOST_GIB = 24;
 const RESERVE_GIB = 2;
@@ -192,13 +195,16 @@ async function runPhase(name) {
       // wakes it: the time from that message to its answer.
       const [agent] = agents;
       const cookie = await signedIn(web, 'customer-0@example.com', 'benchmark password');
-      const deadline = Date.now() + 300_000;
-      for (;;) {
-        const health = await (await fetch(`${web}/api/agents/${agent.agentId}/health`, { headers: { cookie } })).json();
-        if (health.state === 'hibernated') break;
-        if (Date.now() > deadline) throw new Error(`not hibernated within 300 s: ${JSON.stringify(health)}`);
-        await new Promise((r) => setTimeout(r, 2_000));
-      }
+      const asleep = async () => {
+        const deadline = Date.now() + 300_000;
+        for (;;) {
+          const health = await (await fetch(`${web}/api/agents/${agent.agentId}/health`, { headers: { cookie } })).json();
+          if (health.state === 'hibernated') return;
+          if (Date.now() > deadline) throw new Error(`not hibernated within 300 s: ${JSON.stringify(health)}`);
+          await new Promise((r) => setTimeout(r, 2_000));
+        }
+      };
+      await asleep();
       const availableAsleep = await memAvailableBytes();
       // What a hibernated agent keeps: its directory (state, sessions, workspace, logs) on disk, no process.
       agent.diskAsleepMiB = Number((diskBytes(join(dataDir, 'agents', recordOf(dataDir, agent.agentId).dirName)) / 2 ** 20).toFixed(1));
@@ -209,6 +215,25 @@ async function runPhase(name) {
       agent.wakeS = seconds(performance.now() - t0);
       agent.memoryFreedAsleepGiB = gib(availableAsleep - (await memAvailableBytes()));
       console.log(`wake: the first message to the hibernated agent was answered in ${agent.wakeS} s`);
+
+      // The dashboard's wake-ahead: its chat starts a sleeping agent at the first keystroke (`POST /api/agents/:id/start`,
+      // not awaited), and the message goes when it is written, BENCH_TYPING_S later.
+      await asleep();
+      const typed = performance.now();
+      const wakeAhead = fetch(`${web}/api/agents/${agent.agentId}/start`, json({}, { cookie })).then((r) => r.status);
+      await new Promise((r) => setTimeout(r, TYPING_S * 1_000));
+      const sent = performance.now();
+      const ahead = await fetch(`${web}/api/chat`, json({ message: 'good morning' }, { cookie }));
+      if (ahead.status !== 200) throw new Error(`wake-ahead chat: ${ahead.status} ${JSON.stringify(await ahead.json())}`);
+      agent.wakeAhead = {
+        typingS: TYPING_S,
+        startStatus: await wakeAhead,
+        messageToAnswerS: seconds(performance.now() - sent),
+        firstKeystrokeToAnswerS: seconds(performance.now() - typed),
+      };
+      console.log(
+        `wake-ahead: typing started the wake; the message, sent ${TYPING_S} s later, was answered ${agent.wakeAhead.messageToAnswerS} s after it was sent`,
+      );
       return { agents, hostMemoryUsedGiB: null };
     }
 
@@ -331,6 +356,7 @@ try {
     // What the memory alone would hold at the settled PSS, without the margin.
     projectedLivePer24GiBSettled: Math.floor((HOST_GIB - RESERVE_GIB) / meanPss),
     wakeS: results.wake?.agents[0]?.wakeS ?? null,
+    wakeAhead: results.wake?.agents[0]?.wakeAhead ?? null,
     // A hibernated agent holds no memory (its gateway is stopped, its state on disk): the memory a wake takes back.
     wakeMemoryGiB: results.wake?.agents[0]?.memoryFreedAsleepGiB ?? null,
     // Hibernated agents hold disk, not memory: how many 100 GiB of disk would keep registered, asleep.

@@ -152,6 +152,11 @@ describe('two agents of one customer in the dashboard', () => {
     // Its chat says what the state means for a message before one is sent (issue #19).
     await page.getByRole('tab', { name: 'Chat' }).click();
     await page.getByRole('status').filter({ hasText: 'The agent is stopped: start it on the Lifecycle tab to chat.' }).waitFor();
+    // Typing to a stopped agent starts nothing: stopped is its owner's choice (only a sleeping agent wakes ahead).
+    await page.getByRole('textbox', { name: 'Message' }).fill('Anyone there?');
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await host.status(first)).status).toBe('stopped');
+    await page.getByRole('textbox', { name: 'Message' }).fill('');
     await screenshot(page, 'agents-03b-first-stopped-chat-1280');
     await page.setViewportSize(PHONE);
     await screenshot(page, 'agents-03c-first-stopped-chat-390');
@@ -254,6 +259,38 @@ describe('two agents of one customer in the dashboard', () => {
     await page.getByText('The configuration of “Research assistant” only').waitFor();
     expect(await page.getByLabel('Log level').inputValue()).toBe('');
     await page.getByText('No backups yet.', { exact: false }).waitFor();
+  });
+
+  // Issue #20: a wake is a cold start, so the chat starts it when its owner begins typing, not when the message goes.
+  it('a sleeping agent wakes when its owner starts typing to it, before anything is sent', async () => {
+    await host.hibernate(second);
+    await page.goto(`/agents/${second}?tab=chat`);
+    await badgeSays('hibernated');
+    const asleep = page.getByRole('status').filter({ hasText: 'The agent is asleep after being idle. A message sent now wakes it' });
+    await asleep.waitFor();
+    // Reading the page wakes nothing.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await host.status(second)).status).toBe('hibernated');
+    await screenshot(page, 'agents-12-second-asleep-chat-1280');
+
+    const box = page.getByRole('textbox', { name: 'Message' });
+    await box.pressSequentially('Good morning');
+    // The agent leaves its sleep at the first keystrokes (the stand-in's /readyz says "not ready" for 1.5 s): the page
+    // says so, then follows it to live; nothing was sent meanwhile.
+    await page
+      .getByRole('status')
+      .filter({ hasText: /waking now that you are typing|The agent is starting/ })
+      .first()
+      .waitFor();
+    await screenshot(page, 'agents-13-second-waking-chat-1280');
+    await badgeSays('live');
+    expect((await host.status(second)).status).toBe('running');
+    const stored = await request(`${web.url}/api/chat?agentId=${second}`, { headers: { cookie: session } });
+    expect(stored.status).toBe(200);
+    expect(stored.body.messages.map((m: { content: string }) => m.content)).not.toContain('Good morning');
+    expect(await box.inputValue()).toBe('Good morning');
+    // Once live, the chat shows no notice: the message goes at once.
+    expect(await page.getByRole('status').filter({ hasText: 'asleep' }).count()).toBe(0);
   });
 
   it('has no uncaught errors or failed requests', () => {

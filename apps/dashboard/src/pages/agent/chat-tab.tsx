@@ -19,17 +19,27 @@ const SESSION_KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const MESSAGE_MAX = 32_000;
 const DEFAULT_SESSION = 'main';
 
-/** What the agent's state means for a message sent now; null when it is live (or not known yet). */
-function stateNotice(s: AgentStateNow | undefined): { tone: 'wait' | 'down'; text: string } | null {
+/**
+ * What the agent's state means for a message sent now; null when it is live (or not known yet). `waking`: typing
+ * asked a sleeping agent to wake (`useWakeAhead`), with its outcome.
+ */
+function stateNotice(s: AgentStateNow | undefined, waking: WakeAhead): { tone: 'wait' | 'down'; text: string } | null {
   if (!s || s.state === 'live') return null;
   // A message sent meanwhile waits for it, server side.
   if (isOnItsWayToLive(s.state)) {
     return { tone: 'wait', text: `The agent is ${s.state} (${s.reason}). A message sent now waits until it is live, then goes.` };
   }
   if (wakesOnMessage(s.state)) {
+    if (waking.kind === 'asked') {
+      return {
+        tone: 'wait',
+        text: 'The agent is asleep after being idle, and waking now that you are typing (it starts again: this can take up to a minute). A message sent meanwhile waits until it is live, then goes.',
+      };
+    }
+    const failed = waking.kind === 'failed' ? ` (Waking it ahead failed: ${waking.error}.)` : '';
     return {
       tone: 'wait',
-      text: 'The agent is asleep after being idle. A message sent now wakes it (this can take up to a minute: the agent starts again), then goes.',
+      text: `The agent is asleep after being idle. A message sent now wakes it (this can take up to a minute: the agent starts again), then goes.${failed}`,
     };
   }
   if (s.state === 'degraded') return { tone: 'down', text: `The agent is degraded (${s.reason}): a message may not be answered.` };
@@ -38,9 +48,34 @@ function stateNotice(s: AgentStateNow | undefined): { tone: 'wait' | 'down'; tex
   return { tone: 'down', text: `The agent is ${what}: start it on the Lifecycle tab to chat.` };
 }
 
+type WakeAhead = { kind: 'idle' } | { kind: 'asked' } | { kind: 'failed'; error: string };
+
+/**
+ * Wakes a sleeping agent when its owner starts typing to it (issue #20): a wake is a cold start (15–25 s), and a
+ * message usually takes a few seconds to write, so starting it then (`POST /api/agents/:id/start`, what a message would
+ * do) takes that much off the wait for the answer. Once per nap: the state leaving `hibernated` re-arms it for the next
+ * one. Typing to a stopped agent starts nothing (stopped is its owner's choice); reading the page wakes nothing.
+ */
+function useWakeAhead(agentId: string, state: AgentStateNow['state'] | undefined): { waking: WakeAhead; typed: () => void } {
+  const [waking, setWaking] = useState<WakeAhead>({ kind: 'idle' });
+  const asleep = state !== undefined && wakesOnMessage(state);
+  // Each nap (and each agent) starts un-asked.
+  useEffect(() => setWaking({ kind: 'idle' }), [agentId, asleep]);
+  const typed = useCallback(() => {
+    if (!asleep || waking.kind !== 'idle') return;
+    setWaking({ kind: 'asked' });
+    // The answer comes when the agent is live or the wait ran out; the state stream shows the way there meanwhile.
+    request(client.POST('/api/agents/{id}/start', { params: { path: { id: agentId } } })).catch((err: unknown) =>
+      setWaking({ kind: 'failed', error: errorMessage(err) }),
+    );
+  }, [agentId, asleep, waking.kind]);
+  return { waking, typed };
+}
+
 /** `agentState`: the agent's state machine, from the page's event stream (the chat says what it means for a message). */
 export function ChatTab({ agentId, agentState }: { agentId: string; agentState?: AgentStateNow | undefined }) {
-  const notice = stateNotice(agentState);
+  const { waking, typed } = useWakeAhead(agentId, agentState?.state);
+  const notice = stateNotice(agentState, waking);
   const [params, setParams] = useSearchParams();
   const asked = params.get('session');
   const sessionKey = asked && SESSION_KEY.test(asked) ? asked : DEFAULT_SESSION;
@@ -316,7 +351,10 @@ export function ChatTab({ agentId, agentState }: { agentId: string; agentState?:
           value={draft}
           maxLength={MESSAGE_MAX}
           aria-describedby="chat-message-hint"
-          onChange={(e) => setDraft(e.target.value)}
+          onChange={(e) => {
+            setDraft(e.target.value);
+            if (e.target.value.trim() !== '') typed();
+          }}
           onKeyDown={onKeyDown}
         />
         <div className="row chat-actions">
