@@ -14,6 +14,7 @@ import {
   runtimeProblem,
 } from '@aop/provisioner';
 import { FAKE_LLM_REPLY, type FakeLlm, request, startFakeLlm } from '@aop/testing';
+import { readGatewayActivity } from '../../packages/provisioner/src/shared/idle.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
@@ -369,6 +370,45 @@ describe.skipIf(skipReal)('a real OpenClaw gateway provisioned over HTTP', () =>
 });
 
 describe.skipIf(skipReal)('hibernation', () => {
+  // Issue #20: with the platform's default configuration (heartbeat every 30 minutes) and no messaging channel, OpenClaw
+  // skips every heartbeat for lack of a destination. Read as activity and as a due job, those beats kept an idle agent
+  // from ever sleeping, or would wake a sleeping one every 30 minutes for nothing.
+  it("reads OpenClaw's heartbeat, skipped for want of a destination, as neither activity nor a reason to wake", async () => {
+    const { config } = await host.spec(agentId);
+    const defaults = (config.agents as { defaults?: Record<string, unknown> } | undefined)?.defaults ?? {};
+    const beating = { ...config, agents: { ...(config.agents as object), defaults: { ...defaults, heartbeat: { every: '1m' } } } };
+    const calls = llm.chatRequests().length;
+    await host.configure(agentId, { config: beating });
+    const { url } = await host.status(agentId);
+    const conn = await connectGateway({ url: url!.replace(/^http/, 'ws'), token: gatewayToken });
+    try {
+      type Job = {
+        declarationKey?: string;
+        state?: { lastRunStatus?: string; lastError?: string; lastRunAtMs?: number; nextRunAtMs?: number };
+      };
+      const heartbeat = async () =>
+        (await conn.request<{ jobs: Job[] }>('cron.list', { includeDisabled: false, limit: 200 })).jobs.find(
+          (job) => job.declarationKey === 'heartbeat:main',
+        );
+      const deadline = Date.now() + 150_000;
+      while ((await heartbeat())?.state?.lastRunStatus === undefined) {
+        if (Date.now() > deadline) throw new Error(`no heartbeat ran within 150 s\n${await gatewayLog()}`);
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+      }
+      const beat = await heartbeat();
+      expect(beat?.state).toMatchObject({ lastRunStatus: 'skipped', lastError: 'heartbeat skipped: no-route' });
+      expect(llm.chatRequests().length).toBe(calls); // a skipped beat calls no model
+      const activity = await readGatewayActivity(conn);
+      expect(activity.lastActiveMs).toBeLessThan(beat?.state?.lastRunAtMs ?? 0); // the beat is not activity
+      // Its next beat is due within the minute, but only OpenClaw's far-off jobs (memory dreaming, skill review) count.
+      expect(beat?.state?.nextRunAtMs).toBeLessThan(Date.now() + 120_000);
+      expect(activity.nextDueMs === null || activity.nextDueMs > Date.now() + 60 * 60_000).toBe(true);
+    } finally {
+      await conn.close();
+      await host.configure(agentId, { config });
+    }
+  }, 200_000);
+
   it('hibernates, and the next message wakes it and is answered, in the conversation it had', async () => {
     const { pid } = await host.status(agentId);
     await host.hibernate(agentId);

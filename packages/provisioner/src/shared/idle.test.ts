@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { askIdle, dueToWake, evictionLogLine, hibernateIdlest, idlestOf, keepsAwake, maySleep, wakeAtFor } from './idle.js';
+import type { GatewayConnection } from '@aop/gateway-client';
+import {
+  askIdle,
+  dueToWake,
+  evictionLogLine,
+  hibernateIdlest,
+  idlestOf,
+  jobActivity,
+  keepsAwake,
+  maySleep,
+  readGatewayActivity,
+  wakeAtFor,
+} from './idle.js';
 
 // Hibernation's rules, shared by the local, docker and kubernetes hosts (each host's own test drives them through its
 // gateways; these are the edges).
@@ -36,6 +48,72 @@ describe('hibernation rules (shared/idle.ts)', () => {
     expect(dueToWake({ wakeAt: '2026-11-27T12:08:30.000Z' }, NOW + 8 * MIN)).toBe(false);
     expect(dueToWake({ wakeAt: null }, NOW)).toBe(false);
     expect(dueToWake(null, NOW)).toBe(false);
+  });
+
+  // OpenClaw's heartbeat as `cron.list` lists it (openclaw@2026.9.6, a channel-less agent, read from a real gateway).
+  const beat = (state: Record<string, unknown>, top: Record<string, unknown> = {}) => ({
+    id: '739cfd4a-439e-4495-9120-b35422a54453',
+    declarationKey: 'heartbeat:main',
+    name: 'heartbeat-main',
+    enabled: true,
+    schedule: { kind: 'every', everyMs: 30 * MIN },
+    sessionTarget: 'main',
+    payload: { kind: 'heartbeat' },
+    state,
+    nextRunAtMs: state.nextRunAtMs,
+    ...top,
+  });
+  const skippedFor = (reason: string) =>
+    beat(
+      {
+        nextRunAtMs: NOW + 10 * MIN,
+        lastRunAtMs: NOW - 20 * MIN,
+        lastRunStatus: 'skipped',
+        lastStatus: 'skipped',
+        lastError: `heartbeat skipped: ${reason}`,
+        consecutiveSkipped: 3,
+      },
+      { lastRunAtMs: NOW - 20 * MIN, lastRunStatus: 'skipped', lastRunError: `heartbeat skipped: ${reason}` },
+    );
+
+  it('a skipped run is no activity, and a heartbeat skipped for a standing reason is not worth waking for', () => {
+    // No destination (every agent without a channel): skipped at every beat, so neither activity nor a reason to wake.
+    expect(jobActivity(skippedFor('no-route'))).toEqual({ lastRanMs: 0, running: false, nextDueMs: 0 });
+    expect(jobActivity(skippedFor('alerts-disabled')).nextDueMs).toBe(0);
+    expect(jobActivity(skippedFor('empty-heartbeat-file')).nextDueMs).toBe(0);
+    // Skipped for the moment (a turn was running): the next beat may run, so it still counts as due.
+    expect(jobActivity(skippedFor('requests-in-flight'))).toEqual({ lastRanMs: 0, running: false, nextDueMs: NOW + 10 * MIN });
+    // A beat that ran (e.g. `target: "none"`) called the model: activity, and the next one is due.
+    const ran = beat({ nextRunAtMs: NOW + 10 * MIN, lastRunAtMs: NOW - 20 * MIN, lastRunStatus: 'ok', lastStatus: 'ok' });
+    expect(jobActivity(ran)).toEqual({ lastRanMs: NOW - 20 * MIN, running: false, nextDueMs: NOW + 10 * MIN });
+    // Never ran yet (a gateway just started): due, whatever it will do.
+    expect(jobActivity(beat({ nextRunAtMs: NOW + 10 * MIN })).nextDueMs).toBe(NOW + 10 * MIN);
+    // Any other job skipped with those words is still due: only OpenClaw's heartbeat is known to skip again.
+    const job = { ...skippedFor('no-route'), declarationKey: undefined, name: 'daily-report', payload: { kind: 'agentTurn' } };
+    expect(jobActivity(job).nextDueMs).toBe(NOW + 10 * MIN);
+    expect(jobActivity({ ...job, state: { runningAtMs: NOW - 1_000 } }).running).toBe(true);
+  });
+
+  it('an idle agent whose heartbeat is skipped at every beat may sleep, with no wake for it; its other jobs still wake it', async () => {
+    const gateway = (jobs: unknown[]) =>
+      ({
+        request: async (method: string) => {
+          if (method === 'sessions.list') return { sessions: [{ key: 'agent:main:main', updatedAt: NOW - 40 * MIN }] };
+          if (method === 'cron.list') return { jobs };
+          if (method === 'system-presence') return [{ reason: 'self' }];
+          throw new Error(`unexpected ${method}`);
+        },
+      }) as unknown as GatewayConnection;
+    // Before: the skipped beat 20 minutes ago read as activity and the next one (10 minutes away) as due, so with the
+    // default 30-minute heartbeat and 15 idle minutes an agent never slept.
+    const standing = await readGatewayActivity(gateway([skippedFor('no-route')]));
+    expect(standing).toEqual({ lastActiveMs: NOW - 40 * MIN, busy: false, nextDueMs: null });
+    expect(maySleep(standing, since, options, NOW)).toBe(true);
+    const dreaming = { id: 'd', name: 'Memory Dreaming Promotion', enabled: true, state: { nextRunAtMs: NOW + 15 * 60 * MIN } };
+    expect((await readGatewayActivity(gateway([skippedFor('no-route'), dreaming]))).nextDueMs).toBe(NOW + 15 * 60 * MIN);
+    const moment = await readGatewayActivity(gateway([skippedFor('requests-in-flight')]));
+    expect(moment.nextDueMs).toBe(NOW + 10 * MIN);
+    expect(maySleep(moment, since, options, NOW)).toBe(false);
   });
 
   it('keeps agents with a messaging channel awake: a token given, or WhatsApp linked by QR code', () => {

@@ -12,13 +12,51 @@ import { type Exclusive, isBusy } from './registry.js';
 /** A hibernated agent is started this long before its next due job by default: a cold start and its warm-up. */
 export const DEFAULT_WAKE_LEAD_MS = 90_000;
 
+/**
+ * Why OpenClaw skips its heartbeat (`heartbeat skipped: <reason>`, openclaw@2026.9.6 `heartbeat-runner`) when the skip
+ * repeats at every beat until the agent's configuration changes: nowhere to deliver (`no-route`: the default target
+ * `owner` on an agent with no messaging channel and no owner set, which is every agent here without a channel), all
+ * output switched off (`alerts-disabled`), an empty monitor scratch (`empty-heartbeat-file`). Measured with the pinned
+ * OpenClaw: a channel-less agent's heartbeat is skipped with `no-route` at every beat and calls no model. Skips of the
+ * moment (`requests-in-flight`, active hours, a duplicate) are not among them: the next beat may run.
+ */
+const STANDING_HEARTBEAT_SKIPS = new Set(['no-route', 'alerts-disabled', 'empty-heartbeat-file']);
+const HEARTBEAT_SKIP = /^heartbeat skipped: ([a-z-]+)$/;
+
+const ms = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
+const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+
+/**
+ * What one enabled cron job says of the gateway's activity. A skipped run did nothing, though OpenClaw records it as a
+ * run (`lastRunAtMs`): not activity, or a heartbeat skipped every 30 minutes would keep an idle agent from ever
+ * sleeping. OpenClaw's own heartbeat (`declarationKey` `heartbeat:<agent>`) whose last beat was skipped for a standing
+ * reason is not worth waking for: its next due time is left out (0), so a sleeping agent is not started every 30
+ * minutes only to skip it again.
+ */
+export function jobActivity(job: Record<string, unknown>): { lastRanMs: number; running: boolean; nextDueMs: number } {
+  const state = (typeof job.state === 'object' && job.state !== null ? job.state : {}) as Record<string, unknown>;
+  const status = text(job.lastRunStatus) ?? text(state.lastRunStatus) ?? text(state.lastStatus);
+  const lastRanMs = status === 'skipped' ? 0 : Math.max(ms(job.lastRunAtMs), ms(state.lastRunAtMs));
+  const heartbeat = text(job.declarationKey)?.startsWith('heartbeat:') === true;
+  const skip = HEARTBEAT_SKIP.exec(text(job.lastRunError) ?? text(state.lastError) ?? '')?.[1];
+  const standingSkip = heartbeat && status === 'skipped' && skip !== undefined && STANDING_HEARTBEAT_SKIPS.has(skip);
+  return {
+    lastRanMs,
+    running: ms(state.runningAtMs) > 0,
+    nextDueMs: standingSkip ? 0 : ms(job.nextRunAtMs) || ms(state.nextRunAtMs),
+  };
+}
+
 /** What a gateway reports of its own activity (`readGatewayActivity`). */
 export interface GatewayActivity {
   /** The latest session activity or cron run (wall clock ms; 0: none). */
   lastActiveMs: number;
   /** A turn or job is running, or a client other than the platform is connected. */
   busy: boolean;
-  /** The next due time of its enabled cron jobs (OpenClaw's heartbeat is one of them), null when none is due. */
+  /**
+   * The next due time of its enabled cron jobs (OpenClaw's heartbeat is one of them, unless it is skipped at every beat:
+   * `jobActivity`), null when none is due.
+   */
   nextDueMs: number | null;
 }
 
@@ -26,14 +64,13 @@ export interface GatewayActivity {
  * What the gateway itself says of its activity, over a connection with operator read scope: the latest session activity
  * (chat turns, cron and heartbeat runs all land in a session), whether a turn or job is running or a client other than
  * the platform is connected (`system-presence` lists the gateway itself, `reason: self`), and the next due time of its
- * enabled cron jobs (OpenClaw's heartbeat is one of them, `heartbeat-main`).
+ * enabled cron jobs (OpenClaw's heartbeat is one of them, `heartbeat-main`), each read by `jobActivity`.
  */
 export async function readGatewayActivity(conn: GatewayConnection): Promise<GatewayActivity> {
   const opts = { timeoutMs: 10_000 };
   const sessions = await conn.request<{ sessions?: Record<string, unknown>[] }>('sessions.list', { limit: 20, sortBy: 'activity' }, opts);
   const cron = await conn.request<{ jobs?: Record<string, unknown>[] }>('cron.list', { includeDisabled: false, limit: 200 }, opts);
   const presence = await conn.request<unknown>('system-presence', {}, opts);
-  const ms = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
   let lastActiveMs = 0;
   let busy = false;
   for (const row of sessions.sessions ?? []) {
@@ -44,11 +81,10 @@ export async function readGatewayActivity(conn: GatewayConnection): Promise<Gate
   let nextDueMs: number | null = null;
   for (const job of cron.jobs ?? []) {
     if (job.enabled === false) continue;
-    const state = (typeof job.state === 'object' && job.state !== null ? job.state : {}) as Record<string, unknown>;
-    lastActiveMs = Math.max(lastActiveMs, ms(job.lastRunAtMs), ms(state.lastRunAtMs));
-    if (ms(state.runningAtMs) > 0) busy = true;
-    const next = ms(job.nextRunAtMs) || ms(state.nextRunAtMs);
-    if (next > 0) nextDueMs = nextDueMs === null ? next : Math.min(nextDueMs, next);
+    const run = jobActivity(job);
+    lastActiveMs = Math.max(lastActiveMs, run.lastRanMs);
+    if (run.running) busy = true;
+    if (run.nextDueMs > 0) nextDueMs = nextDueMs === null ? run.nextDueMs : Math.min(nextDueMs, run.nextDueMs);
   }
   const entries = Array.isArray(presence) ? presence : [];
   if (entries.some((entry) => typeof entry === 'object' && entry !== null && (entry as { reason?: unknown }).reason !== 'self'))
