@@ -266,7 +266,9 @@ describe('two agents of one customer in the dashboard', () => {
     await host.hibernate(second);
     await page.goto(`/agents/${second}?tab=chat`);
     await badgeSays('hibernated');
-    const asleep = page.getByRole('status').filter({ hasText: 'The agent is asleep after being idle. A message sent now wakes it' });
+    const asleep = page
+      .getByRole('status')
+      .filter({ hasText: 'The agent is asleep after being idle. It starts waking as you type a message' });
     await asleep.waitFor();
     // Reading the page wakes nothing.
     await new Promise((resolve) => setTimeout(resolve, 1_000));

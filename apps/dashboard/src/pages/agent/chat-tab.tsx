@@ -36,10 +36,15 @@ function stateNotice(s: AgentStateNow | undefined, waking: WakeAhead): { tone: '
         text: 'The agent is asleep after being idle, and waking now that you are typing (it starts again: this can take up to a minute). A message sent meanwhile waits until it is live, then goes.',
       };
     }
-    const failed = waking.kind === 'failed' ? ` (Waking it ahead failed: ${waking.error}.)` : '';
+    if (waking.kind === 'failed') {
+      return {
+        tone: 'wait',
+        text: `The agent is asleep after being idle, and could not be woken ahead (${waking.error}). A message sent now tries again to wake it, then goes.`,
+      };
+    }
     return {
       tone: 'wait',
-      text: `The agent is asleep after being idle. A message sent now wakes it (this can take up to a minute: the agent starts again), then goes.${failed}`,
+      text: 'The agent is asleep after being idle. It starts waking as you type a message (this can take up to a minute: the agent starts again); a message sent meanwhile waits until it is live, then goes.',
     };
   }
   if (s.state === 'degraded') return { tone: 'down', text: `The agent is degraded (${s.reason}): a message may not be answered.` };
