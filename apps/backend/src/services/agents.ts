@@ -101,6 +101,35 @@ export async function hostState(host: AgentHost, agentId: string): Promise<Agent
 }
 
 /**
+ * What in an agent's configuration decides OpenClaw's own jobs: its heartbeat (`agents.defaults.heartbeat`) and its
+ * memory maintenance (the `memory-core` plugin's dreaming).
+ */
+function ownJobsSettings(config: Record<string, unknown> | undefined): string {
+  const agents = config?.agents as { defaults?: { heartbeat?: unknown } } | undefined;
+  const plugins = config?.plugins as { entries?: Record<string, unknown> } | undefined;
+  return JSON.stringify([agents?.defaults?.heartbeat ?? null, plugins?.entries?.['memory-core'] ?? null]);
+}
+
+/**
+ * Applies a configuration change on the agent's host. A sleeping agent whose heartbeat or memory maintenance changed is
+ * woken: the time it wakes for its next job was decided from what its gateway said of the old settings (a heartbeat
+ * skipped for want of a destination is no reason to wake, packages/provisioner/src/shared/idle.ts), and only its
+ * gateway can say what the new ones do. The wake is the host's ordinary start; one that fails (a full host) is
+ * reported by `onWakeFailed`, and the change stays saved.
+ */
+export async function configureOnHost(
+  host: AgentHost,
+  agentId: string,
+  changes: Parameters<AgentHost['configure']>[1],
+  onWakeFailed: (error: unknown) => void,
+): Promise<void> {
+  const asleep = changes.config !== undefined && (await hostState(host, agentId))?.status === 'hibernated';
+  const before = asleep ? ownJobsSettings((await host.spec(agentId)).config) : null;
+  await host.configure(agentId, changes);
+  if (before !== null && before !== ownJobsSettings(changes.config)) await host.start(agentId).catch(onWakeFailed);
+}
+
+/**
  * Runs a host call, turning host failures into the spec's answers (503 full, 404 missing, 500 otherwise; 409 for what an
  * agent sharing its customer's gateway cannot have).
  */

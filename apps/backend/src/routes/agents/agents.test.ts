@@ -293,6 +293,41 @@ describe('backend agents and deployments', () => {
     expect(start.body).toEqual({ error: 'Agent is not deployed' });
   });
 
+  // Issue #20: a sleeping agent's wake time was decided from what its gateway said of its heartbeat and memory
+  // maintenance; a change to those wakes it so that its gateway says what the new ones do. Other changes do not.
+  it('a configuration change wakes a sleeping agent only when it touches its heartbeat or memory maintenance', async () => {
+    await until(
+      () => host.status('agt_alpha'),
+      (s) => s.status === 'running',
+    );
+    const current = (await call('usr_a', 'GET', '/agents/agt_alpha/config')).body.config as Record<string, unknown>;
+    await host.hibernate('agt_alpha');
+    const quiet = await call('usr_a', 'PUT', '/agents/agt_alpha/config', { config: { ...current, logging: { level: 'warn' } } });
+    expect(quiet.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await host.status('agt_alpha')).status).toBe('hibernated');
+
+    const beating = { ...current, logging: { level: 'warn' }, agents: { defaults: { heartbeat: { every: '1h', target: 'none' } } } };
+    const woken = await call('usr_a', 'PUT', '/agents/agt_alpha/config', { config: beating });
+    expect(woken.status).toBe(200);
+    expect(['starting', 'running']).toContain((await host.status('agt_alpha')).status);
+    await until(
+      () => host.status('agt_alpha'),
+      (s) => s.status === 'running',
+    );
+    expect((await host.spec('agt_alpha')).config).toEqual(beating);
+
+    // The memory maintenance's settings count too; PUT /agents/:id takes the same path.
+    await host.hibernate('agt_alpha');
+    const dreamless = { ...beating, plugins: { entries: { 'memory-core': { config: { dreaming: { enabled: false } } } } } };
+    expect((await call('usr_a', 'PUT', '/agents/agt_alpha', { config: dreamless })).status).toBe(200);
+    expect(['starting', 'running']).toContain((await host.status('agt_alpha')).status);
+    await until(
+      () => host.status('agt_alpha'),
+      (s) => s.status === 'running',
+    );
+  });
+
   it('U+0000 (which Postgres refuses) in a name, an id or the query: 400 Invalid characters in request, nothing created (§7)', async () => {
     const refused = { status: 400, body: { error: 'Invalid characters in request' } };
     for (const [method, path, json] of [

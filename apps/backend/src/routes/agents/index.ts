@@ -20,6 +20,7 @@ import {
   agentLifecycleState,
   agentModelView,
   agentView,
+  configureOnHost,
   createDeployment,
   deleteDeployment,
   hostState,
@@ -61,6 +62,10 @@ function callerId(request: FastifyRequest): string {
   if (!id || id === 'anonymous') throw new DomainError('USER_CONTEXT_REQUIRED');
   return id;
 }
+
+/** A sleeping agent woken by a configuration change that could not start (`configureOnHost`): logged, the change kept. */
+const wakeFailed = (request: FastifyRequest, agentId: string) => (error: unknown) =>
+  request.log.warn({ agentId, reason: error instanceof Error ? error.message : String(error) }, 'agent not woken for its new settings');
 
 /**
  * A secret the schema let through (non-empty, no surrounding whitespace, at most SECRET_MAX code points), held to
@@ -279,12 +284,17 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
           llm = llmFor(config, provider, apiKey, keptModel);
         }
         await onHost(() =>
-          host.configure(row.id, {
-            ...(agentConfig ? { config: agentConfig } : {}),
-            ...(body.plan ? { plan: body.plan } : {}),
-            ...(tokens ? { channelTokens: tokens } : {}),
-            ...(llm ? { llm } : {}),
-          }),
+          configureOnHost(
+            host,
+            row.id,
+            {
+              ...(agentConfig ? { config: agentConfig } : {}),
+              ...(body.plan ? { plan: body.plan } : {}),
+              ...(tokens ? { channelTokens: tokens } : {}),
+              ...(llm ? { llm } : {}),
+            },
+            wakeFailed(request, row.id),
+          ),
         );
       }
       const current = agentView(config, row, state);
@@ -451,8 +461,8 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   // Issue #19: each agent's configuration, with its own backups (services/agent-config.ts). A save backs up the
   // configuration it replaces and is applied by the agent's host (OpenClaw hot-reloads its config file) in the same
   // transaction, so a host that refuses leaves the record and the backups as they were.
-  const applyOnHost = (agentId: string) => async (next: Record<string, unknown>) => {
-    if (await hostState(host, agentId)) await onHost(() => host.configure(agentId, { config: next }));
+  const applyOnHost = (request: FastifyRequest, agentId: string) => async (next: Record<string, unknown>) => {
+    if (await hostState(host, agentId)) await onHost(() => configureOnHost(host, agentId, { config: next }, wakeFailed(request, agentId)));
   };
 
   app.get('/agents/:id/config', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
@@ -476,7 +486,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
       const next = request.body.config;
       const agentId = request.params.id;
       const saved = await app.db.withUser(callerId(request), (trx) =>
-        saveAgentConfig(trx, agentId, next, new Date(app.clock()), () => applyOnHost(agentId)(next)),
+        saveAgentConfig(trx, agentId, next, new Date(app.clock()), () => applyOnHost(request, agentId)(next)),
       );
       return { success: true, agentId, config: next, ...saved };
     },
@@ -511,7 +521,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
       const agentId = request.params.id;
       const { backupId } = request.body;
       const restored = await app.db.withUser(callerId(request), (trx) =>
-        restoreAgentConfig(trx, agentId, backupId, new Date(app.clock()), applyOnHost(agentId)),
+        restoreAgentConfig(trx, agentId, backupId, new Date(app.clock()), applyOnHost(request, agentId)),
       );
       return { success: true, agentId, config: restored.config, restoredFrom: backupId, backups: restored.backups };
     },
