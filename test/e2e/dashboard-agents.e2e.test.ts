@@ -295,6 +295,42 @@ describe('two agents of one customer in the dashboard', () => {
     expect(await page.getByRole('status').filter({ hasText: 'asleep' }).count()).toBe(0);
   });
 
+  // A skipped run has a run time like one that ran: the Schedule tab says it was skipped, and why, in words.
+  it('the schedule says a heartbeat OpenClaw skipped was skipped, and why', async () => {
+    const at = Date.now() - 5 * 60_000;
+    const file = join(host.paths(second).state, 'cron-jobs.json');
+    const jobs = JSON.parse(await readFile(file, 'utf8')) as unknown[];
+    // As openclaw@2026.9.6 lists the heartbeat of an agent without a messaging channel.
+    const beat = {
+      id: 'hb-main',
+      name: 'heartbeat-main',
+      declarationKey: 'heartbeat:main',
+      enabled: true,
+      system: true,
+      schedule: { kind: 'every', everyMs: 1_800_000 },
+      sessionTarget: 'main',
+      payload: { kind: 'heartbeat' },
+      state: { nextRunAtMs: at + 1_800_000, lastRunAtMs: at, lastRunStatus: 'skipped', lastError: 'heartbeat skipped: no-route' },
+    };
+    await writeFile(file, JSON.stringify([...jobs, beat]));
+    try {
+      await page.goto(`/agents/${second}?tab=schedule`);
+      const row = page.getByRole('row').filter({ hasText: 'heartbeat-main' });
+      await row.getByText('skipped: nowhere to deliver it (no messaging channel or owner)', { exact: false }).waitFor();
+      // The heartbeat section says it too.
+      await page.getByText(/Its last beat \(.+\) was skipped: nowhere to deliver it/).waitFor();
+      await screenshot(page, 'agents-14-second-schedule-skipped-1280');
+      await page.setViewportSize(PHONE);
+      await row.getByText('skipped: nowhere to deliver it', { exact: false }).waitFor();
+      await screenshot(page, 'agents-15-second-schedule-skipped-390');
+      await page.setViewportSize(DESKTOP);
+      // A job that ran, or never ran, shows its time only.
+      expect(await page.getByRole('row').filter({ hasText: 'second-a' }).textContent()).not.toContain('skipped');
+    } finally {
+      await writeFile(file, JSON.stringify(jobs));
+    }
+  });
+
   it('has no uncaught errors or failed requests', () => {
     expect(problems).toEqual([]);
   });

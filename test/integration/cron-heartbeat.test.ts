@@ -373,6 +373,39 @@ describe('cron and heartbeat', () => {
       expect(received(shared, 'cron.list').every((f) => f.params.query !== undefined)).toBe(true);
     });
 
+    it('says how a job’s last run ended: a heartbeat OpenClaw skipped has a run time, and says it was skipped and why', async () => {
+      const heartbeat = agentGw.jobs.get('hb-main') as Record<string, unknown>;
+      const dream = agentGw.jobs.get('dream') as Record<string, unknown>;
+      const [heartbeatState, dreamState] = [heartbeat.state, dream.state];
+      const at = Date.now() - 60_000;
+      // As openclaw@2026.9.6 records a beat of a channel-less agent, and a dream that ran.
+      heartbeat.state = {
+        nextRunAtMs: at + 1_800_000,
+        lastRunAtMs: at,
+        lastRunStatus: 'skipped',
+        lastStatus: 'skipped',
+        lastError: 'heartbeat skipped: no-route',
+        consecutiveSkipped: 1,
+      };
+      dream.state = { nextRunAtMs: at + 86_400_000, lastRunAtMs: at, lastRunStatus: 'ok', lastStatus: 'ok' };
+      try {
+        const { jobs } = (await call(web.url, '/api/cron', owner)).body as { jobs: Array<Record<string, unknown>> };
+        expect(jobs.find((j) => j.id === 'hb-main')).toMatchObject({
+          lastRun: new Date(at).toISOString(),
+          lastOutcome: { status: 'skipped', detail: 'heartbeat skipped: no-route' },
+        });
+        expect(jobs.find((j) => j.id === 'dream')).toMatchObject({ lastRun: new Date(at).toISOString(), lastOutcome: { status: 'ok' } });
+        // A job that never ran has no outcome.
+        dream.state = { nextRunAtMs: at + 86_400_000 };
+        const again = (await call(web.url, '/api/cron', owner)).body as { jobs: Array<Record<string, unknown>> };
+        expect(again.jobs.find((j) => j.id === 'dream')).toMatchObject({ lastRun: null });
+        expect(again.jobs.find((j) => j.id === 'dream')).not.toHaveProperty('lastOutcome');
+      } finally {
+        heartbeat.state = heartbeatState;
+        dream.state = dreamState;
+      }
+    });
+
     it('POST sends systemEvent jobs to the main session and wakes the agent now', async () => {
       const res = await call(web.url, '/api/cron', owner, {
         json: {

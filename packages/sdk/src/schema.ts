@@ -9801,6 +9801,12 @@ export interface paths {
                 };
                 lastRun: string | null;
                 nextRun: string | null;
+                /** @description how the last run ended, when the job has run: a skipped run has a `lastRun` time too */
+                lastOutcome?: {
+                  status: 'ok' | 'error' | 'skipped';
+                  /** @description OpenClaw’s words for an error or a skip, e.g. `heartbeat skipped: no-route` */
+                  detail?: string;
+                };
                 /** @description present for jobs the caller did not write: OpenClaw’s own, and the platform heartbeat */
                 system?: {
                   kind: 'heartbeat' | 'memory' | 'skill-review' | 'openclaw' | 'platform-heartbeat';
@@ -9884,6 +9890,12 @@ export interface paths {
                 };
                 lastRun: string | null;
                 nextRun: string | null;
+                /** @description how the last run ended, when the job has run: a skipped run has a `lastRun` time too */
+                lastOutcome?: {
+                  status: 'ok' | 'error' | 'skipped';
+                  /** @description OpenClaw’s words for an error or a skip, e.g. `heartbeat skipped: no-route` */
+                  detail?: string;
+                };
                 /** @description present for jobs the caller did not write: OpenClaw’s own, and the platform heartbeat */
                 system?: {
                   kind: 'heartbeat' | 'memory' | 'skill-review' | 'openclaw' | 'platform-heartbeat';

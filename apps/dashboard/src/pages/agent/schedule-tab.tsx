@@ -64,6 +64,35 @@ const SYSTEM_BADGES: Record<NonNullable<CronJob['system']>['kind'], string> = {
   'platform-heartbeat': 'heartbeat',
 };
 
+/** OpenClaw's reasons for skipping a heartbeat that hold until the configuration changes, in words. */
+const SKIP_REASONS: Record<string, string> = {
+  'no-route': 'nowhere to deliver it (no messaging channel or owner); it will be skipped until one is set',
+  'alerts-disabled': 'all its output is switched off',
+  'empty-heartbeat-file': 'its checklist is empty',
+};
+
+/** How a job's last run ended when it did not go through (`skipped: …`, `failed: …`); null when it ran or never did. */
+function outcomeText(job: CronJob): string | null {
+  const outcome = job.lastOutcome;
+  if (!job.lastRun || !outcome || outcome.status === 'ok') return null;
+  const reason = outcome.detail?.replace(/^heartbeat (skipped|failed): /, '');
+  const words = reason ? (SKIP_REASONS[reason] ?? reason) : undefined;
+  return `${outcome.status === 'error' ? 'failed' : 'skipped'}${words ? `: ${words}` : ''}`;
+}
+
+/** The last run's time and, unless it went through, how it ended (a skipped run has a time like one that ran). */
+function LastRun({ job }: { job: CronJob }) {
+  const outcome = outcomeText(job);
+  return (
+    <>
+      {formatTime(job.lastRun)}
+      {outcome ? (
+        <span className={job.lastOutcome?.status === 'error' ? 'job-outcome inline-error' : 'job-outcome muted'}>{outcome}</span>
+      ) : null}
+    </>
+  );
+}
+
 export function ScheduleTab({ agentId }: { agentId: string }) {
   // One list for the job table and the heartbeat section, so both say the same and a save refreshes both.
   // This agent's gateway, whichever agent is primary (issue #19).
@@ -133,7 +162,9 @@ function CronJobs({ agentId, cron }: { agentId: string; cron: Resource<CronList>
                         {job.system ? job.system.description : <JobMessage text={payloadText(job.payload)} />}
                       </td>
                       <td>{formatTime(job.nextRun)}</td>
-                      <td>{formatTime(job.lastRun)}</td>
+                      <td>
+                        <LastRun job={job} />
+                      </td>
                       <td>
                         {job.system ? (
                           <span className="muted">{job.system.kind === 'platform-heartbeat' ? 'Set under Heartbeat' : 'Read-only'}</span>
@@ -311,7 +342,9 @@ function systemHeartbeatText(cron: Resource<CronList>): string | null {
   const job = cron.data?.jobs.find((j) => j.system?.kind === 'heartbeat');
   if (!job) return null;
   const when = job.enabled ? `${scheduleText(job.schedule)}, next ${formatTime(job.nextRun)}` : 'switched off';
-  return `OpenClaw's own heartbeat (“${job.name}”, listed above as a system job) is ${when}. It follows the agent configuration (agents.defaults.heartbeat), not this form.`;
+  const outcome = outcomeText(job);
+  const last = outcome ? ` Its last beat (${formatTime(job.lastRun)}) was ${outcome}.` : '';
+  return `OpenClaw's own heartbeat (“${job.name}”, listed above as a system job) is ${when}.${last} It follows the agent configuration (agents.defaults.heartbeat), not this form.`;
 }
 
 function HeartbeatSettings({ agentId, cron }: { agentId: string; cron: Resource<CronList> }) {

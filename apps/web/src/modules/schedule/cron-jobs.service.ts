@@ -35,7 +35,14 @@ export interface SystemJob {
   deletable: boolean;
 }
 
-/** Spec §2.4, plus `system` for jobs the caller did not write. */
+/** How a job's last run ended, as OpenClaw recorded it (`lastRunStatus`, `lastRunError`). */
+export interface JobOutcome {
+  status: 'ok' | 'error' | 'skipped';
+  /** OpenClaw's words for an error or a skip (e.g. `heartbeat skipped: no-route`). */
+  detail?: string;
+}
+
+/** Spec §2.4, plus `system` for jobs the caller did not write and `lastOutcome` for jobs that ran. */
 export interface CronJobView {
   id: string;
   name: string;
@@ -44,6 +51,7 @@ export interface CronJobView {
   payload: CronPayload;
   lastRun: string | null;
   nextRun: string | null;
+  lastOutcome?: JobOutcome;
   system?: SystemJob;
 }
 
@@ -243,6 +251,19 @@ export function systemJob(job: CronJob): SystemJob | null {
 
 const iso = (ms: unknown) => (typeof ms === 'number' && Number.isFinite(ms) ? new Date(ms).toISOString() : null);
 
+const OUTCOMES = new Set(['ok', 'error', 'skipped']);
+
+/**
+ * How the job's last run ended: a run OpenClaw skipped (e.g. a heartbeat with nowhere to deliver, which is every
+ * channel-less agent's) is recorded with a run time like one that ran, so the time alone would say it ran.
+ */
+function lastOutcome(job: CronJob, state: Record<string, unknown>): JobOutcome | undefined {
+  const status = [job.lastRunStatus, state.lastRunStatus, state.lastStatus].find((v): v is string => typeof v === 'string');
+  if (!status || !OUTCOMES.has(status)) return undefined;
+  const detail = [job.lastRunError, state.lastError].find((v): v is string => typeof v === 'string' && v !== '');
+  return { status: status as JobOutcome['status'], ...(status !== 'ok' && detail ? { detail: detail.slice(0, 500) } : {}) };
+}
+
 /** A gateway job in the spec's shape (§2.4); schedule and payload kinds the spec does not name pass through unchanged. */
 export function cronJobView(job: CronJob): CronJobView {
   const state = isObject(job.state) ? job.state : {};
@@ -256,6 +277,7 @@ export function cronJobView(job: CronJob): CronJobView {
   if (rawPayload.kind === 'systemEvent') payload = { kind: 'systemEvent', text: rawPayload.text };
   else if (rawPayload.kind === 'agentTurn' && hasMark(job, SYSTEM_EVENT_MARK)) payload = { kind: 'systemEvent', text: rawPayload.message };
   const system = systemJob(job);
+  const outcome = lastOutcome(job, state);
   return {
     id: job.id,
     name: typeof job.name === 'string' ? job.name : '',
@@ -264,6 +286,7 @@ export function cronJobView(job: CronJob): CronJobView {
     payload,
     lastRun: iso(job.lastRunAtMs ?? state.lastRunAtMs),
     nextRun: iso(job.nextRunAtMs ?? state.nextRunAtMs),
+    ...(outcome ? { lastOutcome: outcome } : {}),
     ...(system ? { system } : {}),
   };
 }

@@ -15,6 +15,15 @@ export const CronJob = Type.Object({
   payload: Open('`{ kind: "systemEvent", text }`, `{ kind: "agentTurn", message }`; other gateway kinds pass through'),
   lastRun: NullableIso,
   nextRun: NullableIso,
+  lastOutcome: Type.Optional(
+    Type.Object(
+      {
+        status: Type.Union([Type.Literal('ok'), Type.Literal('error'), Type.Literal('skipped')]),
+        detail: Type.Optional(Type.String({ description: 'OpenClaw’s words for an error or a skip, e.g. `heartbeat skipped: no-route`' })),
+      },
+      { description: 'how the last run ended, when the job has run: a skipped run has a `lastRun` time too' },
+    ),
+  ),
   system: Type.Optional(
     Type.Object(
       {
