@@ -111,22 +111,17 @@ function ownJobsSettings(config: Record<string, unknown> | undefined): string {
 }
 
 /**
- * Applies a configuration change on the agent's host. A sleeping agent whose heartbeat or memory maintenance changed is
- * woken: the time it wakes for its next job was decided from what its gateway said of the old settings (a heartbeat
- * skipped for want of a destination is no reason to wake, packages/provisioner/src/shared/idle.ts), and only its
- * gateway can say what the new ones do. The wake is the host's ordinary start; one that fails (a full host) is
- * reported by `onWakeFailed`, and the change stays saved.
+ * Applies a configuration change on the agent's host, and says whether the agent should now be woken: a sleeping
+ * agent whose heartbeat or memory maintenance changed. The time it wakes for its next job was decided from what its
+ * gateway said of the old settings (a heartbeat skipped for want of a destination is no reason to wake,
+ * packages/provisioner/src/shared/idle.ts), and only its gateway can say what the new ones do. The caller wakes it
+ * (an ordinary start) once the change is saved.
  */
-export async function configureOnHost(
-  host: AgentHost,
-  agentId: string,
-  changes: Parameters<AgentHost['configure']>[1],
-  onWakeFailed: (error: unknown) => void,
-): Promise<void> {
+export async function configureOnHost(host: AgentHost, agentId: string, changes: Parameters<AgentHost['configure']>[1]): Promise<boolean> {
   const asleep = changes.config !== undefined && (await hostState(host, agentId))?.status === 'hibernated';
   const before = asleep ? ownJobsSettings((await host.spec(agentId)).config) : null;
   await host.configure(agentId, changes);
-  if (before !== null && before !== ownJobsSettings(changes.config)) await host.start(agentId).catch(onWakeFailed);
+  return before !== null && before !== ownJobsSettings(changes.config);
 }
 
 /**

@@ -63,9 +63,16 @@ function callerId(request: FastifyRequest): string {
   return id;
 }
 
-/** A sleeping agent woken by a configuration change that could not start (`configureOnHost`): logged, the change kept. */
-const wakeFailed = (request: FastifyRequest, agentId: string) => (error: unknown) =>
-  request.log.warn({ agentId, reason: error instanceof Error ? error.message : String(error) }, 'agent not woken for its new settings');
+/**
+ * Wakes a sleeping agent whose new settings only its gateway can judge (`configureOnHost`), once the change is saved.
+ * A wake that fails (a full host) is logged: the change stands, and the agent's next wake applies it.
+ */
+async function wakeForNewSettings(host: AgentHost, request: FastifyRequest, agentId: string, wake: boolean): Promise<void> {
+  if (!wake) return;
+  await host.start(agentId).catch((error: unknown) => {
+    request.log.warn({ agentId, reason: error instanceof Error ? error.message : String(error) }, 'agent not woken for its new settings');
+  });
+}
 
 /**
  * A secret the schema let through (non-empty, no surrounding whitespace, at most SECRET_MAX code points), held to
@@ -283,19 +290,15 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
           const keptModel = spec?.llm?.baseUrl === config.aiBaseUrls[provider] ? spec.llm.model : undefined;
           llm = llmFor(config, provider, apiKey, keptModel);
         }
-        await onHost(() =>
-          configureOnHost(
-            host,
-            row.id,
-            {
-              ...(agentConfig ? { config: agentConfig } : {}),
-              ...(body.plan ? { plan: body.plan } : {}),
-              ...(tokens ? { channelTokens: tokens } : {}),
-              ...(llm ? { llm } : {}),
-            },
-            wakeFailed(request, row.id),
-          ),
+        const wake = await onHost(() =>
+          configureOnHost(host, row.id, {
+            ...(agentConfig ? { config: agentConfig } : {}),
+            ...(body.plan ? { plan: body.plan } : {}),
+            ...(tokens ? { channelTokens: tokens } : {}),
+            ...(llm ? { llm } : {}),
+          }),
         );
+        await wakeForNewSettings(host, request, row.id, wake);
       }
       const current = agentView(config, row, state);
       return {
@@ -461,9 +464,9 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   // Issue #19: each agent's configuration, with its own backups (services/agent-config.ts). A save backs up the
   // configuration it replaces and is applied by the agent's host (OpenClaw hot-reloads its config file) in the same
   // transaction, so a host that refuses leaves the record and the backups as they were.
-  const applyOnHost = (request: FastifyRequest, agentId: string) => async (next: Record<string, unknown>) => {
-    if (await hostState(host, agentId)) await onHost(() => configureOnHost(host, agentId, { config: next }, wakeFailed(request, agentId)));
-  };
+  // Whether the agent is to be woken for its new settings, once the transaction is over (a wake takes seconds).
+  const applyOnHost = async (agentId: string, next: Record<string, unknown>): Promise<boolean> =>
+    (await hostState(host, agentId)) ? onHost(() => configureOnHost(host, agentId, { config: next })) : false;
 
   app.get('/agents/:id/config', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
     const { row, backups } = await app.db.withUser(callerId(request), async (trx) => ({
@@ -485,9 +488,13 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     async (request) => {
       const next = request.body.config;
       const agentId = request.params.id;
+      let wake = false;
       const saved = await app.db.withUser(callerId(request), (trx) =>
-        saveAgentConfig(trx, agentId, next, new Date(app.clock()), () => applyOnHost(request, agentId)(next)),
+        saveAgentConfig(trx, agentId, next, new Date(app.clock()), async () => {
+          wake = await applyOnHost(agentId, next);
+        }),
       );
+      await wakeForNewSettings(host, request, agentId, wake);
       return { success: true, agentId, config: next, ...saved };
     },
   );
@@ -520,9 +527,13 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
     async (request) => {
       const agentId = request.params.id;
       const { backupId } = request.body;
+      let wake = false;
       const restored = await app.db.withUser(callerId(request), (trx) =>
-        restoreAgentConfig(trx, agentId, backupId, new Date(app.clock()), applyOnHost(request, agentId)),
+        restoreAgentConfig(trx, agentId, backupId, new Date(app.clock()), async (config) => {
+          wake = await applyOnHost(agentId, config);
+        }),
       );
+      await wakeForNewSettings(host, request, agentId, wake);
       return { success: true, agentId, config: restored.config, restoredFrom: backupId, backups: restored.backups };
     },
   );
