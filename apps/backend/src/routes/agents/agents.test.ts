@@ -326,6 +326,23 @@ describe('backend agents and deployments', () => {
       () => host.status('agt_alpha'),
       (s) => s.status === 'running',
     );
+
+    // So does restoring a backup that brings other such settings back (the one saved before the heartbeat change).
+    await host.hibernate('agt_alpha');
+    const { backups } = (await call('usr_a', 'GET', '/agents/agt_alpha/config')).body as { backups: Array<{ id: string }> };
+    const quietBackup = await (async () => {
+      for (const { id } of backups) {
+        const { backup } = (await call('usr_a', 'GET', `/agents/agt_alpha/config/backups/${id}`)).body;
+        if (JSON.stringify(backup.config) === JSON.stringify({ ...current, logging: { level: 'warn' } })) return id as string;
+      }
+      throw new Error('the backup of the quiet change is missing');
+    })();
+    expect((await call('usr_a', 'POST', '/agents/agt_alpha/config/restore', { backupId: quietBackup })).status).toBe(200);
+    expect(['starting', 'running']).toContain((await host.status('agt_alpha')).status);
+    await until(
+      () => host.status('agt_alpha'),
+      (s) => s.status === 'running',
+    );
   });
 
   it('U+0000 (which Postgres refuses) in a name, an id or the query: 400 Invalid characters in request, nothing created (§7)', async () => {
