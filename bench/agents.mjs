@@ -3,16 +3,17 @@
 // the local provider, the pinned OpenClaw, a local OpenAI-compatible model), one after another, and measures for each
 // the time from `POST /api/provision` to its first answer (the first `POST /api/chat` is sent the moment provisioning
 // answers and waits for the agent), then, with all of them live, the PSS of every gateway's process tree and the host's
-// memory, and projects how many agents a 24 GiB host carries. Three phases, each on a fresh platform: cold starts
+// memory, and projects how many agents a 24 GiB host carries. Four phases, each on a fresh platform: cold starts
 // (AGENT_WARM_POOL=0), adoptions of warm gateways (AGENT_WARM_POOL=1: each customer provisions once the pool has a
-// warm gateway ready, as the next customer on a quiet host would), and a wake (one agent, AGENT_IDLE_MINUTES=1: it
+// warm gateway ready, as the next customer on a quiet host would), a wake (one agent, AGENT_IDLE_MINUTES=1: it
 // hibernates, what it keeps on disk is measured, then a message wakes it; once asleep again, the dashboard's
-// wake-ahead: the start its chat sends at the first keystroke, and the message BENCH_TYPING_S later), and a join (one customer's agent, then BENCH_JOINED more agents of the same
-// customer provisioned through the web API, which the platform joins to the first one's gateway: the PSS each adds, from
-// which the agents a host carries for customers of several agents are projected). Not a test: it prints figures and
-// writes bench/results/agents.json.
-// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_JOINED=4, BENCH_TYPING_S=8, BENCH_PHASES=cold,warm,wake,join, BENCH_POSTGRES_URL: a server where it may
-// create and drop scratch databases; it needs the machine otherwise idle, as every figure here is CPU-bound)
+// wake-ahead: the start its chat sends at the first keystroke, and the message BENCH_TYPING_S later), and a join (one
+// customer's agent, then BENCH_JOINED more agents of the same customer provisioned through the web API, which the
+// platform joins to the first one's gateway: the PSS each adds, from which the agents a host carries for customers of
+// several agents are projected). Not a test: it prints figures and writes bench/results/agents.json.
+// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_JOINED=4, BENCH_TYPING_S=8, BENCH_PHASES=cold,warm,wake,join,
+// BENCH_POSTGRES_URL: a server where it may create and drop scratch databases; it needs the machine otherwise idle, as
+// every figure here is CPU-bound)
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -69,7 +70,6 @@ const llm = await startFakeLlm();
 const admin = new pg.Client({ connectionString: postgresServer });
 await admin.connect();
 
-/** The agent's registry record, wherever its directory is (an agent that adopted a warm gateway lives in `warm-<hex>/`). */
 /** Bytes the files under `dir` take on disk (allocated blocks; links not followed). */
 function diskBytes(dir) {
   let total = 0;
@@ -82,6 +82,7 @@ function diskBytes(dir) {
   return total;
 }
 
+/** The agent's registry record, wherever its directory is (an agent that adopted a warm gateway lives in `warm-<hex>/`). */
 function recordOf(dataDir, agentId) {
   for (const name of readdirSync(join(dataDir, 'agents'))) {
     try {
@@ -97,7 +98,7 @@ function recordOf(dataDir, agentId) {
 /** One platform (scratch database, data directory), K customers, one agent each; the processes are stopped at the end. */
 async function runPhase(name) {
   const phase = PHASES[name];
-  if (!phase) throw new Error(`unknown phase ${name}: cold, warm or wake`);
+  if (!phase) throw new Error(`unknown phase ${name}: cold, warm, wake or join`);
   const warmPool = Number(phase.env.AGENT_WARM_POOL);
   const database = `aop_bench_agents_${name}_${Date.now()}`;
   await admin.query(`create database ${database}`);

@@ -274,6 +274,9 @@ describe('two agents of one customer in the dashboard', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect((await host.status(second)).status).toBe('hibernated');
     await screenshot(page, 'agents-12-second-asleep-chat-1280');
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'agents-12b-second-asleep-chat-390');
+    await page.setViewportSize(DESKTOP);
 
     const box = page.getByRole('textbox', { name: 'Message' });
     await box.pressSequentially('Good morning');

@@ -1,4 +1,5 @@
 import { isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
+import { STANDING_HEARTBEAT_SKIPS, heartbeatReason, isOpenClawHeartbeat, lastRunOutcome } from '@aop/core/cron-run';
 import { type GatewayConnection, connectGateway } from '@aop/gateway-client';
 import type { ControlCredentials } from '../host.js';
 import { type Exclusive, isBusy } from './registry.js';
@@ -12,36 +13,25 @@ import { type Exclusive, isBusy } from './registry.js';
 /** A hibernated agent is started this long before its next due job by default: a cold start and its warm-up. */
 export const DEFAULT_WAKE_LEAD_MS = 90_000;
 
-/**
- * Why OpenClaw skips its heartbeat (`heartbeat skipped: <reason>`, openclaw@2026.9.6 `heartbeat-runner`) when the skip
- * repeats at every beat until the agent's configuration changes: nowhere to deliver (`no-route`: the default target
- * `owner` on an agent with no messaging channel and no owner set, which is every agent here without a channel), all
- * output switched off (`alerts-disabled`), an empty monitor scratch (`empty-heartbeat-file`). Measured with the pinned
- * OpenClaw: a channel-less agent's heartbeat is skipped with `no-route` at every beat and calls no model. Skips of the
- * moment (`requests-in-flight`, active hours, a duplicate) are not among them: the next beat may run.
- */
-const STANDING_HEARTBEAT_SKIPS = new Set(['no-route', 'alerts-disabled', 'empty-heartbeat-file']);
-const HEARTBEAT_SKIP = /^heartbeat skipped: ([a-z-]+)$/;
-
 const ms = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
-const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 /**
  * What one enabled cron job says of the gateway's activity. A skipped run did nothing, though OpenClaw records it as a
  * run (`lastRunAtMs`): not activity, or a heartbeat skipped every 30 minutes would keep an idle agent from ever
- * sleeping. OpenClaw's own heartbeat (`declarationKey` `heartbeat:<agent>`) whose last beat was skipped for a standing
- * reason is not worth waking for: its next due time is left out (0), so a sleeping agent is not started every 30
- * minutes only to skip it again.
+ * sleeping. OpenClaw's own heartbeat whose last beat was skipped for a standing reason (`STANDING_HEARTBEAT_SKIPS`) is
+ * not worth waking for: its next due time is left out (0), so a sleeping agent is not started every 30 minutes only to
+ * skip it again.
  */
 export function jobActivity(job: Record<string, unknown>): { lastRanMs: number; running: boolean; nextDueMs: number } {
   const state = (typeof job.state === 'object' && job.state !== null ? job.state : {}) as Record<string, unknown>;
-  const status = text(job.lastRunStatus) ?? text(state.lastRunStatus) ?? text(state.lastStatus);
-  const lastRanMs = status === 'skipped' ? 0 : Math.max(ms(job.lastRunAtMs), ms(state.lastRunAtMs));
-  const heartbeat = text(job.declarationKey)?.startsWith('heartbeat:') === true;
-  const skip = HEARTBEAT_SKIP.exec(text(job.lastRunError) ?? text(state.lastError) ?? '')?.[1];
-  const standingSkip = heartbeat && status === 'skipped' && skip !== undefined && STANDING_HEARTBEAT_SKIPS.has(skip);
+  const outcome = lastRunOutcome(job);
+  const standingSkip =
+    outcome?.status === 'skipped' &&
+    outcome.detail?.startsWith('heartbeat skipped: ') === true &&
+    isOpenClawHeartbeat(job) &&
+    Object.hasOwn(STANDING_HEARTBEAT_SKIPS, heartbeatReason(outcome.detail));
   return {
-    lastRanMs,
+    lastRanMs: outcome?.status === 'skipped' ? 0 : Math.max(ms(job.lastRunAtMs), ms(state.lastRunAtMs)),
     running: ms(state.runningAtMs) > 0,
     nextDueMs: standingSkip ? 0 : ms(job.nextRunAtMs) || ms(state.nextRunAtMs),
   };

@@ -67,8 +67,7 @@ function callerId(request: FastifyRequest): string {
  * Wakes a sleeping agent whose new settings only its gateway can judge (`configureOnHost`), once the change is saved.
  * A wake that fails (a full host) is logged: the change stands, and the agent's next wake applies it.
  */
-async function wakeForNewSettings(host: AgentHost, request: FastifyRequest, agentId: string, wake: boolean): Promise<void> {
-  if (!wake) return;
+async function wakeForNewSettings(host: AgentHost, request: FastifyRequest, agentId: string): Promise<void> {
   await host.start(agentId).catch((error: unknown) => {
     request.log.warn({ agentId, reason: error instanceof Error ? error.message : String(error) }, 'agent not woken for its new settings');
   });
@@ -298,7 +297,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
             ...(llm ? { llm } : {}),
           }),
         );
-        await wakeForNewSettings(host, request, row.id, wake);
+        if (wake) await wakeForNewSettings(host, request, row.id);
       }
       const current = agentView(config, row, state);
       return {
@@ -463,8 +462,9 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
 
   // Issue #19: each agent's configuration, with its own backups (services/agent-config.ts). A save backs up the
   // configuration it replaces and is applied by the agent's host (OpenClaw hot-reloads its config file) in the same
-  // transaction, so a host that refuses leaves the record and the backups as they were.
-  // Whether the agent is to be woken for its new settings, once the transaction is over (a wake takes seconds).
+  // transaction, so a host that refuses leaves the record and the backups as they were. It answers whether a sleeping
+  // agent is to be woken for its new settings (`configureOnHost`): done once the transaction is over (a start takes
+  // seconds).
   const applyOnHost = async (agentId: string, next: Record<string, unknown>): Promise<boolean> =>
     (await hostState(host, agentId)) ? onHost(() => configureOnHost(host, agentId, { config: next })) : false;
 
@@ -494,7 +494,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
           wake = await applyOnHost(agentId, next);
         }),
       );
-      await wakeForNewSettings(host, request, agentId, wake);
+      if (wake) await wakeForNewSettings(host, request, agentId);
       return { success: true, agentId, config: next, ...saved };
     },
   );
@@ -533,7 +533,7 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
           wake = await applyOnHost(agentId, config);
         }),
       );
-      await wakeForNewSettings(host, request, agentId, wake);
+      if (wake) await wakeForNewSettings(host, request, agentId);
       return { success: true, agentId, config: restored.config, restoredFrom: backupId, backups: restored.backups };
     },
   );

@@ -1,3 +1,4 @@
+import { STANDING_HEARTBEAT_SKIPS, heartbeatReason } from '@aop/core/cron-run';
 import { cronExpressionProblem, timeZoneProblem } from '@aop/core/schedule-expression';
 import { type FormEvent, useEffect, useState } from 'react';
 import type { ApiRequestBody } from '@aop/sdk';
@@ -64,19 +65,12 @@ const SYSTEM_BADGES: Record<NonNullable<CronJob['system']>['kind'], string> = {
   'platform-heartbeat': 'heartbeat',
 };
 
-/** OpenClaw's reasons for skipping a heartbeat that hold until the configuration changes, in words. */
-const SKIP_REASONS: Record<string, string> = {
-  'no-route': 'nowhere to deliver it (no messaging channel or owner); it will be skipped until one is set',
-  'alerts-disabled': 'all its output is switched off',
-  'empty-heartbeat-file': 'its checklist is empty',
-};
-
 /** How a job's last run ended when it did not go through (`skipped: …`, `failed: …`); null when it ran or never did. */
 function outcomeText(job: CronJob): string | null {
   const outcome = job.lastOutcome;
   if (!job.lastRun || !outcome || outcome.status === 'ok') return null;
-  const reason = outcome.detail?.replace(/^heartbeat (skipped|failed): /, '');
-  const words = reason ? (SKIP_REASONS[reason] ?? reason) : undefined;
+  const reason = outcome.detail ? heartbeatReason(outcome.detail) : undefined;
+  const words = reason && Object.hasOwn(STANDING_HEARTBEAT_SKIPS, reason) ? STANDING_HEARTBEAT_SKIPS[reason] : reason;
   return `${outcome.status === 'error' ? 'failed' : 'skipped'}${words ? `: ${words}` : ''}`;
 }
 

@@ -1,4 +1,5 @@
 import { DomainError } from '@aop/core';
+import { type CronRunOutcome, lastRunOutcome } from '@aop/core/cron-run';
 import { CRON_EXPRESSION_MAX, cronExpressionProblem, timeZoneProblem } from '@aop/core/schedule-expression';
 import { type CronJob, type CronJobInput, type GatewayConnection, GatewayError, cronList } from '@aop/gateway-client';
 import type { AuthUser } from '../../platform/sessions.js';
@@ -35,13 +36,6 @@ export interface SystemJob {
   deletable: boolean;
 }
 
-/** How a job's last run ended, as OpenClaw recorded it (`lastRunStatus`, `lastRunError`). */
-export interface JobOutcome {
-  status: 'ok' | 'error' | 'skipped';
-  /** OpenClaw's words for an error or a skip (e.g. `heartbeat skipped: no-route`). */
-  detail?: string;
-}
-
 /** Spec §2.4, plus `system` for jobs the caller did not write and `lastOutcome` for jobs that ran. */
 export interface CronJobView {
   id: string;
@@ -51,7 +45,7 @@ export interface CronJobView {
   payload: CronPayload;
   lastRun: string | null;
   nextRun: string | null;
-  lastOutcome?: JobOutcome;
+  lastOutcome?: CronRunOutcome;
   system?: SystemJob;
 }
 
@@ -251,19 +245,6 @@ export function systemJob(job: CronJob): SystemJob | null {
 
 const iso = (ms: unknown) => (typeof ms === 'number' && Number.isFinite(ms) ? new Date(ms).toISOString() : null);
 
-const OUTCOMES = new Set(['ok', 'error', 'skipped']);
-
-/**
- * How the job's last run ended: a run OpenClaw skipped (e.g. a heartbeat with nowhere to deliver, which is every
- * channel-less agent's) is recorded with a run time like one that ran, so the time alone would say it ran.
- */
-function lastOutcome(job: CronJob, state: Record<string, unknown>): JobOutcome | undefined {
-  const status = [job.lastRunStatus, state.lastRunStatus, state.lastStatus].find((v): v is string => typeof v === 'string');
-  if (!status || !OUTCOMES.has(status)) return undefined;
-  const detail = [job.lastRunError, state.lastError].find((v): v is string => typeof v === 'string' && v !== '');
-  return { status: status as JobOutcome['status'], ...(status !== 'ok' && detail ? { detail: detail.slice(0, 500) } : {}) };
-}
-
 /** A gateway job in the spec's shape (§2.4); schedule and payload kinds the spec does not name pass through unchanged. */
 export function cronJobView(job: CronJob): CronJobView {
   const state = isObject(job.state) ? job.state : {};
@@ -277,7 +258,8 @@ export function cronJobView(job: CronJob): CronJobView {
   if (rawPayload.kind === 'systemEvent') payload = { kind: 'systemEvent', text: rawPayload.text };
   else if (rawPayload.kind === 'agentTurn' && hasMark(job, SYSTEM_EVENT_MARK)) payload = { kind: 'systemEvent', text: rawPayload.message };
   const system = systemJob(job);
-  const outcome = lastOutcome(job, state);
+  // A skipped run has a run time like one that ran: the time alone would say it ran.
+  const outcome = lastRunOutcome(job);
   return {
     id: job.id,
     name: typeof job.name === 'string' ? job.name : '',
