@@ -4,7 +4,7 @@ import { chmod, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installFakeRuntime } from '../shared/fake-gateway.test-support.js';
+import { installFakeRuntime, writeCronJobs } from '../shared/fake-gateway.test-support.js';
 import { PLATFORM_USER_AGENT, connectGateway } from '@aop/gateway-client';
 import { AgentNotFoundError, type AgentSpec, HostFullError, UpdateFailedError } from '../host.js';
 import { LocalAgentHost, type LocalHostOptions } from './host.js';
@@ -648,20 +648,17 @@ describe('LocalAgentHost hibernation (fake OpenClaw speaking the gateway protoco
     const s = spec({ llm });
     await host.create(s);
     await host.waitUntilReady(s.agentId);
-    const jobs = join(host.paths(s.agentId).state, 'cron-jobs.json');
+    const state = host.paths(s.agentId).state;
     // Due within the idle time plus the lead: not worth a sleep.
-    await writeFile(jobs, JSON.stringify([{ id: 'soon', enabled: true, nextRunAtMs: Date.now() + 1_200 }]));
+    await writeCronJobs(state, [{ id: 'soon', enabled: true, nextRunAtMs: Date.now() + 1_200 }]);
     await new Promise((resolve) => setTimeout(resolve, 800));
     expect((await host.status(s.agentId)).status).toBe('running');
     // Due in 5 s (a disabled job sooner does not count): it sleeps, and wakes a second before.
     const dueAt = Date.now() + 5_000;
-    await writeFile(
-      jobs,
-      JSON.stringify([
-        { id: 'off', enabled: false, nextRunAtMs: Date.now() + 1_000 },
-        { id: 'daily', enabled: true, state: { nextRunAtMs: dueAt } },
-      ]),
-    );
+    await writeCronJobs(state, [
+      { id: 'off', enabled: false, nextRunAtMs: Date.now() + 1_000 },
+      { id: 'daily', enabled: true, state: { nextRunAtMs: dueAt } },
+    ]);
     await until(async () => (await host.status(s.agentId)).status === 'hibernated', 5_000);
     const { hibernation } = JSON.parse(await readFile(host.paths(s.agentId).registry, 'utf8'));
     expect(Date.parse(hibernation.wakeAt)).toBe(dueAt - 1_000);

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AgentNotFoundError, type AgentSpec, HostFullError, SharedGatewayError } from '../host.js';
-import { installFakeRuntime } from '../shared/fake-gateway.test-support.js';
+import { installFakeRuntime, writeCronJobs } from '../shared/fake-gateway.test-support.js';
 import { LocalAgentHost, type LocalHostOptions } from './host.js';
 
 // Customer-scoped gateways (issue #20) against the stand-in OpenClaw speaking its protocol: a customer's later agents
@@ -182,16 +182,12 @@ describe('customer-scoped gateways (local host)', () => {
     const member = (await host.create(spec('usr_c'))).agentId;
     await host.waitUntilReady(member);
     const inGateway = member.toLowerCase();
-    const jobsFile = join(stateOf(host, first.agentId), 'cron-jobs.json');
-    await writeFile(
-      jobsFile,
-      JSON.stringify([
-        { id: 'j-main', agentId: 'main', enabled: true },
-        { id: 'j-member', agentId: inGateway, enabled: true },
-        { id: 'j-member-off', agentId: inGateway, enabled: false },
-        { id: `skill-collection-review-${inGateway}`, agentId: inGateway, enabled: true, system: true },
-      ]),
-    );
+    await writeCronJobs(stateOf(host, first.agentId), [
+      { id: 'j-main', agentId: 'main', enabled: true },
+      { id: 'j-member', agentId: inGateway, enabled: true },
+      { id: 'j-member-off', agentId: inGateway, enabled: false },
+      { id: `skill-collection-review-${inGateway}`, agentId: inGateway, enabled: true, system: true },
+    ]);
 
     const stopped = await host.stop(member);
     expect(stopped.status).toBe('stopped');
@@ -223,7 +219,7 @@ describe('customer-scoped gateways (local host)', () => {
     const first = await host.waitUntilReady((await host.create(spec('usr_d'))).agentId);
     const member = (await host.create(spec('usr_d'))).agentId;
     await host.waitUntilReady(member);
-    await writeFile(join(stateOf(host, first.agentId), 'cron-jobs.json'), JSON.stringify([{ id: 'j-main', enabled: true }]));
+    await writeCronJobs(stateOf(host, first.agentId), [{ id: 'j-main', enabled: true }]);
 
     expect((await host.stop(first.agentId)).status).toBe('stopped');
     expect(await host.status(member)).toMatchObject({ status: 'running', pid: first.pid });
@@ -263,7 +259,7 @@ describe('customer-scoped gateways (local host)', () => {
     await host.waitUntilReady(b);
     const gatewayState = stateOf(host, first.agentId);
     // An agent-less system job, as OpenClaw keeps them: its owner is the first agent (the roster says so).
-    await writeFile(join(gatewayState, 'cron-jobs.json'), JSON.stringify([{ id: 'system', enabled: true, system: true }]));
+    await writeCronJobs(gatewayState, [{ id: 'system', enabled: true, system: true }]);
     expect((await readJson(host.paths(first.agentId).config)).agents.defaults.systemAgent).toEqual({ agentId: 'main' });
 
     await host.delete(a);
@@ -292,15 +288,11 @@ describe('customer-scoped gateways (local host)', () => {
     const first = await host.waitUntilReady((await host.create(spec('usr_g'))).agentId);
     const member = (await host.create(spec('usr_g'))).agentId;
     await host.waitUntilReady(member);
-    const jobsFile = join(stateOf(host, first.agentId), 'cron-jobs.json');
     const inGateway = member.toLowerCase();
-    await writeFile(
-      jobsFile,
-      JSON.stringify([
-        { id: 'j-main', agentId: 'main', enabled: true },
-        { id: 'j-member', agentId: inGateway, enabled: true },
-      ]),
-    );
+    await writeCronJobs(stateOf(host, first.agentId), [
+      { id: 'j-main', agentId: 'main', enabled: true },
+      { id: 'j-member', agentId: inGateway, enabled: true },
+    ]);
     await host.stop(first.agentId);
     await host.stop(member);
     expect((await host.status(first.agentId)).pid).toBeNull(); // nobody wants the gateway: it is down

@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -375,4 +375,14 @@ export async function installFakeRuntime(dir: string, version: string, behaviour
   await writeFile(join(pkg, 'openclaw.mjs'), SCRIPT.replace('__WS_URL__', ws));
   await writeFile(join(pkg, 'behaviour.json'), JSON.stringify(behaviour));
   return dir;
+}
+
+/**
+ * Sets the jobs a fake gateway's `cron.list` answers (`<stateDir>/cron-jobs.json`) in one step, as OpenClaw replaces
+ * its job store: a plain write truncates the file first, and a host's idle check reading it then sees no jobs at all.
+ */
+export async function writeCronJobs(stateDir: string, jobs: readonly Record<string, unknown>[]): Promise<void> {
+  const file = join(stateDir, 'cron-jobs.json');
+  await writeFile(`${file}.tmp`, JSON.stringify(jobs));
+  await rename(`${file}.tmp`, file);
 }
