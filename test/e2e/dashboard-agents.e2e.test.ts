@@ -334,6 +334,43 @@ describe('two agents of one customer in the dashboard', () => {
     }
   });
 
+  // A sleeping agent's jobs are on its stopped gateway: the tab says so (not as an error), reading wakes nothing, and a
+  // change made here wakes it, is made on its gateway, and the jobs are listed once it is live.
+  it("a sleeping agent's schedule says it sleeps; adding a job wakes it and the job is there", async () => {
+    await host.hibernate(second);
+    await page.goto(`/agents/${second}?tab=schedule`);
+    await badgeSays('hibernated');
+    const notice = page.getByRole('status').filter({ hasText: 'The agent is asleep after being idle: its jobs and heartbeat are kept' });
+    await notice.waitFor();
+    await page.getByText('Not listed while the agent sleeps.').waitFor();
+    await page.getByText('Platform heartbeat: its job on the gateway is not read while the agent sleeps', { exact: false }).waitFor();
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await host.status(second)).status).toBe('hibernated');
+    await screenshot(page, 'agents-16-second-asleep-schedule-1280');
+    await page.setViewportSize(PHONE);
+    await notice.waitFor();
+    await screenshot(page, 'agents-16b-second-asleep-schedule-390');
+    await page.setViewportSize(DESKTOP);
+
+    await page.getByLabel('Job name').fill('Morning digest');
+    await page.getByLabel('Schedule type').selectOption('every');
+    await page.getByLabel('Every', { exact: true }).fill('1');
+    await page.getByLabel('Unit').selectOption('days');
+    await page.getByLabel('Message text').fill('Send me the morning digest');
+    await page.getByRole('button', { name: 'Add job' }).click();
+    await page.getByText('Waking the agent, then adding…').waitFor();
+    await page.getByText('Added “Morning digest”.').waitFor({ timeout: 20_000 });
+    await badgeSays('live');
+    // Listed from its gateway once it is live, without a reload of the page.
+    await page.getByRole('row').filter({ hasText: 'Morning digest' }).waitFor();
+    expect(await notice.count()).toBe(0);
+    expect((await host.status(second)).status).toBe('running');
+    const jobs = JSON.parse(await readFile(join(host.paths(second).state, 'cron-jobs.json'), 'utf8')) as { name: string }[];
+    expect(jobs.map((job) => job.name)).toContain('Morning digest');
+    await screenshot(page, 'agents-17-second-woken-schedule-1280');
+  });
+
   it('has no uncaught errors or failed requests', () => {
     expect(problems).toEqual([]);
   });

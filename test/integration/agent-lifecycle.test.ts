@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LocalAgentHost } from '@aop/provisioner';
@@ -315,6 +315,85 @@ describe('a hibernated agent, woken by a message', () => {
     ]);
   });
 
+  it('a change to its jobs, heartbeat, devices or sessions wakes it and is made on its gateway; a look wakes nothing', async () => {
+    const state = host.paths(agentId).state;
+    const readState = async (name: string) => JSON.parse(await readFile(join(state, name), 'utf8'));
+    await writeFile(
+      join(state, 'devices.json'),
+      JSON.stringify({ pending: [], paired: [{ deviceId: 'dev-lost-phone', displayName: 'Lost phone', createdAtMs: Date.now() }] }),
+    );
+    // The platform saw the paired device while the agent was awake.
+    expect((await call('GET', `/api/devices?agentId=${agentId}`)).body.approved).toMatchObject([{ id: 'dev-lost-phone' }]);
+    /** Puts the agent to sleep, runs the change, and says it was woken for it. */
+    const whileAsleep = async (change: () => Promise<{ status: number; body: any }>) => {
+      await host.hibernate(agentId);
+      const answer = await change();
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect((await host.status(agentId)).status).toBe('running');
+      return answer.body;
+    };
+
+    // Looking wakes nothing: its heartbeat read is the database's, its jobs say it sleeps.
+    await host.hibernate(agentId);
+    expect((await call('GET', `/api/heartbeat?agentId=${agentId}`)).body).toMatchObject({ source: 'db' });
+    expect((await call('GET', `/api/cron?agentId=${agentId}`)).body).toMatchObject({ jobs: [], source: 'gateway-error' });
+    expect((await host.status(agentId)).status).toBe('hibernated');
+
+    const added = await whileAsleep(() =>
+      call('POST', '/api/cron', {
+        agentId,
+        name: 'weekly report',
+        schedule: { kind: 'every', everyMs: 7 * 86_400_000 },
+        payload: { kind: 'systemEvent', text: 'write the weekly report' },
+      }),
+    );
+    expect(added).toMatchObject({ success: true, source: 'gateway', job: { name: 'weekly report', enabled: true } });
+    expect((await readState('cron-jobs.json')).map((job: { name: string }) => job.name)).toEqual(['weekly report']);
+
+    const beat = await whileAsleep(() => call('PUT', '/api/heartbeat', { agentId, frequency: '2h' }));
+    // On its gateway, not only saved in the database for a gateway that would never hear of it.
+    expect(beat).toEqual({ success: true, source: 'gateway', enabled: true, frequency: '2h' });
+    expect((await readState('cron-jobs.json')).map((job: { name: string }) => job.name)).toEqual(['weekly report', 'platform-heartbeat']);
+
+    expect(await whileAsleep(() => call('DELETE', `/api/cron?agentId=${agentId}&jobId=${added.job.id}`))).toEqual({
+      success: true,
+      source: 'gateway',
+    });
+    expect((await readState('cron-jobs.json')).map((job: { name: string }) => job.name)).toEqual(['platform-heartbeat']);
+
+    const revoked = await whileAsleep(() => call('POST', '/api/devices', { agentId, deviceId: 'dev-lost-phone', action: 'revoke' }));
+    expect(revoked.approved).toEqual([]);
+    expect((await readState('devices.json')).paired).toEqual([]);
+
+    const created = await whileAsleep(() =>
+      call('POST', '/api/agent', { action: 'create-session', agentId, sessionKey: 'later', label: 'Later' }),
+    );
+    expect(created).toMatchObject({ success: true, sessionKey: 'later', agentId });
+    expect(Object.keys(await readState('fake-sessions.json')).some((key) => key.endsWith(':later'))).toBe(true);
+
+    // A message by the gateway's own protocol (spec §4.4's WebSocket chat), and a workflow's agent turn, wake it too.
+    expect(await whileAsleep(() => call('POST', '/api/gateway/chat', { message: 'up yet?' }))).toMatchObject({
+      success: true,
+      reply: 'fake reply: up yet?',
+      agentId,
+    });
+    const config = (key: string, type: string, settings: object) => ({ key, label: `${type} ${key}`, ...settings });
+    const flow = await call('POST', '/api/workflows', {
+      name: 'Morning',
+      nodes: [
+        { type: 'trigger', config: config('t', 'trigger', { event: 'manual', next: ['a'] }), position: { x: 0, y: 0 } },
+        { type: 'action', config: config('a', 'action', { action: 'Summarise', next: ['o'] }), position: { x: 200, y: 0 } },
+        { type: 'output', config: config('o', 'output', { destination: 'email' }), position: { x: 400, y: 0 } },
+      ],
+    });
+    expect(flow.status, JSON.stringify(flow.body)).toBe(201);
+    await host.hibernate(agentId);
+    const ran = await call('POST', `/api/workflows/${flow.body.workflow.id}/run`, { input: 'the news' });
+    expect(ran.status, JSON.stringify(ran.body)).toBe(201);
+    expect(ran.body.run).toMatchObject({ status: 'succeeded', result: expect.stringMatching(/^fake reply: Summarise/) });
+    expect((await host.status(agentId)).status).toBe('running');
+  });
+
   it('a wake the host has no room for is said in words, and the agent stays asleep until there is room', async () => {
     await host.hibernate(agentId);
     // Another agent takes the room the nap freed (the host has room for one gateway).
@@ -325,6 +404,18 @@ describe('a hibernated agent, woken by a message', () => {
     const refused = await call('POST', '/api/chat', { message: 'are you there?', agentId });
     expect(refused.status, JSON.stringify(refused.body)).toBe(503);
     expect(refused.body.error).toMatch(/^The agent is asleep and could not be woken: Host is at capacity: 1 of 1 agents running/);
+    expect((await host.status(agentId)).status).toBe('hibernated');
+    // A change to its jobs is refused in the same words (spec §4.3: 502), its heartbeat kept in the database (§4.10).
+    const job = { name: 'x', schedule: { kind: 'every', everyMs: 3_600_000 }, payload: { kind: 'systemEvent', text: 'x' } };
+    const cron = await call('POST', '/api/cron', { agentId, ...job });
+    expect(cron.status).toBe(502);
+    expect(cron.body.error).toMatch(/^The agent is asleep and could not be woken: Host is at capacity/);
+    expect((await call('PUT', '/api/heartbeat', { agentId, frequency: '6h' })).body).toEqual({
+      success: true,
+      source: 'db',
+      enabled: true,
+      frequency: '6h',
+    });
     expect((await host.status(agentId)).status).toBe('hibernated');
 
     // Once the room is free again (the other agent stopped), the next message wakes it and is answered.

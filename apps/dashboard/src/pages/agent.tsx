@@ -174,7 +174,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
       ) : null}
       {tab === 'schedule' ? (
         <div {...panel('schedule')}>
-          <ScheduleTab agentId={agentId} />
+          <ScheduleTab agentId={agentId} agentState={live.state} />
         </div>
       ) : null}
       {tab === 'devices' ? (

@@ -23,12 +23,13 @@ export interface FakeGatewayBehaviour {
    * Speak the gateway's WebSocket protocol instead of echoing: `connect` (checked against the gateway token as
    * OpenClaw resolves it: `gateway.auth.token`, a file SecretRef, else `OPENCLAW_GATEWAY_TOKEN`), `config.get`,
    * `config.apply` (writes the file with OpenClaw's \`meta\` block, re-resolves the token, records it in
-   * `<state>/config-applies.jsonl`),
-   * `secrets.reload`, `sessions.list`/`sessions.delete` (the sessions its chat turns made, kept in
-   * `<state>/fake-sessions.json` like OpenClaw keeps them on disk), `cron.list` (the jobs of `<state>/cron-jobs.json`,
-   * written by a test), `cron.update` (system-owned jobs, `system: true`, refuse it), `cron.remove`, `agents.delete` (the roster entry,
-   * its jobs and with `deleteFiles` its files, recorded in `<state>/agents-deleted.jsonl`) and `system-presence` (the
-   * gateway itself). Chat turns (`POST /v1/chat/completions`, the gateway token checked; `stream: true` answered in
+   * `<state>/config-applies.jsonl`), `secrets.reload`, `sessions.list`/`sessions.create`/`sessions.delete` (the
+   * sessions its chat turns made, kept in `<state>/fake-sessions.json` like OpenClaw keeps them on disk), `cron.list`
+   * (the jobs of `<state>/cron-jobs.json`, written by a test or `cron.add`), `cron.add`, `cron.get`, `cron.update` (system-owned
+   * jobs, `system: true`, refuse it), `cron.remove`, `device.pair.list`/`device.pair.remove` (the devices of
+   * `<state>/devices.json`, written by a test), `agents.delete` (the roster entry, its jobs and with `deleteFiles` its
+   * files, recorded in `<state>/agents-deleted.jsonl`), `system-presence` (the gateway itself) and `chat.send` (kept
+   * with the sessions, answered by a final `chat` event `fake reply: <the message>`). Chat turns (`POST /v1/chat/completions`, the gateway token checked; `stream: true` answered in
    * OpenClaw's SSE frames) go to the agent `model: openclaw/<id>` names (its sessions `agent:<id>:…`) and answer
    * `fake reply: <the last message>`, or that agent's model's reply with `callModel`.
    */
@@ -54,7 +55,7 @@ export interface FakeGatewayBehaviour {
 const SCRIPT = String.raw`
 import { WebSocketServer } from '__WS_URL__';
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { dirname, join } from 'node:path';
@@ -187,6 +188,7 @@ async function chatTurn(req, res, body) {
 const hashOf = (text) => createHash('sha256').update(text).digest('hex');
 const sessionsFile = join(state, 'fake-sessions.json');
 const cronFile = join(state, 'cron-jobs.json');
+const devicesFile = join(state, 'devices.json');
 const readJson = (file, fallback) => { try { return JSON.parse(readFileSync(file, 'utf8')); } catch { return fallback; } };
 if (config.gateway?.mode !== 'local') { console.error('Gateway start blocked: set gateway.mode=local'); process.exit(1); }
 const workspace = config.agents?.defaults?.workspace ?? join(state, 'workspace');
@@ -281,9 +283,39 @@ const methods = {
   'secrets.reload': () => { token = resolveToken(JSON.parse(readConfigText())); return { ok: true }; },
   'sessions.list': () => ({ sessions: Object.values(readJson(sessionsFile, {})) }),
   'sessions.delete': () => ({ ok: true }),
+  // Like OpenClaw: an existing session with that key is kept.
+  'sessions.create': (params) => {
+    const sessions = readJson(sessionsFile, {});
+    sessions[params.key] ??= { key: params.key, label: params.label ?? null, lastActivityAt: Date.now(), updatedAt: Date.now(), status: 'done', messages: [] };
+    writeFileSync(sessionsFile, JSON.stringify(sessions));
+    return { ok: true, key: params.key };
+  },
+  // The devices of \`<state>/devices.json\` (\`{ pending, paired }\`, written by a test).
+  'device.pair.list': () => readJson(devicesFile, { pending: [], paired: [] }),
+  'device.pair.remove': (params) => {
+    const devices = readJson(devicesFile, { pending: [], paired: [] });
+    if (!devices.paired.some((device) => device.deviceId === params.deviceId)) throw { code: 'INVALID_REQUEST', message: 'unknown deviceId' };
+    devices.paired = devices.paired.filter((device) => device.deviceId !== params.deviceId);
+    writeFileSync(devicesFile, JSON.stringify(devices));
+    return { deviceId: params.deviceId };
+  },
   'cron.list': (params) => {
     if (params.limit !== undefined && params.limit > 200) throw { code: 'INVALID_REQUEST', message: 'invalid cron.list params: at /limit: must be <= 200' };
     return { jobs: readJson(cronFile, []).filter((job) => params.includeDisabled !== false || job.enabled !== false) };
+  },
+  // Like OpenClaw: the job with its id and, for an \`every\` schedule, its next due time.
+  'cron.add': (params) => {
+    const now = Date.now();
+    const everyMs = params.schedule?.kind === 'every' ? params.schedule.everyMs : undefined;
+    const job = { id: randomUUID(), enabled: true, createdAtMs: now, updatedAtMs: now, ...params,
+      state: typeof everyMs === 'number' ? { nextRunAtMs: now + everyMs } : {} };
+    writeFileSync(cronFile, JSON.stringify([...readJson(cronFile, []), job]));
+    return job;
+  },
+  'cron.get': (params) => {
+    const job = readJson(cronFile, []).find((j) => j.id === (params.id ?? params.jobId));
+    if (!job) throw { code: 'NOT_FOUND', message: 'unknown cron job ' + (params.id ?? params.jobId) };
+    return job;
   },
   // Like OpenClaw: system-owned jobs (here \`system: true\`) refuse changes.
   'cron.update': (params) => {
@@ -316,6 +348,17 @@ const methods = {
     return { ok: true };
   },
   'system-presence': () => [{ mode: 'gateway', reason: 'self', ts: Date.now() }],
+  // A turn over the socket: kept like a REST turn, answered by OpenClaw's final \`chat\` event of the run.
+  'chat.send': (params, ws) => {
+    const runId = randomUUID();
+    const key = params.sessionKey;
+    const sessions = readJson(sessionsFile, {});
+    sessions[key] = { key, lastActivityAt: Date.now(), updatedAt: Date.now(), status: 'done', messages: [...(sessions[key]?.messages ?? []), params.message] };
+    writeFileSync(sessionsFile, JSON.stringify(sessions));
+    const message = { role: 'assistant', content: [{ type: 'text', text: 'fake reply: ' + params.message }] };
+    setTimeout(() => ws.send(JSON.stringify({ type: 'event', event: 'chat', payload: { runId, sessionKey: key, state: 'final', message } })), 10);
+    return { runId, status: 'started' };
+  },
 };
 wss.on('connection', (ws) => {
   let authed = null;
@@ -333,7 +376,7 @@ wss.on('connection', (ws) => {
     if (authed === null) return reply(false, { code: 'UNAUTHORIZED', message: 'connect first' });
     const method = methods[frame.method];
     if (!method) return reply(false, { code: 'METHOD_NOT_FOUND', message: 'unknown method ' + frame.method });
-    try { reply(true, method(frame.params ?? {})); } catch (error) { reply(false, error); }
+    try { reply(true, method(frame.params ?? {}, ws)); } catch (error) { reply(false, error); }
     // Like OpenClaw: once the token changed, connections made with the old one are closed.
     if (token !== authed) setTimeout(() => { for (const c of clients) c.close(1008, 'gateway auth changed'); }, 10);
   });

@@ -1,13 +1,14 @@
+import { wakesOnMessage } from '@aop/core/agent-state';
 import { STANDING_HEARTBEAT_SKIPS, heartbeatReason } from '@aop/core/cron-run';
 import { cronExpressionProblem, timeZoneProblem } from '@aop/core/schedule-expression';
-import { type FormEvent, useEffect, useState } from 'react';
+import { type FormEvent, useEffect, useRef, useState } from 'react';
 import type { ApiRequestBody } from '@aop/sdk';
 import { client, errorMessage, request } from '../../api.js';
-import type { CronJob, CronList } from '../../api-types.js';
+import type { CronJob, CronList, Heartbeat } from '../../api-types.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { type Resource, useApi } from '../../use-api.js';
-import { formatEvery, formatTime } from './shared.js';
+import { type AgentStateNow, formatEvery, formatTime } from './shared.js';
 
 /**
  * The frequencies `PUT /api/heartbeat` accepts (spec §4.10; the API names them in its 400 "frequency must be one of
@@ -87,20 +88,70 @@ function LastRun({ job }: { job: CronJob }) {
   );
 }
 
-export function ScheduleTab({ agentId }: { agentId: string }) {
+/** `agentState`: the agent's state machine, from the page's event stream (a sleeping agent's jobs are not listed). */
+export function ScheduleTab({ agentId, agentState }: { agentId: string; agentState?: AgentStateNow | undefined }) {
   // One list for the job table and the heartbeat section, so both say the same and a save refreshes both.
   // This agent's gateway, whichever agent is primary (issue #19).
   const cron = useApi('/api/cron', { params: { query: { agentId } } });
+  const heartbeat = useApi('/api/heartbeat', { params: { query: { agentId } } });
+  const asleep = agentState !== undefined && wakesOnMessage(agentState.state);
+  const live = agentState?.state === 'live';
+  const { reload: reloadCron } = cron;
+  const { reload: reloadHeartbeat } = heartbeat;
+  // What could not be read while the agent slept or started is read again once it is live (woken by a change here,
+  // a message or a due job); not when the tab opens on a live agent, which has just read it.
+  const before = useRef(agentState?.state);
+  useEffect(() => {
+    if (live && before.current !== undefined && before.current !== 'live') void Promise.all([reloadCron(), reloadHeartbeat()]);
+    before.current = agentState?.state;
+  }, [agentState?.state, live, reloadCron, reloadHeartbeat]);
   return (
     <div className="stack">
       <p className="notice">Scheduled jobs and the heartbeat run on this agent’s gateway.</p>
-      <CronJobs agentId={agentId} cron={cron} />
-      <HeartbeatSettings agentId={agentId} cron={cron} />
+      {asleep ? <AsleepNotice agentId={agentId} /> : null}
+      <CronJobs agentId={agentId} cron={cron} asleep={asleep} />
+      <HeartbeatSettings agentId={agentId} cron={cron} heartbeat={heartbeat} asleep={asleep} />
     </div>
   );
 }
 
-function CronJobs({ agentId, cron }: { agentId: string; cron: Resource<CronList> }) {
+/**
+ * A sleeping agent's jobs are kept on its gateway, which is stopped: listing them would wake it, so they are listed
+ * when it is awake; a change wakes it first (the API does), and so does this button.
+ */
+function AsleepNotice({ agentId }: { agentId: string }) {
+  const [waking, setWaking] = useState(false);
+  const [error, setError] = useState<string>();
+  const wake = async () => {
+    setWaking(true);
+    setError(undefined);
+    try {
+      // Answers once the agent is live (or the wait ran out); the page's state stream follows it meanwhile.
+      await request(client.POST('/api/agents/{id}/start', { params: { path: { id: agentId } } }));
+    } catch (err) {
+      setError(errorMessage(err));
+    } finally {
+      setWaking(false);
+    }
+  };
+  return (
+    <div className="notice stack" role="status">
+      <p>
+        The agent is asleep after being idle: its jobs and heartbeat are kept, and its next due job wakes it. They are listed while it is
+        awake. Adding or deleting a job, or saving the heartbeat, wakes it first (it starts again: this can take up to a minute).
+      </p>
+      <div className="row">
+        <button type="button" className="button secondary" disabled={waking} onClick={() => void wake()}>
+          Wake it to list its jobs
+        </button>
+        {waking ? <span className="muted">Waking the agent…</span> : null}
+      </div>
+      <InlineError message={error} />
+    </div>
+  );
+}
+
+function CronJobs({ agentId, cron, asleep }: { agentId: string; cron: Resource<CronList>; asleep: boolean }) {
   const [deleteError, setDeleteError] = useState<string>();
 
   const remove = async (job: CronJob) => {
@@ -123,7 +174,9 @@ function CronJobs({ agentId, cron }: { agentId: string; cron: Resource<CronList>
       </div>
       <Loaded resource={cron} isEmpty={(d) => d.jobs.length === 0 && !d.error} empty={<p>No scheduled jobs yet. Add one below.</p>}>
         {(d) =>
-          d.error ? (
+          d.error && asleep ? (
+            <p className="muted">Not listed while the agent sleeps.</p>
+          ) : d.error ? (
             <div className="state state-error" role="alert">
               <p>The gateway did not list the jobs: {d.error}</p>
             </div>
@@ -177,12 +230,12 @@ function CronJobs({ agentId, cron }: { agentId: string; cron: Resource<CronList>
         }
       </Loaded>
       <InlineError message={deleteError} />
-      <NewJobForm agentId={agentId} onAdded={() => void cron.reload()} />
+      <NewJobForm agentId={agentId} asleep={asleep} onAdded={() => void cron.reload()} />
     </section>
   );
 }
 
-function NewJobForm({ agentId, onAdded }: { agentId: string; onAdded: () => void }) {
+function NewJobForm({ agentId, asleep, onAdded }: { agentId: string; asleep: boolean; onAdded: () => void }) {
   const [name, setName] = useState('');
   const [kind, setKind] = useState<'cron' | 'every'>('cron');
   const [expr, setExpr] = useState('');
@@ -319,7 +372,7 @@ function NewJobForm({ agentId, onAdded }: { agentId: string; onAdded: () => void
         <button type="submit" className="button primary" disabled={busy}>
           Add job
         </button>
-        {busy ? <span className="muted">Adding…</span> : null}
+        {busy ? <span className="muted">{asleep ? 'Waking the agent, then adding…' : 'Adding…'}</span> : null}
       </div>
       <InlineError message={error} />
       {done ? (
@@ -341,8 +394,17 @@ function systemHeartbeatText(cron: Resource<CronList>): string | null {
   return `OpenClaw's own heartbeat (“${job.name}”, listed above as a system job) is ${when}.${last} It follows the agent configuration (agents.defaults.heartbeat), not this form.`;
 }
 
-function HeartbeatSettings({ agentId, cron }: { agentId: string; cron: Resource<CronList> }) {
-  const heartbeat = useApi('/api/heartbeat', { params: { query: { agentId } } });
+function HeartbeatSettings({
+  agentId,
+  cron,
+  heartbeat,
+  asleep,
+}: {
+  agentId: string;
+  cron: Resource<CronList>;
+  heartbeat: Resource<Heartbeat>;
+  asleep: boolean;
+}) {
   const [enabled, setEnabled] = useState(true);
   const [frequency, setFrequency] = useState<string>('30m');
   const [busy, setBusy] = useState(false);
@@ -391,7 +453,9 @@ function HeartbeatSettings({ agentId, cron }: { agentId: string; cron: Resource<
             <p className="muted">
               {hb.source === 'gateway'
                 ? `Platform heartbeat: the “platform-heartbeat” job on the gateway. Next run ${formatTime(hb.nextRun)}; last run ${formatTime(hb.lastRun)}.`
-                : 'Platform heartbeat: saved settings; there is no platform-heartbeat job on the gateway for this agent now. Saving puts one there when the gateway holds this agent.'}
+                : asleep
+                  ? 'Platform heartbeat: its job on the gateway is not read while the agent sleeps; shown here are the settings the platform keeps. Saving wakes the agent and sets it on its gateway.'
+                  : 'Platform heartbeat: saved settings; there is no platform-heartbeat job on the gateway for this agent now. Saving puts one there when the gateway holds this agent.'}
               {hb.message ? ` ${hb.message}.` : ''}
             </p>
             <div className="config-field check">
@@ -412,7 +476,7 @@ function HeartbeatSettings({ agentId, cron }: { agentId: string; cron: Resource<
               <button type="submit" className="button primary" disabled={busy}>
                 Save heartbeat
               </button>
-              {busy ? <span className="muted">Saving…</span> : null}
+              {busy ? <span className="muted">{asleep ? 'Waking the agent, then saving…' : 'Saving…'}</span> : null}
             </div>
             <InlineError message={error} />
             {done ? (

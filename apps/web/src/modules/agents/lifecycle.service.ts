@@ -10,6 +10,7 @@ import {
   wakesOnMessage,
 } from '@aop/core/agent-state';
 import type { Database } from '@aop/db';
+import { GatewayError } from '@aop/gateway-client';
 import { type BackendClient, BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { probeGateway } from '../../platform/clients/gateway-probe.js';
 import { type AuthUser, backendCaller } from '../../platform/sessions.js';
@@ -149,6 +150,61 @@ export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId
   } else if (!now || !isOnItsWayToLive(now.state)) return now;
   return pollAgentState(deps, user, agentId, waitMs, isOnItsWayToLive);
 }
+
+/**
+ * `waitUntilLive` for a call that needs the agent's gateway: the agent's state once live, or once it is not coming up by
+ * itself (stopped, failed: the caller words that), with how long it waited. Throws `AGENT_NOT_FOUND`,
+ * `AGENT_WAKE_REFUSED` (from the wake), and `AGENT_STILL_STARTING` when it is still on its way after `waitMs`.
+ */
+export async function untilLive(
+  deps: LifecycleDeps,
+  user: AuthUser,
+  agentId: string,
+  waitMs: number,
+): Promise<{ state: AgentHealthView; waitedMs: number }> {
+  const started = performance.now();
+  const state = await waitUntilLive(deps, user, agentId, waitMs);
+  const waitedMs = Math.round(performance.now() - started);
+  if (!state) throw new DomainError('AGENT_NOT_FOUND');
+  if (isOnItsWayToLive(state.state)) throw new DomainError('AGENT_STILL_STARTING', { seconds: Math.round(waitedMs / 1000) });
+  return { state, waitedMs };
+}
+
+/**
+ * A gateway call that found nothing to answer it: the agent's gateway is not up (asleep behind its doorbell, starting,
+ * restarting; through the backend, not running), rather than refusing the call.
+ */
+export const gatewayDown = (err: unknown): boolean =>
+  err instanceof GatewayError && ['CONNECT_FAILED', 'UNAVAILABLE', 'HTTP_502', 'HTTP_503'].includes(err.code);
+
+/**
+ * Runs `call` on the caller's agent's gateway; when it finds the gateway down because the agent sleeps or is on its
+ * way to live, wakes it (issue #20: a change to an agent must reach it like a message does), waits up to `waitMs`
+ * (`untilLive`) and runs `call` once more. Only then: a call that failed on a live agent is not repeated (it may have
+ * been made), and an agent that is not coming up by itself (stopped, failed) gives the call's own failure back.
+ */
+export async function againOnceLive<T>(
+  deps: LifecycleDeps,
+  user: AuthUser,
+  agentId: string | null | undefined,
+  waitMs: number,
+  call: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (!agentId || !gatewayDown(err)) throw err;
+    const before = await readAgentState(deps, user, agentId);
+    if (!before || !(wakesOnMessage(before.state) || isOnItsWayToLive(before.state))) throw err;
+    const { state } = await untilLive(deps, user, agentId, waitMs);
+    if (state.state !== 'live') throw err;
+    return call();
+  }
+}
+
+/** A wake that did not bring the agent up in time: what a call that needed its gateway says instead. */
+export const isWakeFailure = (err: unknown): err is DomainError =>
+  err instanceof DomainError && (err.code === 'AGENT_WAKE_REFUSED' || err.code === 'AGENT_STILL_STARTING');
 
 export type LifecycleOutcome =
   /** The backend refused or failed: its status and body, passed on. */

@@ -1,5 +1,5 @@
 import { DomainError, type RateLimitRule, newId } from '@aop/core';
-import { isOnItsWayToLive, isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
+import { isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
 import { llmCostUsd } from '@aop/core/llm-prices';
 import type { Database } from '@aop/db';
 import {
@@ -13,7 +13,7 @@ import {
   restChatStream,
 } from '@aop/gateway-client';
 import { type AppliedModel, UNKNOWN_MODEL, readAppliedModel } from '../agents/agents.service.js';
-import { waitUntilLive } from '../agents/lifecycle.service.js';
+import { againOnceLive, gatewayDown, untilLive } from '../agents/lifecycle.service.js';
 import { cronJobView, listOwnJobs } from '../schedule/cron-jobs.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { recordUsage, type UsageEvent } from '../usage/usage.service.js';
@@ -225,14 +225,17 @@ export async function gatewayChat(
   try {
     // A stopped agent is one more failure of this route (its own gateway would be down): 500 below, the reason logged.
     assertTakesTurns(target);
-    reply = await withGateway(target, timeoutMs, (conn) => {
-      // Registered before chatSend's own listener, so the final payload (model, usage) is kept by the time it resolves.
-      conn.on('chat', (payload) => {
-        const p = payload as ChatEventPayload;
-        if (p.state === 'final' && sameSession(p.sessionKey, sessionKey)) final = p;
-      });
-      return chatSend(conn, { sessionKey, message: input.message, timeoutMs });
-    });
+    // A sleeping agent is woken by the message, which waits for it (issue #20).
+    reply = await againOnceLive(deps, user, target.agentId, deps.config.gateway.startWaitMs, () =>
+      withGateway(target, timeoutMs, (conn) => {
+        // Registered before chatSend's own listener, so the final payload (model, usage) is kept by the time it resolves.
+        conn.on('chat', (payload) => {
+          const p = payload as ChatEventPayload;
+          if (p.state === 'final' && sameSession(p.sessionKey, sessionKey)) final = p;
+        });
+        return chatSend(conn, { sessionKey, message: input.message, timeoutMs });
+      }),
+    );
   } catch (err) {
     // Spec §4.4 fixes every failure of this route as 500 `Chat failed`, a provider key the agent lacks or that was
     // refused included; the log says which (the dashboard's chat, `POST /api/chat`, says it in words).
@@ -394,31 +397,24 @@ export function providerKeyError(failure: ProviderKeyFailure, applied: AppliedMo
 }
 
 /**
- * The gateway did not take the message because it is not up as the agent's yet: nothing listens, it answered that it is
- * not ready, or it refused the agent's token (a warm gateway being adopted holds the pool's token until the agent's
- * configuration is applied) — a 401 that is not the model provider refusing the agent's key (`authentication_error`,
- * a turn that did run: never sent twice).
+ * The gateway did not take the message because it is not up as the agent's yet: down (`gatewayDown`: nothing listens,
+ * or it answered that it is not ready), or it refused the agent's token (a warm gateway being adopted holds the pool's
+ * token until the agent's configuration is applied) — a 401 that is not the model provider refusing the agent's key
+ * (`authentication_error`, a turn that did run: never sent twice).
  */
 const gatewayNotUp = (err: unknown) =>
-  err instanceof GatewayError &&
-  (['CONNECT_FAILED', 'HTTP_502', 'HTTP_503'].includes(err.code) || (err.code === 'HTTP_401' && providerKeyFailureOf(err) === null));
+  gatewayDown(err) || (err instanceof GatewayError && err.code === 'HTTP_401' && providerKeyFailureOf(err) === null);
 
 /**
- * A message sent while the agent starts (issue #19): waits up to `AGENT_START_WAIT_MS` for it to be live, read from the
- * agent state machine (the dashboard shows the same state beside the pending message). Throws in words when the agent
- * is not coming up by itself (stopped, failed) or is still starting when the wait ends.
+ * A message sent while the agent starts (issue #19) or sleeps (issue #20): waits up to `AGENT_START_WAIT_MS` for it to
+ * be live (`untilLive`, which wakes a hibernated one), read from the agent state machine (the dashboard shows the same
+ * state beside the pending message). Throws in words when the agent is not coming up by itself (stopped, failed) or is
+ * still starting when the wait ends.
  */
 async function waitForAgent(deps: ChatDeps, log: ChatLog, user: AuthUser, agentId: string): Promise<void> {
-  const waitMs = deps.config.gateway.startWaitMs;
-  const started = performance.now();
-  const state = await waitUntilLive(deps, user, agentId, waitMs);
-  const waitedMs = Math.round(performance.now() - started);
-  if (!state) throw new DomainError('AGENT_NOT_FOUND');
+  const { state, waitedMs } = await untilLive(deps, user, agentId, deps.config.gateway.startWaitMs);
   log.info({ agentId, state: state.state, waitedMs }, 'chat waited for the agent to start');
   if (state.state === 'live') return;
-  if (isOnItsWayToLive(state.state)) {
-    throw new DomainError('AGENT_STILL_STARTING', { seconds: Math.round(waitedMs / 1000) });
-  }
   // "stopped" says it all; a failure says why.
   throw new DomainError('AGENT_NOT_LIVE', { state: state.state === 'stopped' ? 'stopped' : `${state.state} (${state.reason})` });
 }

@@ -28,6 +28,7 @@ import {
   resolveGateway,
   withGateway,
 } from '../../platform/clients/user-gateway.js';
+import { againOnceLive, isWakeFailure } from '../agents/lifecycle.service.js';
 
 /**
  * `GET, POST /api/agent` (spec §4.18 "Agent interaction"): one read for the dashboard's agent panel and the actions
@@ -254,6 +255,7 @@ export const restSessionKey = (userId: string, sessionKey: string) => `openai-us
 const scopedLabel = (target: GatewayTarget, label: string) => (target.ownerTag ? `${target.ownerTag}:${label}` : label);
 
 function sessionCreateFailure(err: unknown): DomainError {
+  if (isWakeFailure(err)) return err;
   if (err instanceof GatewayError) {
     if (err.code === 'INVALID_REQUEST' && /label already in use/i.test(err.message)) return new DomainError('SESSION_LABEL_IN_USE');
     if (err.code === 'TIMEOUT') return new DomainError('AGENT_GATEWAY_TIMED_OUT');
@@ -288,7 +290,10 @@ export async function createAgentSession(
     ...(input.label ? { label: scopedLabel(target, input.label) } : {}),
   };
   try {
-    await withGateway(target, timeoutMs, (conn) => conn.request('sessions.create', params, { timeoutMs }));
+    // A sleeping agent is woken for it, like by a message (issue #20).
+    await againOnceLive(deps, user, target.agentId, deps.config.gateway.startWaitMs, () =>
+      withGateway(target, timeoutMs, (conn) => conn.request('sessions.create', params, { timeoutMs })),
+    );
   } catch (err) {
     const reason = err instanceof GatewayError ? { code: err.code, reason: err.message } : { reason: String(err) };
     log.warn({ ...reason, agentId: target.agentId, gateway: target.kind }, 'agent: sessions.create failed');

@@ -22,6 +22,7 @@ import {
   resolveGateway,
   withGateway,
 } from '../../platform/clients/user-gateway.js';
+import { againOnceLive, isWakeFailure } from '../agents/lifecycle.service.js';
 
 const DEVICE_ID_MAX = 256;
 
@@ -70,19 +71,24 @@ const namedAgent = (agentId: string | undefined) => (agentId?.trim() ? agentId.t
 /** Spec §4.12 / §3.1: the devices paired with the user's agent gateway, and the owner's approve / deny / revoke. */
 export async function deviceRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const timeoutMs = config.gateway.requestTimeoutMs;
+  const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
 
   /**
    * Reads the gateway's pairing state into the record. Returns null when it did, else the error to answer a move with
-   * (a listing then comes from the record alone: the last state the platform saw).
+   * (a listing then comes from the record alone: the last state the platform saw). Before a move (`wake`) a sleeping
+   * agent is woken and waited for, like by a message: a pairing changes only where the gateway runs.
    */
-  async function sync(scope: DeviceScope, user: AuthUser): Promise<DomainError | null> {
-    if (!scope.gateway || !scope.agentId) return scope.unavailable;
+  async function sync(scope: DeviceScope, user: AuthUser, options: { wake?: boolean } = {}): Promise<DomainError | null> {
+    const { gateway } = scope;
+    if (!gateway || !scope.agentId) return scope.unavailable;
     const listedAt = new Date(app.clock());
     try {
-      const list = await withGateway(scope.gateway, timeoutMs, (conn) => devicePairList(conn, { timeoutMs }));
+      const read = () => withGateway(gateway, timeoutMs, (conn) => devicePairList(conn, { timeoutMs }));
+      const list = await (options.wake ? againOnceLive(deps, user, scope.agentId, config.gateway.startWaitMs, read) : read());
       await mirrorPairingList(app.db, user.id, scope.agentId, list, listedAt, new Date(app.clock()));
       return null;
     } catch (err) {
+      if (isWakeFailure(err)) return new DomainError('AGENT_GATEWAY_ERROR', { detail: err.message });
       if (!(err instanceof GatewayError)) throw err;
       app.log.warn({ agentId: scope.agentId, code: err.code }, 'device list: agent gateway unavailable, answering from the record');
       return new DomainError('AGENT_GATEWAY_ERROR', { detail: err.message });
@@ -129,7 +135,7 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
       if (!scope.agentId) throw new DomainError('DEVICE_NOT_FOUND');
       const agentId = scope.agentId;
       // Fresh state first: a device may have asked (or been approved elsewhere) since the owner's last listing.
-      const unreachable = await sync(scope, user);
+      const unreachable = await sync(scope, user, { wake: true });
       const record = await findDevice(app.db, user.id, agentId, deviceId);
       if (!record) throw new DomainError('DEVICE_NOT_FOUND');
       const move = DEVICE_MOVES[action];

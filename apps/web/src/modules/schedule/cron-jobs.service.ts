@@ -4,7 +4,7 @@ import { CRON_EXPRESSION_MAX, cronExpressionProblem, timeZoneProblem } from '@ao
 import { type CronJob, type CronJobInput, type GatewayConnection, GatewayError, cronList } from '@aop/gateway-client';
 import type { AuthUser } from '../../platform/sessions.js';
 import { type GatewayTarget, GatewayUnavailableError, namesTargetAgent, scopedSessionKey } from '../../platform/clients/user-gateway.js';
-import { type LifecycleDeps, readAgentState } from '../agents/lifecycle.service.js';
+import { type LifecycleDeps, isWakeFailure, readAgentState } from '../agents/lifecycle.service.js';
 
 /**
  * Cron jobs in the spec's words (§2.4) and in OpenClaw's (`cron.add` params, `cron.list` jobs), and the rules that keep
@@ -323,10 +323,13 @@ const UNREACHABLE_WORDS: Record<string, string> = {
 const UNREACHABLE_CODES = new Set(Object.keys(UNREACHABLE_WORDS));
 
 /**
- * What to tell the caller when a gateway call failed: there is no gateway, it cannot be reached, or it refused. Null for
+ * What to tell the caller when a gateway call failed: there is no gateway, it cannot be reached (or its sleeping agent
+ * could not be woken for it), or it refused. Null for
  * anything else (a bug, a database error), which must surface as a 500.
  */
 export function gatewayFailureMessage(err: unknown): string | null {
+  // A sleeping agent that could not be woken for the call (no room on its host, still starting): said as such.
+  if (isWakeFailure(err)) return err.message;
   if (err instanceof GatewayUnavailableError) return `No gateway available: ${err.message}`;
   if (err instanceof GatewayError) {
     // Connection details (addresses, ports of the platform's gateways) stay out of answers; the gateway's own

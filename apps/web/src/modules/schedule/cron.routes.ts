@@ -17,6 +17,7 @@ import {
   systemJob,
 } from './cron-jobs.service.js';
 import { type GatewayTarget, chosenGateway, withGateway } from '../../platform/clients/user-gateway.js';
+import { againOnceLive } from '../agents/lifecycle.service.js';
 
 /** Longest job id we pass on; OpenClaw's are UUIDs. */
 const JOB_ID_MAX = 200;
@@ -35,6 +36,8 @@ const namedAgent = (agentId: string | undefined) => agentId?.trim() || undefined
 export async function cronRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
   const timeoutMs = config.gateway.requestTimeoutMs;
+  // A change to a sleeping agent's jobs wakes it and waits for it, like a message; reading them does not.
+  const { startWaitMs } = config.gateway;
 
   app.get(
     '/api/cron',
@@ -82,7 +85,9 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
       const job = checkedCronJob(request.body);
       try {
         const target = await chosenGateway(deps, user, namedAgent(request.body.agentId));
-        const added = await withGateway(target, timeoutMs, (conn) => cronAdd(conn, cronAddParams(target, job)));
+        const added = await againOnceLive(deps, user, target.agentId, startWaitMs, () =>
+          withGateway(target, timeoutMs, (conn) => cronAdd(conn, cronAddParams(target, job))),
+        );
         return { success: true as const, source: 'gateway' as const, job: cronJobView(added) };
       } catch (err) {
         throw gatewayFailure(err);
@@ -106,15 +111,17 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
       if (jobId.length > JOB_ID_MAX) throw new DomainError('JOB_NOT_FOUND');
       try {
         const target = await chosenGateway(deps, user, namedAgent(request.query.agentId));
-        await withGateway(target, timeoutMs, async (conn) => {
-          // On a shared gateway another user's job is "not found", exactly like a job that does not exist.
-          const job = await getOwnJob(conn, target, jobId);
-          if (!job) throw new DomainError('JOB_NOT_FOUND');
-          // OpenClaw's own jobs follow the agent's configuration and come back when it is next applied: refused here
-          // in words rather than passed on (the gateway refuses some of them in its own terms, and removes others).
-          if (systemJob(job)?.deletable === false) throw new DomainError('SYSTEM_JOB_READ_ONLY');
-          await cronRemove(conn, jobId);
-        });
+        await againOnceLive(deps, user, target.agentId, startWaitMs, () =>
+          withGateway(target, timeoutMs, async (conn) => {
+            // On a shared gateway another user's job is "not found", exactly like a job that does not exist.
+            const job = await getOwnJob(conn, target, jobId);
+            if (!job) throw new DomainError('JOB_NOT_FOUND');
+            // OpenClaw's own jobs follow the agent's configuration and come back when it is next applied: refused here
+            // in words rather than passed on (the gateway refuses some of them in its own terms, and removes others).
+            if (systemJob(job)?.deletable === false) throw new DomainError('SYSTEM_JOB_READ_ONLY');
+            await cronRemove(conn, jobId);
+          }),
+        );
         return { success: true as const, source: 'gateway' as const };
       } catch (err) {
         if (isJobNotFound(err)) throw new DomainError('JOB_NOT_FOUND');

@@ -19,6 +19,7 @@ import {
 } from './heartbeat.service.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { type GatewayTarget, ownAgentGateway, resolveGateway, withGateway } from '../../platform/clients/user-gateway.js';
+import { againOnceLive } from '../agents/lifecycle.service.js';
 
 /** The agent as the schema let it through, trimmed; absent, null or '' is none. */
 const trimmedAgentId = (value: string | null | undefined): string | undefined => value?.trim() || undefined;
@@ -35,17 +36,19 @@ const deprecatedObjectBody = async (request: FastifyRequest, reply: FastifyReply
 
 /** Spec §4.10 heartbeat: the platform's heartbeat job on the caller's gateway, else settings kept in the database. */
 export async function heartbeatRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  const deps = { db: app.db, backend: app.backend, config };
+  const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
 
   /**
    * Runs `fn` against the gateway that holds `agentId`'s heartbeat. Null when there is none or the call failed: the
-   * caller then uses the database, as the spec says, and the reason is logged.
+   * caller then uses the database, as the spec says, and the reason is logged. A change (`wake`) to a sleeping agent's
+   * heartbeat wakes it and waits for it, like a message, so the change is made where it runs; reading it does not.
    */
   async function onGateway<T>(
     request: FastifyRequest,
     user: AuthUser,
     agentId: string | undefined,
     fn: (conn: GatewayConnection, target: GatewayTarget) => Promise<T>,
+    options: { wake?: boolean } = {},
   ): Promise<T | null> {
     try {
       // A named agent of the caller with an address: its own gateway, whichever agent is primary (issue #19).
@@ -59,7 +62,8 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
         : null;
       const target = named ?? (await resolveGateway(deps, user));
       if (!named && !servesAgent(target, agentId)) return null;
-      return await withGateway(target, config.gateway.requestTimeoutMs, (conn) => fn(conn, target));
+      const call = () => withGateway(target, config.gateway.requestTimeoutMs, (conn) => fn(conn, target));
+      return await (options.wake ? againOnceLive(deps, user, target.agentId, config.gateway.startWaitMs, call) : call());
     } catch (err) {
       const reason = gatewayFailureMessage(err);
       if (reason === null) throw err;
@@ -110,7 +114,9 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
     const enabled = body.enabled ?? true;
     const agentId = trimmedAgentId(body.agentId);
 
-    const written = await onGateway(request, user, agentId, (conn, target) => upsertHeartbeatJob(conn, target, { enabled, frequency }));
+    const written = await onGateway(request, user, agentId, (conn, target) => upsertHeartbeatJob(conn, target, { enabled, frequency }), {
+      wake: true,
+    });
     if (written) return { success: true as const, source: 'gateway' as const, enabled: written.enabled, frequency: written.frequency };
 
     if (!agentId) throw new DomainError('AGENT_ID_REQUIRED');
@@ -150,7 +156,7 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
       if (!agentId) throw new DomainError('AGENT_ID_REQUIRED');
       // The stored settings, and the gateway job when the gateway holds this agent's heartbeat and answers.
       await deleteHeartbeatSettings(app.db, user.id, agentId);
-      await onGateway(request, user, agentId, (conn, target) => removeHeartbeatJob(conn, target));
+      await onGateway(request, user, agentId, (conn, target) => removeHeartbeatJob(conn, target), { wake: true });
       return { success: true as const };
     },
   );

@@ -12,6 +12,7 @@ import {
 } from '../../platform/clients/user-gateway.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { agentTurnUsage, providerKeyWords, usageOfMessage } from '../chat/agent-chat.service.js';
+import { againOnceLive, isWakeFailure } from '../agents/lifecycle.service.js';
 import { recordUsage } from '../usage/usage.service.js';
 
 /**
@@ -167,6 +168,8 @@ function turnFailure(err: unknown, timeoutMs: number): string {
   if (err instanceof GatewayUnavailableError) return `No agent to run on: ${err.message}`;
   // A stopped agent (`assertTakesTurns`), in its words.
   if (err instanceof DomainError && err.code === 'AGENT_NOT_LIVE') return err.message;
+  // A sleeping agent the step could not wake (no room on its host, still starting), in its words.
+  if (isWakeFailure(err)) return err.message;
   if (err instanceof GatewayError) {
     if (err.code === 'TIMEOUT') return `The agent did not answer within ${seconds(timeoutMs)}`;
     if (err.code === 'CHAT_ERROR') return `The agent's turn failed: ${err.message}`;
@@ -330,14 +333,17 @@ export async function runWorkflow(
         assertTakesTurns(agent);
         let final: ChatEventPayload | undefined;
         const scoped = scopedSessionKey(agent, sessionKey);
-        // The socket outlives the turn by a moment, so a slow agent is told as such (chatSend's TIMEOUT), not as a closed socket.
-        output = await withGateway(agent, turnTimeout + 1_000, (conn) => {
-          conn.on('chat', (payload) => {
-            const p = payload as ChatEventPayload;
-            if (p.state === 'final') final = p;
-          });
-          return chatSend(conn, { sessionKey: scoped, message, timeoutMs: turnTimeout });
-        });
+        // The socket outlives the turn by a moment, so a slow agent is told as such (chatSend's TIMEOUT), not as a closed
+        // socket. A sleeping agent is woken by the step, like by a message, within what is left of the run's time.
+        output = await againOnceLive(deps, user, agent.agentId, Math.min(deps.config.gateway.startWaitMs, left), () =>
+          withGateway(agent, turnTimeout + 1_000, (conn) => {
+            conn.on('chat', (payload) => {
+              const p = payload as ChatEventPayload;
+              if (p.state === 'final') final = p;
+            });
+            return chatSend(conn, { sessionKey: scoped, message, timeoutMs: turnTimeout });
+          }),
+        );
         await recordTurnUsage(deps, user, agent, final);
       } catch (err) {
         // A missing or refused provider key is said in the chat's words (issue #19).
