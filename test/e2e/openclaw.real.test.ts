@@ -15,6 +15,7 @@ import {
 } from '@aop/provisioner';
 import { FAKE_LLM_REPLY, type FakeLlm, request, startFakeLlm } from '@aop/testing';
 import { readGatewayActivity } from '../../packages/provisioner/src/shared/idle.js';
+import { dreamingSchedule } from '../../packages/provisioner/src/shared/openclaw-config.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
@@ -403,6 +404,13 @@ describe.skipIf(skipReal)('hibernation', () => {
       // Its next beat is due within the minute, but only OpenClaw's far-off jobs (memory dreaming, skill review) count.
       expect(beat?.state?.nextRunAtMs).toBeLessThan(Date.now() + 120_000);
       expect(activity.nextDueMs === null || activity.nextDueMs > Date.now() + 60 * 60_000).toBe(true);
+      // That nightly memory maintenance is at this agent's own minute of 01:00–04:59, not at 03:00 for every agent.
+      const { jobs } = await conn.request<{ jobs: Array<{ declarationKey?: string; schedule?: { kind?: string; expr?: string } }> }>(
+        'cron.list',
+        { includeDisabled: false, limit: 200 },
+      );
+      const dreaming = jobs.find((job) => job.declarationKey === 'memory-core:memory-dreaming-promotion');
+      expect(dreaming?.schedule).toMatchObject({ kind: 'cron', expr: dreamingSchedule(agentId) });
     } finally {
       await conn.close();
       await host.configure(agentId, { config });

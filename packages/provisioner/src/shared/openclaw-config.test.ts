@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { applyRoster } from './roster.js';
-import { CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig, carriesWarmUp } from './openclaw-config.js';
+import { CHANNEL_TOKEN_ENV, LLM_API_KEY_ENV, buildOpenClawConfig, carriesWarmUp, dreamingSchedule } from './openclaw-config.js';
 import { PINNED_OPENCLAW_VERSION, REPO_ROOT, openClawRuntime, runtimeProblem, validateOpenClawConfig } from './runtime.js';
 
 /** The provisioning template of spec §2.2, as the platform stores it (tools.profile depends on the plan). */
@@ -147,6 +147,44 @@ describe('buildOpenClawConfig', () => {
   });
 });
 
+// OpenClaw's nightly memory maintenance wakes a sleeping agent; at its default 03:00 every agent would wake at once.
+describe('nightly memory maintenance, spread', () => {
+  const dreaming = (config: Record<string, unknown>) => at(config, 'plugins.entries.memory-core.config.dreaming');
+
+  it('gives each agent a minute of its own between 01:00 and 04:59, the same at every write', () => {
+    const times = Array.from({ length: 400 }, (_, i) => dreamingSchedule(`agt_${i.toString(36)}x`));
+    const minutes = times.map((cron) => {
+      const match = /^(\d+) (\d+) \* \* \*$/.exec(cron);
+      expect(match, cron).not.toBeNull();
+      const [minute, hour] = [Number(match?.[1]), Number(match?.[2])];
+      expect(minute).toBeLessThan(60);
+      expect(hour).toBeGreaterThanOrEqual(1);
+      expect(hour).toBeLessThanOrEqual(4);
+      return (hour - 1) * 60 + minute;
+    });
+    // Spread over the window, not bunched: 400 agents use most of its 240 minutes, and every hour of it.
+    expect(new Set(minutes).size).toBeGreaterThan(150);
+    expect(new Set(minutes.map((m) => Math.floor(m / 60)))).toEqual(new Set([0, 1, 2, 3]));
+    expect(dreamingSchedule('agt_a')).toBe(dreamingSchedule('agt_a'));
+    const config = buildOpenClawConfig({ agentId: 'agt_a', config: storedDefaults('pro') }, local);
+    expect(dreaming(config)).toEqual({ frequency: dreamingSchedule('agt_a') });
+    expect(buildOpenClawConfig({ agentId: 'agt_a', config: storedDefaults('pro') }, local)).toEqual(config);
+  });
+
+  it("keeps the agent's own time, dreaming turned off, another memory plugin, and a config built for no agent", () => {
+    const own = {
+      ...storedDefaults('pro'),
+      plugins: { entries: { 'memory-core': { config: { dreaming: { frequency: '30 23 * * *' } } } } },
+    };
+    expect(dreaming(buildOpenClawConfig({ agentId: 'agt_a', config: own }, local))).toEqual({ frequency: '30 23 * * *' });
+    const off = { ...storedDefaults('pro'), plugins: { entries: { 'memory-core': { config: { dreaming: { enabled: false } } } } } };
+    expect(dreaming(buildOpenClawConfig({ agentId: 'agt_a', config: off }, local))).toEqual({ enabled: false });
+    const other = { ...storedDefaults('pro'), plugins: { slots: { memory: 'memory-lancedb' } } };
+    expect(buildOpenClawConfig({ agentId: 'agt_a', config: other }, local).plugins).toEqual({ slots: { memory: 'memory-lancedb' } });
+    expect(buildOpenClawConfig({ config: storedDefaults('pro') }, local).plugins).toBeUndefined();
+  });
+});
+
 describe('the pinned OpenClaw', () => {
   const runtime = openClawRuntime(PINNED_OPENCLAW_VERSION);
 
@@ -170,9 +208,10 @@ describe('the pinned OpenClaw', () => {
     // The local host's form: every secret a SecretRef into the gateway's secret file, the warm pool's with the warm-up.
     const secretFile = '/dev/shm/aop-config-test/secrets.json';
     const fileMode = buildOpenClawConfig(
-      { config: storedDefaults('pro'), channelTokens: tokens, llm },
+      { agentId: 'agt_Night0wl', config: storedDefaults('pro'), channelTokens: tokens, llm },
       { ...local, workspaceDir: '/tmp/ws', secretFile },
     );
+    expect(at(fileMode, 'plugins.entries.memory-core.config.dreaming.frequency')).toBe(dreamingSchedule('agt_Night0wl'));
     cases.set('file', fileMode);
     cases.set('warm', buildOpenClawConfig({ config: {} }, { ...local, workspaceDir: '/tmp/ws', secretFile, alwaysWarmUp: true }));
     // A customer-scoped gateway: the first agent's config with two more agents, one of them stopped (shared/roster.ts).

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { WARM_UP_PROVIDER_ID } from '@aop/core/agent-state';
 import type { AgentSpec, ChannelTokens } from '../host.js';
 import { warmUpProvider } from './warm-up.js';
@@ -138,8 +139,46 @@ function stripIncludes(value: unknown): void {
   }
 }
 
-/** The OpenClaw config for an agent. Pure: the same spec and options give the same config. */
-export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTokens' | 'llm'>, options: OpenClawConfigOptions): Json {
+/** OpenClaw's memory plugin, whose nightly maintenance ("dreaming") is a cron job of the gateway. */
+const MEMORY_PLUGIN_ID = 'memory-core';
+/** The window an agent's nightly memory maintenance is spread over (`dreamingSchedule`): 01:00–04:59, 240 minutes. */
+const DREAMING_FIRST_HOUR = 1;
+const DREAMING_WINDOW_MINUTES = 240;
+
+/**
+ * The nightly time of an agent's memory maintenance, as a cron expression in the agent's timezone: a minute of
+ * 01:00–04:59 fixed by its id. OpenClaw runs it at 03:00 (`0 3 * * *`) for every agent, and the job wakes a sleeping
+ * agent (a cold start and a model call): every sleeping agent of one timezone would start at the same minute, a herd a
+ * full host can only work through by eviction. Spread over four hours, a host of 150 registered agents wakes about one
+ * every 1.6 minutes instead (docs/decisions.md "Nightly memory maintenance, spread").
+ */
+export function dreamingSchedule(agentId: string): string {
+  const minute = createHash('sha256').update(agentId).digest().readUInt32BE(0) % DREAMING_WINDOW_MINUTES;
+  return `${minute % 60} ${DREAMING_FIRST_HOUR + Math.floor(minute / 60)} * * *`;
+}
+
+/**
+ * An agent's dreaming gets its own time (`dreamingSchedule`) unless its configuration sets one or turns dreaming off,
+ * or the memory slot is another plugin's (whose settings are its own).
+ */
+function spreadDreaming(config: Json, agentId: string): void {
+  const plugins = isObject(config.plugins) ? config.plugins : undefined;
+  const slot = isObject(plugins?.slots) ? plugins.slots.memory : undefined;
+  if (slot !== undefined && slot !== MEMORY_PLUGIN_ID) return;
+  const entries = objectAt(objectAt(config, 'plugins'), 'entries');
+  const dreaming = objectAt(objectAt(objectAt(entries, MEMORY_PLUGIN_ID), 'config'), 'dreaming');
+  if (dreaming.enabled === false || dreaming.frequency !== undefined) return;
+  dreaming.frequency = dreamingSchedule(agentId);
+}
+
+/**
+ * The OpenClaw config for an agent. Pure: the same spec and options give the same config. With the agent's id, its
+ * nightly memory maintenance gets a time of its own (`dreamingSchedule`).
+ */
+export function buildOpenClawConfig(
+  spec: Pick<AgentSpec, 'config' | 'channelTokens' | 'llm'> & { agentId?: string | undefined },
+  options: OpenClawConfigOptions,
+): Json {
   const config = structuredClone(isObject(spec.config) ? spec.config : {}) as Json;
 
   // Host-reaching keys: an agent config must not make the gateway read host files or run host commands.
@@ -217,6 +256,7 @@ export function buildOpenClawConfig(spec: Pick<AgentSpec, 'config' | 'channelTok
     if (models.mode === undefined) models.mode = 'merge';
     objectAt(models, 'providers')[WARM_UP_PROVIDER_ID] = warmUpProvider(options.port, secretRef(options, 'gatewayToken'));
   }
+  if (spec.agentId) spreadDreaming(config, spec.agentId);
   return config;
 }
 
