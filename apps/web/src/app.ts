@@ -1,5 +1,6 @@
 import { type App, type CounterStore, createServer, metricsPlugin, sharedHttpPlugin } from '@aop/core';
 import { tracingPlugin } from '@aop/core/tracing';
+import { clientAddressPlugin } from './platform/http/client-address.js';
 import type { Database } from '@aop/db';
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebConfig } from './config.js';
@@ -38,6 +39,8 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   // First, so every request and every later hook runs in its span; adds nothing when OTEL_EXPORTER_OTLP_ENDPOINT is unset.
   // A public edge: a caller's `traceparent` is not continued (it could pick our trace ids or unsample itself).
   await app.register(tracingPlugin, { ...config.tracing, acceptIncomingContext: false });
+  // Every backend call made while serving a request names its client, so the backend's per-client limits count it.
+  await app.register(clientAddressPlugin);
   app.decorate('db', db);
   app.decorate(
     'backend',

@@ -203,6 +203,8 @@ export const ERROR_CATALOGUE = {
   ACTIVE_SUBSCRIPTION_REQUIRED: { status: 403, message: 'Active subscription required' },
   AGENT_GATEWAY_ERROR: { status: 502, message: ({ detail }: P<'detail'>) => `Agent gateway error: ${detail}` },
   BACKEND_UNREACHABLE: { status: 502, message: 'Backend unreachable' },
+  // The backend's per-client limit (spec §8), met by a call the web made for this client: its words, passed on.
+  BACKEND_RATE_LIMITED: { status: 429, message: ({ detail }: P<'detail'>) => `${detail}` },
   EMAIL_PASSWORD_ARE_REQUIRED: { status: 400, message: 'Email and password are required' },
   FIELD_NOT_BOOLEAN: { status: 400, message: ({ field }: P<'field'>) => `${field} must be a boolean` },
   GATE_CHECK_FAILED: { status: 502, message: 'Gate check failed' },

@@ -246,6 +246,7 @@ function NewJobForm({ agentId, asleep, onAdded }: { agentId: string; asleep: boo
   const [text, setText] = useState('');
   const [enabled, setEnabled] = useState(true);
   const [busy, setBusy] = useState(false);
+  const [wakingFirst, setWakingFirst] = useState(false);
   const [error, setError] = useState<string>();
   const [done, setDone] = useState<string>();
   const exprProblem = expr.trim() === '' ? null : cronExpressionProblem(expr);
@@ -271,6 +272,8 @@ function NewJobForm({ agentId, asleep, onAdded }: { agentId: string; asleep: boo
     if (text.trim() === '') return setError('Enter the message the agent receives on each run.');
     const payload = payloadKind === 'systemEvent' ? { kind: 'systemEvent', text } : { kind: 'agentTurn', message: text };
     setBusy(true);
+    // Said for the whole save: the agent's state moves on (starting, live) while the call waits for it.
+    setWakingFirst(asleep);
     try {
       await request(client.POST('/api/cron', { body: { name: name.trim(), schedule, payload, enabled, agentId } }));
       setDone(`Added “${name.trim()}”.`);
@@ -372,7 +375,7 @@ function NewJobForm({ agentId, asleep, onAdded }: { agentId: string; asleep: boo
         <button type="submit" className="button primary" disabled={busy}>
           Add job
         </button>
-        {busy ? <span className="muted">{asleep ? 'Waking the agent, then adding…' : 'Adding…'}</span> : null}
+        {busy ? <span className="muted">{wakingFirst ? 'Waking the agent, then adding…' : 'Adding…'}</span> : null}
       </div>
       <InlineError message={error} />
       {done ? (
@@ -408,6 +411,7 @@ function HeartbeatSettings({
   const [enabled, setEnabled] = useState(true);
   const [frequency, setFrequency] = useState<string>('30m');
   const [busy, setBusy] = useState(false);
+  const [wakingFirst, setWakingFirst] = useState(false);
   const [error, setError] = useState<string>();
   const [done, setDone] = useState<string>();
 
@@ -421,6 +425,7 @@ function HeartbeatSettings({
   const save = async (event: FormEvent) => {
     event.preventDefault();
     setBusy(true);
+    setWakingFirst(asleep);
     setError(undefined);
     setDone(undefined);
     try {
@@ -476,7 +481,7 @@ function HeartbeatSettings({
               <button type="submit" className="button primary" disabled={busy}>
                 Save heartbeat
               </button>
-              {busy ? <span className="muted">{asleep ? 'Waking the agent, then saving…' : 'Saving…'}</span> : null}
+              {busy ? <span className="muted">{wakingFirst ? 'Waking the agent, then saving…' : 'Saving…'}</span> : null}
             </div>
             <InlineError message={error} />
             {done ? (

@@ -1,4 +1,5 @@
 import { userContextHeaders } from '@aop/core';
+import { currentClientAddress } from '../http/client-address.js';
 import { tracedFetch } from '@aop/core/tracing';
 
 /** Who the backend is told is calling (spec §5 user-context headers). */
@@ -83,9 +84,10 @@ export class BackendClient {
     return this.#options.baseUrls.length > 0;
   }
 
-  /** The bearer internal key and the signed user context on top of `extra`. */
+  /** The bearer internal key, the signed user context and the client's address (`currentClientAddress`) on top of `extra`. */
   #headers(accept: string, extra: Record<string, string> | undefined, caller: BackendCaller | undefined): Record<string, string> {
-    const headers: Record<string, string> = { accept, ...extra };
+    const client = currentClientAddress();
+    const headers: Record<string, string> = { accept, ...(client ? { 'x-forwarded-for': client } : {}), ...extra };
     if (this.#options.internalApiKey) headers.authorization = `Bearer ${this.#options.internalApiKey}`;
     if (caller) Object.assign(headers, signedUserHeaders(caller, this.#options.userContextSecret));
     return headers;

@@ -43,13 +43,10 @@ function rawQuery(request: FastifyRequest): string {
 }
 
 /**
- * The request id, so one call is traceable across both services, and the client address, so the backend's per-client
- * limits count browsers rather than the web service (it reads the header only when its TRUST_PROXY names the web).
+ * The request id, so one call is traceable across both services (the client's address goes with every backend call:
+ * `BackendClient`).
  */
-const forwardedHeaders = (request: FastifyRequest): Record<string, string> => ({
-  'x-request-id': request.id,
-  'x-forwarded-for': request.ip,
-});
+const forwardedHeaders = (request: FastifyRequest): Record<string, string> => ({ 'x-request-id': request.id });
 
 function unreachable(request: FastifyRequest, err: BackendUnavailableError): DomainError {
   request.log.warn({ attempts: err.attempts }, 'backend unreachable');

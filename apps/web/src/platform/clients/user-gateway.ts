@@ -102,12 +102,17 @@ async function backendToken(backend: BackendClient, path: string, user: AuthUser
     if (err instanceof BackendUnavailableError) throw new GatewayUnavailableError('backend-unreachable', 'Backend unreachable');
     throw err;
   }
-  const { token, control, openclawAgentId, status } = (answer.body ?? {}) as {
+  const { token, control, openclawAgentId, status, error } = (answer.body ?? {}) as {
     token?: unknown;
     control?: unknown;
     openclawAgentId?: unknown;
     status?: unknown;
+    error?: unknown;
   };
+  // The backend's per-client limit (spec §8) is the caller's to hear, not "no token".
+  if (answer.status === 429) {
+    throw new DomainError('BACKEND_RATE_LIMITED', { detail: typeof error === 'string' ? error : 'Too many requests' });
+  }
   if (answer.status !== 200 || typeof token !== 'string' || !token) {
     throw new GatewayUnavailableError('no-token', 'No gateway token available');
   }
