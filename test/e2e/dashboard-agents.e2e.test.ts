@@ -391,6 +391,45 @@ describe('two agents of one customer in the dashboard', () => {
     const jobs = JSON.parse(await readFile(join(host.paths(second).state, 'cron-jobs.json'), 'utf8')) as { name: string }[];
     expect(jobs.map((job) => job.name)).toContain('Morning digest');
     await screenshot(page, 'agents-17-second-woken-schedule-1280');
+
+    // Asleep again, the tab opened afresh: the notice's button wakes it, and its jobs are listed once it is live.
+    await host.hibernate(second);
+    await page.goto(`/agents/${second}?tab=schedule`);
+    await badgeSays('hibernated');
+    await page.getByText('Not listed while the agent sleeps.').waitFor();
+    await page.getByRole('button', { name: 'Wake it to list its jobs' }).click();
+    await badgeSays('live');
+    await page.getByRole('row').filter({ hasText: 'Morning digest' }).waitFor();
+    expect(await notice.count()).toBe(0);
+  });
+
+  // Saving a sleeping agent's configuration, or looking at its devices, does not wake it: the tabs say so.
+  it("a sleeping agent's Devices and Configuration tabs say what a change does while it sleeps", async () => {
+    await host.hibernate(second);
+    await page.goto(`/agents/${second}?tab=devices`);
+    await badgeSays('hibernated');
+    await page.getByRole('status').filter({ hasText: 'these are its devices as last seen' }).waitFor();
+    await screenshot(page, 'agents-18-second-asleep-devices-1280');
+
+    await page.goto(`/agents/${second}?tab=config`);
+    await badgeSays('hibernated');
+    await page.getByRole('status').filter({ hasText: 'its gateway takes it when the agent next wakes' }).waitFor();
+    await page.getByLabel('Log level').fill('warn');
+    await page.getByRole('button', { name: 'Save configuration' }).click();
+    await page
+      .getByText('Configuration saved. The previous configuration was kept as a backup. The agent is asleep: its gateway takes it')
+      .waitFor();
+    // A log level does not decide its next wake: it sleeps on, with the change kept for its gateway.
+    expect((await host.status(second)).status).toBe('hibernated');
+    expect(((await host.spec(second)).config.logging as { level?: string }).level).toBe('warn');
+    await screenshot(page, 'agents-19-second-asleep-config-1280');
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'agents-19b-second-asleep-config-390');
+    await page.setViewportSize(DESKTOP);
+    // Its gateway takes it when it wakes.
+    await host.start(second);
+    await host.waitUntilReady(second, { timeoutMs: 15_000 });
+    expect(JSON.parse(await readFile(host.paths(second).config, 'utf8')).logging.level).toBe('warn');
   });
 
   it('has no uncaught errors or failed requests', () => {

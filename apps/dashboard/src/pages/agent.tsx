@@ -169,7 +169,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
       ) : null}
       {tab === 'config' ? (
         <div {...panel('config')}>
-          <ConfigTab agentId={agentId} agentName={a.name} />
+          <ConfigTab agentId={agentId} agentName={a.name} agentState={live.state} />
         </div>
       ) : null}
       {tab === 'schedule' ? (
@@ -179,7 +179,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
       ) : null}
       {tab === 'devices' ? (
         <div {...panel('devices')}>
-          <DevicesTab agentId={agentId} />
+          <DevicesTab agentId={agentId} agentState={live.state} />
         </div>
       ) : null}
       {tab === 'logs' ? (

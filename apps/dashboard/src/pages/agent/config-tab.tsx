@@ -1,3 +1,4 @@
+import { wakesOnMessage } from '@aop/core/agent-state';
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { client, errorMessage, request } from '../../api.js';
 import type { AgentConfigView, AppliedAgentConfig, ConfigBackup as Backup } from '../../api-types.js';
@@ -5,7 +6,7 @@ import { ConfirmButton } from '../../components/confirm-button.js';
 import { Empty, ErrorState, InlineError, Loading } from '../../components/states.js';
 import { CONFIG_GROUPS, type ConfigField, type ConfigObject, configProblems, getPath, parseConfigText, setPath } from './config-fields.js';
 import { diffJson, foldUnchanged, stableStringify } from './line-diff.js';
-import { formatTime } from './shared.js';
+import { type AgentStateNow, formatTime } from './shared.js';
 
 /**
  * This agent's own configuration (`/api/agents/:id/config`, issue #19): what its host writes into the agent's
@@ -16,6 +17,9 @@ import { formatTime } from './shared.js';
 
 const pretty = (config: ConfigObject) => JSON.stringify(config, null, 2);
 const MODEL_PATH = 'agents.defaults.model.primary';
+/** What a save to a sleeping agent did (the backend wakes it only for what decides its next wake time). */
+const ASLEEP_SAVE =
+  ' The agent is asleep: its gateway takes it when it next wakes (at once if its heartbeat or memory maintenance changed).';
 /** The Model field of an agent whose provider key sets its model: the hint says the setting does not decide it. */
 const replacedModel = (field: ConfigField, applied: AppliedAgentConfig): ConfigField => ({
   ...field,
@@ -23,7 +27,20 @@ const replacedModel = (field: ConfigField, applied: AppliedAgentConfig): ConfigF
 });
 const newestFirst = (backups: Backup[]) => [...backups].sort((a, b) => Date.parse(b.timestamp) - Date.parse(a.timestamp));
 
-export function ConfigTab({ agentId, agentName }: { agentId: string; agentName: string }) {
+/**
+ * `agentState`: the agent's state machine, from the page's event stream: a sleeping agent's gateway takes a saved
+ * configuration when it wakes, which is said rather than "applies it".
+ */
+export function ConfigTab({
+  agentId,
+  agentName,
+  agentState,
+}: {
+  agentId: string;
+  agentName: string;
+  agentState?: AgentStateNow | undefined;
+}) {
+  const asleep = agentState !== undefined && wakesOnMessage(agentState.state);
   const [saved, setSaved] = useState<AgentConfigView>();
   const [loadError, setLoadError] = useState<string>();
   const [draft, setDraft] = useState<ConfigObject>({});
@@ -105,7 +122,7 @@ export function ConfigTab({ agentId, agentName }: { agentId: string; agentName: 
       const answer = await request(client.PUT('/api/agents/{id}/config', { params: { path: { id: agentId } }, body: { config: draft } }));
       adopt(answer);
       void refreshApplied();
-      setNotice('Configuration saved. The previous configuration was kept as a backup.');
+      setNotice(`Configuration saved. The previous configuration was kept as a backup.${asleep ? ASLEEP_SAVE : ''}`);
     } catch (err) {
       setSaveError(errorMessage(err));
     } finally {
@@ -122,7 +139,9 @@ export function ConfigTab({ agentId, agentName }: { agentId: string; agentName: 
       );
       adopt(answer);
       void refreshApplied();
-      setNotice(`Restored the backup from ${formatTime(backup.timestamp)}. The configuration it replaced was kept as a backup.`);
+      setNotice(
+        `Restored the backup from ${formatTime(backup.timestamp)}. The configuration it replaced was kept as a backup.${asleep ? ASLEEP_SAVE : ''}`,
+      );
     } catch (err) {
       setSaveError(`Restore failed: ${errorMessage(err)}`);
     }
@@ -138,6 +157,12 @@ export function ConfigTab({ agentId, agentName }: { agentId: string; agentName: 
         The configuration of “{agentName}” only: saving applies it to this agent’s gateway (OpenClaw reloads it) and keeps the configuration
         it replaces as a backup. Your other agents keep theirs.
       </p>
+      {asleep ? (
+        <p className="notice" role="status">
+          The agent is asleep after being idle: a configuration saved now is kept, and its gateway takes it when the agent next wakes. A
+          change to its heartbeat or memory maintenance wakes it at once, since its next wake time depends on them.
+        </p>
+      ) : null}
       <AppliedModel applied={saved.applied} />
 
       <fieldset className="row view-switch">

@@ -1,10 +1,11 @@
+import { wakesOnMessage } from '@aop/core/agent-state';
 import { type ReactNode, useEffect, useState } from 'react';
 import { client, errorMessage, request } from '../../api.js';
 import type { Device } from '../../api-types.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
 import { InlineError, Loaded } from '../../components/states.js';
 import { useApi } from '../../use-api.js';
-import { formatTime } from './shared.js';
+import { type AgentStateNow, formatTime } from './shared.js';
 
 type Action = 'approve' | 'deny' | 'revoke';
 const DONE: Record<Action, string> = { approve: 'approved', deny: 'denied', revoke: 'revoked' };
@@ -14,7 +15,8 @@ const REFRESH_MS = 10_000;
  * Devices paired with this agent's gateway (`/api/devices` with the page's `agentId`, spec §4.12 and issue #19), read
  * again 10 seconds after each answer. Each agent's devices are its own, whichever agent is the account's primary one.
  */
-export function DevicesTab({ agentId }: { agentId: string }) {
+export function DevicesTab({ agentId, agentState }: { agentId: string; agentState?: AgentStateNow | undefined }) {
+  const asleep = agentState !== undefined && wakesOnMessage(agentState.state);
   const devices = useApi('/api/devices', { params: { query: { agentId } } });
   const { reload, loading } = devices;
   // Read again 10 s after each answer rather than every 10 s: a gateway that answers slower than the interval (an
@@ -60,6 +62,12 @@ export function DevicesTab({ agentId }: { agentId: string }) {
       <p className="notice">
         Devices (browsers and apps) that asked to pair with this agent’s gateway. Approve only devices you recognise.
       </p>
+      {asleep ? (
+        <p className="notice" role="status">
+          The agent is asleep after being idle: these are its devices as last seen (its gateway is not asked while it sleeps). A device
+          connecting to it wakes it; approving, denying or revoking one here wakes it first, which can take up to a minute.
+        </p>
+      ) : null}
       <InlineError message={error} />
       {done ? (
         <p className="notice" role="status">
