@@ -405,9 +405,20 @@ describe('two agents of one customer in the dashboard', () => {
 
   // Saving a sleeping agent's configuration, or looking at its devices, does not wake it: the tabs say so.
   it("a sleeping agent's Devices and Configuration tabs say what a change does while it sleeps", async () => {
-    await host.hibernate(second);
+    // Asleep with a job due in an hour: the status says when its host wakes it (the wake lead ahead of the job).
+    const dueAt = Date.now() + 3_600_000;
+    await host.hibernate(second, dueAt);
     await page.goto(`/agents/${second}?tab=devices`);
     await badgeSays('hibernated');
+    const wakes = await page.getByTestId('wakes-at').textContent();
+    expect(wakes).toMatch(/^Its next due job wakes it at .+\.$/);
+    expect(wakes).toContain(await page.evaluate((at) => new Date(at).toLocaleString(), dueAt - 90_000));
+    await host.start(second);
+    await badgeSays('live');
+    expect(await page.getByTestId('wakes-at').count()).toBe(0);
+    await host.hibernate(second);
+    await badgeSays('hibernated');
+    expect(await page.getByTestId('wakes-at').textContent()).toBe('No job is due: it sleeps until a message or Start.');
     await page.getByRole('status').filter({ hasText: 'these are its devices as last seen' }).waitFor();
     await screenshot(page, 'agents-18-second-asleep-devices-1280');
 

@@ -284,6 +284,7 @@ describe('a hibernated agent, woken by a message', () => {
       actions: ['start', 'stop'],
       host: 'hibernated',
       live: false,
+      wakesAt: null, // no job due
     });
     // The dashboard's "running now" counts what the host says, not the agent's record (still `running`).
     expect((await call('GET', '/api/dashboard/stats')).body.agents).toMatchObject({ active: 0, total: 1 });
@@ -332,6 +333,17 @@ describe('a hibernated agent, woken by a message', () => {
       expect((await host.status(agentId)).status).toBe('running');
       return answer.body;
     };
+
+    // Asleep with a job due in an hour: its state says when the host wakes it (90 s ahead, the default wake lead).
+    const dueAt = Date.now() + 3_600_000;
+    await host.hibernate(agentId, dueAt);
+    expect((await call('GET', `/api/agents/${agentId}/health`)).body).toMatchObject({
+      state: 'hibernated',
+      wakesAt: new Date(dueAt - 90_000).toISOString(),
+    });
+    await host.start(agentId);
+    await host.waitUntilReady(agentId, { timeoutMs: 10_000 });
+    expect((await call('GET', `/api/agents/${agentId}/health`)).body).toMatchObject({ state: 'live', wakesAt: null });
 
     // Looking wakes nothing: its heartbeat read is the database's, its jobs say it sleeps.
     await host.hibernate(agentId);

@@ -80,6 +80,11 @@ export interface AgentState {
   /** Crash restarts since the agent was last started by request. */
   restarts: number;
   lastError: string | null;
+  /**
+   * Only while `hibernated`: when the host starts it for its next due cron job or heartbeat (ISO 8601, the job's due
+   * time less the wake lead); null when no job is due, so only a message, a Start or its own address wakes it.
+   */
+  wakesAt?: string | null;
 }
 
 export interface AgentHealth {

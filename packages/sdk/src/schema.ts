@@ -5011,6 +5011,7 @@ export interface paths {
                   reason: string;
                   actions: ('start' | 'stop' | 'restart' | 'update' | 'repair' | 'reset-memory')[];
                   sharesGatewayWith: string[];
+                  wakesAt: string | null;
                   at: string;
                 }
               | {
@@ -6475,6 +6476,7 @@ export interface paths {
               failing: string[];
               /** @description the caller’s other agents in the same gateway (issue #20): a restart, update, repair or memory reset restarts them too; empty for a gateway of its own */
               sharesGatewayWith: string[];
+              wakesAt: string | null;
               /** @description `host`: derived by the backend from its host; `gateway`: no host knows the agent, derived from its record and gateway */
               source: 'host' | 'gateway';
               checkedAt: string;

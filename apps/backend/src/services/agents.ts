@@ -333,6 +333,8 @@ export interface AgentLifecycleView extends AgentStateView {
   failing: string[];
   /** The caller's other agents in the same gateway (customer-scoped gateways); empty for a gateway of its own. */
   sharesGatewayWith: string[];
+  /** While hibernated: when its host starts it for its next due job (`AgentState.wakesAt`); null otherwise or with none due. */
+  wakesAt: string | null;
 }
 
 /**
@@ -365,5 +367,6 @@ export async function agentLifecycleState(
     ready,
     failing: health?.failing ?? [],
     sharesGatewayWith: state?.sharesGatewayWith ?? [],
+    wakesAt: state?.status === 'hibernated' ? (state.wakesAt ?? null) : null,
   };
 }

@@ -840,6 +840,7 @@ describe('DockerAgentHost platform device pairing', () => {
     expect(dueAt).toBeGreaterThan(Date.now());
     await vi.waitFor(async () => expect((await host.status(s.agentId)).status).toBe('hibernated'), { timeout: 5_000, interval: 50 });
     expect(Date.parse(JSON.parse(await readFile(registry, 'utf8')).hibernation.wakeAt)).toBe(dueAt - 1_000);
+    expect((await host.status(s.agentId)).wakesAt).toBe(new Date(dueAt - 1_000).toISOString());
     // Woken: `starting`, never a stopped container read as failed while the wake clears its hibernation.
     const woke = await vi.waitFor(
       async () => {
@@ -857,6 +858,7 @@ describe('DockerAgentHost platform device pairing', () => {
     // Any start is a wake: a restart of a sleeping agent (here put to sleep by hand) clears its hibernation too.
     await host.hibernate(s.agentId);
     expect(JSON.parse(await readFile(registry, 'utf8')).hibernation).toMatchObject({ wakeAt: null });
+    expect((await host.status(s.agentId)).wakesAt).toBeNull();
     await host.restart(s.agentId);
     expect(JSON.parse(await readFile(registry, 'utf8')).hibernation).toBeNull();
     await host.waitUntilReady(s.agentId);

@@ -1862,7 +1862,7 @@ export class DockerAgentHost implements AgentHost {
       return running;
     }
     if (s.Status === 'removing') return { ...base, status: 'stopping' };
-    if (record.hibernation) return { ...base, status: 'hibernated' };
+    if (record.hibernation) return { ...base, status: 'hibernated', wakesAt: record.hibernation.wakeAt };
     if (!wantsToRun) return base;
     if (s.Paused) return { ...base, status: 'error', lastError: 'The agent container is paused' };
     if (s.Status === 'created')

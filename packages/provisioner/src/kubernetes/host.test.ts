@@ -797,9 +797,9 @@ describe('KubernetesAgentHost platform device pairing', () => {
     expect(api.get('persistentvolumeclaims', NS, name)).toBeTruthy();
     expect(annotations()['aop/hibernated-since']).toEqual(expect.any(String));
     expect(annotations()['aop/wake-at']).toBeUndefined();
-    // The cluster is the source of truth: another backend replica sees it asleep too.
+    // The cluster is the source of truth: another backend replica sees it asleep too, with no job to wake it for.
     const replica = new KubernetesAgentHost({ kubeconfig: api.kubeConfig(), pollMs: 5 });
-    expect((await replica.status(s.agentId)).status).toBe('hibernated');
+    expect(await replica.status(s.agentId)).toMatchObject({ status: 'hibernated', wakesAt: null });
     await replica.shutdown();
 
     // Start (what a message does) wakes it: scaled to 1, its hibernation annotations gone in the same patch.
@@ -813,6 +813,7 @@ describe('KubernetesAgentHost platform device pairing', () => {
     await conn.close();
     await vi.waitFor(async () => expect((await host.status(s.agentId)).status).toBe('hibernated'), { timeout: 5_000, interval: 50 });
     expect(Date.parse(annotations()['aop/wake-at'] as string)).toBe(dueAt - 1_000);
+    expect((await host.status(s.agentId)).wakesAt).toBe(new Date(dueAt - 1_000).toISOString());
     await vi.waitFor(async () => expect((await host.status(s.agentId)).status).toBe('running'), { timeout: 10_000, interval: 50 });
     expect(Date.now()).toBeGreaterThanOrEqual(dueAt - 1_000);
     expect(Date.now()).toBeLessThan(dueAt);

@@ -1705,6 +1705,7 @@ export class KubernetesAgentHost implements AgentHost {
       readyAt: state === 'running' ? iso(readyCondition?.lastTransitionTime) : null,
       restarts: container?.restartCount ?? 0,
       lastError,
+      ...(state === 'hibernated' ? { wakesAt: annotations[KUBE_ANNOTATIONS.wakeAt] ?? null } : {}),
     };
   }
 

@@ -603,6 +603,7 @@ describe('LocalAgentHost hibernation (fake OpenClaw speaking the gateway protoco
     const paths = host.paths(s.agentId);
     const record = JSON.parse(await readFile(paths.registry, 'utf8'));
     expect(record).toMatchObject({ desired: 'running', hibernation: { since: expect.any(String), wakeAt: null } });
+    expect((await host.status(s.agentId)).wakesAt).toBeNull(); // no job due: only a message or Start wakes it
     expect((await host.logs(s.agentId, { tail: 20 })).join('\n')).toContain('[host] hibernating after being idle; no job due');
     const secretFile = JSON.parse(await readFile(paths.config, 'utf8')).secrets.providers.aop.path;
     expect(existsSync(secretFile)).toBe(false);
@@ -662,9 +663,13 @@ describe('LocalAgentHost hibernation (fake OpenClaw speaking the gateway protoco
     await until(async () => (await host.status(s.agentId)).status === 'hibernated', 5_000);
     const { hibernation } = JSON.parse(await readFile(host.paths(s.agentId).registry, 'utf8'));
     expect(Date.parse(hibernation.wakeAt)).toBe(dueAt - 1_000);
+    // Its state says when.
+    expect((await host.status(s.agentId)).wakesAt).toBe(new Date(dueAt - 1_000).toISOString());
     await until(async () => (await host.status(s.agentId)).status !== 'hibernated', 8_000);
     expect(Date.now()).toBeGreaterThanOrEqual(dueAt - 1_000);
-    expect((await host.waitUntilReady(s.agentId)).status).toBe('running');
+    const awake = await host.waitUntilReady(s.agentId);
+    expect(awake.status).toBe('running');
+    expect(awake).not.toHaveProperty('wakesAt');
   });
 
   it('a wake on a full host takes back the room from the warm gateway its nap let start', async () => {

@@ -999,10 +999,11 @@ export class LocalAgentHost implements AgentHost {
    */
   private memberSnapshot(member: Agent): AgentState {
     const gateway = this.agents.get(member.record.gatewayOf ?? '');
-    const base = gateway ? this.processSnapshot(gateway) : this.processSnapshot(member);
+    const { wakesAt, ...base } = gateway ? this.processSnapshot(gateway) : this.processSnapshot(member);
     const follows = member.status === 'running';
-    // Stopped, failed or still joining: nothing of the gateway's process is its own yet (or any more).
-    const process = follows ? {} : { pid: null, startedAt: null, readyAt: null };
+    // Stopped, failed or still joining: nothing of the gateway's process is its own yet (or any more); asleep with it,
+    // it wakes with it.
+    const process = follows ? (wakesAt !== undefined ? { wakesAt } : {}) : { pid: null, startedAt: null, readyAt: null };
     return {
       ...base,
       ...process,
@@ -1612,9 +1613,9 @@ export class LocalAgentHost implements AgentHost {
 
   private snapshot(agent: Agent): AgentState {
     if (agent.record.gatewayOf !== undefined) return this.memberSnapshot(agent);
-    const state = { ...this.processSnapshot(agent), sharesGatewayWith: this.sharingWith(agent, agent) };
+    const { wakesAt, ...state } = { ...this.processSnapshot(agent), sharesGatewayWith: this.sharingWith(agent, agent) };
     // The first agent of a gateway running on for its members: stopped, whatever its process does.
-    return agent.record.agentStopped ? { ...state, status: 'stopped' } : state;
+    return agent.record.agentStopped ? { ...state, status: 'stopped' } : { ...state, ...(wakesAt !== undefined ? { wakesAt } : {}) };
   }
 
   /** The other platform agents of `gateway` than `self` (its first agent unless deleted, and its members). */
@@ -1639,6 +1640,7 @@ export class LocalAgentHost implements AgentHost {
       readyAt: agent.readyAt === null ? null : new Date(agent.readyAt).toISOString(),
       restarts: agent.restarts,
       lastError: agent.lastError,
+      ...(agent.status === 'hibernated' ? { wakesAt: agent.record.hibernation?.wakeAt ?? null } : {}),
     };
   }
 

@@ -170,6 +170,7 @@ describe('backend agents and deployments', () => {
       ready: true,
       failing: [],
       sharesGatewayWith: [],
+      wakesAt: null,
     });
     await call('usr_a', 'POST', '/agents/agt_alpha/stop');
     // A stopped agent says so: no probe of a gateway that is not there, no "degraded".

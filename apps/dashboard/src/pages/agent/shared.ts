@@ -61,6 +61,7 @@ export function useAgentState(agentId: string): {
                 live: data.live,
                 ready: data.ready,
                 sharesGatewayWith: data.sharesGatewayWith ?? [],
+                wakesAt: data.wakesAt ?? null,
                 at: data.at,
               });
               setError(undefined);
@@ -86,6 +87,8 @@ export function useAgentState(agentId: string): {
       live: next.live,
       ready: next.ready === true,
       sharesGatewayWith: prev?.sharesGatewayWith ?? [],
+      // A start, stop or restart ends a nap: only an answer that it still sleeps keeps the wake time known.
+      wakesAt: next.state === 'hibernated' ? (prev?.wakesAt ?? null) : null,
       at: new Date().toISOString(),
     }));
   }, []);
@@ -102,5 +105,7 @@ export interface AgentStateNow {
   ready: boolean;
   /** The user's other agents in the same gateway (issue #20): a restart of this one restarts them too. */
   sharesGatewayWith: string[];
+  /** While it sleeps: when its next due job wakes it (null: none due). */
+  wakesAt: string | null;
   at: string;
 }

@@ -192,6 +192,7 @@ describe('agent answers', () => {
       ready: true,
       failing: [],
       sharesGatewayWith: [],
+      wakesAt: null,
       source: 'gateway',
       checkedAt: expect.any(String),
     });

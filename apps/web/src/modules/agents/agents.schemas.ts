@@ -130,6 +130,12 @@ export const AgentHealthView = Type.Object({
     description:
       'the caller’s other agents in the same gateway (issue #20): a restart, update, repair or memory reset restarts them too; empty for a gateway of its own',
   }),
+  wakesAt: nullable(
+    Type.String({
+      description:
+        'while `hibernated`: when its host starts it for its next due cron job or heartbeat (ISO 8601, ahead of the job by the wake lead); null otherwise, or when no job is due (a message or Start wakes it)',
+    }),
+  ),
   source: Type.Union([Type.Literal('host'), Type.Literal('gateway')], {
     description: '`host`: derived by the backend from its host; `gateway`: no host knows the agent, derived from its record and gateway',
   }),
@@ -188,6 +194,8 @@ export const AgentStatusEvent = Type.Object({
   actions: Type.Array(AgentActionSchema),
   /** The caller's other agents in the same gateway (issue #20; `AgentHealthView.sharesGatewayWith`). */
   sharesGatewayWith: Type.Array(Type.String()),
+  /** `AgentHealthView.wakesAt`. */
+  wakesAt: nullable(Type.String()),
   at: Type.String(),
 });
 export type AgentStatusEvent = Static<typeof AgentStatusEvent>;

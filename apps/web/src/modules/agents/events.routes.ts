@@ -84,6 +84,7 @@ export async function agentEventRoutes(app: App): Promise<void> {
           reason: view.reason,
           actions: view.actions,
           sharesGatewayWith: view.sharesGatewayWith,
+          wakesAt: view.wakesAt,
         };
         const key = JSON.stringify(snapshot);
         if (key !== last) {

@@ -77,6 +77,7 @@ export async function readAgentState(
         sharesGatewayWith: Array.isArray(b.sharesGatewayWith)
           ? b.sharesGatewayWith.filter((id): id is string => typeof id === 'string')
           : [],
+        wakesAt: b.state === 'hibernated' && typeof b.wakesAt === 'string' && !Number.isNaN(Date.parse(b.wakesAt)) ? b.wakesAt : null,
         source: 'host',
         checkedAt,
       };
@@ -99,7 +100,7 @@ export async function readAgentState(
     }
   }
   const view: AgentStateView = deriveAgentState({ host: null, ready, record: record.status, failing });
-  return { agentId, ...view, host: null, live, ready, failing, sharesGatewayWith: [], source: 'gateway', checkedAt };
+  return { agentId, ...view, host: null, live, ready, failing, sharesGatewayWith: [], wakesAt: null, source: 'gateway', checkedAt };
 }
 
 /**
