@@ -102,7 +102,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
                 <span className="agent-state">
                   <StatusBadge status={live.state.state} /> <span className="hint">{live.state.reason}</span>
                   {live.state.state === 'hibernated' ? (
-                    <span className="hint" data-testid="wakes-at">
+                    <span className="hint line" data-testid="wakes-at">
                       {live.state.wakesAt
                         ? `Its next due job wakes it at ${formatTime(live.state.wakesAt)}.`
                         : 'No job is due: it sleeps until a message or Start.'}
