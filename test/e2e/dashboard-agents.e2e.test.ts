@@ -44,13 +44,8 @@ beforeAll(async () => {
   host = await fakeRuntimeHost(work, { readyDelayMs: 1_500, gatewayProtocol: true });
   backend = await startBackend(SHARED, { host });
   web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, DASHBOARD_DIR: dashboardDir });
-  const { userId, cookie } = await web.signIn({ name: 'Grace' });
+  const { cookie } = await web.signIn({ name: 'Grace', plan: 'collective' });
   session = cookie;
-  await web.database.db.kysely
-    .updateTable('users')
-    .set({ plan: 'collective', subscription_status: 'active' })
-    .where('id', '=', userId)
-    .execute();
   const provision = async (name: string) => {
     const res = await request(`${web.url}/api/provision`, { json: { name, autoProvision: true }, headers: { cookie } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -421,6 +416,9 @@ describe('two agents of one customer in the dashboard', () => {
     expect(await page.getByTestId('wakes-at').textContent()).toBe('No job is due: it sleeps until a message or Start.');
     await page.getByRole('status').filter({ hasText: 'these are its devices as last seen' }).waitFor();
     await screenshot(page, 'agents-18-second-asleep-devices-1280');
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'agents-18b-second-asleep-devices-390');
+    await page.setViewportSize(DESKTOP);
 
     await page.goto(`/agents/${second}?tab=config`);
     await badgeSays('hibernated');

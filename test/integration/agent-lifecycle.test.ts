@@ -34,12 +34,7 @@ describe('two agents of one customer, each with its own lifecycle', () => {
     host = await fakeRuntimeHost(work, { readyDelayMs: 400 });
     backend = await startBackend(SHARED, { host });
     web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
-    ({ cookie, userId } = await web.signIn());
-    await web.database.db.kysely
-      .updateTable('users')
-      .set({ plan: 'collective', subscription_status: 'active' })
-      .where('id', '=', userId)
-      .execute();
+    ({ cookie, userId } = await web.signIn({ plan: 'collective' }));
     const provision = async (name: string) => {
       const res = await request(`${web.url}/api/provision`, { json: { name, autoProvision: true }, headers: { ...from(), cookie } });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -193,12 +188,7 @@ describe('two agents of one customer, each with its own lifecycle', () => {
   it('a call that outlasts its wait answers 202 with the state on the way and the stream to follow (AGENT_LIFECYCLE_WAIT_MS)', async () => {
     const impatient = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, AGENT_LIFECYCLE_WAIT_MS: '0' });
     try {
-      const signed = await impatient.signIn();
-      await impatient.database.db.kysely
-        .updateTable('users')
-        .set({ plan: 'solo', subscription_status: 'active' })
-        .where('id', '=', signed.userId)
-        .execute();
+      const signed = await impatient.signIn({ plan: 'solo' });
       const made = await request(`${impatient.url}/api/provision`, {
         json: { autoProvision: true },
         headers: { ...from(), cookie: signed.cookie },
@@ -246,13 +236,7 @@ describe('a hibernated agent, woken by a message', () => {
     host = await fakeRuntimeHost(work, { gatewayProtocol: true }, { maxAgents: 1 });
     backend = await startBackend(SHARED, { host });
     web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
-    let userId: string;
-    ({ cookie, userId } = await web.signIn());
-    await web.database.db.kysely
-      .updateTable('users')
-      .set({ plan: 'pro', subscription_status: 'active' })
-      .where('id', '=', userId)
-      .execute();
+    ({ cookie } = await web.signIn({ plan: 'pro' }));
     const res = await request(`${web.url}/api/provision`, {
       json: { name: 'Sleeper', autoProvision: true },
       headers: { ...from(), cookie },
@@ -406,7 +390,27 @@ describe('a hibernated agent, woken by a message', () => {
     expect((await host.status(agentId)).status).toBe('running');
   });
 
+  it('the WebSocket chat keeps its bound with a wake in it (spec §4.4: 30 s): one that outlasts it is 500, the agent wakes on', async () => {
+    // The same service with a 100 ms bound: shorter than any wake.
+    const hasty = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, GATEWAY_CHAT_TIMEOUT_MS: '100' }, { database: web.database });
+    try {
+      await host.hibernate(agentId);
+      const res = await request(`${hasty.url}/api/gateway/chat`, { json: { message: 'quick?' }, headers: { ...from(), cookie } });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 500, body: { error: 'Chat failed' } });
+      // The message woke it: it is live for the next one.
+      expect((await host.waitUntilReady(agentId, { timeoutMs: 10_000 })).status).toBe('running');
+    } finally {
+      await hasty.close();
+    }
+  });
+
   it('a wake the host has no room for is said in words, and the agent stays asleep until there is room', async () => {
+    // A device the platform saw while the agent was awake.
+    await writeFile(
+      join(host.paths(agentId).state, 'devices.json'),
+      JSON.stringify({ pending: [], paired: [{ deviceId: 'dev-tablet', displayName: 'Tablet', createdAtMs: Date.now() }] }),
+    );
+    expect((await call('GET', `/api/devices?agentId=${agentId}`)).body.approved).toMatchObject([{ id: 'dev-tablet' }]);
     await host.hibernate(agentId);
     // Another agent takes the room the nap freed (the host has room for one gateway).
     const other = await call('POST', '/api/provision', { name: 'Busy one', autoProvision: true });
@@ -428,6 +432,14 @@ describe('a hibernated agent, woken by a message', () => {
       enabled: true,
       frequency: '6h',
     });
+    // So are a device's revocation (nothing recorded that the gateway did not do) and a new session.
+    const revoke = await call('POST', '/api/devices', { agentId, deviceId: 'dev-tablet', action: 'revoke' });
+    expect(revoke.status).toBe(502);
+    expect(revoke.body.error).toMatch(/^Agent gateway error: The agent is asleep and could not be woken: Host is at capacity/);
+    expect((await call('GET', `/api/devices?agentId=${agentId}`)).body.approved).toMatchObject([{ id: 'dev-tablet' }]);
+    const session = await call('POST', '/api/agent', { action: 'create-session', agentId, sessionKey: 'later-still' });
+    expect(session.status).toBe(503);
+    expect(session.body.error).toMatch(/^The agent is asleep and could not be woken: Host is at capacity/);
     expect((await host.status(agentId)).status).toBe('hibernated');
 
     // Once the room is free again (the other agent stopped), the next message wakes it and is answered.

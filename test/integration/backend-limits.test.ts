@@ -30,12 +30,7 @@ describe("the backend's per-client limit, for calls the web makes on a browser's
     backend = await startBackend(SHARED, { host });
     web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
     for (const ip of ['198.51.100.7', '198.51.100.8']) {
-      const { cookie, userId } = await web.signIn();
-      await web.database.db.kysely
-        .updateTable('users')
-        .set({ plan: 'pro', subscription_status: 'active' })
-        .where('id', '=', userId)
-        .execute();
+      const { cookie } = await web.signIn({ plan: 'pro' });
       const res = await request(`${web.url}/api/provision`, {
         json: { name: 'Limited', autoProvision: true },
         headers: { cookie, 'x-forwarded-for': ip },

@@ -278,12 +278,7 @@ describe('provisioning when the backend fails', () => {
   it('502 when no path works (a non-JSON answer counts as a failure); the record ends in error', async () => {
     const web = await startWeb({ ...SHARED, BACKEND_API_URL: htmlUrl, BACKEND_API_FALLBACK_URL: 'http://127.0.0.1:9' });
     try {
-      const { cookie, userId } = await web.signIn();
-      await web.database.db.kysely
-        .updateTable('users')
-        .set({ plan: 'solo', subscription_status: 'active' })
-        .where('id', '=', userId)
-        .execute();
+      const { cookie, userId } = await web.signIn({ plan: 'solo' });
       const res = await request(`${web.url}/api/provision`, { json: { telegramToken: 't' }, headers: { cookie } });
       expect(res.status).toBe(502);
       const rows = await web.database.db.kysely.selectFrom('agents').select('status').where('user_id', '=', userId).execute();

@@ -18,9 +18,16 @@ export interface TestWeb extends RunningService {
   database: TestDatabase;
   /**
    * Creates a user with a live session and returns the Cookie header that carries it. The address counts as verified
-   * unless `emailVerified: false` (an account that has not followed its verification link yet).
+   * unless `emailVerified: false` (an account that has not followed its verification link yet). `plan`: a paid plan
+   * with an active subscription, as the billing webhook leaves it (what provisioning needs).
    */
-  signIn(user?: { email?: string; name?: string; isAdmin?: boolean; emailVerified?: boolean }): Promise<{ userId: string; cookie: string }>;
+  signIn(user?: {
+    email?: string;
+    name?: string;
+    isAdmin?: boolean;
+    emailVerified?: boolean;
+    plan?: string;
+  }): Promise<{ userId: string; cookie: string }>;
 }
 
 /**
@@ -53,6 +60,7 @@ export async function startWeb(
           name: user.name ?? email,
           is_admin: user.isAdmin ?? false,
           email_verified_at: user.emailVerified === false ? null : new Date(),
+          ...(user.plan ? { plan: user.plan, subscription_status: 'active' } : {}),
         })
         .execute();
       const { token } = await createSession(database.db.kysely, userId);

@@ -318,6 +318,10 @@ function stopGatewaysOnExit(): void {
   for (const host of openHosts) for (const pid of host.gatewayPids()) killQuietly(pid, 'SIGTERM');
 }
 
+/** `AgentState.wakesAt`, only on a state that says `hibernated`: when the process (`gateway`'s) wakes for its next job. */
+const withWakeTime = (state: AgentState, gateway: Agent): AgentState =>
+  state.status === 'hibernated' ? { ...state, wakesAt: gateway.record.hibernation?.wakeAt ?? null } : state;
+
 /**
  * The `local` provider: each agent is an OpenClaw gateway child process on this host, run with the Node 24
  * binary, on a free port of 127.0.0.1 (or all interfaces with `bind: 'lan'`), with an environment built from scratch
@@ -999,12 +1003,11 @@ export class LocalAgentHost implements AgentHost {
    */
   private memberSnapshot(member: Agent): AgentState {
     const gateway = this.agents.get(member.record.gatewayOf ?? '');
-    const { wakesAt, ...base } = gateway ? this.processSnapshot(gateway) : this.processSnapshot(member);
+    const base = gateway ? this.processSnapshot(gateway) : this.processSnapshot(member);
     const follows = member.status === 'running';
-    // Stopped, failed or still joining: nothing of the gateway's process is its own yet (or any more); asleep with it,
-    // it wakes with it.
-    const process = follows ? (wakesAt !== undefined ? { wakesAt } : {}) : { pid: null, startedAt: null, readyAt: null };
-    return {
+    // Stopped, failed or still joining: nothing of the gateway's process is its own yet (or any more).
+    const process = follows ? {} : { pid: null, startedAt: null, readyAt: null };
+    const state: AgentState = {
       ...base,
       ...process,
       agentId: member.record.agentId,
@@ -1015,6 +1018,8 @@ export class LocalAgentHost implements AgentHost {
       restarts: follows ? base.restarts : 0,
       lastError: follows ? (gateway ? base.lastError : 'Its gateway is gone') : member.lastError,
     };
+    // Asleep with its gateway, it wakes with it.
+    return withWakeTime(state, gateway ?? member);
   }
 
   /** Waits for a member's join, then for its gateway. */
@@ -1613,9 +1618,9 @@ export class LocalAgentHost implements AgentHost {
 
   private snapshot(agent: Agent): AgentState {
     if (agent.record.gatewayOf !== undefined) return this.memberSnapshot(agent);
-    const { wakesAt, ...state } = { ...this.processSnapshot(agent), sharesGatewayWith: this.sharingWith(agent, agent) };
+    const state = { ...this.processSnapshot(agent), sharesGatewayWith: this.sharingWith(agent, agent) };
     // The first agent of a gateway running on for its members: stopped, whatever its process does.
-    return agent.record.agentStopped ? { ...state, status: 'stopped' } : { ...state, ...(wakesAt !== undefined ? { wakesAt } : {}) };
+    return withWakeTime(agent.record.agentStopped ? { ...state, status: 'stopped' } : state, agent);
   }
 
   /** The other platform agents of `gateway` than `self` (its first agent unless deleted, and its members). */
@@ -1640,7 +1645,6 @@ export class LocalAgentHost implements AgentHost {
       readyAt: agent.readyAt === null ? null : new Date(agent.readyAt).toISOString(),
       restarts: agent.restarts,
       lastError: agent.lastError,
-      ...(agent.status === 'hibernated' ? { wakesAt: agent.record.hibernation?.wakeAt ?? null } : {}),
     };
   }
 

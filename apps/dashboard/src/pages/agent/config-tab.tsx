@@ -154,8 +154,8 @@ export function ConfigTab({
   return (
     <div className="stack">
       <p className="notice">
-        The configuration of “{agentName}” only: saving applies it to this agent’s gateway (OpenClaw reloads it) and keeps the configuration
-        it replaces as a backup. Your other agents keep theirs.
+        The configuration of “{agentName}” only: saving {asleep ? '' : 'applies it to this agent’s gateway (OpenClaw reloads it) and '}keeps
+        the configuration it replaces as a backup. Your other agents keep theirs.
       </p>
       {asleep ? (
         <p className="notice" role="status">

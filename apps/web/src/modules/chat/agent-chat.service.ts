@@ -218,24 +218,28 @@ export async function gatewayChat(
     throw new DomainError('NO_GATEWAY_TOKEN_AVAILABLE');
   }
 
-  const timeoutMs = deps.config.gateway.chatTimeoutMs;
+  // Spec §4.4: this route times out after 30 s (`chatTimeoutMs`), a wake included.
+  const chatTimeoutMs = deps.config.gateway.chatTimeoutMs;
+  const deadline = performance.now() + chatTimeoutMs;
   const sessionKey = scopedSessionKey(target, input.sessionKey);
   let final: ChatEventPayload | undefined;
   let reply: string;
   try {
     // A stopped agent is one more failure of this route (its own gateway would be down): 500 below, the reason logged.
     assertTakesTurns(target);
-    // A sleeping agent is woken by the message, which waits for it (issue #20).
-    reply = await againOnceLive(deps, user, target.agentId, deps.config.gateway.startWaitMs, () =>
-      withGateway(target, timeoutMs, (conn) => {
+    // A sleeping agent is woken by the message, which waits for it (issue #20) within the route's time; the turn has
+    // what is left of it.
+    reply = await againOnceLive(deps, user, target.agentId, chatTimeoutMs, () => {
+      const timeoutMs = Math.max(1, Math.round(deadline - performance.now()));
+      return withGateway(target, timeoutMs, (conn) => {
         // Registered before chatSend's own listener, so the final payload (model, usage) is kept by the time it resolves.
         conn.on('chat', (payload) => {
           const p = payload as ChatEventPayload;
           if (p.state === 'final' && sameSession(p.sessionKey, sessionKey)) final = p;
         });
         return chatSend(conn, { sessionKey, message: input.message, timeoutMs });
-      }),
-    );
+      });
+    });
   } catch (err) {
     // Spec §4.4 fixes every failure of this route as 500 `Chat failed`, a provider key the agent lacks or that was
     // refused included; the log says which (the dashboard's chat, `POST /api/chat`, says it in words).
