@@ -150,9 +150,11 @@ export interface FakeGatewayOptions {
    */
   remoteListener?: boolean;
   /**
-   * The gateway's agents (OpenClaw `agents.entries` ids; default `['main']`). With more than one the roster is
-   * explicit, as OpenClaw requires: a REST turn must name its agent (`openclaw/<id>`), `openclaw`/`openclaw/default`
-   * are refused; session keys and cron jobs name theirs (a short key is `main`'s), and an unknown id is refused.
+   * The gateway's agents (OpenClaw `agents.entries` ids; default: `main` and the entries of `configFile`'s
+   * `agents.entries`, read at each call, else `['main']`). With more than one the roster is explicit, as OpenClaw
+   * requires: a REST turn must name its agent (`openclaw/<id>`), `openclaw`/`openclaw/default` are refused; session keys
+   * and cron jobs name theirs (a short key is `main`'s), and an unknown id is refused. A roster read from `configFile`
+   * changes with `config.apply` (checked as OpenClaw checks it) and `agents.delete`.
    */
   agents?: string[];
 }
@@ -164,7 +166,7 @@ export interface FakeGatewayOptions {
 function requiredScope(method: string): string {
   if (method.startsWith('device.pair.')) return 'operator.pairing';
   if (['cron.add', 'cron.update', 'cron.remove', 'chat.send', 'sessions.create'].includes(method)) return 'operator.write';
-  if (['config.apply', 'secrets.reload'].includes(method)) return 'operator.admin';
+  if (['config.apply', 'secrets.reload', 'agents.delete'].includes(method)) return 'operator.admin';
   return 'operator.read';
 }
 
@@ -288,8 +290,35 @@ export async function addRecurringJob(conn: GatewayConnection, everyMs: number):
   return added.nextRunAtMs ?? added.state?.nextRunAtMs ?? 0;
 }
 
+/** A config's roster as OpenClaw reads it: `main` and the ids of `agents.entries`. */
+function rosterOfConfig(config: any): string[] {
+  const entries = config?.agents?.entries;
+  const ids = entries && typeof entries === 'object' ? Object.keys(entries) : [];
+  return ['main', ...ids.filter((agentId) => agentId !== 'main')];
+}
+
+/** Why OpenClaw refuses a config write that changes the roster: several agents need explicit ownership; none is dropped. */
+function rosterWriteProblem(before: any, after: any): string | undefined {
+  const next = rosterOfConfig(after);
+  if (next.length > 1 && after?.agents?.ownership !== 'explicit') return 'multi-agent rosters require agents.ownership=explicit';
+  const listed = new Set(Object.keys(after?.agents?.entries ?? {}));
+  const dropped = Object.keys(before?.agents?.entries ?? {}).filter((agentId) => !listed.has(agentId));
+  if (dropped.length > 0) return `Config write would drop agent roster entries without an explicit deletion: ${dropped.join(', ')}`;
+  return undefined;
+}
+
 export async function startFakeGatewayWs(options: FakeGatewayOptions) {
-  const roster = options.agents ?? ['main'];
+  /** The roster now: the given one, else `main` and the config file's `agents.entries` (the last read, if it cannot be read now). */
+  let lastRoster = ['main'];
+  const rosterNow = (): string[] => {
+    if (options.agents) return options.agents;
+    try {
+      if (options.configFile) lastRoster = rosterOfConfig(JSON.parse(options.configFile.read()));
+    } catch {
+      // a config file being replaced, or gone with its pod: the roster it had
+    }
+    return lastRoster;
+  };
   // One port for HTTP and WebSocket, as OpenClaw serves both on 18789.
   const server = createServer((req, res) => {
     let raw = '';
@@ -398,6 +427,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
       return json(400, { error: { message: `Unknown agent target: ${String(model)}`, type: 'invalid_request_error' } });
     }
     const named = model.slice('openclaw/'.length);
+    const roster = rosterNow();
     const turnAgent = named && named !== 'default' ? named : roster.length > 1 ? null : roster[0];
     if (!turnAgent) {
       const message = 'Multiple agents are configured, but this operation has no explicit owner';
@@ -834,7 +864,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
           }
           const problem = shapeProblem(p);
           if (problem) return invalid(problem);
-          if (p.agentId !== undefined && !roster.includes(p.agentId)) return invalid(`unknown agent id "${String(p.agentId)}"`);
+          if (p.agentId !== undefined && !rosterNow().includes(p.agentId)) return invalid(`unknown agent id "${String(p.agentId)}"`);
           const now = Date.now();
           const job: CronJob = { id: randomUUID(), enabled: true, createdAtMs: now, updatedAtMs: now, ...p };
           job.state = { nextRunAtMs: nextRun(job, now) };
@@ -937,7 +967,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
           return handleCron(id, method, p);
         case 'sessions.list': {
           // Newest activity first, then paged (`limit`, `offset`); rows carry no message count, as in OpenClaw.
-          if (p.agentId !== undefined && !roster.includes(p.agentId)) {
+          if (p.agentId !== undefined && !rosterNow().includes(p.agentId)) {
             return err(id, { code: 'INVALID_REQUEST', message: `unknown agent id: ${String(p.agentId)}` });
           }
           const all = [...sessions.values()]
@@ -990,6 +1020,8 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         case 'config.apply':
         case 'secrets.reload':
           return handleConfig(id, method, p);
+        case 'agents.delete':
+          return deleteAgent(id, p);
         default:
           return err(id, { code: 'INVALID_REQUEST', message: `unknown method: ${method}` });
       }
@@ -1009,6 +1041,8 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         if (p.baseHash !== hashOf(raw)) {
           return err(id, { code: 'INVALID_REQUEST', message: 'config changed since last load; re-run config.get and retry' });
         }
+        const problem = rosterWriteProblem(JSON.parse(raw), JSON.parse(p.raw));
+        if (problem) return err(id, { code: 'INVALID_REQUEST', message: problem });
         file.write(p.raw);
       }
       const before = gatewayToken;
@@ -1018,6 +1052,24 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         setTimeout(() => {
           for (const ws of sockets) ws.close(1008, 'gateway auth changed');
         }, 10);
+    }
+
+    /**
+     * `agents.delete` as openclaw@2026.9.6 answers it: an agent of the roster other than the default one leaves it (its
+     * entry removed from the config, the ownership back to `sole` when one agent is left) and its cron jobs go with it.
+     */
+    function deleteAgent(id: string, p: any) {
+      const file = options.configFile;
+      if (!file || options.agents) return err(id, { code: 'INVALID_REQUEST', message: 'unknown method: agents.delete' });
+      const agentId = String(p.agentId ?? '');
+      if (agentId === 'main') return err(id, { code: 'INVALID_REQUEST', message: 'cannot delete the default agent' });
+      if (!rosterNow().includes(agentId)) return err(id, { code: 'INVALID_REQUEST', message: `unknown agent id "${agentId}"` });
+      const config = JSON.parse(file.read());
+      delete config.agents.entries[agentId];
+      if (Object.keys(config.agents.entries).length <= 1) config.agents.ownership = 'sole';
+      file.write(JSON.stringify(config, null, 2));
+      for (const [jobId, job] of jobs) if (job.agentId === agentId) jobs.delete(jobId);
+      return ok(id, { ok: true, agentId, removedBindings: 0 });
     }
 
     function sessionKeyOf(key: unknown): string {
@@ -1033,7 +1085,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
     /** Refuses a session key of an agent the gateway does not have (OpenClaw: unknown agent). */
     function unknownAgentOf(id: string, key: string): boolean {
       const agent = agentOfKey(key);
-      if (roster.includes(agent)) return false;
+      if (rosterNow().includes(agent)) return false;
       err(id, { code: 'INVALID_REQUEST', message: `unknown agent id "${agent}"` });
       return true;
     }

@@ -181,4 +181,36 @@ describe('backend on the docker provisioner', () => {
       await engine.close();
     }
   });
+
+  it("puts a customer's later agents into its first agent's container (AGENTS_PER_GATEWAY, default 8), never another customer's", async () => {
+    const dir = await mkdtemp(join(work, 'engine-'));
+    const engine = await startDockerEngine({ socketPath: join(dir, 'docker.sock'), dir, images: { [IMAGE]: {} } });
+    const env = { INTERNAL_API_KEY: KEY, HMAC_SECRET: HMAC, PROVISIONER: 'docker', DOCKER_SOCKET: engine.socketPath, DOCKER_AGENT_IMAGE: IMAGE };
+    const host = createAgentHost(configOf(env));
+    const backend = await startBackend(env, { host });
+    const deploy = (userId: string, agentId: string) =>
+      request(`${backend.url}/api/deployments`, {
+        headers: { authorization: `Bearer ${KEY}`, ...userContextHeaders({ userId, email: `${userId}@example.com` }, HMAC) },
+        json: { agentId, name: agentId, config: { autoProvision: true, plan: 'solo' } },
+      });
+    const gatewayContainers = () => engine.containers().filter((c) => c.config.Labels?.['aop.role'] === 'gateway');
+    try {
+      expect((await deploy('usr_team', 'agt_team1')).status).toBe(201);
+      await host.waitUntilReady('agt_team1', { timeoutMs: 10_000 });
+      expect((await deploy('usr_team', 'agt_team2')).status).toBe(201);
+      expect(await host.waitUntilReady('agt_team2', { timeoutMs: 10_000 })).toMatchObject({
+        status: 'running',
+        openclawAgentId: 'agt_team2',
+        sharesGatewayWith: ['agt_team1'],
+      });
+      expect(gatewayContainers().map((c) => c.Name)).toEqual(['aop-agent-agt_team1']);
+      expect((await deploy('usr_other', 'agt_other1')).status).toBe(201);
+      expect(gatewayContainers()).toHaveLength(2);
+      expect((await host.status('agt_other1')).sharesGatewayWith).toEqual([]);
+    } finally {
+      await backend.close();
+      await host.shutdown();
+      await engine.close();
+    }
+  });
 });

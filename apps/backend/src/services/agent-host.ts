@@ -48,6 +48,7 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         warmPool: config.agents.warmPool,
         idleMs: config.agents.idleMs,
         evictIdleMs: config.agents.evictIdleMs,
+        agentsPerGateway: config.agents.agentsPerGateway,
         ...(config.docker.image ? { image: config.docker.image } : {}),
         ...(config.docker.network ? { network: config.docker.network } : {}),
       });

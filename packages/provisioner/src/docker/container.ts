@@ -1,4 +1,5 @@
 import type { Hibernation } from '../shared/idle.js';
+import { type RosterFields, openclawAgentIdOf } from '../shared/roster.js';
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { planResources } from '@aop/core';
@@ -21,8 +22,11 @@ export function dockerLimits(plan: string): { Memory: number; MemorySwap: number
   return { Memory: memoryGib * GIB, MemorySwap: memoryGib * GIB, NanoCpus: Math.round(cpus * SECOND_NS) };
 }
 
-/** The registry entry of an agent (`docker-agents/<agentId>.json`, 0600). Tokens, the LLM key and the agent's variables are sealed. */
-export interface DockerAgentRecord {
+/**
+ * The registry entry of an agent (`docker-agents/<agentId>.json`, 0600). Tokens, the LLM key and the agent's variables
+ * are sealed; the gateway it is in, with customer-scoped gateways, in `RosterFields` (a member has no container).
+ */
+export interface DockerAgentRecord extends RosterFields {
   agentId: string;
   userId: string;
   plan: string;
@@ -72,6 +76,11 @@ export const dockerStateVolumeName = (agentId: string) => `aop-agent-${agentId}-
 /** The agent's state volume: its own, or the warm container's it adopted. */
 export const stateVolumeOf = (record: Pick<DockerAgentRecord, 'agentId' | 'volume'>) =>
   record.volume ?? dockerStateVolumeName(record.agentId);
+/**
+ * A member's workspace in its gateway's state volume, relative to the state dir (customer-scoped gateways): where
+ * OpenClaw puts a further agent's workspace by default, `workspace-<its OpenClaw id>`.
+ */
+export const memberWorkspaceDir = (agentId: string) => `workspace-${openclawAgentIdOf(agentId)}`;
 /** The agent id of a container by its name (`/aop-agent-<agentId>`, as the engine lists it), else null. */
 export const agentIdOfName = (name: string | undefined) => /^\/?aop-agent-(.+)$/.exec(name ?? '')?.[1] ?? null;
 /**

@@ -35,10 +35,11 @@ import {
   AgentNotFoundError,
   AgentStartError,
   HostFullError,
+  SharedGatewayError,
   UpdateFailedError,
   OWN_GATEWAY_AGENT_ID,
 } from '../host.js';
-import { MEMORY_PATHS } from '../shared/state-layout.js';
+import { MEMORY_PATHS, memoryPathsOf } from '../shared/state-layout.js';
 import { approveCommand, assertApproved } from '../shared/approve-device.js';
 import { LineQueue, LineSplitter, splitTimestampNs } from '../shared/log-follow.js';
 import { pumpLogLines } from '../shared/log-pump.js';
@@ -69,6 +70,17 @@ import {
   wakeAtFor,
 } from '../shared/idle.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
+import {
+  type RosterMember,
+  type RosterSeat,
+  applyRoster,
+  chooseCustomerGateway,
+  leaveGateway,
+  openclawAgentIdOf,
+  rosterSecrets,
+  settleRoster,
+  wantsProcess,
+} from '../shared/roster.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
 import {
@@ -84,6 +96,7 @@ import {
   dockerContainerName,
   dockerLimits,
   dockerStateVolumeName,
+  memberWorkspaceDir,
   ownLabels,
   stateVolumeOf,
 } from './container.js';
@@ -202,6 +215,14 @@ export interface DockerHostOptions {
   warmPool?: number | 'auto';
   /** How long after an agent became live the pool waits before starting a warm container (default 20 s). */
   refillQuietMs?: number;
+  /**
+   * Customer-scoped gateways, as on the local provider (default 1: each agent has its own container; the backend's
+   * `AGENTS_PER_GATEWAY` is 8): a customer's later agent joins the container of one of the customer's gateways as a
+   * further isolated OpenClaw agent (`config.apply`, no new container), its workspace `workspace-<id>` in that
+   * gateway's state volume. Never another customer's container, never one of another image; an agent with variables of
+   * its own (`agentEnv`) or messaging channels gets its own.
+   */
+  agentsPerGateway?: number;
 }
 
 /** The plan a warm container runs under until an agent adopts it (then the agent's plan's limits apply). */
@@ -307,6 +328,8 @@ export class DockerAgentHost implements AgentHost {
   >;
   private readonly container: ContainerSpec;
   private readonly agents = new Map<string, Agent>();
+  /** Agents living in another agent's container (`record.gatewayOf`), by agent id: no container of their own. */
+  private readonly members = new Map<string, Agent>();
   private readonly creating = new Set<string>();
   /** Memory promised to agents being started (capacity is checked before their container exists). */
   private readonly reserving = new Map<string, number>();
@@ -400,7 +423,7 @@ export class DockerAgentHost implements AgentHost {
     if (!spec.gatewayToken) throw new Error('A gateway token is required');
     await this.ensureLoaded();
     const id = spec.agentId;
-    if (this.agents.has(id) || this.creating.has(id)) throw new AgentExistsError(id);
+    if (this.agents.has(id) || this.members.has(id) || this.creating.has(id)) throw new AgentExistsError(id);
     this.creating.add(id);
     try {
       // A container left without a registry entry is not silently taken over, nor is another user's state volume.
@@ -413,6 +436,8 @@ export class DockerAgentHost implements AgentHost {
 
       const version = spec.version ?? this.defaultVersion;
       const image = spec.version ? this.imageFor(spec.version) : this.image;
+      const gateway = await this.customerGateway(spec, image);
+      if (gateway) return await this.join(gateway, spec);
       const slot = this.takeWarmSlot(image, spec);
       const adopted = slot ? await this.adopt(slot, spec) : null;
       if (adopted) return adopted;
@@ -428,7 +453,7 @@ export class DockerAgentHost implements AgentHost {
         await this.saveRecord(agent);
         return exclusive(agent, async () => {
           await this.launch(agent);
-          return this.observe(agent);
+          return this.publicState(agent);
         });
       });
     } finally {
@@ -441,40 +466,56 @@ export class DockerAgentHost implements AgentHost {
   }
 
   async start(agentId: string): Promise<AgentState> {
+    const member = await this.member(agentId);
+    if (member) return this.setMemberWanted(member, 'running');
     const agent = await this.get(agentId);
+    if (agent.record.agentStopped) return exclusive(agent, () => this.setFirstAgentStopped(agent, false));
+    return this.startGateway(agent);
+  }
+
+  /** Starts (or wakes) the agent's container unless it runs; a start refused for capacity leaves it as it was. */
+  private startGateway(agent: Agent): Promise<AgentState> {
     return exclusive(agent, async () => {
-      const info = await this.inspect(agentId);
-      // A container that runs already is awake (someone started it): its hibernation ends here. One that does not is
-      // woken by `launch`, once it shows `starting`: cleared any earlier, a stopped container wanted running would
-      // read as failed in between (a chat waiting for the wake would give up).
-      const wantRunning = async (wake: boolean) => {
-        if (agent.record.desired === 'running' && !(wake && agent.record.hibernation)) return;
-        agent.record.desired = 'running';
-        if (wake) this.wake(agent);
-        await this.saveRecord(agent);
-      };
-      // Running, or crashed and being restarted by Docker's restart policy.
-      if (info?.State.Running) {
-        await wantRunning(true);
-        return this.observe(agent);
-      }
-      // Wanted running only once it has room: a start refused for capacity leaves the agent stopped, not failed.
-      await this.withCapacity(agentId, agent.record.plan, async () => {
-        await wantRunning(false);
-        await this.launch(agent);
-      });
-      return this.observe(agent);
+      await this.startHeld(agent);
+      return this.publicState(agent);
+    });
+  }
+
+  /** `startGateway`, holding the agent's lock. */
+  private async startHeld(agent: Agent): Promise<void> {
+    const info = await this.inspect(agent.record.agentId);
+    // A container that runs already is awake (someone started it): its hibernation ends here. One that does not is
+    // woken by `launch`, once it shows `starting`: cleared any earlier, a stopped container wanted running would
+    // read as failed in between (a chat waiting for the wake would give up).
+    const wantRunning = async (wake: boolean) => {
+      if (agent.record.desired === 'running' && !(wake && agent.record.hibernation)) return;
+      agent.record.desired = 'running';
+      if (wake) this.wake(agent);
+      await this.saveRecord(agent);
+    };
+    // Running, or crashed and being restarted by Docker's restart policy.
+    if (info?.State.Running) {
+      await wantRunning(true);
+      return;
+    }
+    // Wanted running only once it has room: a start refused for capacity leaves the agent stopped, not failed.
+    await this.withCapacity(agent.record.agentId, agent.record.plan, async () => {
+      await wantRunning(false);
+      await this.launch(agent);
     });
   }
 
   async stop(agentId: string): Promise<AgentState> {
+    const member = await this.member(agentId);
+    if (member) return this.setMemberWanted(member, 'stopped');
     const agent = await this.get(agentId);
     return exclusive(agent, async () => {
+      if (this.membersOf(agent).length > 0) return this.setFirstAgentStopped(agent, true);
       agent.record.desired = 'stopped';
       agent.record.hibernation = null;
       await this.saveRecord(agent);
       await this.stopContainer(agent);
-      return this.observe(agent);
+      return this.publicState(agent);
     });
   }
 
@@ -744,16 +785,17 @@ export class DockerAgentHost implements AgentHost {
       await this.ensureLoaded();
       for (const agent of [...this.agents.values()]) {
         if (this.shuttingDown) return;
-        const id = agent.record.agentId;
         if (agent.record.hibernation) {
           if (dueToWake(agent.record.hibernation)) {
-            await this.start(id).catch((error: unknown) => this.log(agent, `[host] could not wake for its due job: ${messageOf(error)}`));
+            await this.startGateway(agent).catch((error: unknown) =>
+              this.log(agent, `[host] could not wake for its due job: ${messageOf(error)}`),
+            );
           }
           continue;
         }
         const verdict = await this.askIdle(agent, idleMs);
         if (!verdict?.sleep) continue;
-        await this.hibernate(id, verdict.nextDueMs).catch((error: unknown) =>
+        await this.hibernateAgent(agent, verdict.nextDueMs).catch((error: unknown) =>
           this.log(agent, `[host] hibernation failed: ${messageOf(error)}`),
         );
       }
@@ -781,7 +823,7 @@ export class DockerAgentHost implements AgentHost {
         read: async () => {
           const state = await this.observe(agent);
           if (state.status !== 'running' || !state.url) throw new Error(`the agent is ${state.status}`);
-          return readActivityAt(state.url, await this.controlCredentials(agent.record.agentId));
+          return readActivityAt(state.url, await this.credentials(agent, false));
         },
       },
     );
@@ -813,7 +855,10 @@ export class DockerAgentHost implements AgentHost {
    * idle check calls it.
    */
   async hibernate(agentId: string, nextDueMs: number | null = null): Promise<AgentState> {
-    return this.hibernateAgent(await this.get(agentId), nextDueMs);
+    const member = await this.member(agentId);
+    if (!member) return this.hibernateAgent(await this.get(agentId), nextDueMs);
+    await this.hibernateAgent(this.gatewayOf(member), nextDueMs);
+    return this.publicState(member);
   }
 
   private hibernateAgent(agent: Agent, nextDueMs: number | null): Promise<AgentState> {
@@ -829,10 +874,363 @@ export class DockerAgentHost implements AgentHost {
     });
   }
 
+  // ---------------------------------------------------------------- customer-scoped gateways
+
+  /**
+   * The gateway a new agent joins (`chooseCustomerGateway`), or null for a container of its own. Only with the platform
+   * device: the roster is applied through its connection (a token alone gets no scopes through the published port).
+   */
+  private async customerGateway(spec: AgentSpec, image: string): Promise<Agent | null> {
+    const limit = this.config.agentsPerGateway ?? 1;
+    if (limit <= 1 || !this.config.platformDevice) return null;
+    const candidates = [];
+    for (const gateway of this.agents.values()) {
+      if (gateway.record.userId !== spec.userId || gateway.record.image !== image) continue;
+      const { status } = await this.processState(gateway);
+      candidates.push({
+        gateway,
+        userId: gateway.record.userId,
+        runtime: gateway.record.image,
+        awake: status === 'running',
+        asleep: status === 'hibernated',
+        ownVariables: Object.keys(openSealedSpec(this.secrets, gateway.record).agentEnv ?? {}).length > 0,
+        memberIds: this.membersOf(gateway).map((member) => openclawAgentIdOf(member.record.agentId)),
+      });
+    }
+    return chooseCustomerGateway(spec, image, candidates, {
+      limit,
+      warmReady: this.pool.some((slot) => slot.poolReady && slot.record.image === image),
+    });
+  }
+
+  private membersOf(gateway: Agent): Agent[] {
+    const id = gateway.record.agentId;
+    return [...this.members.values()].filter((member) => member.record.gatewayOf === id);
+  }
+
+  /** The gateway a member runs in. */
+  private gatewayOf(member: Agent): Agent {
+    const gateway = this.agents.get(member.record.gatewayOf ?? '');
+    if (!gateway) throw new AgentStartError(`The gateway of agent ${member.record.agentId} is gone`);
+    return gateway;
+  }
+
+  private wantsProcess(gateway: Agent): boolean {
+    return wantsProcess(
+      gateway.record,
+      this.membersOf(gateway).map((member) => member.record),
+    );
+  }
+
+  /** What the gateway's config lists besides its first agent (`applyRoster`): each member's workspace in the volume. */
+  private roster(gateway: Agent): RosterMember[] {
+    return this.membersOf(gateway).map((member) => ({
+      id: openclawAgentIdOf(member.record.agentId),
+      workspace: posix.join(this.stateDir, memberWorkspaceDir(member.record.agentId)),
+      llm: openSealedSpec(this.secrets, member.record).llm ?? null,
+      config: member.record.config,
+      stopped: member.record.desired !== 'running',
+    }));
+  }
+
+  /** The other platform agents of `gateway` than `self` (its first agent unless deleted, and its members). */
+  private sharingWith(gateway: Agent, self: Agent): string[] {
+    const first = gateway.record.retired ? [] : [gateway];
+    return [...first, ...this.membersOf(gateway)].filter((agent) => agent !== self).map((agent) => agent.record.agentId);
+  }
+
+  /**
+   * A customer's later agent joins one of its gateways: its record (with the gateway's token: the owner reaches each of
+   * their agents with it), the platform's skills in its workspace (`workspace-<id>` in the gateway's volume), then the
+   * gateway's config with it in the roster, applied to the running gateway (`rosterChanged`) or written for the
+   * sleeping one, which is woken. `starting` until then; if it fails, the agent gets a container of its own, or, with no
+   * room for that either, is not created.
+   */
+  private async join(gateway: Agent, spec: AgentSpec): Promise<AgentState> {
+    const id = spec.agentId;
+    const token = openSealedSpec(this.secrets, gateway.record).gatewayToken;
+    const record: DockerAgentRecord = {
+      ...this.newRecord({ ...spec, gatewayToken: token }, gateway.record.version, gateway.record.image),
+      gatewayOf: gateway.record.agentId,
+    };
+    const member = this.newAgent(record);
+    member.transition = 'starting';
+    this.members.set(id, member);
+    await this.saveRecord(member);
+    const started = performance.now();
+    try {
+      await exclusive(gateway, async () => {
+        await this.writeSkills(gateway, memberWorkspaceDir(id));
+        await this.rosterChanged(gateway, `agent ${id} joins`);
+      });
+      this.log(gateway, `[host] agent ${id} joined this gateway in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      member.transition = null;
+      return this.publicState(member);
+    } catch (error) {
+      this.members.delete(id);
+      member.transition = null;
+      // Whatever the gateway got of it goes: the roster without it is written again by the next change.
+      await this.removeInVolume(gateway, 'workspace removal', [memberWorkspaceDir(id)]).catch(() => undefined);
+      if (this.shuttingDown || error instanceof HostFullError || error instanceof DockerUnavailableError) {
+        await rm(this.registryPath(id), { force: true });
+        throw error;
+      }
+      this.log(gateway, `[host] agent ${id} could not join (${messageOf(error)}); it gets a container of its own`);
+      record.gatewayOf = undefined;
+      const agent = this.newAgent(record);
+      this.agents.set(id, agent);
+      await this.saveRecord(agent);
+      await this.withCapacity(id, record.plan, () => exclusive(agent, () => this.launch(agent))).catch((failure: unknown) => {
+        agent.lastError = messageOf(failure);
+      });
+      return this.publicState(agent);
+    }
+  }
+
+  /**
+   * After an agent of the gateway joined, stopped, started or left (called holding the gateway's lock): the container
+   * stops when nobody wants it any more, starts (or wakes) when someone does, and otherwise takes the roster as
+   * recorded — applied while it runs (`config.apply`, hot), written for its start otherwise — and its stopped agents'
+   * jobs go quiet (`settleRoster`, also run once a starting gateway is ready).
+   */
+  private async rosterChanged(gateway: Agent, note: string): Promise<void> {
+    if (!this.wantsProcess(gateway)) {
+      gateway.record.desired = 'stopped';
+      gateway.record.hibernation = null;
+      await this.saveRecord(gateway);
+      await this.stopContainer(gateway);
+      this.fillWarmPool();
+      return;
+    }
+    const { status } = await this.processState(gateway);
+    if (status === 'running') {
+      await this.pushConfig(gateway, note);
+      // The roster is applied; jobs that could not be switched now are tried again when the gateway is next ready.
+      await this.settleRoster(gateway).catch((error: unknown) => this.log(gateway, `[host] agents' jobs not settled: ${messageOf(error)}`));
+    } else if (status === 'starting' || status === 'restarting') {
+      await this.writeConfig(gateway);
+    } else {
+      await this.startHeld(gateway);
+    }
+  }
+
+  /**
+   * The gateway's secret file (with its members' keys) into the running container, then its config (with its roster)
+   * through `config.apply` over the platform device's connection: OpenClaw re-reads the secret file and applies the
+   * roster before it answers.
+   */
+  private async pushConfig(gateway: Agent, note: string): Promise<void> {
+    const container = this.docker.getContainer(dockerContainerName(gateway.record.agentId));
+    await this.engine('write secrets', () =>
+      container.putArchive(tarArchive([this.secretFileEntry(gateway)]), { path: posix.dirname(this.stateDir) }),
+    );
+    const raw = `${JSON.stringify(this.gatewayConfig(gateway), null, 2)}\n`;
+    await this.onGateway(gateway, async (conn) => {
+      const { hash } = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
+      await conn.request('config.apply', { raw, baseHash: hash, note: `platform: ${note}` }, { timeoutMs: 30_000 });
+    });
+  }
+
+  /** A control connection to the running gateway (token and platform device), for `fn`. */
+  private async onGateway<T>(gateway: Agent, fn: (conn: GatewayConnection) => Promise<T>): Promise<T> {
+    const info = await this.inspect(gateway.record.agentId);
+    const url = info?.State.Running && !info.State.Restarting ? this.gatewayUrl(info) : null;
+    if (!url) throw new AgentStartError(`The gateway of agent ${gateway.record.agentId} is not running`);
+    const credentials = await this.credentials(gateway, false);
+    const conn = await connectGateway({
+      url: url.replace(/^http/, 'ws'),
+      token: credentials.token,
+      device: credentials.device?.identity,
+      retryDeadlineMs: 0,
+    });
+    try {
+      return await fn(conn);
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+  }
+
+  /** `settleRoster` (shared/roster.ts) on the gateway's first agent and its members. */
+  private async settleRoster(gateway: Agent): Promise<void> {
+    const seat = (agent: Agent, openclawId: string, stopped: boolean): RosterSeat => ({
+      openclawId,
+      stopped,
+      quietJobs: agent.record.quietJobs ?? [],
+      remember: async (quietJobs) => {
+        agent.record.quietJobs = quietJobs;
+        await this.saveRecord(agent);
+      },
+    });
+    await settleRoster({
+      on: (fn) => this.onGateway(gateway, fn),
+      seats: [
+        seat(gateway, OWN_GATEWAY_AGENT_ID, gateway.record.agentStopped === true || gateway.record.retired === true),
+        ...this.membersOf(gateway).map((member) =>
+          seat(member, openclawAgentIdOf(member.record.agentId), member.record.desired !== 'running'),
+        ),
+      ],
+      leftAgents: gateway.record.leftAgents ?? [],
+      forgetLeft: async () => {
+        gateway.record.leftAgents = [];
+        await this.saveRecord(gateway);
+      },
+      log: (line) => this.log(gateway, line),
+    });
+  }
+
+  /** A member stopped or started: its own state first, then its gateway's (`rosterChanged`). */
+  private async setMemberWanted(member: Agent, desired: 'running' | 'stopped'): Promise<AgentState> {
+    const gateway = this.gatewayOf(member);
+    return exclusive(gateway, async () => {
+      const id = member.record.agentId;
+      if (member.record.desired !== desired) {
+        member.record.desired = desired;
+        await this.saveRecord(member);
+        await this.rosterChanged(gateway, `agent ${id} ${desired === 'running' ? 'started' : 'stopped'}`);
+      } else if (desired === 'running' && (await this.inspect(gateway.record.agentId))?.State.Running !== true) {
+        await this.rosterChanged(gateway, `agent ${id} started`); // its gateway slept or stopped: wake it
+      }
+      return this.publicState(member);
+    });
+  }
+
+  /** The first agent of a gateway with members stopped or started (holding its lock): the gateway runs on for them. */
+  private async setFirstAgentStopped(gateway: Agent, stopped: boolean): Promise<AgentState> {
+    gateway.record.agentStopped = stopped;
+    await this.saveRecord(gateway);
+    await this.rosterChanged(gateway, `its first agent ${stopped ? 'stopped' : 'started'}`);
+    return this.publicState(gateway);
+  }
+
+  /**
+   * The gateway a lifecycle action on `agentId` acts on (restart, update, repair, reset memory), and the agent's state
+   * to answer with after it: a member's action is its gateway's (it moves every agent in it), and like any of these it
+   * leaves the agent wanted running.
+   */
+  private async gatewayFor(agentId: string): Promise<{ gateway: Agent; answer: () => Promise<AgentState> }> {
+    const member = await this.member(agentId);
+    if (!member) {
+      const agent = await this.get(agentId);
+      agent.record.agentStopped = false; // saved as the gateway starts; its jobs are enabled again once it is ready
+      return { gateway: agent, answer: () => this.publicState(agent) };
+    }
+    if (member.record.desired !== 'running') {
+      member.record.desired = 'running';
+      await this.saveRecord(member);
+    }
+    return { gateway: this.gatewayOf(member), answer: () => this.publicState(member) };
+  }
+
+  /**
+   * A member's configuration: its model and key (a provider of its own), heartbeat and tools profile go into its entry,
+   * applied at once; the rest of a configuration is the gateway's, which its first agent's configuration sets. Variables
+   * of its own and messaging channels need a process of its own: refused.
+   */
+  private async configureMember(member: Agent, changes: AgentChanges): Promise<AgentState> {
+    const id = member.record.agentId;
+    if (changes.agentEnv !== undefined && Object.keys(checkAgentEnv(changes.agentEnv)).length > 0) {
+      throw new SharedGatewayError(`Agent ${id} shares its gateway with the customer's other agents: it cannot have variables of its own`);
+    }
+    if (Object.values(changes.channelTokens ?? {}).some(Boolean)) {
+      throw new SharedGatewayError(
+        `Agent ${id} shares its gateway with the customer's other agents: messaging channels need a gateway of its own`,
+      );
+    }
+    const gateway = this.gatewayOf(member);
+    return exclusive(gateway, async () => {
+      if (changes.config) member.record.config = changes.config;
+      if (changes.plan) member.record.plan = changes.plan;
+      if (changes.llm !== undefined) {
+        const current = openSealedSpec(this.secrets, member.record);
+        sealSpecSecrets(this.secrets, member.record, { ...current, llm: changes.llm });
+      }
+      await this.saveRecord(member);
+      // A stopped gateway gets it with its next start (its config is written then).
+      if ((await this.processState(gateway)).status === 'running') await this.pushConfig(gateway, `agent ${id} configured`);
+      return this.publicState(member);
+    });
+  }
+
+  /**
+   * A member leaves its gateway for good: `agents.delete` with its files while the gateway runs (hot; OpenClaw drops
+   * its jobs and its sessions), its sessions and workspace removed from the volume either way, then its registry
+   * entry. The gateway stops when nobody wants it any more, and goes altogether when its first agent was deleted
+   * before (`retire`).
+   */
+  private async deleteMember(member: Agent): Promise<void> {
+    const id = member.record.agentId;
+    const gateway = this.agents.get(member.record.gatewayOf ?? '');
+    const forget = async () => {
+      this.members.delete(id);
+      await rm(this.registryPath(id), { force: true });
+    };
+    if (!gateway) return forget(); // its gateway's entry was lost: nothing of it runs anywhere
+    await exclusive(gateway, async () => {
+      const openclawId = openclawAgentIdOf(id);
+      if ((await this.processState(gateway)).status === 'running') await this.onGateway(gateway, (conn) => leaveGateway(conn, openclawId));
+      else {
+        gateway.record.leftAgents = [...(gateway.record.leftAgents ?? []), openclawId];
+        await this.saveRecord(gateway);
+      }
+      await forget();
+      await this.removeInVolume(gateway, 'agent removal', [`agents/${openclawId}`, memberWorkspaceDir(id)]);
+      this.log(gateway, `[host] agent ${id} left this gateway and was deleted`);
+      if (gateway.record.retired && this.membersOf(gateway).length === 0) await this.remove(gateway.record.agentId, gateway);
+      else if (!this.wantsProcess(gateway)) await this.rosterChanged(gateway, `agent ${id} left`);
+    });
+  }
+
+  /**
+   * The first agent of a gateway with members is deleted (holding its lock): its memory goes now (its sessions, its
+   * workspace's notes; removed with the container stopped, so its members see a restart), and the gateway stays,
+   * nobody's agent, until its last member goes.
+   */
+  private async retire(gateway: Agent): Promise<void> {
+    const wasRunning = (await this.inspect(gateway.record.agentId))?.State.Running === true;
+    if (wasRunning) await this.stopContainer(gateway);
+    await this.removeInVolume(gateway, 'memory removal', memoryPathsOf(OWN_GATEWAY_AGENT_ID, 'workspace'));
+    gateway.record.retired = true;
+    gateway.record.agentStopped = true;
+    await this.saveRecord(gateway);
+    this.log(gateway, '[host] its first agent was deleted (sessions and memory removed); the gateway stays for its members');
+    if (wasRunning && this.wantsProcess(gateway)) await this.startHeld(gateway);
+    else if (!this.wantsProcess(gateway)) await this.rosterChanged(gateway, 'its first agent was deleted');
+  }
+
+  /** A member's memory reset: its sessions and its workspace's notes, in the gateway's volume; the gateway restarted. */
+  private async resetMemberMemory(member: Agent): Promise<AgentState> {
+    const gateway = this.gatewayOf(member);
+    return exclusive(gateway, async () => {
+      const id = member.record.agentId;
+      const removed = memoryPathsOf(openclawAgentIdOf(id), memberWorkspaceDir(id));
+      const reset = async () => {
+        await this.stopContainer(gateway);
+        await this.removeInVolume(gateway, 'memory reset', removed);
+        this.log(gateway, `[host] memory reset of agent ${id}: removed ${removed.join(', ')}; workspace seed files kept`);
+        member.record.desired = 'running';
+        await this.saveRecord(member);
+        gateway.record.desired = 'running';
+        await this.saveRecord(gateway);
+        await this.launch(gateway);
+      };
+      const running = (await this.inspect(gateway.record.agentId))?.State.Running === true;
+      if (running) await reset();
+      else await this.withCapacity(gateway.record.agentId, gateway.record.plan, reset);
+      return this.publicState(member);
+    });
+  }
+
+  /** Removes paths (relative to the state dir) from an agent's state volume with a helper container. */
+  private async removeInVolume(agent: Agent, purpose: string, relative: readonly string[]): Promise<void> {
+    await this.ensureImage(agent.record.image);
+    const targets = relative.map((path) => `"$STATE/${path}"`).join(' ');
+    await this.runHelper(agent, agent.record.image, purpose, `rm -rf -- ${targets}`, { STATE: { volume: stateVolumeOf(agent.record) } });
+  }
+
   async restart(agentId: string): Promise<AgentState> {
-    const agent = await this.get(agentId);
-    return exclusive(agent, async () => {
-      const running = (await this.inspect(agentId))?.State.Running === true;
+    const { gateway: agent, answer } = await this.gatewayFor(agentId);
+    await exclusive(agent, async () => {
+      const running = (await this.inspect(agent.record.agentId))?.State.Running === true;
       const relaunch = async () => {
         await this.stopContainer(agent);
         agent.record.desired = 'running';
@@ -840,9 +1238,9 @@ export class DockerAgentHost implements AgentHost {
         await this.launch(agent);
       };
       if (running) await relaunch();
-      else await this.withCapacity(agentId, agent.record.plan, relaunch);
-      return this.observe(agent);
+      else await this.withCapacity(agent.record.agentId, agent.record.plan, relaunch);
     });
+    return answer();
   }
 
   /**
@@ -852,8 +1250,8 @@ export class DockerAgentHost implements AgentHost {
    * `UpdateFailedError.backupPath` names the backup volume. A failed pull changes nothing (`backupPath` is empty).
    */
   async update(agentId: string, options: { version: string }): Promise<AgentState> {
-    const agent = await this.get(agentId);
-    return exclusive(agent, async () => {
+    const { gateway: agent, answer } = await this.gatewayFor(agentId);
+    await exclusive(agent, async () => {
       const record = agent.record;
       const previousVersion = record.version;
       const previousImage = record.image;
@@ -963,9 +1361,12 @@ export class DockerAgentHost implements AgentHost {
       };
       return running ? attempt() : this.withCapacity(id, record.plan, attempt);
     });
+    return answer();
   }
 
   async configure(agentId: string, changes: AgentChanges): Promise<AgentState> {
+    const member = await this.member(agentId);
+    if (member) return this.configureMember(member, changes);
     const agent = await this.get(agentId);
     return exclusive(agent, async () => {
       const record = agent.record;
@@ -985,13 +1386,13 @@ export class DockerAgentHost implements AgentHost {
       if (changes.plan) record.plan = changes.plan;
       if (secretsChanged) sealSpecSecrets(this.secrets, record, next);
       await this.saveRecord(agent);
-      if (!running) return this.observe(agent); // the next start writes the config and recreates the container as needed
+      if (!running) return this.publicState(agent); // the next start writes the config and recreates the container as needed
 
       if (secretsChanged) {
         // Tokens live in the container's environment: a new container, on the same state volume.
         await this.stopContainer(agent);
         await this.launch(agent, { fresh: true });
-        return this.observe(agent);
+        return this.publicState(agent);
       }
       if (changes.config) await this.writeConfig(agent); // OpenClaw hot-reloads its config file
       if (planChanged) {
@@ -1003,7 +1404,7 @@ export class DockerAgentHost implements AgentHost {
         );
         this.log(agent, `[host] plan ${record.plan}: limits ${limits.Memory / GIB} GiB, ${limits.NanoCpus / SECOND_NS} CPU`);
       }
-      return this.observe(agent);
+      return this.publicState(agent);
     });
   }
 
@@ -1012,9 +1413,9 @@ export class DockerAgentHost implements AgentHost {
    * short-lived helper container: stale OpenClaw lock dirs removed, ownership and mode of the state dir restored.
    */
   async repair(agentId: string): Promise<AgentState> {
-    const agent = await this.get(agentId);
-    return exclusive(agent, async () => {
-      const running = (await this.inspect(agentId))?.State.Running === true;
+    const { gateway: agent, answer } = await this.gatewayFor(agentId);
+    await exclusive(agent, async () => {
+      const running = (await this.inspect(agent.record.agentId))?.State.Running === true;
       const fix = async () => {
         await this.discardContainer(agent);
         await this.ensureVolume(agent);
@@ -1036,32 +1437,32 @@ export class DockerAgentHost implements AgentHost {
         await this.launch(agent, { fresh: true });
       };
       if (running) await fix();
-      else await this.withCapacity(agentId, agent.record.plan, fix);
-      return this.observe(agent);
+      else await this.withCapacity(agent.record.agentId, agent.record.plan, fix);
     });
+    return answer();
   }
 
   /** Clears sessions and memory (`MEMORY_PATHS`) with a helper container; the workspace's seed files stay. */
   async resetMemory(agentId: string): Promise<AgentState> {
-    const agent = await this.get(agentId);
+    const member = await this.member(agentId);
+    if (member) return this.resetMemberMemory(member);
+    const { gateway: agent } = await this.gatewayFor(agentId);
     return exclusive(agent, async () => {
       const running = (await this.inspect(agentId))?.State.Running === true;
       const reset = async () => {
         await this.stopContainer(agent);
         await this.ensureVolume(agent);
-        await this.ensureImage(agent.record.image);
-        const targets = MEMORY_PATHS.map((path) => `"$STATE/${path}"`).join(' ');
-        await this.runHelper(agent, agent.record.image, 'memory reset', `rm -rf -- ${targets}`, {
-          STATE: { volume: stateVolumeOf(agent.record) },
-        });
-        this.log(agent, `[host] memory reset: removed ${MEMORY_PATHS.join(', ')}; workspace seed files kept`);
+        // With members, only the first agent's sessions: theirs are under `agents/<their id>`.
+        const removed = this.membersOf(agent).length === 0 ? MEMORY_PATHS : memoryPathsOf(OWN_GATEWAY_AGENT_ID, 'workspace');
+        await this.removeInVolume(agent, 'memory reset', removed);
+        this.log(agent, `[host] memory reset: removed ${removed.join(', ')}; workspace seed files kept`);
         agent.record.desired = 'running';
         await this.saveRecord(agent);
         await this.launch(agent);
       };
       if (running) await reset();
       else await this.withCapacity(agentId, agent.record.plan, reset);
-      return this.observe(agent);
+      return this.publicState(agent);
     });
   }
 
@@ -1074,36 +1475,42 @@ export class DockerAgentHost implements AgentHost {
     this.assertOpen();
     await this.ensureLoaded();
     if (!ID_PATTERN.test(agentId)) throw new AgentNotFoundError(agentId);
+    const member = this.members.get(agentId);
+    if (member) return this.deleteMember(member);
     const agent = this.agents.get(agentId);
-    const remove = async () => {
-      let found = agent !== undefined;
-      const labelled = await this.engine('list containers', () =>
-        this.docker.listContainers({ all: true, filters: { label: [`${DOCKER_LABELS.agentId}=${agentId}`] } }),
+    if (agent?.record.retired) throw new AgentNotFoundError(agentId);
+    if (agent && this.membersOf(agent).length > 0) return exclusive(agent, () => this.retire(agent));
+    await (agent ? exclusive(agent, () => this.remove(agentId, agent)) : this.remove(agentId, undefined));
+  }
+
+  /** `delete` of an agent with a container of its own, or of an orphan's leftovers. */
+  private async remove(agentId: string, agent: Agent | undefined): Promise<void> {
+    let found = agent !== undefined;
+    const labelled = await this.engine('list containers', () =>
+      this.docker.listContainers({ all: true, filters: { label: [`${DOCKER_LABELS.agentId}=${agentId}`] } }),
+    );
+    // An adopted warm container keeps its warm labels: it is the agent's by name.
+    const named = await this.inspect(agentId);
+    const containers = [...labelled, ...(named && !labelled.some((c) => c.Id === named.Id) ? [{ Id: named.Id }] : [])];
+    for (const container of containers) {
+      found = true;
+      await this.ignoreStatus([404], () =>
+        this.engine('remove container', () => this.docker.getContainer(container.Id).remove({ force: true })),
       );
-      // An adopted warm container keeps its warm labels: it is the agent's by name.
-      const named = await this.inspect(agentId);
-      const containers = [...labelled, ...(named && !labelled.some((c) => c.Id === named.Id) ? [{ Id: named.Id }] : [])];
-      for (const container of containers) {
-        found = true;
-        await this.ignoreStatus([404], () =>
-          this.engine('remove container', () => this.docker.getContainer(container.Id).remove({ force: true })),
-        );
-      }
-      const { Volumes: volumes } = await this.engine('list volumes', () =>
-        this.docker.listVolumes({ filters: { label: [`${DOCKER_LABELS.agentId}=${agentId}`] } }),
-      );
-      const failures: string[] = [];
-      const names = new Set([...(volumes ?? []).map((volume) => volume.Name), ...(agent?.record.volume ? [agent.record.volume] : [])]);
-      for (const name of names) {
-        found = true;
-        await this.removeVolume(name).catch((error: unknown) => failures.push(`${name}: ${messageOf(error)}`));
-      }
-      await rm(this.registryPath(agentId), { force: true });
-      this.agents.delete(agentId);
-      if (!found) throw new AgentNotFoundError(agentId);
-      if (failures.length > 0) throw new Error(`Agent ${agentId} deleted, but Docker kept: ${failures.join('; ')}`);
-    };
-    await (agent ? exclusive(agent, remove) : remove());
+    }
+    const { Volumes: volumes } = await this.engine('list volumes', () =>
+      this.docker.listVolumes({ filters: { label: [`${DOCKER_LABELS.agentId}=${agentId}`] } }),
+    );
+    const failures: string[] = [];
+    const names = new Set([...(volumes ?? []).map((volume) => volume.Name), ...(agent?.record.volume ? [agent.record.volume] : [])]);
+    for (const name of names) {
+      found = true;
+      await this.removeVolume(name).catch((error: unknown) => failures.push(`${name}: ${messageOf(error)}`));
+    }
+    await rm(this.registryPath(agentId), { force: true });
+    this.agents.delete(agentId);
+    if (!found) throw new AgentNotFoundError(agentId);
+    if (failures.length > 0) throw new Error(`Agent ${agentId} deleted, but Docker kept: ${failures.join('; ')}`);
   }
 
   /**
@@ -1137,7 +1544,7 @@ export class DockerAgentHost implements AgentHost {
       if (agent.record.desired !== 'running' || agent.record.hibernation) continue;
       const info = await this.inspect(agent.record.agentId);
       if (info?.State.Running) continue;
-      await this.start(agent.record.agentId).catch((error: unknown) => {
+      await this.startGateway(agent).catch((error: unknown) => {
         agent.lastError = messageOf(error);
       });
     }
@@ -1170,23 +1577,42 @@ export class DockerAgentHost implements AgentHost {
   // ---------------------------------------------------------------- observation
 
   async status(agentId: string): Promise<AgentState> {
-    return this.publicState(await this.get(agentId));
+    return this.publicState((await this.member(agentId)) ?? (await this.get(agentId)));
   }
 
   async list(): Promise<AgentState[]> {
     this.assertOpen();
     await this.ensureLoaded();
-    return Promise.all([...this.agents.values()].map((agent) => this.publicState(agent)));
+    const agents = [...this.agents.values()].filter((agent) => !agent.record.retired);
+    return Promise.all([...agents, ...this.members.values()].map((agent) => this.publicState(agent)));
   }
 
   async waitUntilReady(agentId: string, options: WaitOptions = {}): Promise<AgentState> {
-    const agent = await this.get(agentId);
-    return this.waitForReady(agent, options.timeoutMs ?? this.options.readyTimeoutMs + 5_000, { failFast: false });
+    const timeoutMs = options.timeoutMs ?? this.options.readyTimeoutMs + 5_000;
+    const member = await this.member(agentId);
+    if (!member) return this.waitForReady(await this.get(agentId), timeoutMs, { failFast: false });
+    const deadline = performance.now() + timeoutMs;
+    while (member.transition === 'starting' && performance.now() < deadline) await sleep(this.options.readyPollMs);
+    const state = await this.publicState(member);
+    if (member.record.desired !== 'running' || state.status === 'error') {
+      throw new AgentStartError(state.lastError ?? `Agent ${agentId} is ${state.status}`);
+    }
+    await this.waitForReady(this.gatewayOf(member), Math.max(1, deadline - performance.now()), { failFast: false });
+    return this.publicState(member);
+  }
+
+  /**
+   * The gateway an agent's process-wide reads go to (logs, stats, health, control credentials): its own, or for a
+   * member its gateway's (one process, one log).
+   */
+  private async processOf(agentId: string): Promise<Agent> {
+    const member = await this.member(agentId);
+    return member ? this.gatewayOf(member) : this.get(agentId);
   }
 
   /** Container output (stdout and stderr, demultiplexed) merged by time with the host's own `[host]` lines. */
   async logs(agentId: string, options: LogsOptions = {}): Promise<string[]> {
-    const agent = await this.get(agentId);
+    const agent = await this.processOf(agentId);
     const tail = Math.max(0, Math.floor(options.tail ?? 200));
     if (tail === 0) return [];
     return (await this.recentLines(agent, tail)).lines.map((entry) => entry.line);
@@ -1217,19 +1643,27 @@ export class DockerAgentHost implements AgentHost {
     return { lines: merged.slice(-tail), lastNs };
   }
 
+  /** The container's stats; a member's are its gateway's (the whole process), none while the member is stopped. */
   async stats(agentId: string): Promise<AgentStats> {
-    await this.get(agentId);
-    const info = await this.inspect(agentId);
+    const agent = await this.processOf(agentId);
+    const info = (await this.runsFor(agentId)) ? await this.inspect(agent.record.agentId) : null;
     if (!info?.State.Running || info.State.Restarting) return { cpuPercent: 0, memoryBytes: 0, pids: 0, uptimeMs: 0 };
     // stream=false: the engine takes two samples about a second apart, so the CPU figure is a real rate.
-    const sample = await this.engine('read stats', () => this.docker.getContainer(dockerContainerName(agentId)).stats({ stream: false }));
+    const sample = await this.engine('read stats', () => this.docker.getContainer(info.Id).stats({ stream: false }));
     return dockerStats(sample as EngineStats, info.State.StartedAt);
+  }
+
+  /** Whether anything of the agent runs: not for a stopped member, nor a first agent stopped while its gateway runs on. */
+  private async runsFor(agentId: string): Promise<boolean> {
+    const member = await this.member(agentId);
+    return member ? member.record.desired === 'running' : !(await this.get(agentId)).record.agentStopped;
   }
 
   /** `/healthz` and `/readyz` on the published port, 5-second timeout each (spec §4.10, §8). */
   async health(agentId: string): Promise<AgentHealth> {
-    const agent = await this.get(agentId);
-    const info = await this.inspect(agentId);
+    const agent = await this.processOf(agentId);
+    if (!(await this.runsFor(agentId))) return GATEWAY_DOWN;
+    const info = await this.inspect(agent.record.agentId);
     const url = info?.State.Running && !info.State.Restarting ? this.gatewayUrl(info) : null;
     if (!info || !url) return GATEWAY_DOWN;
     const health = await probeGateway(url, () => this.authorization(agent));
@@ -1238,7 +1672,7 @@ export class DockerAgentHost implements AgentHost {
   }
 
   async spec(agentId: string): Promise<AgentSpec> {
-    return openSealedSpec(this.secrets, (await this.get(agentId)).record);
+    return openSealedSpec(this.secrets, ((await this.member(agentId)) ?? (await this.get(agentId))).record);
   }
 
   /**
@@ -1247,7 +1681,7 @@ export class DockerAgentHost implements AgentHost {
    * know it. Throws `AgentStartError` when the agent's container is not running.
    */
   async controlCredentials(agentId: string, options: { repair?: boolean } = {}): Promise<ControlCredentials> {
-    return this.credentials(await this.get(agentId), options.repair === true);
+    return this.credentials(await this.processOf(agentId), options.repair === true);
   }
 
   private credentials(agent: Agent, repair: boolean): Promise<ControlCredentials> {
@@ -1412,11 +1846,12 @@ export class DockerAgentHost implements AgentHost {
    * exec needs a running container.
    */
   async workspace(agentId: string): Promise<AgentWorkspace> {
-    await this.get(agentId);
-    const info = await this.inspect(agentId);
+    const member = await this.member(agentId);
+    const gateway = member ? this.gatewayOf(member) : await this.get(agentId);
+    const info = await this.inspect(gateway.record.agentId);
     if (!info?.State.Running || info.State.Restarting) throw new DomainError('WORKSPACE_AGENT_NOT_RUNNING');
     const location = {
-      root: posix.join(this.stateDir, 'workspace'),
+      root: posix.join(this.stateDir, member ? memberWorkspaceDir(member.record.agentId) : 'workspace'),
       home: posix.dirname(this.stateDir),
       node: this.config.nodeCommand ?? ['node'],
     };
@@ -1438,7 +1873,8 @@ export class DockerAgentHost implements AgentHost {
    * or to the new container of an update or repair) from the last timestamp it delivered, so nothing is sent twice.
    */
   async *followLogs(agentId: string, options: FollowLogsOptions): AsyncIterable<string> {
-    const agent = await this.get(agentId);
+    const agent = await this.processOf(agentId);
+    const source = agent.record.agentId;
     const stop = new AbortController();
     const signal = AbortSignal.any([options.signal, stop.signal]);
     const queue = new LineQueue(signal);
@@ -1447,16 +1883,16 @@ export class DockerAgentHost implements AgentHost {
     const recent = await this.recentLines(agent, Math.max(1, tail));
     if (tail > 0) queue.push(...recent.lines.map((entry) => entry.line));
     const listener = (line: string) => queue.push(line);
-    const listeners = this.logListeners.get(agentId) ?? new Set();
+    const listeners = this.logListeners.get(source) ?? new Set();
     listeners.add(listener);
-    this.logListeners.set(agentId, listeners);
-    void this.pumpLogs(agentId, recent.lastNs, queue, options.pollMs ?? 1_000, signal);
+    this.logListeners.set(source, listeners);
+    void this.pumpLogs(source, recent.lastNs, queue, options.pollMs ?? 1_000, signal);
     try {
       yield* queue;
     } finally {
       stop.abort();
       listeners.delete(listener);
-      if (listeners.size === 0 && this.logListeners.get(agentId) === listeners) this.logListeners.delete(agentId);
+      if (listeners.size === 0 && this.logListeners.get(source) === listeners) this.logListeners.delete(source);
     }
   }
 
@@ -1562,19 +1998,23 @@ export class DockerAgentHost implements AgentHost {
 
   /** The gateway's config: its secrets are SecretRefs into the secret file (`SECRET_FILE_NAME`) in the state volume. */
   private gatewayConfig(agent: Agent): Record<string, unknown> {
-    return buildOpenClawConfig(openSealedSpec(this.secrets, agent.record), {
+    const config = buildOpenClawConfig(openSealedSpec(this.secrets, agent.record), {
       port: GATEWAY_PORT,
       bind: 'lan',
       workspaceDir: posix.join(this.stateDir, 'workspace'),
       secretFile: posix.join(this.stateDir, SECRET_FILE_NAME),
       alwaysWarmUp: agent.warmSlot,
     });
+    return applyRoster(config, this.roster(agent), { mainStopped: agent.record.agentStopped === true || agent.record.retired === true });
   }
 
   /** The secret file's archive entry (written before the config that refers to it, in the same archive or before it). */
   private secretFileEntry(agent: Agent) {
     const { uid, gid } = this.owner;
-    const content = JSON.stringify(secretFileContents(openSealedSpec(this.secrets, agent.record)));
+    const content = JSON.stringify({
+      ...secretFileContents(openSealedSpec(this.secrets, agent.record)),
+      ...rosterSecrets(this.roster(agent)),
+    });
     return { name: `${posix.basename(this.stateDir)}/${SECRET_FILE_NAME}`, type: 'file' as const, mode: 0o600, uid, gid, content };
   }
 
@@ -1607,10 +2047,10 @@ export class DockerAgentHost implements AgentHost {
    * engine's archive upload into the stopped container (no running gateway needed); the directories are the gateway
    * user's (the engine would create missing ones as root). A failure is logged, not fatal: the agent works without.
    */
-  private async writeSkills(agent: Agent): Promise<void> {
+  private async writeSkills(agent: Agent, workspace = 'workspace'): Promise<void> {
     const { uid, gid } = this.owner;
     const dir = (...segments: string[]) => ({
-      name: `${posix.join(posix.basename(this.stateDir), 'workspace', ...segments)}/`,
+      name: `${posix.join(posix.basename(this.stateDir), workspace, ...segments)}/`,
       type: 'directory' as const,
       mode: 0o755,
       uid,
@@ -1624,7 +2064,7 @@ export class DockerAgentHost implements AgentHost {
         dir(),
         ...[...dirs].sort().map((d) => dir(...d.split('/'))),
         ...files.map((file) => ({
-          name: posix.join(posix.basename(this.stateDir), 'workspace', ...file.path),
+          name: posix.join(posix.basename(this.stateDir), workspace, ...file.path),
           type: 'file' as const,
           mode: file.path.at(-1)?.endsWith('.mjs') ? 0o755 : 0o644,
           uid,
@@ -1789,9 +2229,36 @@ export class DockerAgentHost implements AgentHost {
   // ---------------------------------------------------------------- state
 
   /** The agent's state from Docker. While a lifecycle operation runs, its transition (`stopping`, `starting`) is shown. */
-  private async publicState(agent: Agent): Promise<AgentState> {
+  private async processState(agent: Agent): Promise<AgentState> {
     const state = await this.observe(agent);
     return agent.transition ? { ...state, status: agent.transition } : state;
+  }
+
+  /**
+   * An agent's state as the platform sees it: its container's (`processState`), with the agents it shares it with; the
+   * first agent of a gateway running on for its members shows stopped when it was stopped. A member: its own id, user
+   * and OpenClaw agent id, its gateway's container; its status its own while it joins or is stopped, else its
+   * gateway's (starting, hibernated …).
+   */
+  private async publicState(agent: Agent): Promise<AgentState> {
+    if (agent.record.gatewayOf !== undefined) return this.memberState(agent);
+    const state = { ...(await this.processState(agent)), sharesGatewayWith: this.sharingWith(agent, agent) };
+    return agent.record.agentStopped ? { ...state, status: 'stopped' } : state;
+  }
+
+  private async memberState(member: Agent): Promise<AgentState> {
+    const record = member.record;
+    const gateway = this.agents.get(record.gatewayOf ?? '');
+    const own = { agentId: record.agentId, userId: record.userId, openclawAgentId: openclawAgentIdOf(record.agentId) };
+    if (!gateway) {
+      const gone = { ...(await this.processState(member)), ...own, sharesGatewayWith: [] };
+      return { ...gone, status: 'error', url: null, port: null, pid: null, lastError: 'Its gateway is gone' };
+    }
+    const base: AgentState = { ...(await this.processState(gateway)), ...own, sharesGatewayWith: this.sharingWith(gateway, member) };
+    const status = member.transition ?? (record.desired === 'running' ? null : 'stopped');
+    // Stopped or still joining: nothing of the gateway's process is its own yet (or any more).
+    if (status) return { ...base, status, pid: null, startedAt: null, readyAt: null, restarts: 0, lastError: null, wakesAt: undefined };
+    return base;
   }
 
   /**
@@ -1917,6 +2384,14 @@ export class DockerAgentHost implements AgentHost {
     agent.readyAt = Date.now();
     const after = (agent.readyAt - Date.parse(startedAt)) / 1000;
     this.log(agent, `[host] ready${Number.isFinite(after) && after >= 0 ? ` after ${after.toFixed(1)} s` : ''}`);
+    const record = agent.record;
+    // Agents stopped or deleted while the gateway was down: their jobs are settled now that it can be asked.
+    if (this.membersOf(agent).length > 0 || record.quietJobs?.length || record.leftAgents?.length || record.agentStopped) {
+      const settling: Promise<void> = exclusive(agent, () => this.settleRoster(agent))
+        .catch((error: unknown) => this.log(agent, `[host] agents' jobs not settled: ${messageOf(error)}`))
+        .finally(() => this.background.delete(settling));
+      this.background.add(settling);
+    }
   }
 
   private async probeReady(agent: Agent, url: string, startedAt: string): Promise<boolean> {
@@ -2071,7 +2546,8 @@ export class DockerAgentHost implements AgentHost {
       if (!ID_PATTERN.test(id) || this.agents.has(id)) continue;
       try {
         const record = JSON.parse(await readFile(this.registryPath(id), 'utf8')) as DockerAgentRecord;
-        if (record.agentId === id) this.agents.set(id, this.newAgent(record));
+        if (record.agentId !== id) continue;
+        (record.gatewayOf === undefined ? this.agents : this.members).set(id, this.newAgent(record));
       } catch {
         // a half-written or foreign file: not an agent
       }
@@ -2090,12 +2566,20 @@ export class DockerAgentHost implements AgentHost {
     if (this.shuttingDown) throw new Error('The agent host is shut down');
   }
 
+  /** An agent with a container of its own (one deleted while its gateway stays for its members is not found). */
   private async get(agentId: string): Promise<Agent> {
     this.assertOpen();
     await this.ensureLoaded();
     const agent = this.agents.get(agentId);
-    if (!agent) throw new AgentNotFoundError(agentId);
+    if (!agent || agent.record.retired) throw new AgentNotFoundError(agentId);
     return agent;
+  }
+
+  /** An agent living in another agent's container, or undefined. */
+  private async member(agentId: string): Promise<Agent | undefined> {
+    this.assertOpen();
+    await this.ensureLoaded();
+    return this.members.get(agentId);
   }
 
   private newAgent(record: DockerAgentRecord): Agent {

@@ -44,18 +44,20 @@ import {
 } from '../host.js';
 import { LineQueue, followFile } from '../shared/log-follow.js';
 import { exclusive, writeFileAtomic, writeRecord } from '../shared/registry.js';
-import { MEMORY_PATHS } from '../shared/state-layout.js';
+import { MEMORY_PATHS, memoryPathsOf } from '../shared/state-layout.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, configMeta, secretFileContents } from '../shared/openclaw-config.js';
 import {
+  type RosterFields,
   type RosterMember,
+  type RosterSeat,
   applyRoster,
-  forgetAgentJobs,
+  chooseCustomerGateway,
   leaveGateway,
   openclawAgentIdOf,
-  quietAgentJobs,
-  resumeAgentJobs,
   rosterSecrets,
+  settleRoster,
+  wantsProcess,
 } from '../shared/roster.js';
 import { isAlive, memAvailableBytes, processTree, treePssBytes, treeStats } from './proc.js';
 import {
@@ -187,8 +189,11 @@ export interface LocalHostOptions {
   agentsPerGateway?: number;
 }
 
-/** What `agent.json` holds. Tokens, the LLM key and the agent's variables are sealed with the host's key. */
-interface AgentRecord {
+/**
+ * What `agent.json` holds. Tokens, the LLM key and the agent's variables are sealed with the host's key; the gateway it
+ * is in, with customer-scoped gateways, in `RosterFields`.
+ */
+interface AgentRecord extends RosterFields {
   agentId: string;
   userId: string;
   plan: string;
@@ -211,22 +216,6 @@ interface AgentRecord {
   warmSlot?: boolean;
   /** Hibernated since (ISO 8601), and when to wake it for its next due job (null: none due); absent when awake. */
   hibernation?: Hibernation | null;
-  /**
-   * A member of another agent's gateway (customer-scoped gateways): that agent's id. A member has no process of its
-   * own; `desired` is its own (stopped: its jobs disabled, its heartbeat off, its chat refused by the platform).
-   */
-  gatewayOf?: string;
-  /**
-   * The first agent of a gateway that holds members: stopped by request while the gateway runs on for them (its jobs
-   * disabled, its heartbeat off). Its `desired` is then the process's.
-   */
-  agentStopped?: boolean;
-  /** The first agent was deleted while members remained: only the gateway is left, until its last member goes. */
-  retired?: boolean;
-  /** Cron jobs disabled when the agent was stopped in a gateway that ran on (enabled again by its start). */
-  quietJobs?: string[];
-  /** OpenClaw ids of members deleted while this gateway was not running: their jobs are removed when it is next up. */
-  leftAgents?: string[];
   createdAt: string;
   updatedAt: string;
 }
@@ -650,42 +639,21 @@ export class LocalAgentHost implements AgentHost {
 
   // ---------------------------------------------------------------- customer-scoped gateways
 
-  /**
-   * The gateway a new agent of `spec.userId` joins, when sharing is on: one of that customer's own (never another
-   * customer's: a gateway is a trust boundary, docs/operations.md), of the same OpenClaw version, with room in its
-   * roster, whose first agent has no variables of its own (they are its process's and would reach the member's tools);
-   * a running one holding the fewest agents, else — when no warm gateway is ready either, so the new agent would wait
-   * for a cold start anyway — a hibernated one, woken with the new agent in its roster. Null: a gateway of its own —
-   * also for an agent with variables of its own or messaging channels, which live in a process's environment and a
-   * gateway's channel config.
-   */
+  /** The gateway a new agent joins (`chooseCustomerGateway`), or null for a gateway of its own. */
   private customerGateway(spec: AgentSpec, version: string): Agent | null {
-    const limit = this.config.agentsPerGateway ?? 1;
-    if (limit <= 1) return null;
-    if (Object.keys(spec.agentEnv ?? {}).length > 0 || Object.values(spec.channelTokens ?? {}).some(Boolean)) return null;
-    const openclawId = openclawAgentIdOf(spec.agentId);
-    if (openclawId === OWN_GATEWAY_AGENT_ID) return null;
-    const warmReady = this.pool.some((slot) => slot.status === 'running' && slot.record.version === version);
-    let chosen: Agent | null = null;
-    let chosenRank = Number.POSITIVE_INFINITY;
-    for (const gateway of this.agents.values()) {
-      const record = gateway.record;
-      const awake = gateway.status === 'running' && gateway.child !== null;
-      const asleep = gateway.status === 'hibernated' && !warmReady;
-      if (record.userId !== spec.userId || record.version !== version || !(awake || asleep)) continue;
-      if (Object.keys(openSealedSpec(this.secrets, record).agentEnv ?? {}).length > 0) continue;
-      const members = this.membersOf(gateway);
-      // OpenClaw's ids are case-blind: an id that only differs in case from one in the roster cannot join it.
-      if (members.some((member) => openclawAgentIdOf(member.record.agentId) === openclawId)) continue;
-      const size = 1 + members.length;
-      // An awake gateway before a sleeping one, then the one holding the fewest agents.
-      const rank = (awake ? 0 : limit) + size;
-      if (size < limit && rank < chosenRank) {
-        chosen = gateway;
-        chosenRank = rank;
-      }
-    }
-    return chosen;
+    const candidates = [...this.agents.values()].map((gateway) => ({
+      gateway,
+      userId: gateway.record.userId,
+      runtime: gateway.record.version,
+      awake: gateway.status === 'running' && gateway.child !== null,
+      asleep: gateway.status === 'hibernated',
+      ownVariables: Object.keys(openSealedSpec(this.secrets, gateway.record).agentEnv ?? {}).length > 0,
+      memberIds: this.membersOf(gateway).map((member) => openclawAgentIdOf(member.record.agentId)),
+    }));
+    return chooseCustomerGateway(spec, version, candidates, {
+      limit: this.config.agentsPerGateway ?? 1,
+      warmReady: this.pool.some((slot) => slot.status === 'running' && slot.record.version === version),
+    });
   }
 
   private membersOf(gateway: Agent): Agent[] {
@@ -700,10 +668,11 @@ export class LocalAgentHost implements AgentHost {
     return gateway;
   }
 
-  /** Whether anyone wants the gateway's process: its first agent, or a member not stopped. */
   private wantsProcess(gateway: Agent): boolean {
-    const first = !gateway.record.agentStopped && !gateway.record.retired;
-    return first || this.membersOf(gateway).some((member) => member.record.desired === 'running');
+    return wantsProcess(
+      gateway.record,
+      this.membersOf(gateway).map((member) => member.record),
+    );
   }
 
   /** What the gateway's config lists besides its first agent (`applyRoster`). */
@@ -821,43 +790,32 @@ export class LocalAgentHost implements AgentHost {
     }
   }
 
-  /**
-   * A running gateway's agents as recorded: the jobs of a stopped one disabled (remembered in its record), those it had
-   * disabled enabled again once it runs. Run after every change of the roster and every time the gateway is ready
-   * (an agent stopped while its gateway slept).
-   */
+  /** `settleRoster` (shared/roster.ts) on the gateway's first agent and its members, over the loopback connection. */
   private async settleRoster(gateway: Agent): Promise<void> {
-    const agents: Array<[Agent, string, boolean]> = [
-      [gateway, OWN_GATEWAY_AGENT_ID, gateway.record.agentStopped === true || gateway.record.retired === true],
-      ...this.membersOf(gateway).map((member): [Agent, string, boolean] => [
-        member,
-        openclawAgentIdOf(member.record.agentId),
-        member.record.desired !== 'running',
-      ]),
-    ];
-    for (const openclawId of gateway.record.leftAgents ?? []) {
-      const removed = await this.onGateway(gateway, (conn) => forgetAgentJobs(conn, openclawId));
-      this.log(gateway, `[host] agent ${openclawId} left while the gateway was down: ${removed} job(s) of it removed`);
-    }
-    if (gateway.record.leftAgents?.length) {
-      gateway.record.leftAgents = [];
-      await this.saveRecord(gateway);
-    }
-    for (const [agent, openclawId, stopped] of agents) {
-      const quiet = agent.record.quietJobs ?? [];
-      if (stopped) {
-        const { disabled, kept } = await this.onGateway(gateway, (conn) => quietAgentJobs(conn, openclawId));
-        if (disabled.length === 0 && kept.length === 0) continue;
-        agent.record.quietJobs = [...new Set([...quiet, ...disabled])];
-        const system = kept.length > 0 ? `; ${kept.length} system job(s) refused it and keep their schedule` : '';
-        this.log(gateway, `[host] agent ${openclawId} is stopped: ${disabled.length} job(s) disabled${system}`);
-      } else if (quiet.length > 0) {
-        const resumed = await this.onGateway(gateway, (conn) => resumeAgentJobs(conn, quiet));
-        agent.record.quietJobs = [];
-        this.log(gateway, `[host] agent ${openclawId} runs again: ${resumed.length} job(s) enabled again`);
-      } else continue;
-      await this.saveRecord(agent);
-    }
+    const seat = (agent: Agent, openclawId: string, stopped: boolean): RosterSeat => ({
+      openclawId,
+      stopped,
+      quietJobs: agent.record.quietJobs ?? [],
+      remember: async (quietJobs) => {
+        agent.record.quietJobs = quietJobs;
+        await this.saveRecord(agent);
+      },
+    });
+    await settleRoster({
+      on: (fn) => this.onGateway(gateway, fn),
+      seats: [
+        seat(gateway, OWN_GATEWAY_AGENT_ID, gateway.record.agentStopped === true || gateway.record.retired === true),
+        ...this.membersOf(gateway).map((member) =>
+          seat(member, openclawAgentIdOf(member.record.agentId), member.record.desired !== 'running'),
+        ),
+      ],
+      leftAgents: gateway.record.leftAgents ?? [],
+      forgetLeft: async () => {
+        gateway.record.leftAgents = [];
+        await this.saveRecord(gateway);
+      },
+      log: (line) => this.log(gateway, line),
+    });
   }
 
   /** A member stopped or started: its own state first, then its gateway's (`rosterChanged`). */
@@ -967,7 +925,7 @@ export class LocalAgentHost implements AgentHost {
   /** What a memory reset of an agent with a gateway of its own removes; with members, only `main`'s sessions. */
   private memoryPaths(gateway: Agent): string[] {
     if (this.membersOf(gateway).length === 0) return MEMORY_PATHS;
-    return MEMORY_PATHS.map((path) => (path === 'agents' ? `agents/${OWN_GATEWAY_AGENT_ID}` : path));
+    return memoryPathsOf(OWN_GATEWAY_AGENT_ID, 'workspace');
   }
 
   /** A member's memory reset: its sessions in the gateway's state and its workspace's notes, the gateway restarted. */

@@ -1,5 +1,5 @@
 import type { GatewayConnection } from '@aop/gateway-client';
-import { OWN_GATEWAY_AGENT_ID, type LlmSpec } from '../host.js';
+import { type AgentSpec, OWN_GATEWAY_AGENT_ID, type LlmSpec } from '../host.js';
 import { LLM_PROVIDER_ID, SECRET_FILE_PROVIDER, pointerSegment } from './openclaw-config.js';
 
 /**
@@ -15,6 +15,88 @@ import { LLM_PROVIDER_ID, SECRET_FILE_PROVIDER, pointerSegment } from './opencla
  * (`normalizeAgentIdStrict`): its roster key, its sessions' `agent:<id>:` and its jobs' `agentId` are in this form.
  */
 export const openclawAgentIdOf = (agentId: string): string => agentId.toLowerCase();
+
+/**
+ * What a host's record of an agent says about the gateway it is in (local and docker keep the same fields). There is
+ * no record of a gateway apart from its agents: the first agent's record is the gateway's (docs/decisions.md
+ * "Customer-scoped gateways").
+ */
+export interface RosterFields {
+  /**
+   * A member of another agent's gateway: that agent's id. A member has no process of its own; its `desired` is its own
+   * (stopped: its jobs disabled, its heartbeat off, its chat refused by the platform).
+   */
+  gatewayOf?: string;
+  /**
+   * The first agent of a gateway that holds members: stopped by request while the gateway runs on for them (its jobs
+   * disabled, its heartbeat off). Its `desired` is then the process's.
+   */
+  agentStopped?: boolean;
+  /** The first agent was deleted while members remained: only the gateway is left, until its last member goes. */
+  retired?: boolean;
+  /** Cron jobs disabled when the agent was stopped in a gateway that ran on (enabled again by its start). */
+  quietJobs?: string[];
+  /** OpenClaw ids of members deleted while this gateway was not running: their jobs are removed when it is next up. */
+  leftAgents?: string[];
+}
+
+/** Whether anyone wants a gateway's process: its first agent (not stopped, not deleted), or a member not stopped. */
+export function wantsProcess(gateway: RosterFields, members: ReadonlyArray<{ desired: string }>): boolean {
+  return (!gateway.agentStopped && !gateway.retired) || members.some((member) => member.desired === 'running');
+}
+
+/** A gateway a new agent might join (`chooseCustomerGateway`), as its host sees it. */
+export interface GatewayCandidate<G> {
+  gateway: G;
+  userId: string;
+  /** Its OpenClaw version (on docker: its image). */
+  runtime: string;
+  /** Running and ready. */
+  awake: boolean;
+  /** Hibernated. */
+  asleep: boolean;
+  /** Its first agent has variables of its own (`agentEnv`): they are its process's and would reach a member's tools. */
+  ownVariables: boolean;
+  /** The OpenClaw ids of its members. */
+  memberIds: string[];
+}
+
+/**
+ * The gateway a new agent of `spec.userId` joins, when sharing is on (`limit` agents a gateway, above 1): one of that
+ * customer's own (never another customer's: a gateway is a trust boundary, docs/operations.md), of the same runtime,
+ * with room in its roster, whose first agent has no variables of its own; a running one holding the fewest agents,
+ * else — only when `warmReady` is false, so the new agent would wait for a cold start anyway — a hibernated one, woken
+ * with the new agent in its roster. Null: a gateway of its own — also for an agent with variables of its own or
+ * messaging channels, which live in a process's environment and a gateway's channel config.
+ */
+export function chooseCustomerGateway<G>(
+  spec: Pick<AgentSpec, 'agentId' | 'userId' | 'agentEnv' | 'channelTokens'>,
+  runtime: string,
+  candidates: Iterable<GatewayCandidate<G>>,
+  options: { limit: number; warmReady: boolean },
+): G | null {
+  if (options.limit <= 1) return null;
+  if (Object.keys(spec.agentEnv ?? {}).length > 0 || Object.values(spec.channelTokens ?? {}).some(Boolean)) return null;
+  const openclawId = openclawAgentIdOf(spec.agentId);
+  if (openclawId === OWN_GATEWAY_AGENT_ID) return null;
+  let chosen: G | null = null;
+  let chosenRank = Number.POSITIVE_INFINITY;
+  for (const candidate of candidates) {
+    const asleep = candidate.asleep && !options.warmReady;
+    if (candidate.userId !== spec.userId || candidate.runtime !== runtime || !(candidate.awake || asleep)) continue;
+    if (candidate.ownVariables) continue;
+    // OpenClaw's ids are case-blind: an id that only differs in case from one in the roster cannot join it.
+    if (candidate.memberIds.includes(openclawId)) continue;
+    const size = 1 + candidate.memberIds.length;
+    // An awake gateway before a sleeping one, then the one holding the fewest agents.
+    const rank = (candidate.awake ? 0 : options.limit) + size;
+    if (size < options.limit && rank < chosenRank) {
+      chosen = candidate.gateway;
+      chosenRank = rank;
+    }
+  }
+  return chosen;
+}
 
 /** A platform agent that joined another agent's gateway. */
 export interface RosterMember {
@@ -194,4 +276,47 @@ export async function forgetAgentJobs(conn: GatewayConnection, agentId: string):
 /** Takes a member out of its gateway, its sessions and files with it (`agents.delete`, hot; OpenClaw drops its jobs). */
 export async function leaveGateway(conn: GatewayConnection, agentId: string): Promise<void> {
   await conn.request('agents.delete', { agentId, deleteFiles: true }, { timeoutMs: 30_000 });
+}
+
+/** One agent of a gateway, for `settleRoster`. */
+export interface RosterSeat {
+  openclawId: string;
+  /** Stopped by request: its enabled jobs are to be disabled. */
+  stopped: boolean;
+  /** The jobs its stop disabled, to enable again when it runs (the record's `quietJobs`). */
+  quietJobs: readonly string[];
+  /** Records a new list of them. */
+  remember(quietJobs: string[]): Promise<void>;
+}
+
+/**
+ * A running gateway's agents as recorded: the jobs of members deleted while it was down removed (`leftAgents`, then
+ * `forgetLeft`), a stopped agent's enabled jobs disabled (remembered), those a stop had disabled enabled again once it
+ * runs. Run after every change of the roster and every time the gateway is ready (an agent stopped while it slept).
+ */
+export async function settleRoster(options: {
+  on: <T>(fn: (conn: GatewayConnection) => Promise<T>) => Promise<T>;
+  seats: readonly RosterSeat[];
+  leftAgents: readonly string[];
+  forgetLeft: () => Promise<void>;
+  log: (line: string) => void;
+}): Promise<void> {
+  for (const openclawId of options.leftAgents) {
+    const removed = await options.on((conn) => forgetAgentJobs(conn, openclawId));
+    options.log(`[host] agent ${openclawId} left while the gateway was down: ${removed} job(s) of it removed`);
+  }
+  if (options.leftAgents.length > 0) await options.forgetLeft();
+  for (const seat of options.seats) {
+    if (seat.stopped) {
+      const { disabled, kept } = await options.on((conn) => quietAgentJobs(conn, seat.openclawId));
+      if (disabled.length === 0 && kept.length === 0) continue;
+      await seat.remember([...new Set([...seat.quietJobs, ...disabled])]);
+      const system = kept.length > 0 ? `; ${kept.length} system job(s) refused it and keep their schedule` : '';
+      options.log(`[host] agent ${seat.openclawId} is stopped: ${disabled.length} job(s) disabled${system}`);
+    } else if (seat.quietJobs.length > 0) {
+      const resumed = await options.on((conn) => resumeAgentJobs(conn, seat.quietJobs));
+      await seat.remember([]);
+      options.log(`[host] agent ${seat.openclawId} runs again: ${resumed.length} job(s) enabled again`);
+    }
+  }
 }
