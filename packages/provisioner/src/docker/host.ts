@@ -72,7 +72,6 @@ import {
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import {
   type RosterMember,
-  type RosterSeat,
   applyRoster,
   chooseCustomerGateway,
   leaveGateway,
@@ -81,7 +80,7 @@ import {
   settleRoster,
   wantsProcess,
 } from '../shared/roster.js';
-import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
+import { GATEWAY_DOWN, connectControl, probeGateway } from '../shared/gateway-probe.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
 import {
   ContainerSpec,
@@ -1036,13 +1035,7 @@ export class DockerAgentHost implements AgentHost {
     const info = await this.inspect(gateway.record.agentId);
     const url = info?.State.Running && !info.State.Restarting ? this.gatewayUrl(info) : null;
     if (!url) throw new AgentStartError(`The gateway of agent ${gateway.record.agentId} is not running`);
-    const credentials = await this.credentials(gateway, false);
-    const conn = await connectGateway({
-      url: url.replace(/^http/, 'ws'),
-      token: credentials.token,
-      device: credentials.device?.identity,
-      retryDeadlineMs: 0,
-    });
+    const conn = await connectControl(url, await this.credentials(gateway, false));
     try {
       return await fn(conn);
     } finally {
@@ -1051,29 +1044,12 @@ export class DockerAgentHost implements AgentHost {
   }
 
   /** `settleRoster` (shared/roster.ts) on the gateway's first agent and its members. */
-  private async settleRoster(gateway: Agent): Promise<void> {
-    const seat = (agent: Agent, openclawId: string, stopped: boolean): RosterSeat => ({
-      openclawId,
-      stopped,
-      quietJobs: agent.record.quietJobs ?? [],
-      remember: async (quietJobs) => {
-        agent.record.quietJobs = quietJobs;
-        await this.saveRecord(agent);
-      },
-    });
-    await settleRoster({
+  private settleRoster(gateway: Agent): Promise<void> {
+    return settleRoster({
       on: (fn) => this.onGateway(gateway, fn),
-      seats: [
-        seat(gateway, OWN_GATEWAY_AGENT_ID, gateway.record.agentStopped === true || gateway.record.retired === true),
-        ...this.membersOf(gateway).map((member) =>
-          seat(member, openclawAgentIdOf(member.record.agentId), member.record.desired !== 'running'),
-        ),
-      ],
-      leftAgents: gateway.record.leftAgents ?? [],
-      forgetLeft: async () => {
-        gateway.record.leftAgents = [];
-        await this.saveRecord(gateway);
-      },
+      gateway,
+      members: this.membersOf(gateway),
+      save: (agent) => this.saveRecord(agent),
       log: (line) => this.log(gateway, line),
     });
   }
@@ -2371,10 +2347,7 @@ export class DockerAgentHost implements AgentHost {
             baseUrl: url,
             token: spec.gatewayToken,
             headers: this.authorization(agent),
-            connect: async () => {
-              const c = await this.credentials(agent, false);
-              return connectGateway({ url: url.replace(/^http/, 'ws'), token: c.token, device: c.device?.identity, retryDeadlineMs: 0 });
-            },
+            connect: async () => connectControl(url, await this.credentials(agent, false)),
             timeoutMs: Math.max(30_000, this.options.readyTimeoutMs - (Date.now() - Date.parse(startedAt))),
           })
         : { outcome: 'incomplete' as const, ms: 0, detail: 'the container run ended before its warm-up' };

@@ -71,7 +71,12 @@ const running = (engine: DockerEngineEmulator, agentId: string) => engine.contai
 async function control(host: DockerAgentHost, agentId: string, identity: DeviceIdentity): Promise<GatewayConnection> {
   const { url } = await host.status(agentId);
   const credentials = await host.controlCredentials(agentId);
-  return connectGateway({ url: `${(url as string).replace(/^http/, 'ws')}/`, token: credentials.token, device: identity, retryDeadlineMs: 0 });
+  return connectGateway({
+    url: `${(url as string).replace(/^http/, 'ws')}/`,
+    token: credentials.token,
+    device: identity,
+    retryDeadlineMs: 0,
+  });
 }
 
 async function addJob(conn: GatewayConnection, agentId: string, name: string): Promise<string> {
@@ -87,7 +92,8 @@ async function addJob(conn: GatewayConnection, agentId: string, name: string): P
 }
 
 async function jobsOf(conn: GatewayConnection): Promise<Array<{ id: string; agentId?: string; enabled?: boolean }>> {
-  return (await conn.request<{ jobs: Array<{ id: string; agentId?: string; enabled?: boolean }> }>('cron.list', { includeDisabled: true })).jobs;
+  return (await conn.request<{ jobs: Array<{ id: string; agentId?: string; enabled?: boolean }> }>('cron.list', { includeDisabled: true }))
+    .jobs;
 }
 
 beforeAll(async () => {
@@ -111,7 +117,13 @@ describe('customer-scoped gateways (docker host)', () => {
     const joined = await host.create(second);
     const secondId = second.agentId.toLowerCase();
     // Joined by the time `create` answers: no container of its own, the first one's process unchanged.
-    expect(joined).toMatchObject({ agentId: second.agentId, userId: 'usr_a', openclawAgentId: secondId, status: 'running', url: ready.url });
+    expect(joined).toMatchObject({
+      agentId: second.agentId,
+      userId: 'usr_a',
+      openclawAgentId: secondId,
+      status: 'running',
+      url: ready.url,
+    });
     expect(joined.sharesGatewayWith).toEqual([first.agentId]);
     expect((await host.status(first.agentId)).sharesGatewayWith).toEqual([second.agentId]);
     expect(gatewayCreates(engine)).toHaveLength(1);
@@ -313,9 +325,7 @@ describe('customer-scoped gateways (docker host)', () => {
       llmApiKey: 'sk-new',
     });
     await expect(host.configure(second.agentId, { agentEnv: { AOP_AGENT_X: '1' } })).rejects.toBeInstanceOf(SharedGatewayError);
-    await expect(host.configure(second.agentId, { channelTokens: { telegram: 'tg-token' } })).rejects.toBeInstanceOf(
-      SharedGatewayError,
-    );
+    await expect(host.configure(second.agentId, { channelTokens: { telegram: 'tg-token' } })).rejects.toBeInstanceOf(SharedGatewayError);
     expect((await host.spec(second.agentId)).agentEnv ?? {}).toEqual({});
     expect(gatewayCreates(engine)).toHaveLength(1);
   });

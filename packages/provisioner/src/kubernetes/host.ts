@@ -65,7 +65,7 @@ import {
 import { approvePlatformDevice } from '../shared/pairing.js';
 import { PINNED_OPENCLAW_VERSION } from '../shared/runtime.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
-import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
+import { GATEWAY_DOWN, connectControl, probeGateway } from '../shared/gateway-probe.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { settleWithin } from '../shared/settle-within.js';
 import { POOL_NEEDS_DEVICE, type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
@@ -1646,13 +1646,7 @@ export class KubernetesAgentHost implements AgentHost {
       await warmUpGateway({
         baseUrl: url,
         token: credentials.token,
-        connect: () =>
-          connectGateway({
-            url: url.replace(/^http/, 'ws'),
-            token: credentials.token,
-            device: credentials.device?.identity,
-            retryDeadlineMs: 0,
-          }),
+        connect: () => connectControl(url, credentials),
         timeoutMs: FIRST_TURN_LIMIT_MS,
       });
     })()

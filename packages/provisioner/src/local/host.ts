@@ -50,7 +50,6 @@ import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, configMeta, secretFi
 import {
   type RosterFields,
   type RosterMember,
-  type RosterSeat,
   applyRoster,
   chooseCustomerGateway,
   leaveGateway,
@@ -791,29 +790,12 @@ export class LocalAgentHost implements AgentHost {
   }
 
   /** `settleRoster` (shared/roster.ts) on the gateway's first agent and its members, over the loopback connection. */
-  private async settleRoster(gateway: Agent): Promise<void> {
-    const seat = (agent: Agent, openclawId: string, stopped: boolean): RosterSeat => ({
-      openclawId,
-      stopped,
-      quietJobs: agent.record.quietJobs ?? [],
-      remember: async (quietJobs) => {
-        agent.record.quietJobs = quietJobs;
-        await this.saveRecord(agent);
-      },
-    });
-    await settleRoster({
+  private settleRoster(gateway: Agent): Promise<void> {
+    return settleRoster({
       on: (fn) => this.onGateway(gateway, fn),
-      seats: [
-        seat(gateway, OWN_GATEWAY_AGENT_ID, gateway.record.agentStopped === true || gateway.record.retired === true),
-        ...this.membersOf(gateway).map((member) =>
-          seat(member, openclawAgentIdOf(member.record.agentId), member.record.desired !== 'running'),
-        ),
-      ],
-      leftAgents: gateway.record.leftAgents ?? [],
-      forgetLeft: async () => {
-        gateway.record.leftAgents = [];
-        await this.saveRecord(gateway);
-      },
+      gateway,
+      members: this.membersOf(gateway),
+      save: (agent) => this.saveRecord(agent),
       log: (line) => this.log(gateway, line),
     });
   }

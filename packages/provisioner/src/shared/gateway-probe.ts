@@ -1,4 +1,5 @@
-import type { AgentHealth } from '../host.js';
+import { type GatewayConnection, connectGateway } from '@aop/gateway-client';
+import type { AgentHealth, ControlCredentials } from '../host.js';
 
 /** What a gateway that does not answer is. */
 export const GATEWAY_DOWN: AgentHealth = { live: false, ready: false, failing: [], uptimeMs: null };
@@ -48,4 +49,18 @@ export async function probeGateway(
     return { live: true, ready: false, failing: [], uptimeMs: null };
   }
   return { live: true, ...(await probeReadiness(baseUrl, headers)) };
+}
+
+/**
+ * A control connection to a gateway at `baseUrl` (HTTP; the WebSocket is the same address) with an agent's control
+ * credentials: its token, and the platform device when the host paired one (without it, a connection through a
+ * published port or a Service gets no scopes). One attempt: callers retry as their own deadline allows.
+ */
+export function connectControl(baseUrl: string, credentials: ControlCredentials): Promise<GatewayConnection> {
+  return connectGateway({
+    url: baseUrl.replace(/^http/, 'ws'),
+    token: credentials.token,
+    device: credentials.device?.identity,
+    retryDeadlineMs: 0,
+  });
 }

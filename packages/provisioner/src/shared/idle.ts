@@ -1,8 +1,9 @@
 import { isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
 import { STANDING_HEARTBEAT_SKIPS, heartbeatReason, isOpenClawHeartbeat, lastRunOutcome } from '@aop/core/cron-run';
-import { type GatewayConnection, connectGateway } from '@aop/gateway-client';
+import type { GatewayConnection } from '@aop/gateway-client';
 import type { ControlCredentials } from '../host.js';
 import { type Exclusive, isBusy } from './registry.js';
+import { connectControl } from './gateway-probe.js';
 
 /**
  * Hibernation's rules, shared by the hosts that put idle gateways to sleep (local, docker, kubernetes): what a gateway
@@ -88,12 +89,7 @@ export async function readGatewayActivity(conn: GatewayConnection): Promise<Gate
  * Service (docker, kubernetes).
  */
 export async function readActivityAt(url: string, credentials: ControlCredentials): Promise<GatewayActivity> {
-  const conn = await connectGateway({
-    url: url.replace(/^http/, 'ws'),
-    token: credentials.token,
-    device: credentials.device?.identity,
-    retryDeadlineMs: 0,
-  });
+  const conn = await connectControl(url, credentials);
   try {
     return await readGatewayActivity(conn);
   } finally {

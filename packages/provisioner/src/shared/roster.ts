@@ -278,45 +278,55 @@ export async function leaveGateway(conn: GatewayConnection, agentId: string): Pr
   await conn.request('agents.delete', { agentId, deleteFiles: true }, { timeoutMs: 30_000 });
 }
 
-/** One agent of a gateway, for `settleRoster`. */
-export interface RosterSeat {
-  openclawId: string;
-  /** Stopped by request: its enabled jobs are to be disabled. */
-  stopped: boolean;
-  /** The jobs its stop disabled, to enable again when it runs (the record's `quietJobs`). */
-  quietJobs: readonly string[];
-  /** Records a new list of them. */
-  remember(quietJobs: string[]): Promise<void>;
+/** A host's agent as `settleRoster` reads and changes it: its record's id, wanted state and roster fields. */
+interface RosterAgent {
+  record: RosterFields & { agentId: string; desired: string };
 }
 
 /**
  * A running gateway's agents as recorded: the jobs of members deleted while it was down removed (`leftAgents`, then
- * `forgetLeft`), a stopped agent's enabled jobs disabled (remembered), those a stop had disabled enabled again once it
- * runs. Run after every change of the roster and every time the gateway is ready (an agent stopped while it slept).
+ * cleared), a stopped agent's enabled jobs disabled (remembered in its `quietJobs`), those a stop had disabled enabled
+ * again once it runs. Run after every change of the roster and every time the gateway is ready (an agent stopped while
+ * it slept). `save` stores an agent's changed record.
  */
-export async function settleRoster(options: {
+export async function settleRoster<A extends RosterAgent>(options: {
   on: <T>(fn: (conn: GatewayConnection) => Promise<T>) => Promise<T>;
-  seats: readonly RosterSeat[];
-  leftAgents: readonly string[];
-  forgetLeft: () => Promise<void>;
+  gateway: A;
+  members: readonly A[];
+  save: (agent: A) => Promise<void>;
   log: (line: string) => void;
 }): Promise<void> {
-  for (const openclawId of options.leftAgents) {
-    const removed = await options.on((conn) => forgetAgentJobs(conn, openclawId));
-    options.log(`[host] agent ${openclawId} left while the gateway was down: ${removed} job(s) of it removed`);
+  const { gateway, on, log } = options;
+  const left = gateway.record.leftAgents ?? [];
+  for (const openclawId of left) {
+    const removed = await on((conn) => forgetAgentJobs(conn, openclawId));
+    log(`[host] agent ${openclawId} left while the gateway was down: ${removed} job(s) of it removed`);
   }
-  if (options.leftAgents.length > 0) await options.forgetLeft();
-  for (const seat of options.seats) {
-    if (seat.stopped) {
-      const { disabled, kept } = await options.on((conn) => quietAgentJobs(conn, seat.openclawId));
+  if (left.length > 0) {
+    gateway.record.leftAgents = [];
+    await options.save(gateway);
+  }
+  const seats: Array<[A, string, boolean]> = [
+    [gateway, OWN_GATEWAY_AGENT_ID, gateway.record.agentStopped === true || gateway.record.retired === true],
+    ...options.members.map((member): [A, string, boolean] => [
+      member,
+      openclawAgentIdOf(member.record.agentId),
+      member.record.desired !== 'running',
+    ]),
+  ];
+  for (const [agent, openclawId, stopped] of seats) {
+    const quiet = agent.record.quietJobs ?? [];
+    if (stopped) {
+      const { disabled, kept } = await on((conn) => quietAgentJobs(conn, openclawId));
       if (disabled.length === 0 && kept.length === 0) continue;
-      await seat.remember([...new Set([...seat.quietJobs, ...disabled])]);
+      agent.record.quietJobs = [...new Set([...quiet, ...disabled])];
       const system = kept.length > 0 ? `; ${kept.length} system job(s) refused it and keep their schedule` : '';
-      options.log(`[host] agent ${seat.openclawId} is stopped: ${disabled.length} job(s) disabled${system}`);
-    } else if (seat.quietJobs.length > 0) {
-      const resumed = await options.on((conn) => resumeAgentJobs(conn, seat.quietJobs));
-      await seat.remember([]);
-      options.log(`[host] agent ${seat.openclawId} runs again: ${resumed.length} job(s) enabled again`);
-    }
+      log(`[host] agent ${openclawId} is stopped: ${disabled.length} job(s) disabled${system}`);
+    } else if (quiet.length > 0) {
+      const resumed = await on((conn) => resumeAgentJobs(conn, quiet));
+      agent.record.quietJobs = [];
+      log(`[host] agent ${openclawId} runs again: ${resumed.length} job(s) enabled again`);
+    } else continue;
+    await options.save(agent);
   }
 }
