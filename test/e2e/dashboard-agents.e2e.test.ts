@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LocalAgentHost } from '@aop/provisioner';
 import { request } from '@aop/testing';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Request as PageRequest } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fakeRuntimeHost, startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
@@ -198,6 +198,14 @@ describe('two agents of one customer in the dashboard', () => {
   });
 
   it('starts the first again: the page follows starting → live, and Start answers only once it is live', async () => {
+    // A heartbeat saved while it is stopped is kept by the platform (its gateway is down), and the start puts it there.
+    await page.goto(`/agents/${first}?tab=schedule`);
+    await badgeSays('stopped');
+    await page.getByText('Platform heartbeat: its job on the gateway is not read while the agent is stopped', { exact: false }).waitFor();
+    await page.getByLabel('Heartbeat frequency').selectOption('2h');
+    await page.getByRole('button', { name: 'Save heartbeat' }).click();
+    await page.getByText('saved in the platform settings; starting the agent puts it on its gateway.', { exact: false }).waitFor();
+
     await openLifecycle(first);
     await badgeSays('stopped');
     await action('Start').click();
@@ -214,7 +222,17 @@ describe('two agents of one customer in the dashboard', () => {
     await page.setViewportSize(PHONE);
     await screenshot(page, 'agents-08-first-live-again-390');
     await page.setViewportSize(DESKTOP);
-  });
+
+    // The heartbeat saved while it was stopped is on its gateway now (put there just after the start answered).
+    await expect
+      .poll(async () => (await request(`${web.url}/api/heartbeat?agentId=${first}`, { headers: { cookie: session } })).body, {
+        timeout: 10_000,
+      })
+      .toMatchObject({ source: 'gateway', frequency: '2h' });
+    await page.goto(`/agents/${first}?tab=schedule`);
+    await page.getByText('Platform heartbeat: the “platform-heartbeat” job on the gateway.', { exact: false }).waitFor();
+    expect(await page.getByLabel('Heartbeat frequency').inputValue()).toBe('2h');
+  }, 60_000);
 
   it('the customer chooses the primary agent on its page', async () => {
     await page.goto(`/agents/${first}?tab=devices`);
@@ -406,14 +424,32 @@ describe('two agents of one customer in the dashboard', () => {
     await page.goto(`/agents/${second}?tab=devices`);
     await badgeSays('hibernated');
     const wakes = await page.getByTestId('wakes-at').textContent();
-    expect(wakes).toMatch(/^Its next due job wakes it at .+\.$/);
+    // One statement with the reason above it: "…the next message or its next scheduled job wakes it" / "That job wakes it at …".
+    expect(await page.getByRole('region', { name: 'Agent details' }).locator('.agent-state .hint').first().textContent()).toBe(
+      'asleep after being idle: the next message or its next scheduled job wakes it',
+    );
+    expect(wakes).toMatch(/^That job wakes it at .+\.$/);
     expect(wakes).toContain(await page.evaluate((at) => new Date(at).toLocaleString(), dueAt - 90_000));
-    await host.start(second);
-    await badgeSays('live');
+    // Its devices are not read again while it sleeps (its gateway is down: each read would answer the same record, and
+    // log on the server), and are read at once when it is live again.
+    const reads: string[] = [];
+    const onRequest = (sent: PageRequest) => {
+      if (new URL(sent.url()).pathname === '/api/devices') reads.push(sent.url());
+    };
+    page.on('request', onRequest);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 11_000)); // longer than the tab's 10 s between reads
+      expect(reads).toEqual([]);
+      await host.start(second);
+      await badgeSays('live');
+      await expect.poll(() => reads.length, { timeout: 5_000 }).toBeGreaterThan(0);
+    } finally {
+      page.off('request', onRequest);
+    }
     expect(await page.getByTestId('wakes-at').count()).toBe(0);
     await host.hibernate(second);
     await badgeSays('hibernated');
-    expect(await page.getByTestId('wakes-at').textContent()).toBe('No job is due: it sleeps until a message or Start.');
+    expect(await page.getByTestId('wakes-at').textContent()).toBe('No job is due: nothing is scheduled to wake it.');
     await page.getByRole('status').filter({ hasText: 'these are its devices as last seen' }).waitFor();
     await screenshot(page, 'agents-18-second-asleep-devices-1280');
     await page.setViewportSize(PHONE);
@@ -439,7 +475,7 @@ describe('two agents of one customer in the dashboard', () => {
     await host.start(second);
     await host.waitUntilReady(second, { timeoutMs: 15_000 });
     expect(JSON.parse(await readFile(host.paths(second).config, 'utf8')).logging.level).toBe('warn');
-  });
+  }, 60_000);
 
   it('has no uncaught errors or failed requests', () => {
     expect(problems).toEqual([]);

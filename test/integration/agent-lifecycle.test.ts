@@ -5,7 +5,7 @@ import type { LocalAgentHost } from '@aop/provisioner';
 import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fakeRuntimeHost, startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
-import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
+import { LOG_LEVEL, startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 
 // Issue #19, "Many agents per customer" and "Status that is true": web → backend → the local host running the stand-in
 // OpenClaw CLI (its /readyz answers 503 for the first 400 ms of each start). Every lifecycle action names its agent;
@@ -235,7 +235,7 @@ describe('a hibernated agent, woken by a message', () => {
     // Room for one gateway: a second agent can take the room a nap freed.
     host = await fakeRuntimeHost(work, { gatewayProtocol: true }, { maxAgents: 1 });
     backend = await startBackend(SHARED, { host });
-    web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url });
+    web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url }, { logs: true });
     ({ cookie } = await web.signIn({ plan: 'pro' }));
     const res = await request(`${web.url}/api/provision`, {
       json: { name: 'Sleeper', autoProvision: true },
@@ -329,11 +329,16 @@ describe('a hibernated agent, woken by a message', () => {
     await host.waitUntilReady(agentId, { timeoutMs: 10_000 });
     expect((await call('GET', `/api/agents/${agentId}/health`)).body).toMatchObject({ state: 'live', wakesAt: null });
 
-    // Looking wakes nothing: its heartbeat read is the database's, its jobs say it sleeps.
+    // Looking wakes nothing: its heartbeat read is the database's, its jobs say it sleeps, its devices are as last seen.
     await host.hibernate(agentId);
     expect((await call('GET', `/api/heartbeat?agentId=${agentId}`)).body).toMatchObject({ source: 'db' });
     expect((await call('GET', `/api/cron?agentId=${agentId}`)).body).toMatchObject({ jobs: [], source: 'gateway-error' });
+    expect((await call('GET', `/api/devices?agentId=${agentId}`)).body.approved).toMatchObject([{ id: 'dev-lost-phone' }]);
     expect((await host.status(agentId)).status).toBe('hibernated');
+    // Its gateway not answering is what its state says: no warning at each look (the Devices tab reads every 10 s).
+    const deviceLines = web.logs.filter((line) => line.msg.startsWith('device list: agent gateway unavailable'));
+    expect(deviceLines.at(-1)).toMatchObject({ level: LOG_LEVEL.debug, agentId, state: 'hibernated' });
+    expect(deviceLines.filter((line) => line.level >= LOG_LEVEL.warn)).toEqual([]);
 
     const added = await whileAsleep(() =>
       call('POST', '/api/cron', {
@@ -447,5 +452,120 @@ describe('a hibernated agent, woken by a message', () => {
     const woken = await call('POST', '/api/chat', { message: 'are you there now?', agentId });
     expect(woken.status, JSON.stringify(woken.body)).toBe(200);
     expect(woken.body.reply).toBe('fake reply: are you there now?');
+  });
+});
+
+// Spec §4.10: a heartbeat set while the agent is stopped can only be saved in the database (`source: 'db'`). Starting
+// the agent puts it on its gateway once it is live, after the start has answered; the saved copy is then forgotten.
+describe('a heartbeat saved while the agent was stopped', () => {
+  let work: string;
+  let host: LocalAgentHost;
+  let backend: TestBackend;
+  let web: TestWeb;
+  let cookie: string;
+  let agentId: string;
+
+  beforeAll(async () => {
+    work = await mkdtemp(join(tmpdir(), 'aop-stopped-heartbeat-'));
+    host = await fakeRuntimeHost(work, { gatewayProtocol: true, readyDelayMs: 400 });
+    backend = await startBackend(SHARED, { host });
+    web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url }, { logs: true });
+    ({ cookie } = await web.signIn({ plan: 'pro' }));
+    const res = await request(`${web.url}/api/provision`, {
+      json: { name: 'Beater', autoProvision: true },
+      headers: { ...from(), cookie },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    agentId = res.body.agentId;
+    await host.waitUntilReady(agentId, { timeoutMs: 10_000 });
+  }, 60_000);
+  afterAll(async () => {
+    await web?.close();
+    await backend?.close();
+    await host?.shutdown();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  const call = (base: string, method: string, path: string, json?: unknown) =>
+    request(`${base}${path}`, { method, headers: { ...from(), cookie }, ...(json === undefined ? {} : { json }) });
+  const heartbeat = async () => (await call(web.url, 'GET', `/api/heartbeat?agentId=${agentId}`)).body;
+  /** The platform heartbeat job on the agent's gateway (the stand-in keeps its jobs in `cron-jobs.json`), if any. */
+  const gatewayJob = async () => {
+    const file = join(host.paths(agentId).state, 'cron-jobs.json');
+    const jobs = JSON.parse(await readFile(file, 'utf8').catch(() => '[]')) as { name: string; enabled: boolean; schedule: unknown }[];
+    return jobs.find((job) => job.name === 'platform-heartbeat');
+  };
+  const saved = () => web.database.db.kysely.selectFrom('heartbeat_settings').selectAll().where('agent_id', '=', agentId).execute();
+  const stop = async () => {
+    expect((await call(web.url, 'POST', `/api/agents/${agentId}/stop`)).body).toMatchObject({ state: 'stopped' });
+  };
+
+  it('is put on its gateway once a start has the agent live, and the saved copy is forgotten', async () => {
+    await stop();
+    const put = await call(web.url, 'PUT', '/api/heartbeat', { agentId, frequency: '2h' });
+    expect(put.body).toEqual({ success: true, source: 'db', enabled: true, frequency: '2h' });
+    expect(await heartbeat()).toEqual({ source: 'db', enabled: true, frequency: '2h' });
+    expect(await gatewayJob()).toBeUndefined();
+    // A stopped agent's devices are read from the record, quietly: its state says why its gateway does not answer.
+    expect((await call(web.url, 'GET', `/api/devices?agentId=${agentId}`)).status).toBe(200);
+    expect(web.logs.filter((line) => line.msg.startsWith('device list: agent gateway unavailable'))).toMatchObject([
+      { level: LOG_LEVEL.debug, agentId, state: 'stopped' },
+    ]);
+
+    const start = await call(web.url, 'POST', `/api/agents/${agentId}/start`);
+    expect(start.body).toMatchObject({ state: 'live', pending: false });
+    // After the start's answer: the job is on the gateway, GET reads it there, and the database keeps no copy of it.
+    await expect.poll(heartbeat, { timeout: 10_000 }).toMatchObject({ source: 'gateway', enabled: true, frequency: '2h' });
+    expect(await gatewayJob()).toMatchObject({ enabled: true, schedule: { kind: 'every', everyMs: 7_200_000 } });
+    await expect.poll(saved).toEqual([]);
+    expect(
+      web.logs.some((line) => line.msg.startsWith('heartbeat: the settings saved while the agent was stopped are on its gateway')),
+    ).toBe(true);
+  });
+
+  it('a start whose agent is not live in time keeps the saved settings and says so; the next start puts them there', async () => {
+    // The same service with no patience: its start answers 202 at once, and follows the agent for no time at all.
+    const hasty = await startWeb(
+      { ...SHARED, BACKEND_API_URL: backend.url, AGENT_LIFECYCLE_WAIT_MS: '0', AGENT_START_WAIT_MS: '0' },
+      { database: web.database, logs: true },
+    );
+    try {
+      await stop();
+      expect((await call(hasty.url, 'PUT', '/api/heartbeat', { agentId, frequency: '6h', enabled: false })).body).toMatchObject({
+        source: 'db',
+      });
+      const start = await call(hasty.url, 'POST', `/api/agents/${agentId}/start`);
+      expect(start.status).toBe(202);
+      await host.waitUntilReady(agentId, { timeoutMs: 10_000 });
+      await expect
+        .poll(() => hasty.logs.find((line) => line.msg.startsWith('heartbeat: the started agent is not live')), { timeout: 10_000 })
+        .toMatchObject({ level: LOG_LEVEL.warn, agentId });
+      // Not lost: still saved, for the next start (the gateway's job is still the one from before the stop).
+      expect(await saved()).toMatchObject([{ enabled: false, frequency: '6h' }]);
+      expect(await gatewayJob()).toMatchObject({ enabled: true, schedule: { everyMs: 7_200_000 } });
+    } finally {
+      await hasty.close();
+    }
+    // Its next start puts them on the gateway, over the older job.
+    await stop();
+    expect((await call(web.url, 'POST', `/api/agents/${agentId}/start`)).body).toMatchObject({ state: 'live' });
+    await expect.poll(heartbeat, { timeout: 10_000 }).toMatchObject({ source: 'gateway', enabled: false, frequency: '6h' });
+    await expect.poll(saved).toEqual([]);
+  });
+
+  it('a heartbeat set on the gateway replaces a saved copy, so a later start does not put the older one back', async () => {
+    await stop();
+    expect((await call(web.url, 'PUT', '/api/heartbeat', { agentId, frequency: '3h' })).body).toMatchObject({ source: 'db' });
+    // Running again without a lifecycle action of the platform (nothing applies the saved copy), and set anew there.
+    await host.start(agentId);
+    await host.waitUntilReady(agentId, { timeoutMs: 10_000 });
+    expect((await call(web.url, 'PUT', '/api/heartbeat', { agentId, frequency: '12h' })).body).toMatchObject({ source: 'gateway' });
+    expect(await saved()).toEqual([]);
+    await stop();
+    expect((await call(web.url, 'POST', `/api/agents/${agentId}/start`)).body).toMatchObject({ state: 'live' });
+    // What follows the start has had time to run (a saved copy is applied within milliseconds of it).
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await heartbeat()).toMatchObject({ source: 'gateway', frequency: '12h' });
+    expect(await gatewayJob()).toMatchObject({ schedule: { everyMs: 12 * 3_600_000 } });
   });
 });

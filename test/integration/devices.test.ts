@@ -10,7 +10,7 @@ import { request } from '@aop/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBackend, type TestBackend } from '../../apps/backend/src/backend.test-support.js';
 import { claimMove } from '../../apps/web/src/modules/devices/devices.service.js';
-import { startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
+import { LOG_LEVEL, startWeb, type TestWeb } from '../../apps/web/src/web.test-support.js';
 
 const GATEWAY_TOKEN = 'shared-gateway-token-for-device-tests';
 const SHARED = { INTERNAL_API_KEY: 'internal-key-for-device-tests', HMAC_SECRET: 'hmac-secret-for-device-tests' };
@@ -72,7 +72,7 @@ describe('/api/devices', () => {
       stopTimeoutMs: 5_000,
     });
     backend = await startBackend({ ...SHARED, GATEWAY_SHARED_TOKEN: GATEWAY_TOKEN }, { host });
-    web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, GATEWAY_REQUEST_TIMEOUT_MS: '1500' });
+    web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url, GATEWAY_REQUEST_TIMEOUT_MS: '1500' }, { logs: true });
     gatewayA = await startFakeGatewayWs({ token: GATEWAY_TOKEN, pairedDeviceIds: [] });
     gatewayB = await startFakeGatewayWs({ token: GATEWAY_TOKEN, pairedDeviceIds: [] });
     alice = await web.signIn({ isAdmin: true });
@@ -551,6 +551,12 @@ describe('/api/devices', () => {
         const offline = await get(alice.cookie);
         expect(offline.status).toBe(200);
         expect(offline.body).toEqual(live.body);
+        // The agent is live by its host's word, so its gateway not answering is a failure: warned, not kept quiet.
+        expect(web.logs.filter((line) => line.msg.startsWith('device list: agent gateway unavailable')).at(-1)).toMatchObject({
+          level: LOG_LEVEL.warn,
+          agentId: aliceAgent,
+          state: 'live',
+        });
         expect(ids(offline.body.pending)).toContain(waiting.deviceId);
         expect(ids(offline.body.approved)).toContain(member.deviceId);
 

@@ -1,4 +1,5 @@
-import { newId } from '@aop/core';
+import { loggerOptions, newId } from '@aop/core';
+import pino from 'pino';
 import {
   type RunningService,
   type TestDatabase,
@@ -16,6 +17,8 @@ import { SESSION_COOKIE, createSession } from './platform/sessions.js';
 export interface TestWeb extends RunningService {
   config: WebConfig;
   database: TestDatabase;
+  /** Every line the service logged, parsed (only when started with `logs: true`, which logs at debug level). */
+  logs: Array<Record<string, unknown> & { level: number; msg: string }>;
   /**
    * Creates a user with a live session and returns the Cookie header that carries it. The address counts as verified
    * unless `emailVerified: false` (an account that has not followed its verification link yet). `plan`: a paid plan
@@ -30,25 +33,31 @@ export interface TestWeb extends RunningService {
   }): Promise<{ userId: string; cookie: string }>;
 }
 
+/** Pino's numbers for the levels a test looks for in `TestWeb.logs`. */
+export const LOG_LEVEL = { debug: 20, info: 30, warn: 40, error: 50 } as const;
+
 /**
  * A real web service on 127.0.0.1 with its own database, data dir and counters. `database`: another service's, shared
- * as in production (web and backend on one Postgres); its owner closes it.
+ * as in production (web and backend on one Postgres); its owner closes it. `logs`: keep what it logs, from debug up.
  */
 export async function startWeb(
   env: Record<string, string | undefined> = {},
-  deps: Pick<WebDeps, 'metrics' | 'clock'> & { database?: TestDatabase } = {},
+  deps: Pick<WebDeps, 'metrics' | 'clock'> & { database?: TestDatabase; logs?: boolean } = {},
 ): Promise<TestWeb> {
   const data = tempDataDir();
   const config = loadWebConfig(testEnv(data.dir, env));
-  const { database: shared, ...appDeps } = deps;
+  const { database: shared, logs: keepLogs, ...appDeps } = deps;
   const database = shared ?? (await createTestDatabase());
   const counters = testCounters();
-  const app = await buildApp({ config, db: database.db, counters, ...appDeps });
+  const logs: TestWeb['logs'] = [];
+  const logger = keepLogs ? pino(loggerOptions('debug'), { write: (line: string) => void logs.push(JSON.parse(line)) }) : undefined;
+  const app = await buildApp({ config, db: database.db, counters, ...appDeps, ...(logger ? { logger } : {}) });
   const running = await listen(app);
   return {
     ...running,
     config,
     database,
+    logs,
     async signIn(user = {}) {
       const userId = newId('user');
       const email = user.email ?? `${userId}@example.com`;

@@ -101,11 +101,12 @@ export default function AgentPage({ agentId }: { agentId: string }) {
               {live.state ? (
                 <span className="agent-state">
                   <StatusBadge status={live.state.state} /> <span className="hint">{live.state.reason}</span>
+                  {/* Continues the reason ("the next message or its next scheduled job wakes it"): which job, when. */}
                   {live.state.state === 'hibernated' ? (
                     <span className="hint line" data-testid="wakes-at">
                       {live.state.wakesAt
-                        ? `Its next due job wakes it at ${formatTime(live.state.wakesAt)}.`
-                        : 'No job is due: it sleeps until a message or Start.'}
+                        ? `That job wakes it at ${formatTime(live.state.wakesAt)}.`
+                        : 'No job is due: nothing is scheduled to wake it.'}
                     </span>
                   ) : null}
                 </span>

@@ -1,5 +1,5 @@
 import { wakesOnMessage } from '@aop/core/agent-state';
-import { type ReactNode, useEffect, useState } from 'react';
+import { type ReactNode, useEffect, useRef, useState } from 'react';
 import { client, errorMessage, request } from '../../api.js';
 import type { Device } from '../../api-types.js';
 import { ConfirmButton } from '../../components/confirm-button.js';
@@ -13,7 +13,8 @@ const REFRESH_MS = 10_000;
 
 /**
  * Devices paired with this agent's gateway (`/api/devices` with the page's `agentId`, spec §4.12 and issue #19), read
- * again 10 seconds after each answer. Each agent's devices are its own, whichever agent is the account's primary one.
+ * again 10 seconds after each answer while the agent is awake. Each agent's devices are its own, whichever agent is the
+ * account's primary one.
  */
 export function DevicesTab({ agentId, agentState }: { agentId: string; agentState?: AgentStateNow | undefined }) {
   const asleep = agentState !== undefined && wakesOnMessage(agentState.state);
@@ -21,9 +22,16 @@ export function DevicesTab({ agentId, agentState }: { agentId: string; agentStat
   const { reload, loading } = devices;
   // Read again 10 s after each answer rather than every 10 s: a gateway that answers slower than the interval (an
   // unreachable one takes the web's whole gateway timeout, 10 s by default) would otherwise have every answer
-  // superseded by the next request, and the list would never show.
+  // superseded by the next request, and the list would never show. Not while the agent sleeps: its gateway is down
+  // then, so each read would answer the same record. Once it is live again (woken, or started) it is read at once.
+  const before = useRef(agentState?.state);
+  const live = agentState?.state === 'live';
   useEffect(() => {
-    if (loading) return;
+    if (live && before.current !== undefined && before.current !== 'live') void reload();
+    before.current = agentState?.state;
+  }, [agentState?.state, live, reload]);
+  useEffect(() => {
+    if (loading || asleep) return;
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const next = () => {
@@ -37,7 +45,7 @@ export function DevicesTab({ agentId, agentState }: { agentId: string; agentStat
       stopped = true;
       clearTimeout(timer);
     };
-  }, [reload, loading]);
+  }, [reload, loading, asleep]);
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<string>();
   const [done, setDone] = useState<string>();

@@ -95,6 +95,7 @@ export function ScheduleTab({ agentId, agentState }: { agentId: string; agentSta
   const cron = useApi('/api/cron', { params: { query: { agentId } } });
   const heartbeat = useApi('/api/heartbeat', { params: { query: { agentId } } });
   const asleep = agentState !== undefined && wakesOnMessage(agentState.state);
+  const stopped = agentState?.state === 'stopped';
   const live = agentState?.state === 'live';
   const { reload: reloadCron } = cron;
   const { reload: reloadHeartbeat } = heartbeat;
@@ -110,7 +111,7 @@ export function ScheduleTab({ agentId, agentState }: { agentId: string; agentSta
       <p className="notice">Scheduled jobs and the heartbeat run on this agent’s gateway.</p>
       {asleep ? <AsleepNotice agentId={agentId} /> : null}
       <CronJobs agentId={agentId} cron={cron} asleep={asleep} />
-      <HeartbeatSettings agentId={agentId} cron={cron} heartbeat={heartbeat} asleep={asleep} />
+      <HeartbeatSettings agentId={agentId} cron={cron} heartbeat={heartbeat} asleep={asleep} stopped={stopped} />
     </div>
   );
 }
@@ -402,11 +403,14 @@ function HeartbeatSettings({
   cron,
   heartbeat,
   asleep,
+  stopped,
 }: {
   agentId: string;
   cron: Resource<CronList>;
   heartbeat: Resource<Heartbeat>;
   asleep: boolean;
+  /** A stopped agent's gateway cannot take a heartbeat: it is saved, and its next start puts it there (the API does). */
+  stopped: boolean;
 }) {
   const [enabled, setEnabled] = useState(true);
   const [frequency, setFrequency] = useState<string>('30m');
@@ -433,7 +437,13 @@ function HeartbeatSettings({
       const body = { agentId, frequency: frequency as ApiRequestBody<'/api/heartbeat', 'put'>['frequency'], enabled };
       const answer = await request(client.PUT('/api/heartbeat', { body }));
       const state = answer.enabled ? `on, ${FREQUENCY_WORDS[answer.frequency] ?? answer.frequency}` : 'off';
-      setDone(`Heartbeat ${state}: saved ${answer.source === 'gateway' ? 'on the gateway' : 'in the platform settings'}.`);
+      const where =
+        answer.source === 'gateway'
+          ? 'on the gateway'
+          : stopped
+            ? 'in the platform settings; starting the agent puts it on its gateway'
+            : 'in the platform settings';
+      setDone(`Heartbeat ${state}: saved ${where}.`);
       // The platform heartbeat is a job on the gateway: the table shows it too.
       await Promise.all([heartbeat.reload(), cron.reload()]);
     } catch (err) {
@@ -460,7 +470,9 @@ function HeartbeatSettings({
                 ? `Platform heartbeat: the “platform-heartbeat” job on the gateway. Next run ${formatTime(hb.nextRun)}; last run ${formatTime(hb.lastRun)}.`
                 : asleep
                   ? 'Platform heartbeat: its job on the gateway is not read while the agent sleeps; shown here are the settings the platform keeps. Saving wakes the agent and sets it on its gateway.'
-                  : 'Platform heartbeat: saved settings; there is no platform-heartbeat job on the gateway for this agent now. Saving puts one there when the gateway holds this agent.'}
+                  : stopped
+                    ? 'Platform heartbeat: its job on the gateway is not read while the agent is stopped; shown here are the settings the platform keeps. Saving keeps them for its next start, which puts them on its gateway.'
+                    : 'Platform heartbeat: saved settings; there is no platform-heartbeat job on the gateway for this agent now. Saving puts one there when the gateway holds this agent.'}
               {hb.message ? ` ${hb.message}.` : ''}
             </p>
             <div className="config-field check">

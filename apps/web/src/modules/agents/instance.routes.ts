@@ -8,8 +8,7 @@ import { backendCaller } from '../../platform/sessions.js';
 import { AGENT_ACTIONS } from '@aop/core/agent-state';
 import { findAgentUrl, findRuntimeInstanceId } from './agents.service.js';
 import { InstanceStats, LifecycleAnswer } from './agents.schemas.js';
-import { FAILED, answerLifecycle, lifecycleLimit } from './lifecycle.routes.js';
-import type { LifecycleDeps } from './lifecycle.service.js';
+import { FAILED, answerLifecycle, lifecycleLimit, lifecycleRouteDeps } from './lifecycle.routes.js';
 import { probeGateway } from '../../platform/clients/gateway-probe.js';
 
 /**
@@ -18,7 +17,7 @@ import { probeGateway } from '../../platform/clients/gateway-probe.js';
  */
 export async function instanceRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   app.addHook('onRequest', lifecycleLimit(app));
-  const deps: LifecycleDeps = { db: app.db, backend: app.backend, clock: app.clock, waitMs: config.lifecycleWaitMs };
+  const deps = lifecycleRouteDeps(app, config);
   const params = Type.Object({ userId: Type.String({ maxLength: 100 }) });
 
   /** The caller's agent; only its owner may act on `/api/instance/:userId`. */

@@ -1,6 +1,6 @@
 import { type App, DomainError } from '@aop/core';
 import type { WebConfig } from '../../config.js';
-import { AGENT_ACTIONS, type AgentAction } from '@aop/core/agent-state';
+import { AGENT_ACTIONS, type AgentAction, targetState } from '@aop/core/agent-state';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 import { BackendUnavailableError } from '../../platform/clients/backend-client.js';
@@ -10,6 +10,7 @@ import { AgentHealthView, LifecycleAnswer, PrimaryAnswer } from './agents.schema
 import { setPrimaryAgent } from './agents.service.js';
 import { requireCallersAgent } from '../../platform/owned-agent.js';
 import { eventsPath, type LifecycleDeps, readAgentState, runLifecycle } from './lifecycle.service.js';
+import { AfterStart } from './after-start.service.js';
 
 /** The failure shape of the lifecycle routes (`/api/instance/:userId/*` answered it first; the per-agent ones match). */
 export const FAILED = { success: false, status: 'error' } as const;
@@ -25,14 +26,29 @@ const UpdateBody = Type.Optional(
   ),
 );
 
+/** The lifecycle routes' dependencies: the lifecycle's, and what follows a start once the agent is live. */
+export type LifecycleRouteDeps = LifecycleDeps & { afterStart: AfterStart };
+
+/**
+ * The dependencies of a plugin serving lifecycle actions. Its `afterStart` follow-ups are ended (and waited for) when
+ * the app closes.
+ */
+export function lifecycleRouteDeps(app: App, config: WebConfig): LifecycleRouteDeps {
+  const deps: LifecycleDeps = { db: app.db, backend: app.backend, clock: app.clock, waitMs: config.lifecycleWaitMs };
+  const afterStart = new AfterStart(deps, { waitMs: config.gateway.startWaitMs, requestTimeoutMs: config.gateway.requestTimeoutMs });
+  app.addHook('onClose', async () => afterStart.close());
+  return { ...deps, afterStart };
+}
+
 /**
  * Runs a lifecycle action on one of `user`'s agents and answers it: 200 once the agent is in the state the action
  * asked for, 202 with the state it is in when the wait ran out (follow `events`), 500 when it ended `failed` (spec
  * §4.15: failures are 500 with a message), the backend's own status and body when it refused, 502 when no backend
- * answered. Shared by `POST /api/agents/:id/<action>` and `POST /api/instance/:userId/<action>`.
+ * answered. An action that starts the agent is followed until it is live, after the answer (`AfterStart`). Shared by
+ * `POST /api/agents/:id/<action>` and `POST /api/instance/:userId/<action>`.
  */
 export async function answerLifecycle(
-  deps: LifecycleDeps,
+  deps: LifecycleRouteDeps,
   reply: FastifyReply,
   user: AuthUser,
   agentId: string,
@@ -48,6 +64,8 @@ export async function answerLifecycle(
   }
   if (outcome.kind === 'refused') return reply.code(outcome.status).send({ ...FAILED, ...outcome.body });
   const { state } = outcome;
+  // Started (or on its way): what was saved for it while it was stopped goes onto its gateway once it is live.
+  if (targetState(action) === 'live' && outcome.kind !== 'failed') deps.afterStart.follow(user, agentId, state, reply.log);
   const facts = {
     agentId,
     action,
@@ -78,7 +96,7 @@ export async function answerLifecycle(
 export async function lifecycleRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
   const limit = lifecycleLimit(app);
   const agentsLimit = app.rateLimit({ name: 'agents', max: 100, windowMs: 60_000, message: 'Too many requests' });
-  const deps: LifecycleDeps = { db: app.db, backend: app.backend, clock: app.clock, waitMs: config.lifecycleWaitMs };
+  const deps = lifecycleRouteDeps(app, config);
 
   const owned = async (user: AuthUser, agentId: string) => {
     await requireCallersAgent(app.db, user.id, agentId);

@@ -107,7 +107,7 @@ export async function readAgentState(
  * The caller's agent's state, read again while `keepWaiting` holds, for at most `waitMs`. Each read after the first asks
  * the backend to answer once a starting agent is live (`LONG_POLL_MS` at most), so the caller hears of it at once; a
  * read the backend answered sooner (a state it does not wait on: stopping, updating) is followed by a half-second pause.
- * Null when the caller has no agent with this id.
+ * `signal` ends the wait early (the state last read is answered). Null when the caller has no agent with this id.
  */
 async function pollAgentState(
   deps: LifecycleDeps,
@@ -115,11 +115,12 @@ async function pollAgentState(
   agentId: string,
   waitMs: number,
   keepWaiting: (state: AgentLifecycleState) => boolean,
+  signal?: AbortSignal,
 ): Promise<AgentHealthView | null> {
   // A duration on the monotonic clock: how long this call has waited.
   const started = performance.now();
   let state = await readAgentState(deps, user, agentId);
-  while (state && keepWaiting(state.state) && performance.now() - started < waitMs) {
+  while (state && keepWaiting(state.state) && performance.now() - started < waitMs && !signal?.aborted) {
     const asked = performance.now();
     state = await readAgentState(deps, user, agentId, { waitMs: waitMs - (asked - started) });
     const took = performance.now() - asked;
@@ -153,6 +154,21 @@ export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId
 }
 
 /**
+ * Follows an agent that a lifecycle action has just started while it is on its way to live, for at most `waitMs` or
+ * until `signal` aborts, and wakes nothing (unlike `waitUntilLive`): its state once it is live or no longer coming up
+ * by itself (stopped, failed, degraded), else the state it is still in. Null when the caller has no agent with this id.
+ */
+export function whileStarting(
+  deps: LifecycleDeps,
+  user: AuthUser,
+  agentId: string,
+  waitMs: number,
+  signal?: AbortSignal,
+): Promise<AgentHealthView | null> {
+  return pollAgentState(deps, user, agentId, waitMs, isOnItsWayToLive, signal);
+}
+
+/**
  * `waitUntilLive` for a call that needs the agent's gateway: the agent's state once live, or once it is not coming up by
  * itself (stopped, failed: the caller words that), with how long it waited. Throws `AGENT_NOT_FOUND`,
  * `AGENT_WAKE_REFUSED` (from the wake), and `AGENT_STILL_STARTING` when it is still on its way after `waitMs`.
@@ -170,6 +186,13 @@ export async function untilLive(
   if (isOnItsWayToLive(state.state)) throw new DomainError('AGENT_STILL_STARTING', { seconds: Math.round(waitedMs / 1000) });
   return { state, waitedMs };
 }
+
+/**
+ * Whether the agent's state already says why its gateway does not answer: no gateway is meant to be up for it (asleep,
+ * stopped, stopping, failed) or it is not up yet (on its way to live). A gateway that does not answer then is what the
+ * state shows, not a failure to report again on every look. Live and degraded are not: a gateway process runs for them.
+ */
+export const gatewayDownByState = (state: AgentLifecycleState): boolean => state !== 'live' && state !== 'degraded';
 
 /**
  * A gateway call that found nothing to answer it: the agent's gateway is not up (asleep behind its doorbell, starting,

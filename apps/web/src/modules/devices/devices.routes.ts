@@ -22,7 +22,7 @@ import {
   resolveGateway,
   withGateway,
 } from '../../platform/clients/user-gateway.js';
-import { againOnceLive, isWakeFailure } from '../agents/lifecycle.service.js';
+import { againOnceLive, gatewayDownByState, isWakeFailure, readAgentState } from '../agents/lifecycle.service.js';
 
 const DEVICE_ID_MAX = 256;
 
@@ -90,7 +90,13 @@ export async function deviceRoutes(app: App, { config }: { config: WebConfig }):
     } catch (err) {
       if (isWakeFailure(err)) return new DomainError('AGENT_GATEWAY_ERROR', { detail: err.message });
       if (!(err instanceof GatewayError)) throw err;
-      app.log.warn({ agentId: scope.agentId, code: err.code }, 'device list: agent gateway unavailable, answering from the record');
+      // The Devices tab reads the list every 10 s: an agent asleep or stopped would log a warning at each read for what
+      // its state already says. A gateway down while the agent is live (or its state unknown) is a failure: warned.
+      const state = await readAgentState(deps, user, scope.agentId).catch(() => null);
+      const fields = { agentId: scope.agentId, code: err.code, state: state?.state ?? null };
+      const message = 'device list: agent gateway unavailable, answering from the record';
+      if (state && gatewayDownByState(state.state)) app.log.debug(fields, message);
+      else app.log.warn(fields, message);
       return new DomainError('AGENT_GATEWAY_ERROR', { detail: err.message });
     }
   }

@@ -114,10 +114,19 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
     const enabled = body.enabled ?? true;
     const agentId = trimmedAgentId(body.agentId);
 
-    const written = await onGateway(request, user, agentId, (conn, target) => upsertHeartbeatJob(conn, target, { enabled, frequency }), {
-      wake: true,
-    });
-    if (written) return { success: true as const, source: 'gateway' as const, enabled: written.enabled, frequency: written.frequency };
+    const written = await onGateway(
+      request,
+      user,
+      agentId,
+      async (conn, target) => ({ job: await upsertHeartbeatJob(conn, target, { enabled, frequency }), agentId: agentId ?? target.agentId }),
+      { wake: true },
+    );
+    if (written) {
+      // The gateway holds the setting now. A copy saved while its gateway was down would otherwise be read in its place
+      // whenever the gateway is down again, and be put back over it when the agent is next started (`applySavedHeartbeat`).
+      if (written.agentId) await deleteHeartbeatSettings(app.db, user.id, written.agentId);
+      return { success: true as const, source: 'gateway' as const, enabled: written.job.enabled, frequency: written.job.frequency };
+    }
 
     if (!agentId) throw new DomainError('AGENT_ID_REQUIRED');
     const saved = await saveHeartbeatSettings(app.db, user.id, agentId, { enabled, frequency });

@@ -2,7 +2,8 @@ import type { Database } from '@aop/db';
 import { type CronJob, type GatewayConnection, cronAdd, cronRemove } from '@aop/gateway-client';
 import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { HEARTBEAT_MARK, cronAddParams, cronJobView, hasMark, listOwnJobs } from './cron-jobs.service.js';
-import type { GatewayTarget } from '../../platform/clients/user-gateway.js';
+import { type GatewayDeps, type GatewayTarget, ownAgentGateway, withGateway } from '../../platform/clients/user-gateway.js';
+import type { AuthUser } from '../../platform/sessions.js';
 
 /**
  * The heartbeat the platform manages (spec §4.10): one ordinary cron job per user on their gateway, found by the
@@ -143,4 +144,35 @@ export async function saveHeartbeatSettings(
 /** Forgets the caller's saved settings for `agentId`, if any. */
 export async function deleteHeartbeatSettings(db: Database, userId: string, agentId: string): Promise<void> {
   await db.withUser(userId, (trx) => trx.deleteFrom('heartbeat_settings').where('agent_id', '=', agentId).execute());
+}
+
+/**
+ * Puts the heartbeat saved in the database for `agentId` on the agent's own gateway, once the agent has been started
+ * and is live. The settings were saved there because its gateway could not take them (`PUT /api/heartbeat` while the
+ * agent was stopped), and nothing else ever puts them where they run. Once they are on the gateway the saved copy is
+ * forgotten: `GET /api/heartbeat` reads the gateway's job first, and a copy left behind would be what it shows while
+ * the gateway is down and would be put back over a newer setting at the next start. A copy saved anew meanwhile, with
+ * other values, is kept for the next start. Answers the settings applied (null: none saved); throws what the gateway
+ * call threw, with the saved copy kept.
+ */
+export async function applySavedHeartbeat(
+  deps: Pick<GatewayDeps, 'db' | 'backend'>,
+  user: AuthUser,
+  agentId: string,
+  timeoutMs: number,
+): Promise<StoredHeartbeat | null> {
+  const saved = await findHeartbeatSettings(deps.db, user.id, agentId);
+  if (!saved) return null;
+  const target = await ownAgentGateway(deps, user, agentId);
+  // A gateway that has just turned live may still answer UNAVAILABLE for a moment (its sidecars starting): retried.
+  await withGateway(target, timeoutMs, (conn) => upsertHeartbeatJob(conn, target, saved), { retryDeadlineMs: timeoutMs });
+  await deps.db.withUser(user.id, (trx) =>
+    trx
+      .deleteFrom('heartbeat_settings')
+      .where('agent_id', '=', agentId)
+      .where('enabled', '=', saved.enabled)
+      .where('frequency', '=', saved.frequency)
+      .execute(),
+  );
+  return saved;
 }
