@@ -185,7 +185,13 @@ describe('backend on the docker provisioner', () => {
   it("puts a customer's later agents into its first agent's container (AGENTS_PER_GATEWAY, default 8), never another customer's", async () => {
     const dir = await mkdtemp(join(work, 'engine-'));
     const engine = await startDockerEngine({ socketPath: join(dir, 'docker.sock'), dir, images: { [IMAGE]: {} } });
-    const env = { INTERNAL_API_KEY: KEY, HMAC_SECRET: HMAC, PROVISIONER: 'docker', DOCKER_SOCKET: engine.socketPath, DOCKER_AGENT_IMAGE: IMAGE };
+    const env = {
+      INTERNAL_API_KEY: KEY,
+      HMAC_SECRET: HMAC,
+      PROVISIONER: 'docker',
+      DOCKER_SOCKET: engine.socketPath,
+      DOCKER_AGENT_IMAGE: IMAGE,
+    };
     const host = createAgentHost(configOf(env));
     const backend = await startBackend(env, { host });
     const deploy = (userId: string, agentId: string) =>
