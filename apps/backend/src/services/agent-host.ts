@@ -69,6 +69,7 @@ export function createAgentHost(config: BackendConfig): AgentHost {
         ...(k.storageClass ? { storageClass: k.storageClass } : {}),
         storageSize: k.storageSize,
         idleMs: config.agents.idleMs,
+        agentsPerGateway: config.agents.agentsPerGateway,
         // `auto`: one warm pod (what the cluster can hold is its scheduler's and quota's to say, not the backend's).
         warmPool: config.agents.warmPool === 'auto' ? 1 : config.agents.warmPool,
         ...(template

@@ -1,5 +1,5 @@
 import type { Hibernation } from '../shared/idle.js';
-import { type RosterFields, openclawAgentIdOf } from '../shared/roster.js';
+import type { RosterFields } from '../shared/roster.js';
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { planResources } from '@aop/core';
@@ -76,11 +76,6 @@ export const dockerStateVolumeName = (agentId: string) => `aop-agent-${agentId}-
 /** The agent's state volume: its own, or the warm container's it adopted. */
 export const stateVolumeOf = (record: Pick<DockerAgentRecord, 'agentId' | 'volume'>) =>
   record.volume ?? dockerStateVolumeName(record.agentId);
-/**
- * A member's workspace in its gateway's state volume, relative to the state dir (customer-scoped gateways): where
- * OpenClaw puts a further agent's workspace by default, `workspace-<its OpenClaw id>`.
- */
-export const memberWorkspaceDir = (agentId: string) => `workspace-${openclawAgentIdOf(agentId)}`;
 /** The agent id of a container by its name (`/aop-agent-<agentId>`, as the engine lists it), else null. */
 export const agentIdOfName = (name: string | undefined) => /^\/?aop-agent-(.+)$/.exec(name ?? '')?.[1] ?? null;
 /**

@@ -75,6 +75,7 @@ import {
   applyRoster,
   chooseCustomerGateway,
   leaveGateway,
+  memberWorkspaceDir,
   openclawAgentIdOf,
   rosterSecrets,
   settleRoster,
@@ -95,7 +96,6 @@ import {
   dockerContainerName,
   dockerLimits,
   dockerStateVolumeName,
-  memberWorkspaceDir,
   ownLabels,
   stateVolumeOf,
 } from './container.js';

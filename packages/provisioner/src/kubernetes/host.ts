@@ -48,8 +48,9 @@ import {
   AgentStartError,
   HostFullError,
   OWN_GATEWAY_AGENT_ID,
+  SharedGatewayError,
 } from '../host.js';
-import { MEMORY_PATHS } from '../shared/state-layout.js';
+import { MEMORY_PATHS, memoryPathsOf } from '../shared/state-layout.js';
 import { approveCommand, assertApproved } from '../shared/approve-device.js';
 import { LineQueue, LineSplitter, splitTimestampNs } from '../shared/log-follow.js';
 import { pumpLogLines } from '../shared/log-pump.js';
@@ -58,6 +59,7 @@ import {
   CHANNEL_TOKEN_ENV,
   GATEWAY_TOKEN_ENV,
   LLM_API_KEY_ENV,
+  checkAgentEnv,
   configMeta,
   pointerSegment,
   secretFileContents,
@@ -72,7 +74,17 @@ import { POOL_NEEDS_DEVICE, type PoolConnection, PoolFiller, applyAdoption, open
 import { warmUpGateway } from '../shared/warm-up.js';
 import { DEFAULT_WAKE_LEAD_MS, askIdle, dueToWake, keepsAwake, readActivityAt, wakeAtFor } from '../shared/idle.js';
 import {
+  type RosterFields,
+  chooseCustomerGateway,
+  leaveGateway,
+  memberWorkspaceDir,
+  openclawAgentIdOf,
+  settleRoster,
+  wantsProcess,
+} from '../shared/roster.js';
+import {
   type AgentRecord,
+  CONFIG_KEY,
   CONFIG_PATH,
   DATA_DIR,
   GATEWAY_CONTAINER,
@@ -81,8 +93,10 @@ import {
   type JobMount,
   KUBE_ANNOTATIONS,
   KUBE_LABELS,
+  type KubeRoster,
   KubeManifests,
   MANAGED_BY,
+  MEMBER_KEY,
   PREPARE_CONTAINER,
   RECORD_KEY,
   SECRET_FILE_KEY,
@@ -92,6 +106,7 @@ import {
   agentEnvRefs,
   kubeAgentName,
   kubeLabelValue,
+  memberSecretData,
 } from './manifests.js';
 
 export { KUBE_ANNOTATIONS, KUBE_LABELS, kubeAgentName, kubeLabelValue } from './manifests.js';
@@ -311,11 +326,31 @@ export interface KubernetesHostOptions {
   warmPoolPlan?: string;
   /** A warm pod's start waits until no agent was created for this long (default 20 s). */
   refillQuietMs?: number;
+  /**
+   * Customer-scoped gateways, as on the other providers (default 1: each agent has its own pod; the backend's
+   * `AGENTS_PER_GATEWAY` is 8): a customer's later agent joins the running pod of one of the customer's gateways as a
+   * further isolated OpenClaw agent, its workspace `workspace-<id>` on that gateway's volume, its own objects (a
+   * ConfigMap and a Secret, component `member`) owned by the gateway's Deployment. Needs `platformDevice`.
+   */
+  agentsPerGateway?: number;
 }
 
 interface Agent {
   name: string;
   deployment: V1Deployment;
+}
+
+/** An agent in another agent's gateway (customer-scoped gateways), as its ConfigMap describes it. */
+interface Member {
+  agentId: string;
+  userId: string;
+  /** Its objects' name (`kubeAgentName`). */
+  name: string;
+  /** Its gateway's Deployment. */
+  gateway: string;
+  record: AgentRecord;
+  desired: 'running' | 'stopped';
+  quietJobs: string[];
 }
 
 /** Loads the cluster configuration: explicit kubeconfig, else in-cluster. */
@@ -492,7 +527,11 @@ export class KubernetesAgentHost implements AgentHost {
     try {
       return await this.exclusive(spec.agentId, async () => {
         // Also under another name: an agent that adopted a warm pod keeps its objects' names.
-        if (await this.findAgent(spec.agentId)) throw new AgentExistsError(spec.agentId);
+        if ((await this.findAgent(spec.agentId, { retired: true })) || (await this.findMember(spec.agentId))) {
+          throw new AgentExistsError(spec.agentId);
+        }
+        const gateway = await this.customerGateway(spec, version);
+        if (gateway) return this.join(gateway, spec, version);
         const adopted = await this.adoptWarmPod(spec, version);
         return adopted ?? this.stateOf(await this.createObjects(spec, version));
       });
@@ -550,8 +589,11 @@ export class KubernetesAgentHost implements AgentHost {
 
   /** Scales to 1; a hibernated agent is woken (its hibernation annotations removed in the same patch). */
   async start(agentId: string): Promise<AgentState> {
+    const { member } = await this.resolve(agentId);
+    if (member) return this.setMemberWanted(member, 'running');
     return this.exclusive(agentId, async () => {
       const { name, deployment } = await this.agent(agentId);
+      if (deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentStopped] === 'true') return this.setFirstAgentStopped(name, false);
       if (isHibernated(deployment)) await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } });
       else await this.scale(name, 1);
       return this.stateOf(name);
@@ -559,12 +601,543 @@ export class KubernetesAgentHost implements AgentHost {
   }
 
   async stop(agentId: string): Promise<AgentState> {
+    const { member } = await this.resolve(agentId);
+    if (member) return this.setMemberWanted(member, 'stopped');
     return this.exclusive(agentId, async () => {
       const { name, deployment } = await this.agent(agentId);
+      if ((await this.allMembers(name)).length > 0) return this.setFirstAgentStopped(name, true);
       if (isHibernated(deployment)) await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 0 } });
       else await this.scale(name, 0);
       return this.stateOf(name);
     });
+  }
+
+  // ---------------------------------------------------------------- customer-scoped gateways
+
+  /**
+   * The Deployment of a running gateway of the customer's a new agent joins (`chooseCustomerGateway`), or null for
+   * objects of its own. Only with the platform device (the roster is applied over its connection), and only a running
+   * gateway: a sleeping one's new agent starts a pod of its own (a wake is a pod's start either way, and the member's
+   * files are written into the running pod).
+   */
+  private async customerGateway(spec: AgentSpec, version: string): Promise<Agent | null> {
+    const limit = this.options.agentsPerGateway ?? 1;
+    if (limit <= 1 || !this.options.platformDevice) return null;
+    const selector = `${KUBE_LABELS.managedBy}=${MANAGED_BY},${KUBE_LABELS.component}=gateway,${KUBE_LABELS.userId}=${kubeLabelValue(spec.userId)}`;
+    const [deployments, members] = await Promise.all([
+      this.k8s('list deployments of the customer', () =>
+        this.apps.listNamespacedDeployment({ namespace: this.namespace, labelSelector: selector }),
+      ),
+      this.allMembers(),
+    ]);
+    const candidates = [];
+    for (const deployment of deployments.items) {
+      const annotations = deployment.metadata?.annotations ?? {};
+      const name = deployment.metadata?.name ?? '';
+      if (annotations[KUBE_ANNOTATIONS.userId] !== spec.userId || deployment.metadata?.labels?.[WARM_LABEL] === 'true') continue;
+      const { status } = this.observed(deployment, await this.pods(name));
+      candidates.push({
+        gateway: { name, deployment },
+        userId: spec.userId,
+        runtime: annotations[KUBE_ANNOTATIONS.version] ?? this.defaultVersion,
+        awake: status === 'running',
+        asleep: false,
+        ownVariables: (containerOf(deployment, GATEWAY_CONTAINER)?.env ?? []).some((e) => AGENT_ENV_NAME.test(e.name)),
+        memberIds: members.filter((member) => member.gateway === name).map((member) => openclawAgentIdOf(member.agentId)),
+      });
+    }
+    return chooseCustomerGateway(spec, version, candidates, { limit, warmReady: false });
+  }
+
+  /** An agent with a gateway of its own, or a member; `AgentNotFoundError` for neither (or a deleted first agent). */
+  private async resolve(agentId: string): Promise<{ agent: Agent; member: null } | { agent: null; member: Member }> {
+    const agent = await this.findAgent(agentId);
+    if (agent) return { agent, member: null };
+    const member = await this.findMember(agentId);
+    if (!member) throw new AgentNotFoundError(agentId);
+    return { agent: null, member };
+  }
+
+  /** A member's objects (its ConfigMap, and its Secret when it has a model key), or null for any other id. */
+  private async findMember(agentId: string): Promise<Member | null> {
+    this.assertOpen();
+    if (!ID_PATTERN.test(agentId)) return null;
+    const name = kubeAgentName(agentId);
+    try {
+      const configMap = await this.k8s(`read configmap ${name}`, () =>
+        this.core.readNamespacedConfigMap({ name, namespace: this.namespace }),
+      );
+      const member = memberOf(configMap);
+      return member?.agentId === agentId ? member : null;
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  /** The members of one gateway (by its Deployment's name), or of every gateway. */
+  private async allMembers(gateway?: string): Promise<Member[]> {
+    const selector = `${KUBE_LABELS.managedBy}=${MANAGED_BY},${KUBE_LABELS.component}=member${gateway ? `,${KUBE_LABELS.gatewayOf}=${gateway}` : ''}`;
+    const list = await this.k8s('list members', () =>
+      this.core.listNamespacedConfigMap({ namespace: this.namespace, labelSelector: selector }),
+    );
+    return list.items.flatMap((configMap) => memberOf(configMap) ?? []);
+  }
+
+  /** The gateway's Deployment of a member (its first agent may have been deleted: `retired`). */
+  private async gatewayOfMember(member: Member): Promise<Agent> {
+    try {
+      const deployment = await this.k8s(`read deployment ${member.gateway}`, () =>
+        this.apps.readNamespacedDeployment({ name: member.gateway, namespace: this.namespace }),
+      );
+      return { name: member.gateway, deployment };
+    } catch (error) {
+      if (isNotFound(error)) throw new AgentStartError(`The gateway of agent ${member.agentId} is gone`);
+      throw error;
+    }
+  }
+
+  /** What the gateway's config lists besides its first agent: each member's entry, workspace in the volume, own key. */
+  private async rosterOf(name: string, deployment?: V1Deployment): Promise<KubeRoster> {
+    const members = await this.allMembers(name);
+    const annotations = deployment?.metadata?.annotations ?? {};
+    return {
+      mainStopped: annotations[KUBE_ANNOTATIONS.agentStopped] === 'true' || annotations[KUBE_ANNOTATIONS.retired] === 'true',
+      members: await Promise.all(
+        members.map(async (member) => ({
+          id: openclawAgentIdOf(member.agentId),
+          workspace: `${STATE_DIR}/${memberWorkspaceDir(member.agentId)}`,
+          llm: member.record.llm ? { ...member.record.llm, apiKey: await this.memberKey(member) } : null,
+          config: member.record.config,
+          stopped: member.desired !== 'running',
+        })),
+      ),
+    };
+  }
+
+  /** A member's model key, from its Secret. */
+  private async memberKey(member: Member): Promise<string> {
+    const secret = await this.k8s(`read secret ${member.name}`, () =>
+      this.core.readNamespacedSecret({ name: member.name, namespace: this.namespace }),
+    );
+    return unbase64(secret.data?.[MEMBER_KEY]) ?? '';
+  }
+
+  /** The other platform agents in the gateway `name` than `self` (its first agent unless deleted, and its members). */
+  private sharing(deployment: V1Deployment, members: readonly Member[], self: string): string[] {
+    const annotations = deployment.metadata?.annotations ?? {};
+    const first = annotations[KUBE_ANNOTATIONS.retired] === 'true' ? [] : [annotations[KUBE_ANNOTATIONS.agentId] ?? ''];
+    const name = deployment.metadata?.name;
+    return [...first, ...members.filter((member) => member.gateway === name).map((member) => member.agentId)].filter(
+      (agentId) => agentId && agentId !== self,
+    );
+  }
+
+  /** A gateway's own agent as the platform sees it: stopped while it is stopped in a pod running on for its members. */
+  private gatewayView(state: AgentState, deployment: V1Deployment, members: readonly Member[]): AgentState {
+    const view = { ...state, sharesGatewayWith: this.sharing(deployment, members, state.agentId) };
+    return deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentStopped] === 'true' ? { ...view, status: 'stopped' } : view;
+  }
+
+  /** A member: its own ids, its gateway's pod; stopped when it is, else its gateway's status (starting, hibernated …). */
+  private memberView(member: Member, gateway: AgentState | null, deployment: V1Deployment | null, members: readonly Member[]): AgentState {
+    const own = {
+      agentId: member.agentId,
+      userId: member.userId,
+      openclawAgentId: openclawAgentIdOf(member.agentId),
+      sharesGatewayWith: deployment ? this.sharing(deployment, members, member.agentId) : [],
+    };
+    if (!gateway) {
+      const gone = { status: 'error' as const, version: this.defaultVersion, url: null, port: null, pid: null, startedAt: null };
+      return { ...own, ...gone, readyAt: null, restarts: 0, lastError: 'Its gateway is gone' };
+    }
+    if (member.desired === 'running') return { ...gateway, ...own };
+    const { wakesAt: _wakesAt, ...rest } = gateway;
+    return { ...rest, ...own, status: 'stopped', startedAt: null, readyAt: null, restarts: 0, lastError: null };
+  }
+
+  private async memberState(member: Member): Promise<AgentState> {
+    const gateway = await this.gatewayOfMember(member).catch((error: unknown) => {
+      if (error instanceof AgentStartError) return null;
+      throw error;
+    });
+    if (!gateway) return this.memberView(member, null, null, []);
+    const [pods, members] = await Promise.all([this.pods(gateway.name), this.allMembers(gateway.name)]);
+    return this.memberView(member, this.observed(gateway.deployment, pods), gateway.deployment, members);
+  }
+
+  /**
+   * A customer's later agent joins one of its running gateways: its objects (a ConfigMap with its record and wanted
+   * state, a Secret with its model key), owned by the gateway's Deployment; the platform's skills into its workspace
+   * (`workspace-<id>` in the gateway's volume, by exec); then the gateway's objects rewritten with it in the roster and
+   * applied to the running pod (`rosterChanged`). If that fails, its objects go and it gets a pod of its own.
+   */
+  private async join(gateway: Agent, spec: AgentSpec, version: string): Promise<AgentState> {
+    const name = kubeAgentName(spec.agentId);
+    const gatewayId = gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
+    const record = this.manifests.recordOf(spec);
+    const owner = ownerReference(gateway.deployment);
+    const metadata = () => {
+      const meta = this.manifests.metadata(name, record, 'member', owner);
+      meta.labels = { ...meta.labels, [KUBE_LABELS.gatewayOf]: gateway.name };
+      return meta;
+    };
+    try {
+      const configMap = metadata();
+      configMap.annotations = {
+        ...configMap.annotations,
+        [KUBE_ANNOTATIONS.gatewayOf]: gateway.name,
+        [KUBE_ANNOTATIONS.desired]: 'running',
+      };
+      await this.k8s(`create configmap ${name}`, () =>
+        this.core.createNamespacedConfigMap({
+          namespace: this.namespace,
+          body: {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: configMap,
+            data: { [RECORD_KEY]: `${JSON.stringify(record, null, 2)}\n` },
+          },
+        }),
+      );
+    } catch (error) {
+      if (isConflict(error)) throw new AgentExistsError(spec.agentId);
+      throw error;
+    }
+    try {
+      await this.k8s(`create secret ${name}`, () =>
+        this.core.createNamespacedSecret({
+          namespace: this.namespace,
+          body: { apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: metadata(), data: memberSecretData(spec.llm) },
+        }),
+      );
+      await this.exclusive(gatewayId, async () => {
+        const pod = await this.runningPod(gateway.name);
+        if (!pod) throw new Error('the gateway has no running pod');
+        await this.writeMemberSkills(pod, spec.agentId);
+        await this.rosterChanged(gateway.name, `agent ${spec.agentId} joins`);
+      });
+    } catch (error) {
+      await this.removeMember(spec.agentId, name).catch(() => undefined);
+      await this.exclusive(gatewayId, () => this.rosterChanged(gateway.name, `agent ${spec.agentId} could not join`)).catch(
+        () => undefined,
+      );
+      if (this.closed || error instanceof HostFullError) throw error;
+      return this.stateOf(await this.createObjects(spec, version));
+    }
+    const member = await this.findMember(spec.agentId);
+    if (!member) throw new AgentStartError(`Agent ${spec.agentId} was removed while it joined`);
+    return this.memberState(member);
+  }
+
+  /** The platform's skills into a member's workspace in the gateway's running pod (its next pods copy them too). */
+  private async writeMemberSkills(podName: string, agentId: string): Promise<void> {
+    const workspace = `${STATE_DIR}/${memberWorkspaceDir(agentId)}`;
+    for (const file of await this.skillFiles()) {
+      const path = `${workspace}/${file.path.join('/')}`;
+      const dir = path.slice(0, path.lastIndexOf('/'));
+      const made = await this.execInPod(podName, ['mkdir', '-p', dir], { label: `mkdir ${dir}` });
+      if (made.status.status !== 'Success')
+        throw new Error(`mkdir ${dir} in pod ${podName} failed: ${made.stderr.toString('utf8').trim()}`);
+      await this.writeFileInPod(podName, path, file.content.toString('utf8'));
+    }
+  }
+
+  /** Deletes a member's ConfigMap and Secret. */
+  private async removeMember(agentId: string, name: string): Promise<void> {
+    await this.deleteQuietly(`delete configmap ${name}`, () => this.core.deleteNamespacedConfigMap({ name, namespace: this.namespace }));
+    await this.deleteQuietly(`delete secret ${name}`, () => this.core.deleteNamespacedSecret({ name, namespace: this.namespace }));
+    this.paired.delete(agentId);
+  }
+
+  /**
+   * After a change of a gateway's agents (called holding its first agent's lock on this replica): its ConfigMap and
+   * Secret rewritten with the roster as the members' objects say (`upsertConfigMap`/`upsertSecret` list them, under
+   * the objects' resourceVersion: another replica's change at the same time is never lost); then the pod stops when
+   * nobody wants it, wakes when someone does, and otherwise takes the roster live (`pushRoster`), its stopped agents'
+   * jobs quieted (`settleRoster`).
+   */
+  private async rosterChanged(name: string, note: string): Promise<void> {
+    const deployment = await this.k8s(`read deployment ${name}`, () =>
+      this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
+    );
+    const spec = await this.openSpec(name, deployment);
+    const record = this.manifests.recordOf(spec);
+    await this.upsertConfigMap(name, record, spec);
+    await this.upsertSecret(name, record, spec);
+    const members = await this.allMembers(name);
+    if (!wantsProcess(rosterFieldsOf(deployment), members)) {
+      await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 0 } });
+      return;
+    }
+    const { status } = this.observed(deployment, await this.pods(name));
+    if (status === 'running') {
+      // With no member left, the pod has the roster already: `agents.delete` took the last one out live (OpenClaw
+      // would refuse a config that drops the roster's `main` entry without a deletion of its own).
+      if (members.length > 0) await this.pushRoster(name, deployment, note);
+      await this.settleRoster(name).catch(() => undefined);
+    } else if ((deployment.spec?.replicas ?? 0) === 0) {
+      await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } }); // its pod starts from the objects
+    } else {
+      // A pod on its way up: its files, if it has copied them already (OpenClaw reads them as it starts or reloads).
+      const pod = await this.runningPod(name);
+      if (pod) await this.writeRuntimeFiles(pod, name);
+    }
+  }
+
+  /** The gateway's config and secret file, as its objects hold them now, into a pod's runtime directory. */
+  private async writeRuntimeFiles(pod: string, name: string): Promise<{ config: string; version: string | undefined }> {
+    const [configMap, secret] = await Promise.all([
+      this.k8s(`read configmap ${name}`, () => this.core.readNamespacedConfigMap({ name, namespace: this.namespace })),
+      this.k8s(`read secret ${name}`, () => this.core.readNamespacedSecret({ name, namespace: this.namespace })),
+    ]);
+    const config = configMap.data?.[CONFIG_KEY] ?? '';
+    await this.writeFileInPod(pod, SECRET_FILE_PATH, unbase64(secret.data?.[SECRET_FILE_KEY]) ?? '');
+    await this.writeFileInPod(pod, CONFIG_PATH, config);
+    return { config, version: configMap.metadata?.resourceVersion };
+  }
+
+  /**
+   * The gateway's objects into its running pod: the secret file by exec, the config with `config.apply` over the
+   * platform device's connection (OpenClaw re-reads the secret file and applies the roster before it answers). Pushed
+   * again when the ConfigMap changed meanwhile (another replica's change), so the pod ends with the latest.
+   */
+  private async pushRoster(name: string, deployment: V1Deployment, note: string): Promise<void> {
+    for (let attempt = 1; attempt <= 3; attempt += 1) {
+      const pod = await this.runningPod(name);
+      if (!pod) return;
+      const [configMap, secret] = await Promise.all([
+        this.k8s(`read configmap ${name}`, () => this.core.readNamespacedConfigMap({ name, namespace: this.namespace })),
+        this.k8s(`read secret ${name}`, () => this.core.readNamespacedSecret({ name, namespace: this.namespace })),
+      ]);
+      await this.writeFileInPod(pod, SECRET_FILE_PATH, unbase64(secret.data?.[SECRET_FILE_KEY]) ?? '');
+      const raw = configMap.data?.[CONFIG_KEY] ?? '';
+      await this.onGateway(name, deployment, async (conn) => {
+        const { hash } = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
+        await conn.request('config.apply', { raw, baseHash: hash, note: `platform: ${note}` }, { timeoutMs: 30_000 });
+      });
+      const now = await this.k8s(`read configmap ${name}`, () => this.core.readNamespacedConfigMap({ name, namespace: this.namespace }));
+      if (now.metadata?.resourceVersion === configMap.metadata?.resourceVersion) return;
+    }
+  }
+
+  /** A control connection to the gateway `name` (its token and the platform device), for `fn`. */
+  private async onGateway<T>(name: string, deployment: V1Deployment, fn: (conn: GatewayConnection) => Promise<T>): Promise<T> {
+    const gatewayId = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
+    const credentials = await this.credentialsOf(gatewayId, name);
+    const conn = await connectControl(this.serviceUrl(name, gatewayId), credentials);
+    try {
+      return await fn(conn);
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+  }
+
+  /** `settleRoster` (shared/roster.ts) on the gateway's agents, their quieted jobs kept in annotations. */
+  private async settleRoster(name: string): Promise<void> {
+    const deployment = await this.k8s(`read deployment ${name}`, () =>
+      this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
+    );
+    type Seat = { record: RosterFields & { agentId: string; desired: string }; member: Member | null };
+    const gateway: Seat = { record: { ...rosterFieldsOf(deployment), agentId: OWN_GATEWAY_AGENT_ID, desired: 'running' }, member: null };
+    const members = (await this.allMembers(name)).map(
+      (member): Seat => ({ record: { agentId: member.agentId, desired: member.desired, quietJobs: member.quietJobs }, member }),
+    );
+    await settleRoster({
+      on: (fn) => this.onGateway(name, deployment, fn),
+      gateway,
+      members,
+      save: async ({ record, member }) => {
+        const annotations = {
+          [KUBE_ANNOTATIONS.quietJobs]: record.quietJobs?.length ? JSON.stringify(record.quietJobs) : null,
+          ...(member ? {} : { [KUBE_ANNOTATIONS.leftAgents]: record.leftAgents?.length ? JSON.stringify(record.leftAgents) : null }),
+        };
+        if (member) await this.annotate('configmap', member.name, annotations);
+        else await this.patchDeployment(name, { metadata: { annotations } });
+      },
+      log: () => undefined,
+    });
+  }
+
+  /** Merge-patches a member's ConfigMap's annotations (null removes one). */
+  private async annotate(kind: 'configmap', name: string, annotations: Record<string, string | null>): Promise<void> {
+    await this.k8s(`annotate ${kind} ${name}`, () =>
+      this.core.patchNamespacedConfigMap(
+        { name, namespace: this.namespace, body: { metadata: { annotations } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      ),
+    );
+  }
+
+  /** A member stopped or started: its wanted state, then its gateway's (`rosterChanged`). */
+  private async setMemberWanted(member: Member, desired: 'running' | 'stopped'): Promise<AgentState> {
+    const gateway = await this.gatewayOfMember(member);
+    const gatewayId = gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
+    await this.exclusive(gatewayId, async () => {
+      if (member.desired !== desired) await this.annotate('configmap', member.name, { [KUBE_ANNOTATIONS.desired]: desired });
+      await this.rosterChanged(gateway.name, `agent ${member.agentId} ${desired === 'running' ? 'started' : 'stopped'}`);
+    });
+    return this.memberState((await this.findMember(member.agentId)) ?? member);
+  }
+
+  /** The first agent of a gateway with members stopped or started (holding its lock): the pod runs on for them. */
+  private async setFirstAgentStopped(name: string, stopped: boolean): Promise<AgentState> {
+    await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.agentStopped]: stopped ? 'true' : null } } });
+    await this.rosterChanged(name, `its first agent ${stopped ? 'stopped' : 'started'}`);
+    return this.stateOf(name);
+  }
+
+  /**
+   * The gateway a lifecycle action on `agentId` acts on (restart, update, repair, hibernate), by its first agent's id,
+   * and the agent's state to answer with: a member's action is its gateway's (it moves every agent in it), and like
+   * any of these it leaves the agent wanted running. `AgentNotFoundError` for an unknown (or deleted) agent.
+   */
+  private async gatewayFor(agentId: string): Promise<{ gatewayId: string; answer: () => Promise<AgentState> }> {
+    const { member } = await this.resolve(agentId);
+    if (!member) {
+      const { name, deployment } = await this.agent(agentId);
+      if (deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentStopped] === 'true') {
+        await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.agentStopped]: null } } });
+        await this.exclusive(agentId, () => this.rosterChanged(name, 'its first agent started'));
+      }
+      return { gatewayId: agentId, answer: () => this.stateOf(name) };
+    }
+    const gateway = await this.gatewayOfMember(member);
+    const gatewayId = gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
+    if (member.desired !== 'running') {
+      await this.annotate('configmap', member.name, { [KUBE_ANNOTATIONS.desired]: 'running' });
+      await this.exclusive(gatewayId, () => this.rosterChanged(gateway.name, `agent ${agentId} started`));
+    }
+    return { gatewayId, answer: async () => this.memberState((await this.findMember(agentId)) ?? member) };
+  }
+
+  /**
+   * A member's configuration: its model and key, heartbeat and tools profile go into its entry, applied at once; the
+   * rest of a configuration is the gateway's. Variables of its own and messaging channels need a pod of its own.
+   */
+  private async configureMember(member: Member, changes: AgentChanges): Promise<AgentState> {
+    const id = member.agentId;
+    if (changes.agentEnv !== undefined && Object.keys(checkAgentEnv(changes.agentEnv)).length > 0) {
+      throw new SharedGatewayError(`Agent ${id} shares its gateway with the customer's other agents: it cannot have variables of its own`);
+    }
+    if (Object.values(changes.channelTokens ?? {}).some(Boolean)) {
+      throw new SharedGatewayError(
+        `Agent ${id} shares its gateway with the customer's other agents: messaging channels need a gateway of its own`,
+      );
+    }
+    const gateway = await this.gatewayOfMember(member);
+    const gatewayId = gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
+    await this.exclusive(gatewayId, async () => {
+      const llm = changes.llm === undefined ? member.record.llm : changes.llm;
+      const record: AgentRecord = {
+        ...member.record,
+        ...(changes.config ? { config: changes.config } : {}),
+        ...(changes.plan ? { plan: changes.plan } : {}),
+        llm: llm ? (({ apiKey: _apiKey, ...rest }) => rest)({ apiKey: '', ...llm }) : null,
+      };
+      await this.k8s(`patch configmap ${member.name}`, () =>
+        this.core.patchNamespacedConfigMap(
+          { name: member.name, namespace: this.namespace, body: { data: { [RECORD_KEY]: `${JSON.stringify(record, null, 2)}\n` } } },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        ),
+      );
+      if (changes.llm !== undefined) {
+        await this.k8s(`patch secret ${member.name}`, () =>
+          this.core.patchNamespacedSecret(
+            {
+              name: member.name,
+              namespace: this.namespace,
+              body: { data: changes.llm ? memberSecretData(changes.llm) : { [MEMBER_KEY]: null } },
+            },
+            setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+          ),
+        );
+      }
+      await this.rosterChanged(gateway.name, `agent ${id} configured`);
+    });
+    return this.memberState((await this.findMember(id)) ?? member);
+  }
+
+  /**
+   * A member leaves its gateway for good: `agents.delete` with its files while a pod runs (OpenClaw drops its jobs and
+   * sessions) and its sessions and workspace removed from the volume (by exec, else by a Job), or remembered on the
+   * Deployment (`aop/left-agents`) to remove its jobs at the next start; then its objects. The gateway goes altogether
+   * when its first agent was deleted before and this was its last member.
+   */
+  private async deleteMember(member: Member): Promise<void> {
+    const gateway = await this.gatewayOfMember(member).catch(() => null);
+    if (!gateway) return this.removeMember(member.agentId, member.name);
+    const gatewayId = gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
+    await this.exclusive(gatewayId, async () => {
+      const openclawId = openclawAgentIdOf(member.agentId);
+      const paths = [`agents/${openclawId}`, memberWorkspaceDir(member.agentId)];
+      const pod = await this.runningPod(gateway.name);
+      if (pod && this.observed(gateway.deployment, await this.pods(gateway.name)).status === 'running') {
+        await this.onGateway(gateway.name, gateway.deployment, (conn) => leaveGateway(conn, openclawId));
+        await this.removeInPod(pod, paths);
+      } else {
+        const left = [...(rosterFieldsOf(gateway.deployment).leftAgents ?? []), openclawId];
+        await this.patchDeployment(gateway.name, { metadata: { annotations: { [KUBE_ANNOTATIONS.leftAgents]: JSON.stringify(left) } } });
+        if (pod) await this.removeInPod(pod, paths);
+        else await this.removeInVolume(gateway, 'remove-agent', paths);
+      }
+      await this.removeMember(member.agentId, member.name);
+      const annotations = gateway.deployment.metadata?.annotations ?? {};
+      if (annotations[KUBE_ANNOTATIONS.retired] === 'true' && (await this.allMembers(gateway.name)).length === 0) {
+        await this.removeObjects(gatewayId, gateway.name);
+      } else await this.rosterChanged(gateway.name, `agent ${member.agentId} left`);
+    });
+  }
+
+  /**
+   * The first agent of a gateway with members is deleted (holding its lock): its sessions and notes go now (by a Job
+   * on the volume, the pod stopped for it: its members see a restart), and the gateway stays, nobody's agent, until
+   * its last member goes.
+   */
+  private async retire(agent: Agent): Promise<void> {
+    await this.patchDeployment(agent.name, {
+      metadata: { annotations: { [KUBE_ANNOTATIONS.retired]: 'true', [KUBE_ANNOTATIONS.agentStopped]: 'true' } },
+      spec: { replicas: 0 },
+    });
+    await this.waitForNoPods(agent.name);
+    await this.removeInVolume(agent, 'retire', memoryPathsOf(OWN_GATEWAY_AGENT_ID, 'workspace'));
+    await this.rosterChanged(agent.name, 'its first agent was deleted');
+  }
+
+  /** A member's memory reset: its sessions and notes in the gateway's volume (a Job, the pod stopped for it). */
+  private async resetMemberMemory(member: Member): Promise<AgentState> {
+    const gateway = await this.gatewayOfMember(member);
+    const gatewayId = gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
+    await this.exclusive(gatewayId, async () => {
+      await this.scale(gateway.name, 0);
+      try {
+        await this.waitForNoPods(gateway.name);
+        await this.removeInVolume(
+          gateway,
+          'reset-memory',
+          memoryPathsOf(openclawAgentIdOf(member.agentId), memberWorkspaceDir(member.agentId)),
+        );
+      } finally {
+        if (member.desired !== 'running') await this.annotate('configmap', member.name, { [KUBE_ANNOTATIONS.desired]: 'running' });
+        await this.rosterChanged(gateway.name, `memory reset of agent ${member.agentId}`);
+      }
+    });
+    return this.memberState((await this.findMember(member.agentId)) ?? member);
+  }
+
+  /** Removes paths (relative to the state dir) in a running pod's gateway container. */
+  private async removeInPod(pod: string, relative: readonly string[]): Promise<void> {
+    const run = await this.execInPod(pod, ['rm', '-rf', '--', ...relative.map((path) => `${STATE_DIR}/${path}`)], { label: 'rm' });
+    if (run.status.status !== 'Success') throw new Error(`rm in pod ${pod} failed: ${run.stderr.toString('utf8').trim()}`);
+  }
+
+  /** Removes paths (relative to the state dir) from a gateway's volume with a Job (no pod may run). */
+  private async removeInVolume(agent: Agent, kind: string, relative: readonly string[]): Promise<void> {
+    const image =
+      this.options.utilityImage ?? containerOf(agent.deployment, GATEWAY_CONTAINER)?.image ?? this.imageFor(this.defaultVersion);
+    const agentId = agent.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
+    const script = ['set -e', `cd ${STATE_DIR}`, `rm -rf -- ${relative.map(shellQuote).join(' ')}`].join('\n');
+    await this.runJob(agentId, agent.name, kind, image, script, [{ volume: 'state', claim: agent.name, mountPath: DATA_DIR }]);
   }
 
   // ---------------------------------------------------------------- warm pool
@@ -821,13 +1394,15 @@ export class KubernetesAgentHost implements AgentHost {
     if (this.checkingIdle || this.closed || idleMs <= 0) return;
     this.checkingIdle = true;
     try {
-      for (const state of await this.list()) {
+      // Gateways, whoever's agents they hold now (a first agent deleted while its members remain included).
+      for (const { name, deployment, state } of await this.gateways()) {
         if (this.closed) return;
         const id = state.agentId;
         if (state.status === 'hibernated') {
-          const { deployment } = await this.agent(id);
           const wakeAt = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.wakeAt] ?? null;
-          if (dueToWake({ wakeAt })) await this.start(id).catch(() => undefined);
+          if (dueToWake({ wakeAt })) {
+            await this.exclusive(id, () => this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } })).catch(() => undefined);
+          }
           continue;
         }
         // Wall clock: `readyAt` and the gateway's activity times are dates.
@@ -839,15 +1414,15 @@ export class KubernetesAgentHost implements AgentHost {
           { idleMs, wakeLeadMs: this.wakeLeadMs },
           {
             keptAwake: async () => {
-              const spec = await this.spec(id);
+              const spec = await this.openSpec(name, deployment);
               return keepsAwake(spec.config, spec.channelTokens);
             },
-            read: async () => readActivityAt(url, await this.controlCredentials(id)),
+            read: async () => readActivityAt(url, await this.credentialsOf(id, name)),
           },
         );
         if (!verdict) continue;
         this.lastActiveAt.set(id, verdict.lastActiveAt);
-        if (verdict.sleep) await this.hibernate(id, verdict.nextDueMs).catch(() => undefined);
+        if (verdict.sleep) await this.hibernateGateway(id, verdict.nextDueMs).catch(() => undefined);
       }
     } catch {
       // the API server is unreachable: the next pass tries again
@@ -866,9 +1441,20 @@ export class KubernetesAgentHost implements AgentHost {
    * operators and tests; the idle check calls it.
    */
   async hibernate(agentId: string, nextDueMs: number | null = null): Promise<AgentState> {
+    const { member } = await this.resolve(agentId);
+    if (!member) {
+      await this.agent(agentId);
+      return this.hibernateGateway(agentId, nextDueMs);
+    }
+    const gateway = await this.gatewayOfMember(member);
+    await this.hibernateGateway(gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '', nextDueMs);
+    return this.memberState(member);
+  }
+
+  private async hibernateGateway(agentId: string, nextDueMs: number | null): Promise<AgentState> {
     return this.exclusive(agentId, async () => {
-      const { name } = await this.agent(agentId);
-      if ((await this.stateOf(name)).status !== 'running') return this.stateOf(name);
+      const { name } = await this.agent(agentId, { retired: true });
+      if ((await this.processStateOf(name)).status !== 'running') return this.stateOf(name);
       const annotations = {
         [KUBE_ANNOTATIONS.hibernatedSince]: new Date().toISOString(),
         [KUBE_ANNOTATIONS.wakeAt]: wakeAtFor(nextDueMs, this.wakeLeadMs),
@@ -881,14 +1467,15 @@ export class KubernetesAgentHost implements AgentHost {
 
   /** A new pod, like `kubectl rollout restart` (the pod template's `restartedAt` annotation); starts a stopped agent. */
   async restart(agentId: string): Promise<AgentState> {
-    return this.exclusive(agentId, async () => {
-      const { name } = await this.agent(agentId);
+    const { gatewayId, answer } = await this.gatewayFor(agentId);
+    await this.exclusive(gatewayId, async () => {
+      const { name } = await this.agent(gatewayId, { retired: true });
       await this.patchDeployment(name, {
         metadata: { annotations: { ...AWAKE.annotations, [ADOPTING]: null } },
         spec: { replicas: 1, template: { metadata: { annotations: { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() } } } },
       });
-      return this.stateOf(name);
     });
+    return answer();
   }
 
   /**
@@ -899,8 +1486,9 @@ export class KubernetesAgentHost implements AgentHost {
   async update(agentId: string, options: { version: string }): Promise<AgentState> {
     const targetVersion = options.version;
     if (!VERSION_PATTERN.test(targetVersion)) throw new Error(`Invalid OpenClaw version: ${targetVersion}`);
-    return this.exclusive(agentId, async () => {
-      const { name, deployment } = await this.agent(agentId);
+    const { gatewayId, answer } = await this.gatewayFor(agentId);
+    await this.exclusive(gatewayId, async () => {
+      const { name, deployment } = await this.agent(gatewayId, { retired: true });
       const previousVersion = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.version] ?? this.defaultVersion;
       const previousImage = containerOf(deployment, GATEWAY_CONTAINER)?.image ?? this.imageFor(previousVersion);
       const previousUtility = containerOf(deployment, PREPARE_CONTAINER, 'init')?.image ?? previousImage;
@@ -911,7 +1499,7 @@ export class KubernetesAgentHost implements AgentHost {
       let backupName: string;
       try {
         await this.waitForNoPods(name);
-        backupName = await this.backUpState(agentId, name, previousUtility, previousVersion);
+        backupName = await this.backUpState(gatewayId, name, previousUtility, previousVersion);
       } catch (error) {
         if (wasRunning) await this.scale(name, 1).catch(() => undefined);
         throw new Error(`Cannot back up the state of agent ${agentId}, so it was not updated: ${(error as Error).message}`, {
@@ -927,7 +1515,7 @@ export class KubernetesAgentHost implements AgentHost {
         backup: backupPath,
         apply: async () => {
           await this.setImage(name, targetVersion, targetImage, this.options.utilityImage ?? targetImage, 1);
-          const state = await this.waitForRollout(agentId, name, this.settings.readyTimeoutMs);
+          const state = await this.waitForRollout(gatewayId, name, this.settings.readyTimeoutMs);
           // Housekeeping only: a failure here must not roll back an update that worked.
           await this.pruneBackups(name).catch(() => undefined);
           return state;
@@ -938,7 +1526,7 @@ export class KubernetesAgentHost implements AgentHost {
             await this.setImage(name, previousVersion, previousImage, previousUtility, 0);
             try {
               await this.waitForNoPods(name);
-              await this.runJob(agentId, name, 'restore', previousUtility, RESTORE_SCRIPT, [
+              await this.runJob(gatewayId, name, 'restore', previousUtility, RESTORE_SCRIPT, [
                 { volume: 'state', claim: name, mountPath: DATA_DIR },
                 { volume: 'backup', claim: backupName, mountPath: '/backup', readOnly: true },
               ]);
@@ -953,9 +1541,12 @@ export class KubernetesAgentHost implements AgentHost {
         },
       });
     });
+    return answer();
   }
 
   async configure(agentId: string, changes: AgentChanges): Promise<AgentState> {
+    const { member } = await this.resolve(agentId);
+    if (member) return this.configureMember(member, changes);
     return this.exclusive(agentId, async () => {
       const { name, deployment } = await this.agent(agentId);
       const current = await this.openSpec(name, deployment);
@@ -1012,7 +1603,10 @@ export class KubernetesAgentHost implements AgentHost {
     const pod = await this.runningPod(name);
     if (!pod) return false;
     try {
-      const config = this.manifests.gatewayConfig(spec);
+      const deployment = await this.k8s(`read deployment ${name}`, () =>
+        this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
+      );
+      const config = this.manifests.gatewayConfig(spec, { roster: await this.rosterOf(name, deployment) });
       const read = await this.execInPod(pod, ['cat', CONFIG_PATH], { label: `cat ${CONFIG_PATH}` });
       const meta = read.status.status === 'Success' ? configMeta(JSON.parse(read.stdout.toString('utf8'))) : undefined;
       if (meta !== undefined) config.meta = meta;
@@ -1046,8 +1640,9 @@ export class KubernetesAgentHost implements AgentHost {
    * fixes the state directory's layout and modes and removes stale lock files at every start.
    */
   async repair(agentId: string): Promise<AgentState> {
-    return this.exclusive(agentId, async () => {
-      const { name, deployment } = await this.agent(agentId);
+    const { gatewayId, answer } = await this.gatewayFor(agentId);
+    await this.exclusive(gatewayId, async () => {
+      const { name, deployment } = await this.agent(gatewayId, { retired: true });
       const spec = await this.openSpec(name, deployment);
       const record = this.manifests.recordOf(spec);
       const owner = ownerReference(deployment);
@@ -1074,8 +1669,8 @@ export class KubernetesAgentHost implements AgentHost {
         if (!isConflict(error)) throw error;
       });
       await this.replaceDeployment(name, deployment, record, 1);
-      return this.stateOf(name);
     });
+    return answer();
   }
 
   /**
@@ -1083,13 +1678,17 @@ export class KubernetesAgentHost implements AgentHost {
    * local provider does) but keeps the workspace's seed files, then starts it again.
    */
   async resetMemory(agentId: string): Promise<AgentState> {
+    const { member } = await this.resolve(agentId);
+    if (member) return this.resetMemberMemory(member);
     return this.exclusive(agentId, async () => {
       const { name, deployment } = await this.agent(agentId);
       const image = this.options.utilityImage ?? containerOf(deployment, GATEWAY_CONTAINER)?.image ?? this.imageFor(this.defaultVersion);
+      // With members, only the first agent's sessions: theirs are under `agents/<their id>`.
+      const paths = (await this.allMembers(name)).length === 0 ? MEMORY_PATHS : memoryPathsOf(OWN_GATEWAY_AGENT_ID, 'workspace');
       await this.scale(name, 0);
       try {
         await this.waitForNoPods(name);
-        await this.runJob(agentId, name, 'reset-memory', image, resetMemoryScript(), [
+        await this.runJob(agentId, name, 'reset-memory', image, resetMemoryScript(paths), [
           { volume: 'state', claim: name, mountPath: DATA_DIR },
         ]);
       } finally {
@@ -1104,9 +1703,16 @@ export class KubernetesAgentHost implements AgentHost {
   /** Removes every object of the agent (Deployment, Service, Secret, ConfigMap, state volume, backups, Jobs). */
   async delete(agentId: string): Promise<void> {
     this.assertOpen();
+    if (!(await this.findAgent(agentId, { retired: true }))) {
+      const member = await this.findMember(agentId);
+      if (member) return this.deleteMember(member);
+    }
     await this.exclusive(agentId, async () => {
+      const agent = await this.findAgent(agentId, { retired: true });
+      if (agent?.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.retired] === 'true') throw new AgentNotFoundError(agentId);
+      if (agent && (await this.allMembers(agent.name)).length > 0) return this.retire(agent);
       // With no Deployment of its own: what a failed create may have left under the id's own name.
-      const name = (await this.findAgent(agentId))?.name ?? kubeAgentName(agentId);
+      const name = agent?.name ?? kubeAgentName(agentId);
       const found = await this.removeObjects(agentId, name);
       if (found === 0) throw new AgentNotFoundError(agentId);
     });
@@ -1133,12 +1739,25 @@ export class KubernetesAgentHost implements AgentHost {
   // ---------------------------------------------------------------- observation
 
   async status(agentId: string): Promise<AgentState> {
-    const { name, deployment } = await this.agent(agentId);
-    return this.observed(deployment, await this.pods(name));
+    const { agent, member } = await this.resolve(agentId);
+    return member ? this.memberState(member) : this.stateOf(agent.name, agent.deployment);
   }
 
   async list(): Promise<AgentState[]> {
     this.assertOpen();
+    const [gateways, members] = await Promise.all([this.gateways(), this.allMembers()]);
+    const states = gateways
+      .filter(({ deployment }) => deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.retired] !== 'true')
+      .map(({ deployment, state }) => this.gatewayView(state, deployment, members));
+    for (const member of members) {
+      const gateway = gateways.find((g) => g.name === member.gateway);
+      states.push(this.memberView(member, gateway?.state ?? null, gateway?.deployment ?? null, members));
+    }
+    return states;
+  }
+
+  /** Every gateway of the namespace that is not a warm pod (a deleted first agent's, kept for its members, too). */
+  private async gateways(): Promise<Array<Agent & { state: AgentState }>> {
     const selector = `${KUBE_LABELS.managedBy}=${MANAGED_BY},${KUBE_LABELS.component}=gateway`;
     const [deployments, pods] = await Promise.all([
       this.k8s('list deployments', () => this.apps.listNamespacedDeployment({ namespace: this.namespace, labelSelector: selector })),
@@ -1148,22 +1767,36 @@ export class KubernetesAgentHost implements AgentHost {
       .filter(
         (deployment) => deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] && deployment.metadata.labels?.[WARM_LABEL] !== 'true',
       )
-      .map((deployment) =>
-        this.observed(
-          deployment,
-          pods.items.filter((pod) => pod.metadata?.labels?.[KUBE_LABELS.instance] === deployment.metadata?.name),
-        ),
-      );
+      .map((deployment) => {
+        const name = deployment.metadata?.name ?? '';
+        const own = pods.items.filter((pod) => pod.metadata?.labels?.[KUBE_LABELS.instance] === name);
+        return { name, deployment, state: this.observed(deployment, own) };
+      });
   }
 
   async waitUntilReady(agentId: string, options: WaitOptions = {}): Promise<AgentState> {
-    const { name } = await this.agent(agentId);
-    return this.waitForRollout(agentId, name, options.timeoutMs ?? this.settings.readyTimeoutMs + 5_000);
+    const timeoutMs = options.timeoutMs ?? this.settings.readyTimeoutMs + 5_000;
+    const { member } = await this.resolve(agentId);
+    if (!member) {
+      const { name } = await this.agent(agentId);
+      await this.waitForRollout(agentId, name, timeoutMs);
+      return this.stateOf(name);
+    }
+    if (member.desired !== 'running') throw new AgentStartError(`Agent ${agentId} is stopped`);
+    const gateway = await this.gatewayOfMember(member);
+    await this.waitForRollout(agentId, gateway.name, timeoutMs);
+    return this.memberState(member);
+  }
+
+  /** The gateway whose pod an agent's process-wide reads go to (logs): its own, a member's gateway's. */
+  private async podOwner(agentId: string): Promise<Agent & { member: Member | null }> {
+    const { member } = await this.resolve(agentId);
+    return { ...(member ? await this.gatewayOfMember(member) : await this.agent(agentId)), member };
   }
 
   /** The gateway container's log (the current container; empty while it has not started). */
   async logs(agentId: string, options: LogsOptions = {}): Promise<string[]> {
-    const { name } = await this.agent(agentId);
+    const { name } = await this.podOwner(agentId);
     const tail = Math.max(0, options.tail ?? 200);
     const pod = newest(await this.pods(name));
     if (!pod || tail === 0) return [];
@@ -1188,11 +1821,12 @@ export class KubernetesAgentHost implements AgentHost {
    * exceed 100), memory as the working set. `pids` is 0: the metrics API does not report process counts.
    */
   async stats(agentId: string): Promise<AgentStats> {
-    const { name, deployment } = await this.agent(agentId);
+    const { name, deployment, member } = await this.podOwner(agentId);
     const pod = newest(await this.pods(name));
     const container = pod?.status?.containerStatuses?.find((c) => c.name === GATEWAY_CONTAINER);
     const startedAt = millis(container?.state?.running?.startedAt) ?? millis(pod?.status?.startTime);
-    if ((deployment.spec?.replicas ?? 0) === 0 || !pod || !container?.state?.running) {
+    const stopped = member ? member.desired !== 'running' : deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentStopped] === 'true';
+    if (stopped || (deployment.spec?.replicas ?? 0) === 0 || !pod || !container?.state?.running) {
       return { cpuPercent: 0, memoryBytes: 0, pids: 0, uptimeMs: 0 };
     }
     const podName = pod.metadata!.name!;
@@ -1230,17 +1864,34 @@ export class KubernetesAgentHost implements AgentHost {
 
   /** `/healthz` and `/readyz` through the agent's Service URL, 5-second timeout each. */
   async health(agentId: string): Promise<AgentHealth> {
-    const { name, deployment } = await this.agent(agentId);
-    if ((deployment.spec?.replicas ?? 0) === 0) return GATEWAY_DOWN;
-    return probeGateway(this.serviceUrl(name, agentId), async () => ({
+    const { name, deployment, member } = await this.podOwner(agentId);
+    const stopped = member ? member.desired !== 'running' : deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentStopped] === 'true';
+    if (stopped || (deployment.spec?.replicas ?? 0) === 0) return GATEWAY_DOWN;
+    const gatewayId = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? agentId;
+    return probeGateway(this.serviceUrl(name, gatewayId), async () => ({
       authorization: `Bearer ${(await this.readSecrets(name)).gatewayToken}`,
     }));
   }
 
   /** The spec with its secrets, read back from the agent's ConfigMap and Secret. */
   async spec(agentId: string): Promise<AgentSpec> {
-    const { name, deployment } = await this.agent(agentId);
-    return this.openSpec(name, deployment);
+    const { member } = await this.resolve(agentId);
+    if (!member) {
+      const { name, deployment } = await this.agent(agentId);
+      return this.openSpec(name, deployment);
+    }
+    // The gateway's token: the owner reaches each of the agents in it with it.
+    const gateway = await this.gatewayOfMember(member);
+    const { record } = member;
+    return {
+      agentId,
+      userId: record.userId,
+      plan: record.plan,
+      config: record.config,
+      gatewayToken: (await this.readSecrets(gateway.name)).gatewayToken,
+      llm: record.llm ? { ...record.llm, apiKey: await this.memberKey(member) } : undefined,
+      version: gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.version] ?? this.defaultVersion,
+    };
   }
 
   /**
@@ -1250,13 +1901,18 @@ export class KubernetesAgentHost implements AgentHost {
    * the CLI reads the token from the container's environment). `AgentStartError` when no pod of the agent runs.
    */
   async controlCredentials(agentId: string, options: { repair?: boolean } = {}): Promise<ControlCredentials> {
-    const { name, deployment } = await this.agent(agentId);
-    const token = (await this.openSpec(name, deployment)).gatewayToken;
+    const { name, deployment } = await this.podOwner(agentId);
+    return this.credentialsOf(deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? agentId, name, options.repair === true);
+  }
+
+  /** `controlCredentials` of the gateway `name`, by its first agent's id (a deleted first agent's gateway too). */
+  private async credentialsOf(agentId: string, name: string, repair = false): Promise<ControlCredentials> {
+    const token = (await this.readSecrets(name)).gatewayToken;
     const identity = this.options.platformDevice;
     if (!identity) return { token };
     let run = this.pairing.get(agentId);
     if (!run) {
-      run = this.pairGateway(agentId, name, token, identity, options.repair === true).finally(() => this.pairing.delete(agentId));
+      run = this.pairGateway(agentId, name, token, identity, repair).finally(() => this.pairing.delete(agentId));
       this.pairing.set(agentId, run);
     }
     return run;
@@ -1371,10 +2027,11 @@ export class KubernetesAgentHost implements AgentHost {
    * `pods/exec` in the gateway container (as its user). 409 while no pod runs.
    */
   async workspace(agentId: string): Promise<AgentWorkspace> {
-    const { name } = await this.agent(agentId);
+    const { name, member } = await this.podOwner(agentId);
     const podName = await this.runningPod(name);
     if (!podName) throw new DomainError('WORKSPACE_AGENT_NOT_RUNNING');
-    const location = { root: `${STATE_DIR}/workspace`, home: HOME_DIR, node: this.options.nodeCommand ?? ['node'] };
+    const root = `${STATE_DIR}/${member ? memberWorkspaceDir(member.agentId) : 'workspace'}`;
+    const location = { root, home: HOME_DIR, node: this.options.nodeCommand ?? ['node'] };
     return new ProgramWorkspace(location, async (argv, { stdin, timeoutMs, maxOutputBytes }) => {
       const label = 'workspace program';
       const run = await this.execInPod(podName, argv, { label, ...(stdin ? { stdin } : {}), timeoutMs, maxBytes: maxOutputBytes });
@@ -1394,7 +2051,7 @@ export class KubernetesAgentHost implements AgentHost {
    * restart, update or repair) from the last timestamp it delivered, so nothing is sent twice.
    */
   async *followLogs(agentId: string, options: FollowLogsOptions): AsyncIterable<string> {
-    const { name } = await this.agent(agentId);
+    const { name } = await this.podOwner(agentId);
     const stop = new AbortController();
     const signal = AbortSignal.any([options.signal, stop.signal]);
     const queue = new LineQueue(signal);
@@ -1446,7 +2103,7 @@ export class KubernetesAgentHost implements AgentHost {
         if (this.closed) return 'end';
         const podName = await this.runningPod(name);
         if (!podName) {
-          await this.agent(agentId); // gone: AgentNotFoundError ends the stream
+          await this.podOwner(agentId); // gone: AgentNotFoundError ends the stream
           return null;
         }
         // `sinceTime` is to the second: lines of that second already sent come again and are skipped.
@@ -1569,15 +2226,18 @@ export class KubernetesAgentHost implements AgentHost {
     );
   }
 
-  /** The agent's Deployment; `AgentNotFoundError` unless it exists and belongs to exactly this agent id. */
-  private async agent(agentId: string): Promise<Agent> {
-    const found = await this.findAgent(agentId);
+  /**
+   * The agent's Deployment; `AgentNotFoundError` unless it exists and belongs to exactly this agent id, and (unless
+   * `retired`) its agent was not deleted while the gateway stays for its members.
+   */
+  private async agent(agentId: string, options: { retired?: boolean } = {}): Promise<Agent> {
+    const found = await this.findAgent(agentId, options);
     if (!found) throw new AgentNotFoundError(agentId);
     return found;
   }
 
-  /** The agent's Deployment, or null when there is none that belongs to exactly this agent id. */
-  private async findAgent(agentId: string): Promise<Agent | null> {
+  /** The agent's Deployment, or null when there is none that belongs to exactly this agent id (see `agent`). */
+  private async findAgent(agentId: string, options: { retired?: boolean } = {}): Promise<Agent | null> {
     this.assertOpen();
     if (!ID_PATTERN.test(agentId)) return null;
     const name = kubeAgentName(agentId);
@@ -1596,6 +2256,7 @@ export class KubernetesAgentHost implements AgentHost {
       deployment = labelled.items.find((d) => d.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] === agentId);
     }
     if (!deployment || deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] !== agentId) return null;
+    if (!options.retired && deployment.metadata.annotations[KUBE_ANNOTATIONS.retired] === 'true') return null;
     return { name: deployment.metadata.name ?? name, deployment };
   }
 
@@ -1609,11 +2270,23 @@ export class KubernetesAgentHost implements AgentHost {
     return list.items;
   }
 
-  private async stateOf(name: string): Promise<AgentState> {
+  /** The gateway's pod's state, whoever's agents it holds. */
+  private async processStateOf(name: string): Promise<AgentState> {
     const deployment = await this.k8s(`read deployment ${name}`, () =>
       this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
     );
     return this.observed(deployment, await this.pods(name));
+  }
+
+  /**
+   * A gateway's own agent's state (`gatewayView`: the agents it shares its pod with, stopped while it is), from its
+   * Deployment as read now, or as just read (`deployment`).
+   */
+  private async stateOf(name: string, read?: V1Deployment): Promise<AgentState> {
+    const deployment =
+      read ?? (await this.k8s(`read deployment ${name}`, () => this.apps.readNamespacedDeployment({ name, namespace: this.namespace })));
+    const [pods, members] = await Promise.all([this.pods(name), this.allMembers(name)]);
+    return this.gatewayView(this.observed(deployment, pods), deployment, members);
   }
 
   /** `toState`, and the first turn of a pod that became ready prepared (`prepareFirstTurn`) when it is still to be. */
@@ -1640,7 +2313,7 @@ export class KubernetesAgentHost implements AgentHost {
     const run = (async () => {
       const url = this.serviceUrl(name, agentId);
       // Pairs the platform device first: the warm-up's clean-up (deleting its session) needs a scoped connection.
-      const credentials: ControlCredentials = await this.controlCredentials(agentId).catch(async () => ({
+      const credentials: ControlCredentials = await this.credentialsOf(agentId, name).catch(async () => ({
         token: (await this.readSecrets(name)).gatewayToken,
       }));
       await warmUpGateway({
@@ -1652,6 +2325,8 @@ export class KubernetesAgentHost implements AgentHost {
     })()
       .catch(() => undefined)
       .then(() => this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.preparedPod]: podUid } } }))
+      // Agents stopped or deleted while the gateway was down: their jobs are settled now that it can be asked.
+      .then(() => this.settleIfShared(name))
       .catch(() => undefined);
     // Kept once done: a state read before the mark landed must not start a second warm-up on the same pod.
     this.preparing.set(podUid, run);
@@ -1775,7 +2450,7 @@ export class KubernetesAgentHost implements AgentHost {
   private async waitForRollout(agentId: string, name: string, timeoutMs: number): Promise<AgentState> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
-      const state = await this.stateOf(name);
+      const state = await this.processStateOf(name);
       if (state.status === 'running') return state;
       if (state.status === 'error' || state.status === 'restarting')
         throw new AgentStartError(state.lastError ?? `Agent ${agentId} is ${state.status}`);
@@ -1872,6 +2547,27 @@ export class KubernetesAgentHost implements AgentHost {
         this.batch.deleteNamespacedJob({ name: jobName, namespace: this.namespace, propagationPolicy: 'Background' }),
       );
     }
+  }
+
+  /** Runs a read-modify-replace again while it conflicts with another writer (up to 5 times). */
+  private async onConflictAgain(write: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await write();
+      } catch (error) {
+        if (!isConflict(error) || attempt >= 5) throw error;
+      }
+    }
+  }
+
+  /** `settleRoster` for a gateway that holds members or has what to settle; nothing for a gateway of one. */
+  private async settleIfShared(name: string): Promise<void> {
+    const deployment = await this.k8s(`read deployment ${name}`, () =>
+      this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
+    );
+    const fields = rosterFieldsOf(deployment);
+    const pending = fields.agentStopped || fields.quietJobs?.length || fields.leftAgents?.length;
+    if (pending || (await this.allMembers(name)).length > 0) await this.settleRoster(name);
   }
 
   private async deleteQuietly(action: string, call: () => Promise<unknown>): Promise<void> {
@@ -2002,11 +2698,19 @@ export class KubernetesAgentHost implements AgentHost {
     };
   }
 
-  /** Read-modify-replace (keeps owner references and uses the resourceVersion for optimistic concurrency), or create. */
+  /**
+   * Read-modify-replace (keeps owner references and uses the resourceVersion for optimistic concurrency), or create.
+   * The members' keys are listed after the read, so a replace that wins holds every member created before it (a member
+   * created after the read makes the replace conflict, and it is done again).
+   */
   private async upsertSecret(name: string, record: AgentRecord, spec: AgentSpec, owner?: V1OwnerReference): Promise<void> {
-    const data = this.manifests.secretData(spec);
+    await this.onConflictAgain(() => this.upsertSecretOnce(name, record, spec, owner));
+  }
+
+  private async upsertSecretOnce(name: string, record: AgentRecord, spec: AgentSpec, owner?: V1OwnerReference): Promise<void> {
     try {
       const existing = await this.k8s(`read secret ${name}`, () => this.core.readNamespacedSecret({ name, namespace: this.namespace }));
+      const data = this.manifests.secretData(spec, await this.rosterOf(name));
       const body: V1Secret = {
         ...existing,
         metadata: { ...existing.metadata, ...this.manifests.metadata(name, record, 'gateway', owner) },
@@ -2026,13 +2730,21 @@ export class KubernetesAgentHost implements AgentHost {
     }
   }
 
+  /** As `upsertSecret`, the roster in its config listed after the read. */
   private async upsertConfigMap(name: string, record: AgentRecord, spec: AgentSpec, owner?: V1OwnerReference): Promise<void> {
+    await this.onConflictAgain(() => this.upsertConfigMapOnce(name, record, spec, owner));
+  }
+
+  private async upsertConfigMapOnce(name: string, record: AgentRecord, spec: AgentSpec, owner?: V1OwnerReference): Promise<void> {
     const skills = await this.skillFiles();
-    const data = this.manifests.configData(record, spec, skills);
     try {
       const existing = await this.k8s(`read configmap ${name}`, () =>
         this.core.readNamespacedConfigMap({ name, namespace: this.namespace }),
       );
+      const deployment = await this.k8s(`read deployment ${name}`, () =>
+        this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
+      ).catch(() => undefined);
+      const data = this.manifests.configData(record, spec, skills, { roster: await this.rosterOf(name, deployment) });
       const body: V1ConfigMap = {
         ...existing,
         metadata: { ...existing.metadata, ...this.manifests.metadata(name, record, 'gateway', owner) },
@@ -2063,9 +2775,9 @@ const RESTORE_SCRIPT = [
   'done',
 ].join('\n');
 
-/** Removes the sessions and memory (the local provider's `MEMORY_PATHS`); the workspace seed files stay. */
-function resetMemoryScript(): string {
-  return ['set -e', `cd ${STATE_DIR}`, `rm -rf ${MEMORY_PATHS.map(shellQuote).join(' ')}`].join('\n');
+/** Removes the sessions and memory (the local provider's `MEMORY_PATHS`, or one agent's); the workspace seed files stay. */
+function resetMemoryScript(paths: readonly string[]): string {
+  return ['set -e', `cd ${STATE_DIR}`, `rm -rf ${paths.map(shellQuote).join(' ')}`].join('\n');
 }
 
 /** Objects the Deployment owns are garbage-collected with it (no `blockOwnerDeletion`: that would need extra RBAC). */
@@ -2089,6 +2801,51 @@ function errorText(error: unknown): string {
   // The WebSocket client rejects with its error event.
   const message = (error as { message?: unknown } | null)?.message;
   return typeof message === 'string' ? message : String(error);
+}
+
+/** A JSON list of strings kept in an annotation (none when absent or not such a list). */
+function stringList(value: string | undefined): string[] {
+  try {
+    const parsed: unknown = JSON.parse(value ?? '[]');
+    return Array.isArray(parsed) ? parsed.filter((item): item is string => typeof item === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The roster fields a gateway's Deployment keeps in its annotations (`KUBE_ANNOTATIONS`). */
+function rosterFieldsOf(deployment: V1Deployment): RosterFields {
+  const annotations = deployment.metadata?.annotations ?? {};
+  return {
+    agentStopped: annotations[KUBE_ANNOTATIONS.agentStopped] === 'true',
+    retired: annotations[KUBE_ANNOTATIONS.retired] === 'true',
+    leftAgents: stringList(annotations[KUBE_ANNOTATIONS.leftAgents]),
+    quietJobs: stringList(annotations[KUBE_ANNOTATIONS.quietJobs]),
+  };
+}
+
+/** A member as its ConfigMap describes it, or null for any other ConfigMap. */
+function memberOf(configMap: V1ConfigMap): Member | null {
+  const meta = configMap.metadata;
+  const annotations = meta?.annotations ?? {};
+  const gateway = annotations[KUBE_ANNOTATIONS.gatewayOf];
+  const raw = configMap.data?.[RECORD_KEY];
+  if (meta?.labels?.[KUBE_LABELS.component] !== 'member' || !gateway || !raw || !meta.name) return null;
+  let record: AgentRecord;
+  try {
+    record = JSON.parse(raw) as AgentRecord;
+  } catch {
+    return null;
+  }
+  return {
+    agentId: annotations[KUBE_ANNOTATIONS.agentId] ?? record.agentId,
+    userId: record.userId,
+    name: meta.name,
+    gateway,
+    record,
+    desired: annotations[KUBE_ANNOTATIONS.desired] === 'stopped' ? 'stopped' : 'running',
+    quietJobs: stringList(annotations[KUBE_ANNOTATIONS.quietJobs]),
+  };
 }
 
 function newest(pods: V1Pod[]): V1Pod | undefined {

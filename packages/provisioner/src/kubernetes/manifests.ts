@@ -18,6 +18,7 @@ import type {
 import type { AgentSpec, LlmSpec } from '../host.js';
 import { BUS_SKILL_FILES, BUS_SKILL_NAME, type SkillFile } from '../shared/bus-skill.js';
 import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, secretFileContents } from '../shared/openclaw-config.js';
+import { type RosterMember, applyRoster, rosterSecrets } from '../shared/roster.js';
 import type { KubernetesHostOptions } from './host.js';
 
 export const GATEWAY_PORT = 18789;
@@ -35,7 +36,7 @@ export const HOME_DIR = `${DATA_DIR}/home`;
  * on the state volume, so no backup or clone of it holds a secret.
  */
 export const RUNTIME_DIR = '/run/openclaw';
-const CONFIG_KEY = 'openclaw.json';
+export const CONFIG_KEY = 'openclaw.json';
 export const CONFIG_PATH = `${RUNTIME_DIR}/${CONFIG_KEY}`;
 /** The Secret's key holding the gateway's secret file (`secretFileContents`), and where the gateway reads it. */
 export const SECRET_FILE_KEY = 'aop-secrets.json';
@@ -52,6 +53,11 @@ export const RECORD_KEY = 'aop-agent.json';
 const SKILLS_MOUNT = '/etc/openclaw-skills';
 const skillKey = (skill: string, file: string) => `skills.${skill}.${file}`;
 const SKILL_ITEMS = BUS_SKILL_FILES.map((file) => ({ key: skillKey(BUS_SKILL_NAME, file), path: `${BUS_SKILL_NAME}/${file}` }));
+/** A member's model key in its Secret (customer-scoped gateways; the gateway's secret file gets it from there). */
+export const MEMBER_KEY = 'llm-api-key';
+/** A member's Secret's data: its model key, or null to remove it (a merge patch). */
+export const memberSecretData = (llm: Pick<LlmSpec, 'apiKey'> | null | undefined): Record<string, string> =>
+  llm ? { [MEMBER_KEY]: base64(llm.apiKey) } : {};
 /** WhatsApp links by QR code: its "token" is only a switch. Kept in the Secret but never passed to the pod. */
 export const WHATSAPP_KEY = 'aop-whatsapp-token';
 
@@ -70,6 +76,8 @@ export const KUBE_LABELS = {
   agentId: 'aop/agent-id',
   userId: 'aop/user-id',
   backupOf: 'aop/backup-of',
+  /** On a member's objects (customer-scoped gateways): the name of the Deployment whose gateway it is in. */
+  gatewayOf: 'aop/gateway-of',
 } as const;
 
 export const KUBE_ANNOTATIONS = {
@@ -87,7 +95,25 @@ export const KUBE_ANNOTATIONS = {
   firstTurn: 'aop/first-turn',
   /** The uid of the pod whose first turn was prepared (the warm-up turn ran, or was tried). */
   preparedPod: 'aop/prepared-pod',
+  /**
+   * Customer-scoped gateways (shared/roster.ts `RosterFields`): on a gateway's Deployment, `agentStopped` (`true`: its
+   * first agent is stopped while the pod runs on for its members), `retired` (`true`: its first agent was deleted),
+   * `leftAgents` (JSON: members deleted while no pod ran) and `quietJobs` (JSON: the first agent's jobs its stop
+   * disabled); on a member's ConfigMap, `gatewayOf`, `desired` (`running` or `stopped`) and its `quietJobs`.
+   */
+  agentStopped: 'aop/agent-stopped',
+  retired: 'aop/retired',
+  leftAgents: 'aop/left-agents',
+  quietJobs: 'aop/quiet-jobs',
+  gatewayOf: 'aop/gateway-of',
+  desired: 'aop/desired',
 } as const;
+
+/** What a gateway's config and secret file list besides its first agent (`applyRoster`, `rosterSecrets`). */
+export interface KubeRoster {
+  members: RosterMember[];
+  mainStopped: boolean;
+}
 
 export const MANAGED_BY = 'aop';
 const LABEL_VALUE = /^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/;
@@ -152,12 +178,16 @@ const PREPARE_SCRIPT = [
   `cp ${CONFIG_SOURCE}/${CONFIG_KEY} ${CONFIG_PATH}`,
   `cp ${SECRETS_SOURCE}/${SECRET_FILE_KEY} ${SECRET_FILE_PATH}`,
   `chmod 600 ${CONFIG_PATH} ${SECRET_FILE_PATH}`,
-  // Each mounted skill replaces its copy in the workspace (a link left there is removed, not written through).
-  `for src in ${SKILLS_MOUNT}/*/; do`,
-  '  [ -d "$src" ] || continue',
-  `  dst="${STATE_DIR}/workspace/.agents/skills/$(basename "$src")"`,
-  '  mkdir -p "$dst"',
-  '  for f in "$src"*; do rm -rf "$dst/$(basename "$f")"; cp "$f" "$dst/"; done',
+  // Each mounted skill replaces its copy in the workspace, and in those of the customer's other agents in this gateway
+  // (`workspace-<id>`, customer-scoped gateways); a link left there is removed, not written through.
+  `for ws in ${STATE_DIR}/workspace ${STATE_DIR}/workspace-*; do`,
+  '  [ "$ws" = "' + STATE_DIR + '/workspace" ] || [ -d "$ws" ] || continue',
+  `  for src in ${SKILLS_MOUNT}/*/; do`,
+  '    [ -d "$src" ] || continue',
+  '    dst="$ws/.agents/skills/$(basename "$src")"',
+  '    mkdir -p "$dst"',
+  '    for f in "$src"*; do rm -rf "$dst/$(basename "$f")"; cp "$f" "$dst/"; done',
+  '  done',
   'done',
 ].join('\n');
 
@@ -367,8 +397,9 @@ export class KubeManifests {
    * The agent's own secrets only (whatever else the backend holds never gets here): the gateway's secret file, the
    * agent's own variables (`AOP_AGENT_*`, which reach the container's environment) and the WhatsApp switch.
    */
-  secretData(spec: AgentSpec): Record<string, string> {
-    const data: Record<string, string> = { [SECRET_FILE_KEY]: base64(JSON.stringify(secretFileContents(spec))) };
+  secretData(spec: AgentSpec, roster?: KubeRoster): Record<string, string> {
+    const file = { ...secretFileContents(spec), ...rosterSecrets(roster?.members ?? []) };
+    const data: Record<string, string> = { [SECRET_FILE_KEY]: base64(JSON.stringify(file)) };
     for (const [key, value] of Object.entries(checkAgentEnv(spec.agentEnv))) data[key] = base64(value);
     if (spec.channelTokens?.whatsapp) data[WHATSAPP_KEY] = base64(spec.channelTokens.whatsapp);
     return data;
@@ -384,7 +415,12 @@ export class KubeManifests {
     };
   }
 
-  configData(record: AgentRecord, spec: AgentSpec, skills: SkillFile[], options: { alwaysWarmUp?: boolean } = {}): Record<string, string> {
+  configData(
+    record: AgentRecord,
+    spec: AgentSpec,
+    skills: SkillFile[],
+    options: { alwaysWarmUp?: boolean; roster?: KubeRoster } = {},
+  ): Record<string, string> {
     const data: Record<string, string> = {
       [CONFIG_KEY]: `${JSON.stringify(this.gatewayConfig(spec, options), null, 2)}\n`,
       [RECORD_KEY]: `${JSON.stringify(record, null, 2)}\n`,
@@ -393,18 +429,20 @@ export class KubeManifests {
     return data;
   }
 
-  /** The gateway's `openclaw.json`: its secrets are SecretRefs into the secret file. */
+  /** The gateway's `openclaw.json`: its secrets are SecretRefs into the secret file; its members, when it has any. */
   gatewayConfig(
     spec: Pick<AgentSpec, 'config' | 'channelTokens' | 'llm'>,
-    options: { alwaysWarmUp?: boolean } = {},
+    options: { alwaysWarmUp?: boolean; roster?: KubeRoster } = {},
   ): Record<string, unknown> {
-    return buildOpenClawConfig(spec, {
+    const config = buildOpenClawConfig(spec, {
       port: GATEWAY_PORT,
       bind: 'lan',
       workspaceDir: `${STATE_DIR}/workspace`,
       secretFile: SECRET_FILE_PATH,
-      ...options,
+      ...(options.alwaysWarmUp === undefined ? {} : { alwaysWarmUp: options.alwaysWarmUp }),
     });
+    const roster = options.roster;
+    return roster ? applyRoster(config, roster.members, { mainStopped: roster.mainStopped }) : config;
   }
 
   configMapManifest(

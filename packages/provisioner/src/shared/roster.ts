@@ -98,6 +98,12 @@ export function chooseCustomerGateway<G>(
   return chosen;
 }
 
+/**
+ * A member's workspace in its gateway's state dir, relative to it, where the gateway's process sees only that volume
+ * (docker, kubernetes): where OpenClaw puts a further agent's workspace by default, `workspace-<its OpenClaw id>`.
+ */
+export const memberWorkspaceDir = (agentId: string) => `workspace-${openclawAgentIdOf(agentId)}`;
+
 /** A platform agent that joined another agent's gateway. */
 export interface RosterMember {
   /** Its OpenClaw agent id (`openclawAgentIdOf`). */
