@@ -40,6 +40,7 @@ import {
   type ChannelTokens,
   type ControlCredentials,
   type FollowLogsOptions,
+  type LlmSpec,
   type LogsOptions,
   type WaitOptions,
   type WarmPoolStatus,
@@ -886,15 +887,13 @@ export class KubernetesAgentHost implements AgentHost {
   }
 
   /** The gateway's config and secret file, as its objects hold them now, into a pod's runtime directory. */
-  private async writeRuntimeFiles(pod: string, name: string): Promise<{ config: string; version: string | undefined }> {
+  private async writeRuntimeFiles(pod: string, name: string): Promise<void> {
     const [configMap, secret] = await Promise.all([
       this.k8s(`read configmap ${name}`, () => this.core.readNamespacedConfigMap({ name, namespace: this.namespace })),
       this.k8s(`read secret ${name}`, () => this.core.readNamespacedSecret({ name, namespace: this.namespace })),
     ]);
-    const config = configMap.data?.[CONFIG_KEY] ?? '';
     await this.writeFileInPod(pod, SECRET_FILE_PATH, unbase64(secret.data?.[SECRET_FILE_KEY]) ?? '');
-    await this.writeFileInPod(pod, CONFIG_PATH, config);
-    return { config, version: configMap.metadata?.resourceVersion };
+    await this.writeFileInPod(pod, CONFIG_PATH, configMap.data?.[CONFIG_KEY] ?? '');
   }
 
   /**
@@ -952,7 +951,7 @@ export class KubernetesAgentHost implements AgentHost {
           [KUBE_ANNOTATIONS.quietJobs]: record.quietJobs?.length ? JSON.stringify(record.quietJobs) : null,
           ...(member ? {} : { [KUBE_ANNOTATIONS.leftAgents]: record.leftAgents?.length ? JSON.stringify(record.leftAgents) : null }),
         };
-        if (member) await this.annotate('configmap', member.name, annotations);
+        if (member) await this.annotateMember(member.name, annotations);
         else await this.patchDeployment(name, { metadata: { annotations } });
       },
       log: () => undefined,
@@ -960,8 +959,8 @@ export class KubernetesAgentHost implements AgentHost {
   }
 
   /** Merge-patches a member's ConfigMap's annotations (null removes one). */
-  private async annotate(kind: 'configmap', name: string, annotations: Record<string, string | null>): Promise<void> {
-    await this.k8s(`annotate ${kind} ${name}`, () =>
+  private async annotateMember(name: string, annotations: Record<string, string | null>): Promise<void> {
+    await this.k8s(`annotate configmap ${name}`, () =>
       this.core.patchNamespacedConfigMap(
         { name, namespace: this.namespace, body: { metadata: { annotations } } },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
@@ -974,7 +973,7 @@ export class KubernetesAgentHost implements AgentHost {
     const gateway = await this.gatewayOfMember(member);
     const gatewayId = gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
     await this.exclusive(gatewayId, async () => {
-      if (member.desired !== desired) await this.annotate('configmap', member.name, { [KUBE_ANNOTATIONS.desired]: desired });
+      if (member.desired !== desired) await this.annotateMember(member.name, { [KUBE_ANNOTATIONS.desired]: desired });
       await this.rosterChanged(gateway.name, `agent ${member.agentId} ${desired === 'running' ? 'started' : 'stopped'}`);
     });
     return this.memberState((await this.findMember(member.agentId)) ?? member);
@@ -993,9 +992,9 @@ export class KubernetesAgentHost implements AgentHost {
    * any of these it leaves the agent wanted running. `AgentNotFoundError` for an unknown (or deleted) agent.
    */
   private async gatewayFor(agentId: string): Promise<{ gatewayId: string; answer: () => Promise<AgentState> }> {
-    const { member } = await this.resolve(agentId);
+    const { agent, member } = await this.resolve(agentId);
     if (!member) {
-      const { name, deployment } = await this.agent(agentId);
+      const { name, deployment } = agent;
       if (deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentStopped] === 'true') {
         await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.agentStopped]: null } } });
         await this.exclusive(agentId, () => this.rosterChanged(name, 'its first agent started'));
@@ -1005,7 +1004,7 @@ export class KubernetesAgentHost implements AgentHost {
     const gateway = await this.gatewayOfMember(member);
     const gatewayId = gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
     if (member.desired !== 'running') {
-      await this.annotate('configmap', member.name, { [KUBE_ANNOTATIONS.desired]: 'running' });
+      await this.annotateMember(member.name, { [KUBE_ANNOTATIONS.desired]: 'running' });
       await this.exclusive(gatewayId, () => this.rosterChanged(gateway.name, `agent ${agentId} started`));
     }
     return { gatewayId, answer: async () => this.memberState((await this.findMember(agentId)) ?? member) };
@@ -1028,12 +1027,13 @@ export class KubernetesAgentHost implements AgentHost {
     const gateway = await this.gatewayOfMember(member);
     const gatewayId = gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
     await this.exclusive(gatewayId, async () => {
-      const llm = changes.llm === undefined ? member.record.llm : changes.llm;
+      // The record keeps the model without its key (the member's Secret has that).
+      const llm = changes.llm ? (({ apiKey: _key, ...model }: LlmSpec) => model)(changes.llm) : changes.llm;
       const record: AgentRecord = {
         ...member.record,
         ...(changes.config ? { config: changes.config } : {}),
         ...(changes.plan ? { plan: changes.plan } : {}),
-        llm: llm ? (({ apiKey: _apiKey, ...rest }) => rest)({ apiKey: '', ...llm }) : null,
+        ...(llm === undefined ? {} : { llm }),
       };
       await this.k8s(`patch configmap ${member.name}`, () =>
         this.core.patchNamespacedConfigMap(
@@ -1118,7 +1118,7 @@ export class KubernetesAgentHost implements AgentHost {
           memoryPathsOf(openclawAgentIdOf(member.agentId), memberWorkspaceDir(member.agentId)),
         );
       } finally {
-        if (member.desired !== 'running') await this.annotate('configmap', member.name, { [KUBE_ANNOTATIONS.desired]: 'running' });
+        if (member.desired !== 'running') await this.annotateMember(member.name, { [KUBE_ANNOTATIONS.desired]: 'running' });
         await this.rosterChanged(gateway.name, `memory reset of agent ${member.agentId}`);
       }
     });
