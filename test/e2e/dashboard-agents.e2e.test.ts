@@ -205,6 +205,14 @@ describe('two agents of one customer in the dashboard', () => {
     await page.getByLabel('Heartbeat frequency').selectOption('2h');
     await page.getByRole('button', { name: 'Save heartbeat' }).click();
     await page.getByText('saved in the platform settings; starting the agent puts it on its gateway.', { exact: false }).waitFor();
+    // Its jobs are not listed (its gateway is down), which is said as what it is, not as a failure; a job waits for its start.
+    await page.getByText('Not listed while the agent is stopped.').waitFor();
+    expect(await page.getByRole('alert').count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Add job' }).isDisabled()).toBe(true);
+    await screenshot(page, 'agents-07b-first-stopped-heartbeat-saved-1280');
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'agents-07c-first-stopped-heartbeat-saved-390');
+    await page.setViewportSize(DESKTOP);
 
     await openLifecycle(first);
     await badgeSays('stopped');

@@ -110,7 +110,13 @@ export function ScheduleTab({ agentId, agentState }: { agentId: string; agentSta
     <div className="stack">
       <p className="notice">Scheduled jobs and the heartbeat run on this agent’s gateway.</p>
       {asleep ? <AsleepNotice agentId={agentId} /> : null}
-      <CronJobs agentId={agentId} cron={cron} asleep={asleep} />
+      {stopped ? (
+        <p className="notice" role="status">
+          The agent is stopped: its jobs are kept on its gateway and run again once it is started (Lifecycle tab). They are listed, added
+          and deleted while it runs; a heartbeat saved here is put on its gateway when it starts.
+        </p>
+      ) : null}
+      <CronJobs agentId={agentId} cron={cron} asleep={asleep} stopped={stopped} />
       <HeartbeatSettings agentId={agentId} cron={cron} heartbeat={heartbeat} asleep={asleep} stopped={stopped} />
     </div>
   );
@@ -152,7 +158,7 @@ function AsleepNotice({ agentId }: { agentId: string }) {
   );
 }
 
-function CronJobs({ agentId, cron, asleep }: { agentId: string; cron: Resource<CronList>; asleep: boolean }) {
+function CronJobs({ agentId, cron, asleep, stopped }: { agentId: string; cron: Resource<CronList>; asleep: boolean; stopped: boolean }) {
   const [deleteError, setDeleteError] = useState<string>();
 
   const remove = async (job: CronJob) => {
@@ -177,6 +183,8 @@ function CronJobs({ agentId, cron, asleep }: { agentId: string; cron: Resource<C
         {(d) =>
           d.error && asleep ? (
             <p className="muted">Not listed while the agent sleeps.</p>
+          ) : d.error && stopped ? (
+            <p className="muted">Not listed while the agent is stopped.</p>
           ) : d.error ? (
             <div className="state state-error" role="alert">
               <p>The gateway did not list the jobs: {d.error}</p>
@@ -231,12 +239,23 @@ function CronJobs({ agentId, cron, asleep }: { agentId: string; cron: Resource<C
         }
       </Loaded>
       <InlineError message={deleteError} />
-      <NewJobForm agentId={agentId} asleep={asleep} onAdded={() => void cron.reload()} />
+      <NewJobForm agentId={agentId} asleep={asleep} stopped={stopped} onAdded={() => void cron.reload()} />
     </section>
   );
 }
 
-function NewJobForm({ agentId, asleep, onAdded }: { agentId: string; asleep: boolean; onAdded: () => void }) {
+function NewJobForm({
+  agentId,
+  asleep,
+  stopped,
+  onAdded,
+}: {
+  agentId: string;
+  asleep: boolean;
+  /** A stopped agent's gateway cannot take a job (a change wakes a sleeping agent, not a stopped one): Start it first. */
+  stopped: boolean;
+  onAdded: () => void;
+}) {
   const [name, setName] = useState('');
   const [kind, setKind] = useState<'cron' | 'every'>('cron');
   const [expr, setExpr] = useState('');
@@ -373,10 +392,16 @@ function NewJobForm({ agentId, asleep, onAdded }: { agentId: string; asleep: boo
         <label htmlFor="job-enabled">Job enabled</label>
       </div>
       <div className="row">
-        <button type="submit" className="button primary" disabled={busy}>
+        <button
+          type="submit"
+          className="button primary"
+          disabled={busy || stopped}
+          title={stopped ? 'The agent is stopped: start it to add a job.' : undefined}
+        >
           Add job
         </button>
         {busy ? <span className="muted">{wakingFirst ? 'Waking the agent, then adding…' : 'Adding…'}</span> : null}
+        {stopped ? <span className="muted">Start the agent to add a job.</span> : null}
       </div>
       <InlineError message={error} />
       {done ? (
