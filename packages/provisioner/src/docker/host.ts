@@ -71,6 +71,7 @@ import {
 } from '../shared/idle.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import {
+  RosterBook,
   type RosterMember,
   applyRoster,
   chooseCustomerGateway,
@@ -79,7 +80,6 @@ import {
   openclawAgentIdOf,
   rosterSecrets,
   settleRoster,
-  wantsProcess,
 } from '../shared/roster.js';
 import { GATEWAY_DOWN, connectControl, probeGateway } from '../shared/gateway-probe.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
@@ -329,6 +329,8 @@ export class DockerAgentHost implements AgentHost {
   private readonly agents = new Map<string, Agent>();
   /** Agents living in another agent's container (`record.gatewayOf`), by agent id: no container of their own. */
   private readonly members = new Map<string, Agent>();
+  /** Who is in which gateway (shared/roster.ts). */
+  private readonly rosters = new RosterBook<Agent>(this.agents, this.members);
   private readonly creating = new Set<string>();
   /** Memory promised to agents being started (capacity is checked before their container exists). */
   private readonly reserving = new Map<string, number>();
@@ -509,7 +511,7 @@ export class DockerAgentHost implements AgentHost {
     if (member) return this.setMemberWanted(member, 'stopped');
     const agent = await this.get(agentId);
     return exclusive(agent, async () => {
-      if (this.membersOf(agent).length > 0) return this.setFirstAgentStopped(agent, true);
+      if (this.rosters.membersOf(agent).length > 0) return this.setFirstAgentStopped(agent, true);
       agent.record.desired = 'stopped';
       agent.record.hibernation = null;
       await this.saveRecord(agent);
@@ -856,7 +858,7 @@ export class DockerAgentHost implements AgentHost {
   async hibernate(agentId: string, nextDueMs: number | null = null): Promise<AgentState> {
     const member = await this.member(agentId);
     if (!member) return this.hibernateAgent(await this.get(agentId), nextDueMs);
-    await this.hibernateAgent(this.gatewayOf(member), nextDueMs);
+    await this.hibernateAgent(this.rosters.gatewayOf(member), nextDueMs);
     return this.publicState(member);
   }
 
@@ -893,7 +895,7 @@ export class DockerAgentHost implements AgentHost {
         awake: status === 'running',
         asleep: status === 'hibernated',
         ownVariables: Object.keys(openSealedSpec(this.secrets, gateway.record).agentEnv ?? {}).length > 0,
-        memberIds: this.membersOf(gateway).map((member) => openclawAgentIdOf(member.record.agentId)),
+        memberIds: this.rosters.membersOf(gateway).map((member) => openclawAgentIdOf(member.record.agentId)),
       });
     }
     return chooseCustomerGateway(spec, image, candidates, {
@@ -902,40 +904,15 @@ export class DockerAgentHost implements AgentHost {
     });
   }
 
-  private membersOf(gateway: Agent): Agent[] {
-    const id = gateway.record.agentId;
-    return [...this.members.values()].filter((member) => member.record.gatewayOf === id);
-  }
-
-  /** The gateway a member runs in. */
-  private gatewayOf(member: Agent): Agent {
-    const gateway = this.agents.get(member.record.gatewayOf ?? '');
-    if (!gateway) throw new AgentStartError(`The gateway of agent ${member.record.agentId} is gone`);
-    return gateway;
-  }
-
-  private wantsProcess(gateway: Agent): boolean {
-    return wantsProcess(
-      gateway.record,
-      this.membersOf(gateway).map((member) => member.record),
-    );
-  }
-
   /** What the gateway's config lists besides its first agent (`applyRoster`): each member's workspace in the volume. */
   private roster(gateway: Agent): RosterMember[] {
-    return this.membersOf(gateway).map((member) => ({
+    return this.rosters.membersOf(gateway).map((member) => ({
       id: openclawAgentIdOf(member.record.agentId),
       workspace: posix.join(this.stateDir, memberWorkspaceDir(member.record.agentId)),
       llm: openSealedSpec(this.secrets, member.record).llm ?? null,
       config: member.record.config,
       stopped: member.record.desired !== 'running',
     }));
-  }
-
-  /** The other platform agents of `gateway` than `self` (its first agent unless deleted, and its members). */
-  private sharingWith(gateway: Agent, self: Agent): string[] {
-    const first = gateway.record.retired ? [] : [gateway];
-    return [...first, ...this.membersOf(gateway)].filter((agent) => agent !== self).map((agent) => agent.record.agentId);
   }
 
   /**
@@ -993,7 +970,7 @@ export class DockerAgentHost implements AgentHost {
    * jobs go quiet (`settleRoster`, also run once a starting gateway is ready).
    */
   private async rosterChanged(gateway: Agent, note: string): Promise<void> {
-    if (!this.wantsProcess(gateway)) {
+    if (!this.rosters.wantsProcess(gateway)) {
       gateway.record.desired = 'stopped';
       gateway.record.hibernation = null;
       await this.saveRecord(gateway);
@@ -1048,7 +1025,7 @@ export class DockerAgentHost implements AgentHost {
     return settleRoster({
       on: (fn) => this.onGateway(gateway, fn),
       gateway,
-      members: this.membersOf(gateway),
+      members: this.rosters.membersOf(gateway),
       save: (agent) => this.saveRecord(agent),
       log: (line) => this.log(gateway, line),
     });
@@ -1056,7 +1033,7 @@ export class DockerAgentHost implements AgentHost {
 
   /** A member stopped or started: its own state first, then its gateway's (`rosterChanged`). */
   private async setMemberWanted(member: Agent, desired: 'running' | 'stopped'): Promise<AgentState> {
-    const gateway = this.gatewayOf(member);
+    const gateway = this.rosters.gatewayOf(member);
     return exclusive(gateway, async () => {
       const id = member.record.agentId;
       if (member.record.desired !== desired) {
@@ -1094,7 +1071,7 @@ export class DockerAgentHost implements AgentHost {
       member.record.desired = 'running';
       await this.saveRecord(member);
     }
-    return { gateway: this.gatewayOf(member), answer: () => this.publicState(member) };
+    return { gateway: this.rosters.gatewayOf(member), answer: () => this.publicState(member) };
   }
 
   /**
@@ -1112,7 +1089,7 @@ export class DockerAgentHost implements AgentHost {
         `Agent ${id} shares its gateway with the customer's other agents: messaging channels need a gateway of its own`,
       );
     }
-    const gateway = this.gatewayOf(member);
+    const gateway = this.rosters.gatewayOf(member);
     return exclusive(gateway, async () => {
       if (changes.config) member.record.config = changes.config;
       if (changes.plan) member.record.plan = changes.plan;
@@ -1151,8 +1128,8 @@ export class DockerAgentHost implements AgentHost {
       await forget();
       await this.removeInVolume(gateway, 'agent removal', [`agents/${openclawId}`, memberWorkspaceDir(id)]);
       this.log(gateway, `[host] agent ${id} left this gateway and was deleted`);
-      if (gateway.record.retired && this.membersOf(gateway).length === 0) await this.remove(gateway.record.agentId, gateway);
-      else if (!this.wantsProcess(gateway)) await this.rosterChanged(gateway, `agent ${id} left`);
+      if (gateway.record.retired && this.rosters.membersOf(gateway).length === 0) await this.remove(gateway.record.agentId, gateway);
+      else if (!this.rosters.wantsProcess(gateway)) await this.rosterChanged(gateway, `agent ${id} left`);
     });
   }
 
@@ -1169,13 +1146,13 @@ export class DockerAgentHost implements AgentHost {
     gateway.record.agentStopped = true;
     await this.saveRecord(gateway);
     this.log(gateway, '[host] its first agent was deleted (sessions and memory removed); the gateway stays for its members');
-    if (wasRunning && this.wantsProcess(gateway)) await this.startHeld(gateway);
-    else if (!this.wantsProcess(gateway)) await this.rosterChanged(gateway, 'its first agent was deleted');
+    if (wasRunning && this.rosters.wantsProcess(gateway)) await this.startHeld(gateway);
+    else if (!this.rosters.wantsProcess(gateway)) await this.rosterChanged(gateway, 'its first agent was deleted');
   }
 
   /** A member's memory reset: its sessions and its workspace's notes, in the gateway's volume; the gateway restarted. */
   private async resetMemberMemory(member: Agent): Promise<AgentState> {
-    const gateway = this.gatewayOf(member);
+    const gateway = this.rosters.gatewayOf(member);
     return exclusive(gateway, async () => {
       const id = member.record.agentId;
       const removed = memoryPathsOf(openclawAgentIdOf(id), memberWorkspaceDir(id));
@@ -1429,7 +1406,7 @@ export class DockerAgentHost implements AgentHost {
         await this.stopContainer(agent);
         await this.ensureVolume(agent);
         // With members, only the first agent's sessions: theirs are under `agents/<their id>`.
-        const removed = this.membersOf(agent).length === 0 ? MEMORY_PATHS : memoryPathsOf(OWN_GATEWAY_AGENT_ID, 'workspace');
+        const removed = this.rosters.membersOf(agent).length === 0 ? MEMORY_PATHS : memoryPathsOf(OWN_GATEWAY_AGENT_ID, 'workspace');
         await this.removeInVolume(agent, 'memory reset', removed);
         this.log(agent, `[host] memory reset: removed ${removed.join(', ')}; workspace seed files kept`);
         agent.record.desired = 'running';
@@ -1455,7 +1432,7 @@ export class DockerAgentHost implements AgentHost {
     if (member) return this.deleteMember(member);
     const agent = this.agents.get(agentId);
     if (agent?.record.retired) throw new AgentNotFoundError(agentId);
-    if (agent && this.membersOf(agent).length > 0) return exclusive(agent, () => this.retire(agent));
+    if (agent && this.rosters.membersOf(agent).length > 0) return exclusive(agent, () => this.retire(agent));
     await (agent ? exclusive(agent, () => this.remove(agentId, agent)) : this.remove(agentId, undefined));
   }
 
@@ -1573,7 +1550,7 @@ export class DockerAgentHost implements AgentHost {
     if (member.record.desired !== 'running' || state.status === 'error') {
       throw new AgentStartError(state.lastError ?? `Agent ${agentId} is ${state.status}`);
     }
-    await this.waitForReady(this.gatewayOf(member), Math.max(1, deadline - performance.now()), { failFast: false });
+    await this.waitForReady(this.rosters.gatewayOf(member), Math.max(1, deadline - performance.now()), { failFast: false });
     return this.publicState(member);
   }
 
@@ -1583,7 +1560,7 @@ export class DockerAgentHost implements AgentHost {
    */
   private async processOf(agentId: string): Promise<Agent> {
     const member = await this.member(agentId);
-    return member ? this.gatewayOf(member) : this.get(agentId);
+    return member ? this.rosters.gatewayOf(member) : this.get(agentId);
   }
 
   /** Container output (stdout and stderr, demultiplexed) merged by time with the host's own `[host]` lines. */
@@ -1823,7 +1800,7 @@ export class DockerAgentHost implements AgentHost {
    */
   async workspace(agentId: string): Promise<AgentWorkspace> {
     const member = await this.member(agentId);
-    const gateway = member ? this.gatewayOf(member) : await this.get(agentId);
+    const gateway = member ? this.rosters.gatewayOf(member) : await this.get(agentId);
     const info = await this.inspect(gateway.record.agentId);
     if (!info?.State.Running || info.State.Restarting) throw new DomainError('WORKSPACE_AGENT_NOT_RUNNING');
     const location = {
@@ -2218,7 +2195,7 @@ export class DockerAgentHost implements AgentHost {
    */
   private async publicState(agent: Agent): Promise<AgentState> {
     if (agent.record.gatewayOf !== undefined) return this.memberState(agent);
-    const state = { ...(await this.processState(agent)), sharesGatewayWith: this.sharingWith(agent, agent) };
+    const state = { ...(await this.processState(agent)), sharesGatewayWith: this.rosters.sharingWith(agent, agent) };
     return agent.record.agentStopped ? { ...state, status: 'stopped' } : state;
   }
 
@@ -2230,7 +2207,11 @@ export class DockerAgentHost implements AgentHost {
       const gone = { ...(await this.processState(member)), ...own, sharesGatewayWith: [] };
       return { ...gone, status: 'error', url: null, port: null, pid: null, lastError: 'Its gateway is gone' };
     }
-    const base: AgentState = { ...(await this.processState(gateway)), ...own, sharesGatewayWith: this.sharingWith(gateway, member) };
+    const base: AgentState = {
+      ...(await this.processState(gateway)),
+      ...own,
+      sharesGatewayWith: this.rosters.sharingWith(gateway, member),
+    };
     const status = member.transition ?? (record.desired === 'running' ? null : 'stopped');
     // Stopped or still joining: nothing of the gateway's process is its own yet (or any more).
     if (status) return { ...base, status, pid: null, startedAt: null, readyAt: null, restarts: 0, lastError: null, wakesAt: undefined };
@@ -2359,7 +2340,7 @@ export class DockerAgentHost implements AgentHost {
     this.log(agent, `[host] ready${Number.isFinite(after) && after >= 0 ? ` after ${after.toFixed(1)} s` : ''}`);
     const record = agent.record;
     // Agents stopped or deleted while the gateway was down: their jobs are settled now that it can be asked.
-    if (this.membersOf(agent).length > 0 || record.quietJobs?.length || record.leftAgents?.length || record.agentStopped) {
+    if (this.rosters.membersOf(agent).length > 0 || record.quietJobs?.length || record.leftAgents?.length || record.agentStopped) {
       const settling: Promise<void> = exclusive(agent, () => this.settleRoster(agent))
         .catch((error: unknown) => this.log(agent, `[host] agents' jobs not settled: ${messageOf(error)}`))
         .finally(() => this.background.delete(settling));

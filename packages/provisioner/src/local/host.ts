@@ -48,6 +48,7 @@ import { MEMORY_PATHS, memoryPathsOf } from '../shared/state-layout.js';
 import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, configMeta, secretFileContents } from '../shared/openclaw-config.js';
 import {
+  RosterBook,
   type RosterFields,
   type RosterMember,
   applyRoster,
@@ -56,7 +57,6 @@ import {
   openclawAgentIdOf,
   rosterSecrets,
   settleRoster,
-  wantsProcess,
 } from '../shared/roster.js';
 import { isAlive, memAvailableBytes, processTree, treePssBytes, treeStats } from './proc.js';
 import {
@@ -327,6 +327,8 @@ export class LocalAgentHost implements AgentHost {
   private readonly agents = new Map<string, Agent>();
   /** Agents living in another agent's gateway (`record.gatewayOf`), by agent id: no process of their own. */
   private readonly members = new Map<string, Agent>();
+  /** Who is in which gateway (shared/roster.ts). */
+  private readonly rosters = new RosterBook<Agent>(this.agents, this.members);
   private readonly creating = new Set<string>();
   /**
    * Gateways that were given room and have no process yet (an agent being created or (re)started, a warm gateway being
@@ -647,7 +649,7 @@ export class LocalAgentHost implements AgentHost {
       awake: gateway.status === 'running' && gateway.child !== null,
       asleep: gateway.status === 'hibernated',
       ownVariables: Object.keys(openSealedSpec(this.secrets, gateway.record).agentEnv ?? {}).length > 0,
-      memberIds: this.membersOf(gateway).map((member) => openclawAgentIdOf(member.record.agentId)),
+      memberIds: this.rosters.membersOf(gateway).map((member) => openclawAgentIdOf(member.record.agentId)),
     }));
     return chooseCustomerGateway(spec, version, candidates, {
       limit: this.config.agentsPerGateway ?? 1,
@@ -655,28 +657,9 @@ export class LocalAgentHost implements AgentHost {
     });
   }
 
-  private membersOf(gateway: Agent): Agent[] {
-    const id = gateway.record.agentId;
-    return [...this.members.values()].filter((member) => member.record.gatewayOf === id);
-  }
-
-  /** The gateway a member runs in. */
-  private gatewayOf(member: Agent): Agent {
-    const gateway = this.agents.get(member.record.gatewayOf ?? '');
-    if (!gateway) throw new AgentStartError(`The gateway of agent ${member.record.agentId} is gone`);
-    return gateway;
-  }
-
-  private wantsProcess(gateway: Agent): boolean {
-    return wantsProcess(
-      gateway.record,
-      this.membersOf(gateway).map((member) => member.record),
-    );
-  }
-
   /** What the gateway's config lists besides its first agent (`applyRoster`). */
   private roster(gateway: Agent): RosterMember[] {
-    return this.membersOf(gateway).map((member) => ({
+    return this.rosters.membersOf(gateway).map((member) => ({
       id: openclawAgentIdOf(member.record.agentId),
       workspace: this.paths(member.record.agentId).workspace,
       llm: openSealedSpec(this.secrets, member.record).llm ?? null,
@@ -743,7 +726,7 @@ export class LocalAgentHost implements AgentHost {
    */
   private async rosterChanged(gateway: Agent, note: string): Promise<void> {
     const id = gateway.record.agentId;
-    if (!this.wantsProcess(gateway)) {
+    if (!this.rosters.wantsProcess(gateway)) {
       gateway.record.desired = 'stopped';
       gateway.record.hibernation = null;
       await this.saveRecord(gateway);
@@ -794,7 +777,7 @@ export class LocalAgentHost implements AgentHost {
     return settleRoster({
       on: (fn) => this.onGateway(gateway, fn),
       gateway,
-      members: this.membersOf(gateway),
+      members: this.rosters.membersOf(gateway),
       save: (agent) => this.saveRecord(agent),
       log: (line) => this.log(gateway, line),
     });
@@ -802,7 +785,7 @@ export class LocalAgentHost implements AgentHost {
 
   /** A member stopped or started: its own state first, then its gateway's (`rosterChanged`). */
   private async setMemberWanted(member: Agent, desired: 'running' | 'stopped'): Promise<AgentState> {
-    const gateway = this.gatewayOf(member);
+    const gateway = this.rosters.gatewayOf(member);
     return exclusive(gateway, async () => {
       const id = member.record.agentId;
       if (member.record.desired !== desired || member.status !== (desired === 'running' ? 'running' : 'stopped')) {
@@ -842,7 +825,7 @@ export class LocalAgentHost implements AgentHost {
         `Agent ${id} shares its gateway with the customer's other agents: messaging channels need a gateway of its own`,
       );
     }
-    const gateway = this.gatewayOf(member);
+    const gateway = this.rosters.gatewayOf(member);
     return exclusive(gateway, async () => {
       if (changes.config) member.record.config = changes.config;
       if (changes.plan) member.record.plan = changes.plan;
@@ -881,8 +864,8 @@ export class LocalAgentHost implements AgentHost {
       await rm(join(this.paths(gateway.record.agentId).state, 'agents', openclawId), { recursive: true, force: true });
       await rm(this.paths(id).dir, { recursive: true, force: true });
       this.log(gateway, `[host] agent ${id} left this gateway and was deleted`);
-      if (gateway.record.retired && this.membersOf(gateway).length === 0) await this.remove(gateway);
-      else if (!this.wantsProcess(gateway)) await this.rosterChanged(gateway, `agent ${id} left`);
+      if (gateway.record.retired && this.rosters.membersOf(gateway).length === 0) await this.remove(gateway);
+      else if (!this.rosters.wantsProcess(gateway)) await this.rosterChanged(gateway, `agent ${id} left`);
     });
   }
 
@@ -900,19 +883,19 @@ export class LocalAgentHost implements AgentHost {
     gateway.record.agentStopped = true;
     await this.saveRecord(gateway);
     this.log(gateway, '[host] its first agent was deleted (sessions and memory removed); the gateway stays for its members');
-    if (wasRunning && this.wantsProcess(gateway)) await this.withRoom(gateway.record.agentId, () => this.spawnWanted(gateway));
-    else if (!this.wantsProcess(gateway)) await this.rosterChanged(gateway, 'its first agent was deleted');
+    if (wasRunning && this.rosters.wantsProcess(gateway)) await this.withRoom(gateway.record.agentId, () => this.spawnWanted(gateway));
+    else if (!this.rosters.wantsProcess(gateway)) await this.rosterChanged(gateway, 'its first agent was deleted');
   }
 
   /** What a memory reset of an agent with a gateway of its own removes; with members, only `main`'s sessions. */
   private memoryPaths(gateway: Agent): string[] {
-    if (this.membersOf(gateway).length === 0) return MEMORY_PATHS;
+    if (this.rosters.membersOf(gateway).length === 0) return MEMORY_PATHS;
     return memoryPathsOf(OWN_GATEWAY_AGENT_ID, 'workspace');
   }
 
   /** A member's memory reset: its sessions in the gateway's state and its workspace's notes, the gateway restarted. */
   private async resetMemberMemory(member: Agent): Promise<AgentState> {
-    const gateway = this.gatewayOf(member);
+    const gateway = this.rosters.gatewayOf(member);
     return exclusive(gateway, async () => {
       const id = member.record.agentId;
       const wasActive = ACTIVE.has(gateway.status);
@@ -953,7 +936,7 @@ export class LocalAgentHost implements AgentHost {
       agentId: member.record.agentId,
       userId: member.record.userId,
       openclawAgentId: openclawAgentIdOf(member.record.agentId),
-      sharesGatewayWith: gateway ? this.sharingWith(gateway, member) : [],
+      sharesGatewayWith: gateway ? this.rosters.sharingWith(gateway, member) : [],
       status: follows ? (gateway?.status ?? 'error') : member.status,
       restarts: follows ? base.restarts : 0,
       lastError: follows ? (gateway ? base.lastError : 'Its gateway is gone') : member.lastError,
@@ -978,7 +961,7 @@ export class LocalAgentHost implements AgentHost {
       });
     }
     if (member.status !== 'running') throw new AgentStartError(member.lastError ?? `Agent ${member.record.agentId} is ${member.status}`);
-    await this.waitForRunning(this.gatewayOf(member), Math.max(1, deadline - Date.now()));
+    await this.waitForRunning(this.rosters.gatewayOf(member), Math.max(1, deadline - Date.now()));
   }
 
   // ---------------------------------------------------------------- hibernation
@@ -1133,7 +1116,7 @@ export class LocalAgentHost implements AgentHost {
     if (member) return this.setMemberWanted(member, 'stopped');
     const agent = this.get(agentId);
     return exclusive(agent, async () => {
-      if (this.membersOf(agent).length > 0) return this.setFirstAgentStopped(agent, true);
+      if (this.rosters.membersOf(agent).length > 0) return this.setFirstAgentStopped(agent, true);
       agent.record.desired = 'stopped';
       agent.record.hibernation = null;
       await this.saveRecord(agent);
@@ -1161,7 +1144,7 @@ export class LocalAgentHost implements AgentHost {
       await this.saveRecord(member);
       this.setStatus(member, 'running', null);
     }
-    return { gateway: this.gatewayOf(member), answer: () => this.snapshot(member) };
+    return { gateway: this.rosters.gatewayOf(member), answer: () => this.snapshot(member) };
   }
 
   async restart(agentId: string): Promise<AgentState> {
@@ -1320,7 +1303,7 @@ export class LocalAgentHost implements AgentHost {
     const member = this.member(agentId);
     if (member) return this.deleteMember(member);
     const agent = this.get(agentId);
-    await exclusive(agent, () => (this.membersOf(agent).length > 0 ? this.retire(agent) : this.remove(agent)));
+    await exclusive(agent, () => (this.rosters.membersOf(agent).length > 0 ? this.retire(agent) : this.remove(agent)));
   }
 
   /** Stops the gateway and removes its directory (state, backups, logs, record); called holding its lock. */
@@ -1444,7 +1427,7 @@ export class LocalAgentHost implements AgentHost {
    */
   private processOf(agentId: string): Agent | null {
     const member = this.member(agentId);
-    if (member) return member.status === 'running' || member.status === 'starting' ? this.gatewayOf(member) : null;
+    if (member) return member.status === 'running' || member.status === 'starting' ? this.rosters.gatewayOf(member) : null;
     const agent = this.get(agentId);
     return agent.record.agentStopped ? null : agent;
   }
@@ -1452,7 +1435,7 @@ export class LocalAgentHost implements AgentHost {
   /** The gateway whose logs an agent reads: its own, a member's gateway's (OpenClaw writes one log per process). */
   private logSource(agentId: string): Agent {
     const member = this.member(agentId);
-    return member ? this.gatewayOf(member) : this.get(agentId);
+    return member ? this.rosters.gatewayOf(member) : this.get(agentId);
   }
 
   async logs(agentId: string, options: LogsOptions = {}): Promise<string[]> {
@@ -1558,15 +1541,9 @@ export class LocalAgentHost implements AgentHost {
 
   private snapshot(agent: Agent): AgentState {
     if (agent.record.gatewayOf !== undefined) return this.memberSnapshot(agent);
-    const state = { ...this.processSnapshot(agent), sharesGatewayWith: this.sharingWith(agent, agent) };
+    const state = { ...this.processSnapshot(agent), sharesGatewayWith: this.rosters.sharingWith(agent, agent) };
     // The first agent of a gateway running on for its members: stopped, whatever its process does.
     return withWakeTime(agent.record.agentStopped ? { ...state, status: 'stopped' } : state, agent);
-  }
-
-  /** The other platform agents of `gateway` than `self` (its first agent unless deleted, and its members). */
-  private sharingWith(gateway: Agent, self: Agent): string[] {
-    const first = gateway.record.retired ? [] : [gateway];
-    return [...first, ...this.membersOf(gateway)].filter((agent) => agent !== self).map((agent) => agent.record.agentId);
   }
 
   /** The agent's process as it stands. */
@@ -1944,7 +1921,7 @@ export class LocalAgentHost implements AgentHost {
           this.log(agent, `[host] ready after ${((agent.readyAt - (agent.startedAt ?? agent.readyAt)) / 1000).toFixed(1)} s`);
           this.setStatus(agent, 'running', null);
           const record = agent.record;
-          if (this.membersOf(agent).length > 0 || record.quietJobs?.length || record.leftAgents?.length || record.agentStopped) {
+          if (this.rosters.membersOf(agent).length > 0 || record.quietJobs?.length || record.leftAgents?.length || record.agentStopped) {
             void exclusive(agent, () => this.settleRoster(agent)).catch((error: Error) =>
               this.log(agent, `[host] agents' jobs not settled: ${error.message}`),
             );

@@ -1,5 +1,5 @@
 import type { GatewayConnection } from '@aop/gateway-client';
-import { type AgentSpec, OWN_GATEWAY_AGENT_ID, type LlmSpec } from '../host.js';
+import { type AgentSpec, AgentStartError, OWN_GATEWAY_AGENT_ID, type LlmSpec } from '../host.js';
 import { LLM_PROVIDER_ID, SECRET_FILE_PROVIDER, pointerSegment } from './openclaw-config.js';
 
 /**
@@ -284,9 +284,46 @@ export async function leaveGateway(conn: GatewayConnection, agentId: string): Pr
   await conn.request('agents.delete', { agentId, deleteFiles: true }, { timeoutMs: 30_000 });
 }
 
-/** A host's agent as `settleRoster` reads and changes it: its record's id, wanted state and roster fields. */
-interface RosterAgent {
+/** A host's agent as the roster helpers read it: its record's id, wanted state and roster fields. */
+export interface RosterAgent {
   record: RosterFields & { agentId: string; desired: string };
+}
+
+/**
+ * A host's gateways (agents with a process of their own, by agent id) and members (agents in another's gateway),
+ * read together: who is in which gateway, whether anyone wants its process, whom an agent shares it with. The local
+ * and docker hosts keep both in memory; the kubernetes host reads them from the cluster instead.
+ */
+export class RosterBook<A extends RosterAgent> {
+  constructor(
+    private readonly gateways: ReadonlyMap<string, A>,
+    private readonly members: ReadonlyMap<string, A>,
+  ) {}
+
+  membersOf(gateway: A): A[] {
+    const id = gateway.record.agentId;
+    return [...this.members.values()].filter((member) => member.record.gatewayOf === id);
+  }
+
+  /** The gateway a member runs in. */
+  gatewayOf(member: A): A {
+    const gateway = this.gateways.get(member.record.gatewayOf ?? '');
+    if (!gateway) throw new AgentStartError(`The gateway of agent ${member.record.agentId} is gone`);
+    return gateway;
+  }
+
+  wantsProcess(gateway: A): boolean {
+    return wantsProcess(
+      gateway.record,
+      this.membersOf(gateway).map((member) => member.record),
+    );
+  }
+
+  /** The other platform agents of `gateway` than `self` (its first agent unless deleted, and its members). */
+  sharingWith(gateway: A, self: A): string[] {
+    const first = gateway.record.retired ? [] : [gateway];
+    return [...first, ...this.membersOf(gateway)].filter((agent) => agent !== self).map((agent) => agent.record.agentId);
+  }
 }
 
 /**
