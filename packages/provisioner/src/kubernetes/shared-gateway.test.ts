@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -330,6 +331,34 @@ describe('customer-scoped gateways (kubernetes host)', () => {
     );
     expect((await host.waitUntilReady(second.agentId)).status).toBe('running');
     expect(api.list('deployments', NS)).toHaveLength(1);
+  });
+
+  it("copies the platform's skills into every workspace of the volume at each pod start, the members' too (the init container's script)", async () => {
+    const { api, create } = await setup();
+    const s = spec('usr_kh');
+    await create(s);
+    const script: string = api.get('deployments', NS, kubeAgentName(s.agentId))!.spec.template.spec.initContainers[0].command[2];
+    // The script as the init container runs it, its absolute paths moved under a directory of this machine.
+    const root = await mkdtemp(join(tmpdir(), 'aop-kube-prepare-'));
+    cleanups.push(() => rm(root, { recursive: true, force: true }));
+    const moved = script.replace(/(\/var\/lib\/openclaw|\/etc\/openclaw|\/run\/openclaw)/g, `${root}$1`);
+    await mkdir(join(root, 'etc/openclaw'), { recursive: true });
+    await writeFile(join(root, 'etc/openclaw/openclaw.json'), '{}');
+    await mkdir(join(root, 'etc/openclaw-secrets'), { recursive: true });
+    await writeFile(join(root, 'etc/openclaw-secrets/aop-secrets.json'), '{}');
+    await mkdir(join(root, 'etc/openclaw-skills/underground-bus'), { recursive: true });
+    await writeFile(join(root, 'etc/openclaw-skills/underground-bus/SKILL.md'), 'skill v2');
+    await mkdir(join(root, 'run/openclaw'), { recursive: true });
+    const state = join(root, 'var/lib/openclaw/state');
+    await mkdir(join(state, 'workspace-agt_member/.agents/skills/underground-bus'), { recursive: true });
+    await writeFile(join(state, 'workspace-agt_member/.agents/skills/underground-bus/SKILL.md'), 'skill v1');
+    const run = spawnSync('/bin/sh', ['-c', moved], { encoding: 'utf8' });
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    for (const workspace of ['workspace', 'workspace-agt_member']) {
+      expect(readFileSync(join(state, workspace, '.agents/skills/underground-bus/SKILL.md'), 'utf8')).toBe('skill v2');
+    }
+    expect(existsSync(join(state, 'workspace-*'))).toBe(false);
   });
 
   it('keeps every agent in a pod of its own unless sharing is on (and the platform device is there to apply it)', async () => {
