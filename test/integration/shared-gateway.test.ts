@@ -89,6 +89,37 @@ describe("a customer's agents sharing one gateway, through the web", () => {
     expect(keysWith('to the second')).toHaveLength(1);
   });
 
+  it("puts each agent's heartbeat and main-session jobs on the gateway as its own (OpenClaw runs a main-session job only for its default agent)", async () => {
+    const jobs = async () => JSON.parse(await readFile(join(host.paths(first).state, 'cron-jobs.json'), 'utf8')) as Record<string, any>[];
+    for (const agentId of [first, second]) {
+      const heartbeat = await api('/api/heartbeat', { method: 'PUT', json: { agentId, frequency: '2h', enabled: true } });
+      expect(heartbeat.status, JSON.stringify(heartbeat.body)).toBe(200);
+      expect(heartbeat.body).toMatchObject({ source: 'gateway', frequency: '2h' });
+      const job = await api('/api/cron', {
+        method: 'POST',
+        json: {
+          agentId,
+          name: `standup ${agentId}`,
+          schedule: { kind: 'every', everyMs: 3_600_000 },
+          payload: { kind: 'systemEvent', text: 'stand up' },
+        },
+      });
+      expect(job.status, JSON.stringify(job.body)).toBe(200);
+      // Listed back as it was asked for: a message in the agent's main session.
+      const listed = (await api(`/api/cron?agentId=${agentId}`)).body.jobs as { name: string; payload: unknown }[];
+      expect(listed.find((j) => j.name === `standup ${agentId}`)?.payload).toEqual({ kind: 'systemEvent', text: 'stand up' });
+    }
+    // On the gateway: the first agent's in its main session, the further agent's a turn in its own main session.
+    const standup = (agentId: string) => jobs().then((all) => all.find((j) => j.name === `standup ${agentId}`));
+    expect(await standup(first)).toMatchObject({ agentId: 'main', sessionTarget: 'main', payload: { kind: 'systemEvent' } });
+    expect(await standup(second)).toMatchObject({
+      agentId: second.toLowerCase(),
+      sessionTarget: `session:agent:${second.toLowerCase()}:main`,
+      payload: { kind: 'agentTurn', message: 'stand up' },
+    });
+    expect((await api(`/api/heartbeat?agentId=${second}`)).body).toMatchObject({ source: 'gateway', frequency: '2h' });
+  });
+
   it('refuses a stopped agent’s chat in words while its gateway runs on for the other', async () => {
     const { pid } = await host.status(first);
     const stopped = await api(`/api/agents/${second}/stop`, { method: 'POST' });

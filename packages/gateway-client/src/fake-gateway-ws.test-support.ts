@@ -815,6 +815,10 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
           return 'payload.message must be a non-empty string';
         }
         const target = String(job.sessionTarget);
+        // openclaw@2026.9.6 `assertMainSessionAgentId`: a main-session job runs only for the default agent.
+        if (target === 'main' && job.agentId && String(job.agentId).toLowerCase() !== 'main' && kind !== 'script') {
+          return `cron: sessionTarget "main" is only valid for the default agent. Use sessionTarget "isolated" with payload.kind "agentTurn" for non-default agents (agentId: ${job.agentId})`;
+        }
         if (target === 'main' && kind !== 'systemEvent' && kind !== 'script')
           return 'main cron jobs require payload.kind="systemEvent" or "script"';
         if (

@@ -305,6 +305,10 @@ const methods = {
   },
   // Like OpenClaw: the job with its id and, for an \`every\` schedule, its next due time.
   'cron.add': (params) => {
+    // Like OpenClaw (assertMainSessionAgentId): a main-session job runs only for the default agent.
+    if (params.sessionTarget === 'main' && params.agentId && params.agentId.toLowerCase() !== 'main') {
+      throw { code: 'INVALID_REQUEST', message: 'invalid cron.add params: cron: sessionTarget "main" is only valid for the default agent. Use sessionTarget "isolated" with payload.kind "agentTurn" for non-default agents (agentId: ' + params.agentId + ')' };
+    }
     const now = Date.now();
     const everyMs = params.schedule?.kind === 'every' ? params.schedule.everyMs : undefined;
     const job = { id: randomUUID(), enabled: true, createdAtMs: now, updatedAtMs: now, ...params,

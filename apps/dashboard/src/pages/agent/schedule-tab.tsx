@@ -112,8 +112,8 @@ export function ScheduleTab({ agentId, agentState }: { agentId: string; agentSta
       {asleep ? <AsleepNotice agentId={agentId} /> : null}
       {stopped ? (
         <p className="notice" role="status">
-          The agent is stopped: its jobs are kept on its gateway and run again once it is started (Lifecycle tab). They are listed, added
-          and deleted while it runs; a heartbeat saved here is put on its gateway when it starts.
+          The agent is stopped: its jobs are kept and do not run until it is started again (Lifecycle tab). New jobs are added once it runs;
+          a heartbeat saved here is put on its gateway when it starts.
         </p>
       ) : null}
       <CronJobs agentId={agentId} cron={cron} asleep={asleep} stopped={stopped} />

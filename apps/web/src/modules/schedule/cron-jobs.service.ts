@@ -3,7 +3,13 @@ import { type CronRunOutcome, lastRunOutcome } from '@aop/core/cron-run';
 import { CRON_EXPRESSION_MAX, cronExpressionProblem, timeZoneProblem } from '@aop/core/schedule-expression';
 import { type CronJob, type CronJobInput, type GatewayConnection, GatewayError, cronList } from '@aop/gateway-client';
 import type { AuthUser } from '../../platform/sessions.js';
-import { type GatewayTarget, GatewayUnavailableError, namesTargetAgent, scopedSessionKey } from '../../platform/clients/user-gateway.js';
+import {
+  type GatewayTarget,
+  GatewayUnavailableError,
+  isFurtherAgent,
+  namesTargetAgent,
+  scopedSessionKey,
+} from '../../platform/clients/user-gateway.js';
 import { type LifecycleDeps, isWakeFailure, readAgentState } from '../agents/lifecycle.service.js';
 
 /**
@@ -164,7 +170,10 @@ export function cronAddParams(target: GatewayTarget, job: NewCronJob, marks: str
   const description = [...(target.ownerTag ? [target.ownerTag] : []), ...marks];
   let payload: CronPayload;
   let sessionTarget: string;
-  if (job.payload.kind === 'systemEvent' && target.ownerTag) {
+  // A message in the main session is a system event there, but OpenClaw runs a main-session job only for a gateway's
+  // default agent ("sessionTarget main is only valid for the default agent"): on the shared gateway (the user's jobs
+  // live in sessions of their own) and for a further agent of a customer's gateway, it is a turn in that main session.
+  if (job.payload.kind === 'systemEvent' && (target.ownerTag || isFurtherAgent(target))) {
     payload = { kind: 'agentTurn', message: job.payload.text };
     sessionTarget = `session:${scopedSessionKey(target, 'main')}`;
     description.push(SYSTEM_EVENT_MARK);

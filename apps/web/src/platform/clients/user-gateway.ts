@@ -220,8 +220,15 @@ export const ofTargetAgent = (target: Pick<GatewayTarget, 'openclawAgentId'>, ke
  */
 export function namesTargetAgent(target: Pick<GatewayTarget, 'openclawAgentId'>, agentId: string | null | undefined): boolean {
   if (!target.openclawAgentId) return true;
-  return (agentId?.toLowerCase() || 'main') === target.openclawAgentId;
+  return (agentId?.toLowerCase() || DEFAULT_OPENCLAW_AGENT) === target.openclawAgentId;
 }
+
+/** OpenClaw's default agent of a gateway: a gateway's first agent (customer-scoped gateways add further ones). */
+export const DEFAULT_OPENCLAW_AGENT = 'main';
+
+/** The target is a further agent of a customer's gateway (not its default one), which OpenClaw treats apart at places. */
+export const isFurtherAgent = (target: Pick<GatewayTarget, 'openclawAgentId'>): boolean =>
+  Boolean(target.openclawAgentId) && target.openclawAgentId !== DEFAULT_OPENCLAW_AGENT;
 
 /**
  * The key as the user knows it, or null when the session is not theirs. On the user's own gateway every session of
