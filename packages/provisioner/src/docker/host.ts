@@ -2204,8 +2204,8 @@ export class DockerAgentHost implements AgentHost {
     const gateway = this.agents.get(record.gatewayOf ?? '');
     const own = { agentId: record.agentId, userId: record.userId, openclawAgentId: openclawAgentIdOf(record.agentId) };
     if (!gateway) {
-      const gone = { ...(await this.processState(member)), ...own, sharesGatewayWith: [] };
-      return { ...gone, status: 'error', url: null, port: null, pid: null, lastError: 'Its gateway is gone' };
+      const gone = { version: record.version, url: null, port: null, pid: null, startedAt: null, readyAt: null, restarts: 0 };
+      return { ...own, ...gone, status: 'error', lastError: 'Its gateway is gone', sharesGatewayWith: [] };
     }
     const base: AgentState = {
       ...(await this.processState(gateway)),
