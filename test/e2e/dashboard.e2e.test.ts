@@ -131,8 +131,15 @@ describe.skipIf(skip)('the dashboard in a real browser', () => {
       await page.getByRole('button', { name: 'Next' }).click();
       await page.getByRole('button', { name: 'Create agent' }).click();
       await page.getByRole('heading', { name: /Setting up your agent/ }).waitFor();
+      // "Open the agent" once the agent answers a chat: after /readyz and the start's warm-up turn, which on a busy
+      // machine alone can outlast half a minute.
       await page.getByRole('link', { name: 'Open the agent', exact: true }).waitFor({ timeout: READY_MS });
       await page.getByText('Gateway ready (done)').waitFor();
+      await page.getByText('Ready to chat (done)').waitFor();
+      // The list under the wizard says so too, read again when the wizard saw it turn live (its own poll is 30 s), and
+      // the jobs card counts the new agent's jobs, asked of its gateway once it is live.
+      await page.locator('td [data-agent-state="live"]').waitFor({ timeout: 5_000 });
+      await expect.poll(() => page.locator('.card.stat', { hasText: 'scheduled job' }).innerText(), { timeout: 10_000 }).toMatch(/^\d+\s/);
       await screenshot(page, '03-provisioned');
       // The key went to the platform and is gone from the page.
       expect(await page.content()).not.toContain('sk-local');

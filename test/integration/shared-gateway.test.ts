@@ -139,8 +139,38 @@ describe("a customer's agents sharing one gateway, through the web", () => {
     expect(await host.status(second)).toMatchObject({ status: 'stopped', pid: null });
     expect((await api(`/api/cron?agentId=${second}`)).status).toBe(200);
 
+    // Its gateway answers, yet takes no new job for it (spec §4.3's 502), and a heartbeat change is saved for its start
+    // (spec §4.10 `source: 'db'`), as for an agent whose gateway is down: either would run while it is stopped.
+    const jobsFile = async () =>
+      JSON.parse(await readFile(join(host.paths(first).state, 'cron-jobs.json'), 'utf8')) as Record<string, any>[];
+    const before = await jobsFile();
+    const job = await api('/api/cron', {
+      method: 'POST',
+      json: {
+        agentId: second,
+        name: 'while stopped',
+        schedule: { kind: 'every', everyMs: 60_000 },
+        payload: { kind: 'agentTurn', message: 'hi' },
+      },
+    });
+    expect(job.status).toBe(502);
+    expect(job.body).toEqual({ error: 'The agent is stopped: start it to add jobs (its jobs are kept meanwhile)' });
+    const heartbeat = await api('/api/heartbeat', { method: 'PUT', json: { agentId: second, frequency: '6h', enabled: true } });
+    expect(heartbeat.body).toEqual({ success: true, source: 'db', enabled: true, frequency: '6h' });
+    expect(await jobsFile()).toEqual(before);
+    const secondsJobs = (all: Record<string, any>[]) => all.filter((j) => j.agentId === second.toLowerCase());
+    expect(secondsJobs(before).length).toBeGreaterThan(0);
+    expect(secondsJobs(before).every((j) => j.enabled === false)).toBe(true);
+    // Read back as saved, not as the gateway's job its stop disabled.
+    expect((await api(`/api/heartbeat?agentId=${second}`)).body).toEqual({ source: 'db', enabled: true, frequency: '6h' });
+
     const started = await api(`/api/agents/${second}/start`, { method: 'POST' });
     expect(started.body).toMatchObject({ state: 'live' });
     expect((await api('/api/chat', { json: { message: 'back again', agentId: second } })).status).toBe(200);
+    // The start resumed its jobs and put the saved heartbeat on the gateway (`AfterStart`, after the action answered).
+    await expect
+      .poll(async () => (await api(`/api/heartbeat?agentId=${second}`)).body, { timeout: 10_000 })
+      .toMatchObject({ source: 'gateway', enabled: true, frequency: '6h' });
+    expect(secondsJobs(await jobsFile()).every((j) => j.enabled === true)).toBe(true);
   });
 });

@@ -488,6 +488,9 @@ export const ERROR_CATALOGUE = {
   INVALID_SCHEDULE_KIND_EVERY_CRON: { status: 400, message: "Invalid schedule: kind must be 'every' or 'cron'" },
   INVALID_SCHEDULE_TZ_TIME_ZONE: { status: 400, message: 'Invalid schedule: tz must be a time zone name' },
   JOBID_REQUIRED: { status: 400, message: 'jobId required' },
+  // Spec §4.3's 502 (its gateway takes no job for it): a stopped agent's gateway may run on for the customer's other
+  // agents (issue #20), and a job added there would run although the agent is stopped.
+  JOB_AGENT_STOPPED: { status: 502, message: 'The agent is stopped: start it to add jobs (its jobs are kept meanwhile)' },
   JOB_NOT_FOUND: { status: 404, message: 'Job not found' },
   SYSTEM_JOB_READ_ONLY: {
     status: 403,

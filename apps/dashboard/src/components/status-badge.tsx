@@ -1,3 +1,4 @@
+import { useEffect } from 'react';
 import { useApi } from '../use-api.js';
 
 /**
@@ -41,8 +42,14 @@ export function StatusBadge({ status }: { status: string }) {
  * (each is a look at the agent's host and gateway, and a long list shares the `/api/agents` rate limit).
  * Until the first answer it shows the record's word, marked as such; the reason is the badge's tooltip.
  */
-export function AgentStateBadge({ agentId, recorded }: { agentId: string; recorded: string }) {
+export function AgentStateBadge({ agentId, recorded, seen }: { agentId: string; recorded: string; seen?: string }) {
   const health = useApi('/api/agents/{id}/health', { params: { path: { id: agentId } }, refreshMs: 30_000 });
+  // `seen`: the state an event stream of this agent last gave (the new-agent wizard follows one); read again at once
+  // when it changes rather than at the next poll, so the list never says `starting` under a wizard that says live.
+  const { reload } = health;
+  useEffect(() => {
+    if (seen !== undefined) void reload();
+  }, [seen, reload]);
   if (!health.data) {
     return (
       <span title={health.error ? `The state could not be read: ${health.error}` : 'Checking the agent…'}>

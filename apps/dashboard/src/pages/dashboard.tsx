@@ -7,15 +7,18 @@ import { modelLabel, modelWhy } from '../format.js';
 import { Loaded } from '../components/states.js';
 import { AgentStateBadge } from '../components/status-badge.js';
 import { pollWhileVisible, useApi } from '../use-api.js';
-import { ProvisionWizard } from './provision-wizard.js';
+import { ProvisionWizard, type SeenState } from './provision-wizard.js';
 
 export default function DashboardPage() {
   const agents = useApi('/api/agents', { refreshMs: 5_000 });
   const stats = useApi('/api/dashboard/stats', { refreshMs: 30_000 });
   // What stands between this user and a new agent, read before the wizard opens rather than learnt at its last step.
   const gate = useApi('/api/dashboard/new-agent', { refreshMs: 30_000 });
+  // The state the new-agent wizard last saw of the agent it sets up: the list's badge and the jobs count are read again
+  // when it changes (a new agent's gateway could not be asked for its jobs until it is live), not at their next poll.
+  const [seen, setSeen] = useState<SeenState | null>(null);
   // Each agent's Schedule tab list, from that agent's gateway: the dashboard counts the jobs they show.
-  const cron = useCronOfEach(agents.data?.agents);
+  const cron = useCronOfEach(agents.data?.agents, seen);
   const [wizardOpen, setWizardOpen] = useState(false);
   const blocked = gate.data !== undefined && !gate.data.allowed;
   // Until the gate is known the button waits too: opening the wizard and refusing at its end is what this prevents.
@@ -90,7 +93,8 @@ export default function DashboardPage() {
         <ProvisionWizard
           onClose={() => setWizardOpen(false)}
           platformKeyProviders={gate.data?.platformKeyProviders ?? []}
-          onCreated={() => {
+          onCreated={(state) => {
+            if (state) setSeen(state);
             void agents.reload();
             void stats.reload();
             void gate.reload();
@@ -144,7 +148,11 @@ export default function DashboardPage() {
                         ) : null}
                       </td>
                       <td>
-                        <AgentStateBadge agentId={agent.id} recorded={agent.status} />
+                        <AgentStateBadge
+                          agentId={agent.id}
+                          recorded={agent.status}
+                          seen={seen?.agentId === agent.id ? seen.state : undefined}
+                        />
                       </td>
                       <td className={agent.model ? 'mono' : undefined} title={agent.model ? undefined : modelWhy(agent.modelSource)}>
                         {agent.model ?? modelLabel(agent.modelSource)}
@@ -216,19 +224,22 @@ interface CronOfEach {
  * Every agent's cron list, asked of each agent's gateway side by side, again every minute while the tab is visible. A
  * newer round supersedes an older one, so a slow answer never overwrites a fresher one.
  */
-function useCronOfEach(agents: AgentList['agents'] | undefined): CronOfEach {
+function useCronOfEach(agents: AgentList['agents'] | undefined, seen: SeenState | null): CronOfEach {
   const [byAgent, setByAgent] = useState<AgentCron[] | null>(null);
   const generation = useRef(0);
-  // The agents as a value, so a refresh of the list that changes nothing starts no new round.
-  const key = agents ? JSON.stringify(agents.map((a) => [a.id, a.name, a.status])) : null;
+  // The agents as a value, so a refresh of the list that changes nothing starts no new round; a new state seen of one
+  // of them (the agent the wizard follows turning live) does.
+  const key = agents ? JSON.stringify(agents.map((a) => [a.id, a.name, a.status, seen?.agentId === a.id ? seen.state : null])) : null;
   const load = useCallback(async () => {
     if (key === null) return;
     const mine = ++generation.current;
-    const list = JSON.parse(key) as [string, string, string][];
+    const list = JSON.parse(key) as [string, string, string, unknown][];
     const answers = await Promise.all(
-      list.map(async ([agentId, name, status]): Promise<AgentCron> => {
-        // A stopped agent's gateway is not there to ask (its jobs run again when it is started).
+      list.map(async ([agentId, name, status, seenState]): Promise<AgentCron> => {
+        // A stopped agent's gateway is not there to ask (its jobs run again when it is started), nor yet that of the
+        // agent the wizard sees on its way to live (asked again when it is).
         if (status === 'stopped') return { name, error: 'stopped' };
+        if (seenState === 'provisioning' || seenState === 'starting') return { name, error: 'starting' };
         try {
           return { name, list: await request(client.GET('/api/cron', { params: { query: { agentId } } })) };
         } catch (err) {

@@ -19,8 +19,19 @@ const PLATFORM_DEFAULT = 'platform';
 
 const STEPS = ['Agent', 'AI provider', 'Channels'] as const;
 
+/** The state of the agent being set up, as its event stream last gave it. */
+export interface SeenState {
+  agentId: string;
+  state: AgentStatusEvent['state'];
+}
+
 /** What the progress view shows: the latest `status` event's fields, whether `done` came, and a connection problem. */
-type Progress = Pick<AgentStatusEvent, 'status' | 'live' | 'ready'> & { finished: boolean; error?: string };
+type Progress = Pick<AgentStatusEvent, 'status' | 'live' | 'ready'> & {
+  /** The state machine's state (`live` once the start's warm-up turn is done: a message is answered at once). */
+  state?: AgentStatusEvent['state'];
+  finished: boolean;
+  error?: string;
+};
 
 /**
  * Three short steps (name, AI provider, channels), then `POST /api/provision`, then the agent's event stream
@@ -32,7 +43,8 @@ export function ProvisionWizard({
   platformKeyProviders,
 }: {
   onClose: () => void;
-  onCreated: () => void;
+  /** Called when the agent is created, then with each state its event stream gives (for the page's own views of it). */
+  onCreated: (seen?: SeenState) => void;
   /** AI providers whose platform key a new agent gets (`GET /api/dashboard/new-agent`): "Platform default" needs one. */
   platformKeyProviders: readonly string[];
 }) {
@@ -248,7 +260,7 @@ function ProvisionProgress({
   agentId: string;
   initialStatus: string;
   onClose: () => void;
-  onChange: () => void;
+  onChange: (seen?: SeenState) => void;
 }) {
   const [progress, setProgress] = useState<Progress>({ status: initialStatus, live: false, ready: false, finished: false });
   // The parent's callback changes on every render; the stream must not be reopened for that.
@@ -268,13 +280,21 @@ function ProvisionProgress({
             (event) => {
               if (event.event === 'status') {
                 const data = eventData(event) as AgentStatusEvent;
-                setProgress((p) => ({ ...p, status: data.status, live: data.live, ready: data.ready, error: undefined }));
+                setProgress((p) => ({
+                  ...p,
+                  status: data.status,
+                  state: data.state,
+                  live: data.live,
+                  ready: data.ready,
+                  error: undefined,
+                }));
+                changed.current({ agentId, state: data.state });
               } else if (event.event === 'done') {
                 const data = eventData(event) as AgentDoneEvent;
                 finished = true;
                 setProgress((p) => ({ ...p, status: data.status, ready: Boolean(data.ready), finished: true, error: undefined }));
+                changed.current();
               }
-              changed.current();
             },
             abort.signal,
           );
@@ -296,17 +316,20 @@ function ProvisionProgress({
   }, [agentId]);
 
   const failed = progress.status === 'error';
+  const answers = progress.state === 'live';
   const steps = [
     { label: 'Agent record created', done: true },
     { label: 'Deployed on the agent host', done: progress.status === 'running' || progress.status === 'active' || progress.live },
     { label: 'Gateway live', done: progress.live },
     { label: 'Gateway ready', done: progress.ready },
+    // /readyz answers before the start's warm-up turn; only after it is a first message answered without a wait.
+    { label: 'Ready to chat', done: answers },
   ];
 
   return (
     <section className="card stack" aria-labelledby="progress-heading">
       <h2 id="progress-heading" style={{ margin: 0 }}>
-        Setting up your agent <StatusBadge status={progress.ready ? 'running' : progress.status} />
+        Setting up your agent <StatusBadge status={progress.state ?? progress.status} />
       </h2>
       <ol className="steps" aria-live="polite">
         {steps.map((s) => (
@@ -325,7 +348,7 @@ function ProvisionProgress({
       {progress.error && !progress.finished ? <p className="muted">{progress.error}</p> : null}
       <div className="row">
         <Link href={`/agents/${agentId}`} className="button primary">
-          {progress.ready ? 'Open the agent' : 'Open the agent page'}
+          {answers ? 'Open the agent' : 'Open the agent page'}
         </Link>
         <button type="button" className="button secondary" onClick={onClose}>
           Close

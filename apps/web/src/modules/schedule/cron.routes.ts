@@ -85,6 +85,8 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
       const job = checkedCronJob(request.body);
       try {
         const target = await chosenGateway(deps, user, namedAgent(request.body.agentId));
+        // Refused whether or not its gateway answers: it answers when it runs on for the customer's other agents.
+        if (target.stopped) throw new DomainError('JOB_AGENT_STOPPED');
         const added = await againOnceLive(deps, user, target.agentId, startWaitMs, () =>
           withGateway(target, timeoutMs, (conn) => cronAdd(conn, cronAddParams(target, job))),
         );

@@ -42,13 +42,15 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
    * Runs `fn` against the gateway that holds `agentId`'s heartbeat. Null when there is none or the call failed: the
    * caller then uses the database, as the spec says, and the reason is logged. A change (`wake`) to a sleeping agent's
    * heartbeat wakes it and waits for it, like a message, so the change is made where it runs; reading it does not.
+   * `notStopped`: a stopped agent's gateway is not used even where it answers (it runs on for the customer's other
+   * agents, issue #20), as when it is down: its jobs are quieted there until it is started.
    */
   async function onGateway<T>(
     request: FastifyRequest,
     user: AuthUser,
     agentId: string | undefined,
     fn: (conn: GatewayConnection, target: GatewayTarget) => Promise<T>,
-    options: { wake?: boolean } = {},
+    options: { wake?: boolean; notStopped?: boolean } = {},
   ): Promise<T | null> {
     try {
       // A named agent of the caller with an address: its own gateway, whichever agent is primary (issue #19).
@@ -62,6 +64,10 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
         : null;
       const target = named ?? (await resolveGateway(deps, user));
       if (!named && !servesAgent(target, agentId)) return null;
+      if (options.notStopped && target.stopped) {
+        request.log.info({ agentId: target.agentId }, 'heartbeat: the agent is stopped, its gateway not used');
+        return null;
+      }
       const call = () => withGateway(target, config.gateway.requestTimeoutMs, (conn) => fn(conn, target));
       return await (options.wake ? againOnceLive(deps, user, target.agentId, config.gateway.startWaitMs, call) : call());
     } catch (err) {
@@ -86,7 +92,12 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
     async (request) => {
       const user = await requireUser(request);
       const agentId = request.query.agentId?.trim() || undefined;
-      const job = await onGateway(request, user, agentId, (conn, target) => findHeartbeatJob(conn, target));
+      const saved = agentId ? await findHeartbeatSettings(app.db, user.id, agentId) : null;
+      // A stopped agent's settings saved since it stopped are what its start puts on the gateway: shown before the
+      // gateway's job, which its stop disabled.
+      const job = await onGateway(request, user, agentId, (conn, target) => findHeartbeatJob(conn, target), {
+        notStopped: saved !== null,
+      });
       if (job) return { source: 'gateway' as const, ...heartbeatView(job) };
       if (!agentId) {
         return {
@@ -96,8 +107,7 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
             'No platform heartbeat job on the gateway (OpenClaw’s own heartbeat is listed with the cron jobs); pass agentId to read saved settings',
         };
       }
-      const row = await findHeartbeatSettings(app.db, user.id, agentId);
-      if (row) return { source: 'db' as const, enabled: row.enabled, frequency: row.frequency };
+      if (saved) return { source: 'db' as const, enabled: saved.enabled, frequency: saved.frequency };
       return {
         source: 'db' as const,
         enabled: true,
@@ -119,7 +129,8 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
       user,
       agentId,
       async (conn, target) => ({ job: await upsertHeartbeatJob(conn, target, { enabled, frequency }), agentId: agentId ?? target.agentId }),
-      { wake: true },
+      // Saved for its start (`AfterStart`), as when its gateway is down: a job changed there now would run while stopped.
+      { wake: true, notStopped: true },
     );
     if (written) {
       // The gateway holds the setting now. A copy saved while its gateway was down would otherwise be read in its place
