@@ -351,13 +351,15 @@ export function gatewayFailureMessage(err: unknown): string | null {
 }
 
 const ASLEEP_JOBS_MESSAGE = 'The agent is asleep (hibernated after being idle): its jobs are kept, and the next due one wakes it';
+const STOPPED_JOBS_MESSAGE = 'The agent is stopped: its jobs are kept, and run again once it is started';
 
 /**
- * Why an agent's gateway did not answer, when the reason is that it sleeps: the platform's own calls do not wake it
- * (they would keep every agent a dashboard shows awake), so "unreachable" would be true but misleading. Null when the
- * agent is not hibernated, or its state cannot be read.
+ * Why an agent's gateway did not answer, when the reason is the agent's state: stopped, or asleep (the platform's own
+ * calls do not wake it: they would keep every agent a dashboard shows awake). "Unreachable" would be true but
+ * misleading. Null otherwise, or when its state cannot be read.
  */
-export async function asleepMessage(deps: LifecycleDeps, user: AuthUser, target: GatewayTarget): Promise<string | null> {
+export async function downMessage(deps: LifecycleDeps, user: AuthUser, target: GatewayTarget): Promise<string | null> {
+  if (target.stopped) return STOPPED_JOBS_MESSAGE;
   if (!target.agentId) return null;
   const state = await readAgentState(deps, user, target.agentId).catch(() => null);
   return state?.state === 'hibernated' ? ASLEEP_JOBS_MESSAGE : null;

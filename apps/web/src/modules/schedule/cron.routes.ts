@@ -5,10 +5,10 @@ import type { WebConfig } from '../../config.js';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { CRON_AGENT_ID_MAX, CreateCronJobBody, CronJob, CronList } from './schedule.schemas.js';
 import {
-  asleepMessage,
   checkedCronJob,
   cronAddParams,
   cronJobView,
+  downMessage,
   gatewayFailure,
   gatewayFailureMessage,
   getOwnJob,
@@ -59,10 +59,10 @@ export async function cronRoutes(app: App, { config }: { config: WebConfig }): P
         const jobs = await withGateway(chosen, timeoutMs, (conn) => listOwnJobs(conn, chosen));
         return { jobs: jobs.map(cronJobView), total: jobs.length, source: 'gateway' as const };
       } catch (err) {
-        // Spec: an unreachable gateway is a 200 with no jobs and the reason (a sleeping agent's, in words).
+        // Spec: an unreachable gateway is a 200 with no jobs and the reason (a stopped or sleeping agent's, in words).
         const unreachable = gatewayFailureMessage(err);
         if (unreachable === null) throw err;
-        const error = (target && (await asleepMessage(deps, user, target))) ?? unreachable;
+        const error = (target && (await downMessage(deps, user, target))) ?? unreachable;
         request.log.info({ error }, 'cron list: gateway unavailable');
         return { jobs: [], error, source: 'gateway-error' as const };
       }
