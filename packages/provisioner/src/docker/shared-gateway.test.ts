@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type DeviceIdentity, type GatewayConnection, connectGateway, createDeviceIdentity } from '@aop/gateway-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentNotFoundError, type AgentSpec, SharedGatewayError } from '../host.js';
+import { AgentNotFoundError, SharedGatewayError } from '../host.js';
+import { agentSpecs } from '../shared/agent-spec.test-support.js';
 import { BUS_SKILL_DIR } from '../shared/bus-skill.js';
 import { type DockerEngineEmulator, startDockerEngine } from './docker-engine.test-support.js';
 import { DockerAgentHost, type DockerHostOptions, dockerContainerName, dockerStateVolumeName } from './host.js';
@@ -46,18 +47,7 @@ async function setup(hostOptions: Partial<DockerHostOptions> = {}) {
   return { engine, host, options, identity };
 }
 
-let n = 0;
-function spec(userId: string, overrides: Partial<AgentSpec> = {}): AgentSpec {
-  n += 1;
-  return {
-    agentId: `agt_Shared${n}`,
-    userId,
-    plan: 'solo',
-    config: { agents: { defaults: { heartbeat: { every: '30m' } } }, tools: { profile: 'coding' } },
-    gatewayToken: `gw-${n}-${randomBytes(8).toString('hex')}`,
-    ...overrides,
-  };
-}
+const spec = agentSpecs('Shared', 'solo');
 
 type Json = Record<string, any>;
 const gatewayCreates = (engine: DockerEngineEmulator) =>

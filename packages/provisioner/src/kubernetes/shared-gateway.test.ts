@@ -1,5 +1,4 @@
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,6 +7,7 @@ import { type DeviceIdentity, type GatewayConnection, connectGateway, createDevi
 import { startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentNotFoundError, type AgentSpec, SharedGatewayError } from '../host.js';
+import { agentSpecs } from '../shared/agent-spec.test-support.js';
 import { BUS_SKILL_DIR } from '../shared/bus-skill.js';
 import { type KubernetesHostOptions, KubernetesAgentHost, kubeAgentName } from './host.js';
 import { startKubeApi } from './kube-api.test-support.js';
@@ -102,18 +102,7 @@ async function setup(options: Partial<KubernetesHostOptions> = {}) {
   return { api: api!, host, identity, create, gatewayOf, runtimeOf, stateDir: (name: string) => join(api!.pvcDir(NS, name), 'state') };
 }
 
-let n = 0;
-function spec(userId: string, overrides: Partial<AgentSpec> = {}): AgentSpec {
-  n += 1;
-  return {
-    agentId: `agt_Kshared${n}`,
-    userId,
-    plan: 'solo',
-    config: { agents: { defaults: { heartbeat: { every: '30m' } } }, tools: { profile: 'coding' } },
-    gatewayToken: `gw-${n}-${randomBytes(8).toString('hex')}`,
-    ...overrides,
-  };
-}
+const spec = agentSpecs('Kshared', 'solo');
 
 type Json = Record<string, any>;
 

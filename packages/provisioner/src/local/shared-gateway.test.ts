@@ -4,7 +4,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AgentNotFoundError, type AgentSpec, HostFullError, SharedGatewayError } from '../host.js';
+import { AgentNotFoundError, HostFullError, SharedGatewayError } from '../host.js';
+import { agentSpecs } from '../shared/agent-spec.test-support.js';
 import { installFakeRuntime, writeCronJobs } from '../shared/fake-gateway.test-support.js';
 import { LocalAgentHost, type LocalHostOptions } from './host.js';
 
@@ -34,18 +35,7 @@ async function newHost(dataDir?: string, gatewayRuntime = runtime, options: Part
   return host;
 }
 
-let n = 0;
-function spec(userId: string, overrides: Partial<AgentSpec> = {}): AgentSpec {
-  n += 1;
-  return {
-    agentId: `agt_Shared${n}`,
-    userId,
-    plan: 'pro',
-    config: { agents: { defaults: { heartbeat: { every: '30m' } } }, tools: { profile: 'coding' } },
-    gatewayToken: `gw-${n}-${randomBytes(8).toString('hex')}`,
-    ...overrides,
-  };
-}
+const spec = agentSpecs('Shared', 'pro');
 
 type Json = Record<string, any>;
 async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
