@@ -249,6 +249,12 @@ interface Agent {
   starting?: { kind: AgentStartKind; at: number } | null;
   /** Why the next `spawnGateway` runs, when the caller knows better than the record (a new agent: `provision`). */
   nextStartKind?: AgentStartKind;
+  /**
+   * The gateway's roster changed while its process was starting (an agent joined or was stopped): written to its files,
+   * but not certainly read by the process (its file watcher may not run yet, and only `config.apply` re-reads the
+   * secret file), so applied once it answers (`applyRosterWritten`).
+   */
+  rosterUnapplied?: boolean;
 }
 
 export interface AgentPaths {
@@ -647,6 +653,9 @@ export class LocalAgentHost implements AgentHost {
       userId: gateway.record.userId,
       runtime: gateway.record.version,
       awake: gateway.status === 'running' && gateway.child !== null,
+      // A process on its way up (a cold start, a wake, an adoption): a roster written meanwhile is applied once it
+      // answers (`applyRosterWritten`; an adoption holds the gateway's lock, so a join waits for it to end).
+      starting: gateway.status === 'starting' && gateway.child !== null,
       asleep: gateway.status === 'hibernated',
       ownVariables: Object.keys(openSealedSpec(this.secrets, gateway.record).agentEnv ?? {}).length > 0,
       memberIds: this.rosters.membersOf(gateway).map((member) => openclawAgentIdOf(member.record.agentId)),
@@ -740,8 +749,10 @@ export class LocalAgentHost implements AgentHost {
       // The roster is applied; jobs that could not be switched now are tried again when the gateway is next ready.
       await this.settleRoster(gateway).catch((error: Error) => this.log(gateway, `[host] agents' jobs not settled: ${error.message}`));
     } else if ((gateway.status === 'starting' || gateway.status === 'restarting') && gateway.record.port !== null) {
+      // Marked before the writes: a gateway that turns ready meanwhile applies them (`applyRosterWritten`).
+      gateway.rosterUnapplied = true;
       await this.writeSecretFile(gateway);
-      await this.writeGatewayConfig(gateway, gateway.record.port); // settled once it is ready
+      await this.writeGatewayConfig(gateway, gateway.record.port);
     } else {
       await this.withRoom(id, () => this.spawnWanted(gateway), { needed: ACTIVE.has(gateway.status) ? false : undefined });
     }
@@ -1865,6 +1876,7 @@ export class LocalAgentHost implements AgentHost {
     let port = agent.record.port;
     if (port === null || !(await portIsFree(port))) port = await freePort();
     agent.record.port = port;
+    agent.rosterUnapplied = false; // the process reads the roster as it is now
     await this.writeSecretFile(agent);
     await this.writeGatewayConfig(agent, port);
     await this.openLogFile(agent);
@@ -1915,7 +1927,11 @@ export class LocalAgentHost implements AgentHost {
         const body = (await res.json().catch(() => ({}))) as { ready?: boolean };
         if (res.status === 200 && body.ready === true) {
           if (agent.generation !== generation || agent.status !== 'starting') return;
+          await this.applyRosterWritten(agent);
           await this.warmUp(agent, deadline);
+          if (agent.generation !== generation || agent.status !== 'starting') return;
+          // Once more for a change made during the warm-up; none can come between this and `running` (no await).
+          await this.applyRosterWritten(agent);
           if (agent.generation !== generation || agent.status !== 'starting') return;
           agent.readyAt = Date.now();
           this.log(agent, `[host] ready after ${((agent.readyAt - (agent.startedAt ?? agent.readyAt)) / 1000).toFixed(1)} s`);
@@ -1940,6 +1956,25 @@ export class LocalAgentHost implements AgentHost {
         return;
       }
       await sleep(this.options.readyPollMs);
+    }
+  }
+
+  /**
+   * A roster written to the files of a gateway that was starting (`rosterUnapplied`), applied now that it answers: an
+   * agent that joined it meanwhile is in its process, with its model key, before the gateway is called running. A
+   * failure is logged and the gateway started all the same (the next change of its roster applies it again).
+   */
+  private async applyRosterWritten(agent: Agent): Promise<void> {
+    while (agent.rosterUnapplied && agent.status === 'starting') {
+      agent.rosterUnapplied = false;
+      try {
+        await this.pushConfig(agent, 'the agents that joined or changed while it started');
+        this.log(agent, '[host] the agents that joined or changed while it started are applied');
+      } catch (error) {
+        agent.rosterUnapplied = true;
+        this.log(agent, `[host] the agents that joined or changed while it started could not be applied: ${(error as Error).message}`);
+        return;
+      }
     }
   }
 

@@ -142,6 +142,25 @@ describe('customer-scoped gateways (local host)', () => {
     );
   });
 
+  it("a customer's agents created in a burst share the first one's start: a later one joins the gateway still starting", async () => {
+    const slow = await installFakeRuntime(join(work, 'rt-slow'), '1.0.0', { gatewayProtocol: true, readyDelayMs: 1_500 });
+    const host = await newHost(undefined, slow);
+    const llm = { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-first', model: 'm1' };
+    const first = await host.create(spec('usr_burst', { llm }));
+    expect(first.status).toBe('starting');
+    const second = await host.create(spec('usr_burst', { llm: { ...llm, apiKey: 'sk-burst-second' } }));
+    // In its roster at once, and as starting as the gateway it joined.
+    expect(second).toMatchObject({ status: 'starting', openclawAgentId: second.agentId.toLowerCase(), pid: first.pid });
+    const [a, b] = await Promise.all([host.waitUntilReady(first.agentId), host.waitUntilReady(second.agentId, { timeoutMs: 10_000 })]);
+    expect(b).toMatchObject({ status: 'running', pid: a.pid, url: a.url, sharesGatewayWith: [first.agentId] });
+    // Written while it started, then applied once it answered (`config.apply` re-reads the secret file with its key).
+    const applies = (await readFile(join(stateOf(host, first.agentId), 'config-applies.jsonl'), 'utf8')).trim().split('\n');
+    expect(applies).toHaveLength(1);
+    expect(Object.keys((await readJson(host.paths(first.agentId).config)).agents.entries)).toEqual(['main', b.openclawAgentId]);
+    expect((await host.logs(first.agentId)).join('\n')).toContain('the agents that joined or changed while it started are applied');
+    await chat(b.url as string, (await host.spec(second.agentId)).gatewayToken, b.openclawAgentId, 'hello from the burst');
+  });
+
   it("a gateway with members still prepares its first agent's turn when it restarts: the warm-up's session key names it", async () => {
     // The stand-in refuses a session key that names no agent once several are configured, as OpenClaw does (a bare 500).
     const warming = await installFakeRuntime(join(work, 'rt-warming'), '1.0.0', { gatewayProtocol: true, warmUpMs: 100 });

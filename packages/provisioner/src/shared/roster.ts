@@ -53,6 +53,11 @@ export interface GatewayCandidate<G> {
   runtime: string;
   /** Running and ready. */
   awake: boolean;
+  /**
+   * On its way up, where the host applies a roster written meanwhile once the process answers (local): joined like a
+   * sleeping one, when the new agent would wait for a cold start anyway, and before it (its start is under way).
+   */
+  starting?: boolean;
   /** Hibernated. */
   asleep: boolean;
   /** Its first agent has variables of its own (`agentEnv`): they are its process's and would reach a member's tools. */
@@ -65,8 +70,9 @@ export interface GatewayCandidate<G> {
  * The gateway a new agent of `spec.userId` joins, when sharing is on (`limit` agents a gateway, above 1): one of that
  * customer's own (never another customer's: a gateway is a trust boundary, docs/operations.md), of the same runtime,
  * with room in its roster, whose first agent has no variables of its own; a running one holding the fewest agents,
- * else — only when `warmReady` is false, so the new agent would wait for a cold start anyway — a hibernated one, woken
- * with the new agent in its roster. Null: a gateway of its own — also for an agent with variables of its own or
+ * else — only when `warmReady` is false, so the new agent would wait for a cold start anyway — one still starting (a
+ * customer's agents created in a burst share its start rather than each starting a process), else a hibernated one,
+ * woken with the new agent in its roster. Null: a gateway of its own — also for an agent with variables of its own or
  * messaging channels, which live in a process's environment and a gateway's channel config.
  */
 export function chooseCustomerGateway<G>(
@@ -82,14 +88,15 @@ export function chooseCustomerGateway<G>(
   let chosen: G | null = null;
   let chosenRank = Number.POSITIVE_INFINITY;
   for (const candidate of candidates) {
+    const starting = candidate.starting === true && !options.warmReady;
     const asleep = candidate.asleep && !options.warmReady;
-    if (candidate.userId !== spec.userId || candidate.runtime !== runtime || !(candidate.awake || asleep)) continue;
+    if (candidate.userId !== spec.userId || candidate.runtime !== runtime || !(candidate.awake || starting || asleep)) continue;
     if (candidate.ownVariables) continue;
     // OpenClaw's ids are case-blind: an id that only differs in case from one in the roster cannot join it.
     if (candidate.memberIds.includes(openclawId)) continue;
     const size = 1 + candidate.memberIds.length;
-    // An awake gateway before a sleeping one, then the one holding the fewest agents.
-    const rank = (candidate.awake ? 0 : options.limit) + size;
+    // An awake gateway before a starting one before a sleeping one, then the one holding the fewest agents.
+    const rank = (candidate.awake ? 0 : starting ? options.limit : 2 * options.limit) + size;
     if (size < options.limit && rank < chosenRank) {
       chosen = candidate.gateway;
       chosenRank = rank;
