@@ -253,6 +253,11 @@ interface Agent {
   poolReady: boolean;
   /** Its connection kept open for the adoption, opened once it was ready. */
   poolConn: Promise<PoolConnection | null> | null;
+  /**
+   * The roster changed while the container was starting: written to its volume, not certainly read by the process
+   * (only `config.apply` re-reads the secret file), so applied once it answers (`applyRosterWritten`).
+   */
+  rosterUnapplied?: boolean;
 }
 
 type ContainerInfo = Docker.ContainerInspectInfo;
@@ -893,6 +898,9 @@ export class DockerAgentHost implements AgentHost {
         userId: gateway.record.userId,
         runtime: gateway.record.image,
         awake: status === 'running',
+        // A run on its way up (a cold start, a wake, an adoption): a roster written meanwhile is applied once it answers
+        // (`applyRosterWritten`; an adoption holds the gateway's lock, so a join waits for it to end).
+        starting: status === 'starting',
         asleep: status === 'hibernated',
         ownVariables: Object.keys(openSealedSpec(this.secrets, gateway.record).agentEnv ?? {}).length > 0,
         memberIds: this.rosters.membersOf(gateway).map((member) => openclawAgentIdOf(member.record.agentId)),
@@ -984,6 +992,8 @@ export class DockerAgentHost implements AgentHost {
       // The roster is applied; jobs that could not be switched now are tried again when the gateway is next ready.
       await this.settleRoster(gateway).catch((error: unknown) => this.log(gateway, `[host] agents' jobs not settled: ${messageOf(error)}`));
     } else if (status === 'starting' || status === 'restarting') {
+      // Marked before the write: a gateway that turns ready meanwhile applies it (`applyRosterWritten`).
+      gateway.rosterUnapplied = true;
       await this.writeConfig(gateway);
     } else {
       await this.startHeld(gateway);
@@ -1883,6 +1893,7 @@ export class DockerAgentHost implements AgentHost {
       if (this.wake(agent)) await this.saveRecord(agent);
       await this.ensureVolume(agent);
       await this.ensureContainer(agent, options.fresh ?? false);
+      agent.rosterUnapplied = false; // the process reads the roster as it is now
       await this.writeConfig(agent);
       await this.writeSkills(agent);
       await this.ignoreStatus([304], () =>
@@ -2302,6 +2313,25 @@ export class DockerAgentHost implements AgentHost {
     return first === undefined || Number.isNaN(first) ? null : first;
   }
 
+  /**
+   * A roster written into the volume of a container that was starting (`rosterUnapplied`), applied now that this run
+   * answers: an agent that joined it meanwhile is in its process, with its model key, before it is called running. A
+   * failure is logged and the start goes on (the next change of its roster applies it again).
+   */
+  private async applyRosterWritten(agent: Agent, startedAt: string): Promise<void> {
+    while (agent.rosterUnapplied && agent.readyFor === startedAt) {
+      agent.rosterUnapplied = false;
+      try {
+        await this.pushConfig(agent, 'the agents that joined or changed while it started');
+        this.log(agent, '[host] the agents that joined or changed while it started are applied');
+      } catch (error) {
+        agent.rosterUnapplied = true;
+        this.log(agent, `[host] the agents that joined or changed while it started could not be applied: ${messageOf(error)}`);
+        return;
+      }
+    }
+  }
+
   /** `readyAt` is reported as a date and compared with the engine's `StartedAt`: the wall clock, not a monotonic one. */
   private markReady(agent: Agent, startedAt: string, at: number | null = Date.now()): void {
     if (agent.readyFor === startedAt) return;
@@ -2316,6 +2346,7 @@ export class DockerAgentHost implements AgentHost {
 
   /** The run's warm-up turn (shared/warm-up.ts), once per container run; the agent is running when it is over. */
   private async warmUp(agent: Agent, startedAt: string): Promise<void> {
+    await this.applyRosterWritten(agent, startedAt);
     const info = await this.inspect(agent.record.agentId).catch(() => undefined);
     const url = info?.State.StartedAt === startedAt ? this.gatewayUrl(info) : null;
     const spec = openSealedSpec(this.secrets, agent.record);
@@ -2333,6 +2364,9 @@ export class DockerAgentHost implements AgentHost {
           })
         : { outcome: 'incomplete' as const, ms: 0, detail: 'the container run ended before its warm-up' };
     if (agent.readyFor !== startedAt) return; // another run began meanwhile
+    // Once more for a change made during the warm-up; none can come between this and `warmedFor` (no await).
+    await this.applyRosterWritten(agent, startedAt);
+    if (agent.readyFor !== startedAt) return;
     this.log(agent, warmUpLogLine(result));
     agent.warmedFor = startedAt;
     agent.readyAt = Date.now();

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentNotFoundError, SharedGatewayError } from '../host.js';
 import { agentSpecs } from '../shared/agent-spec.test-support.js';
 import { BUS_SKILL_DIR } from '../shared/bus-skill.js';
-import { type DockerEngineEmulator, startDockerEngine } from './docker-engine.test-support.js';
+import { type DockerEngineEmulator, type ImageBehaviour, startDockerEngine } from './docker-engine.test-support.js';
 import { DockerAgentHost, type DockerHostOptions, dockerContainerName, dockerStateVolumeName } from './host.js';
 
 // Customer-scoped gateways on the docker provider (issue #20), against the emulated engine whose containers run a
@@ -23,9 +23,9 @@ let work: string;
 const key = randomBytes(32);
 const cleanups: Array<() => Promise<unknown>> = [];
 
-async function setup(hostOptions: Partial<DockerHostOptions> = {}) {
+async function setup(hostOptions: Partial<DockerHostOptions> = {}, image: ImageBehaviour = {}) {
   const dir = await mkdtemp(join(work, 'engine-'));
-  const engine = await startDockerEngine({ socketPath: join(dir, 'docker.sock'), dir, images: { [`${REPO}:1.0.0`]: {} } });
+  const engine = await startDockerEngine({ socketPath: join(dir, 'docker.sock'), dir, images: { [`${REPO}:1.0.0`]: image } });
   const identity = createDeviceIdentity();
   const options: DockerHostOptions = {
     dataDir: join(dir, 'data'),
@@ -154,6 +154,25 @@ describe('customer-scoped gateways (docker host)', () => {
     await host.create(spec('usr_a', { agentEnv: { AOP_AGENT_WALLET_KEY: '0xabc' } }));
     expect(gatewayCreates(engine)).toHaveLength(3);
     expect((await host.list()).map((state) => state.agentId).sort()).toHaveLength(4);
+  });
+
+  it("a customer's agents created in a burst share the first one's start: a later one joins the container still starting", async () => {
+    const { engine, host } = await setup({}, { readyDelayMs: 1_000 });
+    const first = spec('usr_burst');
+    expect((await host.create(first)).status).toBe('starting');
+    const second = spec('usr_burst', { llm: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-burst-second', model: 'model-2' } });
+    const joined = await host.create(second);
+    const secondId = second.agentId.toLowerCase();
+    expect(joined).toMatchObject({ status: 'starting', openclawAgentId: secondId });
+    const [a, b] = await Promise.all([host.waitUntilReady(first.agentId), host.waitUntilReady(second.agentId, { timeoutMs: 10_000 })]);
+    expect(b).toMatchObject({ status: 'running', url: a.url, sharesGatewayWith: [first.agentId] });
+    expect(gatewayCreates(engine)).toHaveLength(1);
+    // Written while it started, applied once it answered (`config.apply` re-reads the secret file with its key).
+    expect(Object.keys((await configOf(engine, first.agentId)).agents.entries)).toEqual(['main', secondId]);
+    expect(JSON.parse(await readFile(join(volumeOf(engine, first.agentId), 'aop-secrets.json'), 'utf8')).members[secondId].llmApiKey).toBe(
+      'sk-burst-second',
+    );
+    expect((await host.logs(first.agentId)).join('\n')).toContain('the agents that joined or changed while it started are applied');
   });
 
   it('stops a member by disabling its jobs and heartbeat (the container runs on); the first agent stopped keeps it for its members', async () => {
