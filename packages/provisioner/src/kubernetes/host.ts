@@ -3,7 +3,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { Readable, Writable } from 'node:stream';
 import { DomainError, planResources } from '@aop/core';
-import { type DeviceIdentity, type GatewayConnection, connectGateway } from '@aop/gateway-client';
+import { type DeviceIdentity, type GatewayConnection, GatewayError, connectGateway } from '@aop/gateway-client';
 import {
   ApiException,
   ApisApi,
@@ -179,6 +179,11 @@ const sameResources = (a: V1ResourceRequirements | undefined, b: V1ResourceRequi
 const jsonPointer = (field: 'labels' | 'annotations', key: string) => `/metadata/${field}/${pointerSegment(key)}`;
 /** How long a ready pod may wait for its first turn to be prepared before it is `running` anyway. */
 const FIRST_TURN_LIMIT_MS = 120_000;
+/** Whether the pod's gateway container answers its readiness probe. */
+const podReady = (pod: V1Pod | undefined | null): boolean =>
+  pod?.status?.containerStatuses?.find((c) => c.name === GATEWAY_CONTAINER)?.ready === true;
+/** A gateway whose roster changed while its pod started (`aop/roster-pending`): applied once the pod is ready. */
+const rosterPending = (deployment: V1Deployment): boolean => deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.rosterPending] === 'true';
 /** A ready pod whose config carries the warm-up (`aop/first-turn: prepare`) and whose first turn is still to be prepared. */
 const firstTurnPending = (deployment: V1Deployment, pod: V1Pod | undefined | null): boolean => {
   const annotations = deployment.metadata?.annotations ?? {};
@@ -420,7 +425,7 @@ export class KubernetesAgentHost implements AgentHost {
   /** Agents this replica is creating, and when it last created one (a warm pod's start waits for both). */
   private creating = 0;
   private lastCreatedAt = 0;
-  /** First turns prepared (or being prepared) by this replica, by pod uid (`prepareFirstTurn`); the latest 1000. */
+  /** First turns prepared (or being prepared) by this replica, by pod uid and kind (`prepareReadyPod`); the latest 1000. */
   private readonly preparing = new Map<string, Promise<void>>();
   /** The control connection opened on each warm pod this replica made, kept for its adoption (by Deployment name). */
   private readonly poolConns = new Map<string, Promise<PoolConnection | null>>();
@@ -636,12 +641,19 @@ export class KubernetesAgentHost implements AgentHost {
       const annotations = deployment.metadata?.annotations ?? {};
       const name = deployment.metadata?.name ?? '';
       if (annotations[KUBE_ANNOTATIONS.userId] !== spec.userId || deployment.metadata?.labels?.[WARM_LABEL] === 'true') continue;
-      const { status } = this.observed(deployment, await this.pods(name));
+      const pods = await this.pods(name);
+      const { status } = this.observed(deployment, pods);
       candidates.push({
         gateway: { name, deployment },
         userId: spec.userId,
         runtime: annotations[KUBE_ANNOTATIONS.version] ?? this.defaultVersion,
         awake: status === 'running',
+        // A pod whose gateway runs but is not ready yet (the roster is applied once it is, `applyRosterAtReady`); not one
+        // being adopted (that one's objects are rewritten by the adoption) nor one still being scheduled or pulled.
+        starting:
+          status === 'starting' &&
+          annotations[ADOPTING] === undefined &&
+          pods.some((pod) => pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp),
         asleep: false,
         ownVariables: (containerOf(deployment, GATEWAY_CONTAINER)?.env ?? []).some((e) => AGENT_ENV_NAME.test(e.name)),
         memberIds: members.filter((member) => member.gateway === name).map((member) => openclawAgentIdOf(member.agentId)),
@@ -880,9 +892,13 @@ export class KubernetesAgentHost implements AgentHost {
     } else if ((deployment.spec?.replicas ?? 0) === 0) {
       await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } }); // its pod starts from the objects
     } else {
-      // A pod on its way up: its files, if it has copied them already (OpenClaw reads them as it starts or reloads).
+      // A pod on its way up: its files, if it has copied them already, and the roster applied once it is ready (marked
+      // first: `starting` until then; a pod that has not copied them yet reads them from the objects).
       const pod = await this.runningPod(name);
-      if (pod) await this.writeRuntimeFiles(pod, name);
+      if (pod) {
+        await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.rosterPending]: 'true' } } });
+        await this.writeRuntimeFiles(pod, name);
+      }
     }
   }
 
@@ -899,24 +915,59 @@ export class KubernetesAgentHost implements AgentHost {
   /**
    * The gateway's objects into its running pod: the secret file by exec, the config with `config.apply` over the
    * platform device's connection (OpenClaw re-reads the secret file and applies the roster before it answers). Pushed
-   * again when the ConfigMap changed meanwhile (another replica's change), so the pod ends with the latest.
+   * again when the ConfigMap changed meanwhile (another replica's change), or when another push reached the gateway
+   * between this one's `config.get` and `config.apply`, so the pod ends with the latest. Answers the ConfigMap's
+   * `resourceVersion` it applied (null: no pod runs).
    */
-  private async pushRoster(name: string, deployment: V1Deployment, note: string): Promise<void> {
+  private async pushRoster(name: string, deployment: V1Deployment, note: string): Promise<string | null> {
+    let applied: string | null = null;
     for (let attempt = 1; attempt <= 3; attempt += 1) {
       const pod = await this.runningPod(name);
-      if (!pod) return;
+      if (!pod) return applied;
       const [configMap, secret] = await Promise.all([
         this.k8s(`read configmap ${name}`, () => this.core.readNamespacedConfigMap({ name, namespace: this.namespace })),
         this.k8s(`read secret ${name}`, () => this.core.readNamespacedSecret({ name, namespace: this.namespace })),
       ]);
       await this.writeFileInPod(pod, SECRET_FILE_PATH, unbase64(secret.data?.[SECRET_FILE_KEY]) ?? '');
       const raw = configMap.data?.[CONFIG_KEY] ?? '';
-      await this.onGateway(name, deployment, async (conn) => {
+      const outdated = await this.onGateway(name, deployment, async (conn) => {
         const { hash } = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
-        await conn.request('config.apply', { raw, baseHash: hash, note: `platform: ${note}` }, { timeoutMs: 30_000 });
+        try {
+          await conn.request('config.apply', { raw, baseHash: hash, note: `platform: ${note}` }, { timeoutMs: 30_000 });
+          return false;
+        } catch (error) {
+          if (attempt < 3 && error instanceof GatewayError && /config changed since last load/.test(error.message)) return true;
+          throw error;
+        }
       });
+      if (outdated) continue;
+      applied = configMap.metadata?.resourceVersion ?? null;
       const now = await this.k8s(`read configmap ${name}`, () => this.core.readNamespacedConfigMap({ name, namespace: this.namespace }));
-      if (now.metadata?.resourceVersion === configMap.metadata?.resourceVersion) return;
+      if (now.metadata?.resourceVersion === applied) return applied;
+    }
+    return applied;
+  }
+
+  /**
+   * The roster as the gateway's objects hold it, applied to a pod that has just answered ready: an agent that joined
+   * while it started (its objects written after the init container copied them, its files written into the pod, but
+   * not certainly read by the process: only `config.apply` re-reads the secret file) is in the process before the pod
+   * is called running. Nothing for a gateway without members, or when the ConfigMap is still at `since` (applied
+   * already). Answers the version applied; never throws (the next change of its roster applies it again).
+   */
+  private async applyRosterAtReady(name: string, since: string | null = null): Promise<string | null> {
+    try {
+      if ((await this.allMembers(name)).length === 0) return since;
+      const configMap = await this.k8s(`read configmap ${name}`, () =>
+        this.core.readNamespacedConfigMap({ name, namespace: this.namespace }),
+      );
+      if (since !== null && configMap.metadata?.resourceVersion === since) return since;
+      const deployment = await this.k8s(`read deployment ${name}`, () =>
+        this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
+      );
+      return await this.pushRoster(name, deployment, 'the agents that joined or changed while it started');
+    } catch {
+      return since;
     }
   }
 
@@ -1243,7 +1294,7 @@ export class KubernetesAgentHost implements AgentHost {
     let name: string | null = null;
     try {
       name = await this.createObjects(spec, this.defaultVersion, { warm: true });
-      // Running once its first turn is prepared (`prepareFirstTurn`, which pairs the platform device first).
+      // Running once its first turn is prepared (`prepareReadyPod`, which pairs the platform device first).
       await this.waitForRollout(agentId, name, this.settings.readyTimeoutMs);
       const connect = this.poolConnector(agentId, name, spec.gatewayToken);
       await this.patchDeployment(name, { metadata: { annotations: { [WARM_READY]: new Date().toISOString() } } });
@@ -2289,28 +2340,37 @@ export class KubernetesAgentHost implements AgentHost {
     return this.gatewayView(this.observed(deployment, pods), deployment, members);
   }
 
-  /** `toState`, and the first turn of a pod that became ready prepared (`prepareFirstTurn`) when it is still to be. */
+  /** `toState`, and a pod that became ready readied (`prepareReadyPod`: its first turn, a roster pending) when it is still to be. */
   private observed(deployment: V1Deployment, pods: V1Pod[]): AgentState {
     const state = this.toState(deployment, pods);
     const pod = newest(pods.filter((p) => !p.metadata?.deletionTimestamp));
     const uid = pod?.metadata?.uid;
     const name = deployment.metadata?.name;
-    if (state.status === 'starting' && uid && name && firstTurnPending(deployment, pod)) {
-      this.prepareFirstTurn(deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '', name, uid);
+    if (state.status === 'starting' && uid && name && (firstTurnPending(deployment, pod) || (rosterPending(deployment) && podReady(pod)))) {
+      this.prepareReadyPod(
+        deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '',
+        name,
+        uid,
+        firstTurnPending(deployment, pod),
+      );
     }
     return state;
   }
 
   /**
-   * Runs the warm-up turn on a pod that became ready (shared/warm-up.ts, as the other providers do at every start: the
-   * gateway does its first turn's work before a customer's message waits on it), then marks the Deployment with the
-   * pod's uid (`aop/prepared-pod`): `running` from then. Once per pod on this replica (another replica reading the state
-   * meanwhile may run one too: a second warm-up, nothing else). Never throws, and marks the pod even when the warm-up
-   * could not run; a pod nobody marks is `running` anyway once ready for `FIRST_TURN_LIMIT_MS`.
+   * Readies a pod that answered ready: runs the warm-up turn when its first turn is pending (shared/warm-up.ts, as the
+   * other providers do at every start: the gateway does its first turn's work before a customer's message waits on it),
+   * applies the roster when agents joined while it started (`applyRosterAtReady`), then marks the Deployment — the
+   * pod's uid (`aop/prepared-pod`), the roster no longer pending: `running` from then. Once per pod and kind on this
+   * replica (another replica reading the state meanwhile may run one too: a second warm-up or apply, nothing else).
+   * Never throws, and marks the pod even when the warm-up could not run; a pod nobody marks for its first turn is
+   * `running` anyway once ready for `FIRST_TURN_LIMIT_MS`.
    */
-  private prepareFirstTurn(agentId: string, name: string, podUid: string): void {
-    if (this.closed || !agentId || this.preparing.has(podUid)) return;
+  private prepareReadyPod(agentId: string, name: string, podUid: string, firstTurn: boolean): void {
+    const key = `${podUid}:${firstTurn ? 'first-turn' : 'roster'}`;
+    if (this.closed || !agentId || this.preparing.has(key)) return;
     const run = (async () => {
+      if (!firstTurn) return;
       const url = this.serviceUrl(name, agentId);
       // Pairs the platform device first: the warm-up's clean-up (deleting its session) needs a scoped connection.
       const credentials: ControlCredentials = await this.credentialsOf(agentId, name).catch(async () => ({
@@ -2324,12 +2384,20 @@ export class KubernetesAgentHost implements AgentHost {
       });
     })()
       .catch(() => undefined)
-      .then(() => this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.preparedPod]: podUid } } }))
+      // Agents that joined while it started are in its process before it is called running; one that joined after this
+      // and before the mark landed took the starting path (its files only), so the roster is applied once more if its
+      // objects changed meanwhile (a join after the mark applies itself).
+      .then(() => this.applyRosterAtReady(name))
+      .then(async (applied) => {
+        const marks = { ...(firstTurn ? { [KUBE_ANNOTATIONS.preparedPod]: podUid } : {}), [KUBE_ANNOTATIONS.rosterPending]: null };
+        await this.patchDeployment(name, { metadata: { annotations: marks } });
+        await this.applyRosterAtReady(name, applied);
+      })
       // Agents stopped or deleted while the gateway was down: their jobs are settled now that it can be asked.
       .then(() => this.settleIfShared(name))
       .catch(() => undefined);
     // Kept once done: a state read before the mark landed must not start a second warm-up on the same pod.
-    this.preparing.set(podUid, run);
+    this.preparing.set(key, run);
     if (this.preparing.size > 1_000) this.preparing.delete(this.preparing.keys().next().value as string);
   }
 
@@ -2355,7 +2423,8 @@ export class KubernetesAgentHost implements AgentHost {
     else if (adoptingSince !== null && Date.now() - adoptingSince > ADOPTION_LIMIT_MS) {
       [state, lastError] = ['error', 'The adoption of a warm pod was interrupted: Restart starts the agent from its own configuration'];
     } else if (adoptingSince !== null) state = 'starting';
-    else if (rolledOut && container?.ready === true) state = firstTurnPending(deployment, pod) ? 'starting' : 'running';
+    else if (rolledOut && container?.ready === true)
+      state = firstTurnPending(deployment, pod) || rosterPending(deployment) ? 'starting' : 'running';
     else if (failed) [state, lastError] = ['error', failed];
     else if (problem?.kind === 'fatal') [state, lastError] = ['error', problem.text];
     else if (problem?.kind === 'crash') [state, lastError] = ['restarting', problem.text];
@@ -2380,7 +2449,7 @@ export class KubernetesAgentHost implements AgentHost {
 
   /**
    * Puts the Deployment back to what the host would create for the record (a new pod when it runs), awake. The
-   * Deployment may change under it (an annotation of `prepareFirstTurn`, another replica): a conflict reads it again.
+   * Deployment may change under it (an annotation of `prepareReadyPod`, another replica): a conflict reads it again.
    */
   private async replaceDeployment(name: string, deployment: V1Deployment, record: AgentRecord, replicas: number): Promise<void> {
     const version = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.version] ?? this.defaultVersion;

@@ -96,6 +96,11 @@ export const KUBE_ANNOTATIONS = {
   /** The uid of the pod whose first turn was prepared (the warm-up turn ran, or was tried). */
   preparedPod: 'aop/prepared-pod',
   /**
+   * `true`: the roster changed while the pod was starting (an agent joined it): written into its files, applied with
+   * `config.apply` once it is ready; `starting` until then.
+   */
+  rosterPending: 'aop/roster-pending',
+  /**
    * Customer-scoped gateways (shared/roster.ts `RosterFields`): on a gateway's Deployment, `agentStopped` (`true`: its
    * first agent is stopped while the pod runs on for its members), `retired` (`true`: its first agent was deleted),
    * `leftAgents` (JSON: members deleted while no pod ran) and `quietJobs` (JSON: the first agent's jobs its stop

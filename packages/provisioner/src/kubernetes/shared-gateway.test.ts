@@ -185,6 +185,27 @@ describe('customer-scoped gateways (kubernetes host)', () => {
     expect(await host.list()).toHaveLength(4);
   });
 
+  it("a customer's agents created in a burst share the first one's start: a later one joins the pod still starting", async () => {
+    const { api, host, create, gatewayOf } = await setup();
+    const first = spec('usr_kburst');
+    const gatewayName = kubeAgentName(first.agentId);
+    api.setReady(NS, gatewayName, false); // its gateway runs, and answers ready once the test says so
+    await create(first);
+    expect((await host.status(first.agentId)).status).toBe('starting');
+    const second = spec('usr_kburst', { llm: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-burst-second', model: 'model-2' } });
+    const secondId = second.agentId.toLowerCase();
+    expect(await create(second)).toMatchObject({ openclawAgentId: secondId, status: 'starting' });
+    expect(api.list('deployments', NS)).toHaveLength(1);
+
+    api.setReady(NS, gatewayName, true);
+    const joined = await host.waitUntilReady(second.agentId);
+    expect(joined).toMatchObject({ status: 'running', sharesGatewayWith: [first.agentId] });
+    // Applied to the process once it answered ready (`config.apply` re-reads the secret file with its key), not only
+    // written into the pod's files while it started.
+    const applies = (await gatewayOf(gatewayName)).received.filter((frame) => frame.method === 'config.apply');
+    expect(applies.some((frame) => JSON.parse((frame.params as { raw: string }).raw).agents.entries[secondId])).toBe(true);
+  });
+
   it('stops a member by disabling its jobs and heartbeat (the pod runs on); the first agent stopped keeps the pod for its members', async () => {
     const { api, host, identity, create, runtimeOf } = await setup();
     const first = spec('usr_kc');

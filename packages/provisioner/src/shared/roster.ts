@@ -54,10 +54,10 @@ export interface GatewayCandidate<G> {
   /** Running and ready. */
   awake: boolean;
   /**
-   * On its way up, where the host applies a roster written meanwhile once the process answers (local): joined like a
+   * On its way up, where the host applies a roster written meanwhile once the process answers: joined like a
    * sleeping one, when the new agent would wait for a cold start anyway, and before it (its start is under way).
    */
-  starting?: boolean;
+  starting: boolean;
   /** Hibernated. */
   asleep: boolean;
   /** Its first agent has variables of its own (`agentEnv`): they are its process's and would reach a member's tools. */
@@ -88,7 +88,7 @@ export function chooseCustomerGateway<G>(
   let chosen: G | null = null;
   let chosenRank = Number.POSITIVE_INFINITY;
   for (const candidate of candidates) {
-    const starting = candidate.starting === true && !options.warmReady;
+    const starting = candidate.starting && !options.warmReady;
     const asleep = candidate.asleep && !options.warmReady;
     if (candidate.userId !== spec.userId || candidate.runtime !== runtime || !(candidate.awake || starting || asleep)) continue;
     if (candidate.ownVariables) continue;
