@@ -10,8 +10,11 @@
 // wake-ahead: the start its chat sends at the first keystroke, and the message BENCH_TYPING_S later), and a join (one
 // customer's agent, then BENCH_JOINED more agents of the same customer provisioned through the web API, which the
 // platform joins to the first one's gateway: the PSS each adds, from which the agents a host carries for customers of
-// several agents are projected). Not a test: it prints figures and writes bench/results/agents.json.
-// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_JOINED=4, BENCH_TYPING_S=8, BENCH_PHASES=cold,warm,wake,join,
+// several agents are projected), and a burst (one customer provisions BENCH_BURST agents back to back, not waiting for
+// any, and messages each at once: how many processes they end in and when each answered). Not a test: it prints
+// figures and writes bench/results/agents.json.
+// Run: npm run bench:agents   (BENCH_AGENTS=3, BENCH_JOINED=4, BENCH_BURST=3, BENCH_TYPING_S=8,
+// BENCH_PHASES=cold,warm,wake,join,burst,
 // BENCH_POSTGRES_URL: a server where it may create and drop scratch databases; it needs the machine otherwise idle, as
 // every figure here is CPU-bound)
 import { spawn } from 'node:child_process';
@@ -32,13 +35,16 @@ const root = join(here, '..');
 const count = Number(process.env.BENCH_AGENTS ?? 3);
 const postgresServer = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const joined = Number(process.env.BENCH_JOINED ?? 4);
-const phases = (process.env.BENCH_PHASES ?? 'cold,warm,wake,join').split(',');
+const burst = Number(process.env.BENCH_BURST ?? 3);
+const phases = (process.env.BENCH_PHASES ?? 'cold,warm,wake,join,burst').split(',');
 const PHASES = {
   cold: { agents: count, env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '0' } },
   warm: { agents: count, env: { AGENT_WARM_POOL: '1', AGENT_IDLE_MINUTES: '0' } },
   wake: { agents: 1, env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '1' } },
   // A plan that allows the customer 1 + BENCH_JOINED agents (`label`: 10).
   join: { agents: 1, plan: 'label', env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '0' } },
+  // No agent one after another: the phase's customer provisions its BENCH_BURST agents at once (`burstAgents`).
+  burst: { agents: 0, plan: 'label', env: { AGENT_WARM_POOL: '0', AGENT_IDLE_MINUTES: '0' } },
 };
 /** A minute for a gateway's post-start work (memory index, SQLite maintenance) to finish before its PSS is read. */
 const SETTLE_MS = 60_000;
@@ -98,7 +104,7 @@ function recordOf(dataDir, agentId) {
 /** One platform (scratch database, data directory), K customers, one agent each; the processes are stopped at the end. */
 async function runPhase(name) {
   const phase = PHASES[name];
-  if (!phase) throw new Error(`unknown phase ${name}: cold, warm, wake or join`);
+  if (!phase) throw new Error(`unknown phase ${name}: cold, warm, wake, join or burst`);
   const warmPool = Number(phase.env.AGENT_WARM_POOL);
   const database = `aop_bench_agents_${name}_${Date.now()}`;
   await admin.query(`create database ${database}`);
@@ -137,6 +143,17 @@ async function runPhase(name) {
     const db = new pg.Client({ connectionString: databaseUrl });
     await db.connect();
 
+    if (name === 'burst') {
+      const email = 'burst@example.com';
+      await fetch(`${web}/api/register`, json({ email, password: 'benchmark password' }));
+      await db.query(`update users set plan = $2, subscription_status = 'active' where email = $1`, [email, phase.plan]);
+      await db.end();
+      return {
+        agents: [],
+        burst: await burstAgents(dataDir, await signedIn(web, email, 'benchmark password'), web),
+        hostMemoryUsedGiB: null,
+      };
+    }
     const agents = [];
     for (let i = 0; i < phase.agents; i++) {
       const email = `customer-${i}@example.com`;
@@ -323,6 +340,46 @@ async function joinAgents(dataDir, agentId, cookie, web) {
   };
 }
 
+/**
+ * One customer provisions `burst` agents back to back through the web API (each answers at once, its gateway still
+ * starting), then sends each its first message at once (each waits for its agent): when each answered, counted from
+ * the first provision, and how many gateway processes the agents ended in (customer-scoped gateways: one, the later
+ * agents joining the first one's start), with their PSS settled.
+ */
+async function burstAgents(dataDir, cookie, web) {
+  const t0 = performance.now();
+  const agents = [];
+  for (let i = 1; i <= burst; i++) {
+    const provision = await fetch(
+      `${web}/api/provision`,
+      json({ name: `Burst ${i}`, autoProvision: true, aiProvider: 'openai', apiKey: 'sk-bench' }, { cookie }),
+    );
+    const provisioned = await provision.json();
+    if (provision.status !== 200) throw new Error(`provision burst ${i}: ${provision.status} ${JSON.stringify(provisioned)}`);
+    agents.push({ agentId: provisioned.agentId, provisionAnswerS: seconds(performance.now() - t0) });
+  }
+  await Promise.all(
+    agents.map(async (agent) => {
+      const chat = await fetch(`${web}/api/chat`, json({ message: 'hello', agentId: agent.agentId }, { cookie }));
+      if (chat.status !== 200) throw new Error(`first chat ${agent.agentId}: ${chat.status} ${await chat.text()}`);
+      agent.firstAnswerS = seconds(performance.now() - t0);
+    }),
+  );
+  const gatewayOf = (agentId) => {
+    const record = recordOf(dataDir, agentId);
+    return record.gatewayOf ? recordOf(dataDir, record.gatewayOf) : record;
+  };
+  const pids = [...new Set(agents.map((agent) => gatewayOf(agent.agentId).pid))];
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  let pss = 0;
+  for (const pid of pids) pss += await treePssBytes(pid);
+  const firstAnswers = agents.map((a) => a.firstAnswerS);
+  console.log(
+    `burst: ${burst} agents provisioned in ${agents.at(-1).provisionAnswerS} s ended in ${pids.length} gateway process(es); first answers ${firstAnswers.join(', ')} s after the first provision; PSS ${gib(pss)} GiB settled`,
+  );
+  return { agents, processes: pids.length, firstAnswerS: [Math.min(...firstAnswers), Math.max(...firstAnswers)], pssGiB: gib(pss) };
+}
+
 try {
   const results = {};
   for (const phase of phases) results[phase] = await runPhase(phase);
@@ -366,6 +423,7 @@ try {
       ? Math.floor((100 * 1024) / results.wake.agents[0].diskAsleepMiB)
       : null,
     join: results.join?.join ?? null,
+    burst: results.burst?.burst ?? null,
   };
   if (result.join) {
     // Customers of five agents each, every customer in one gateway of its own (customer-scoped gateways): a gateway
