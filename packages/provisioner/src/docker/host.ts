@@ -72,8 +72,10 @@ import {
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import {
   RosterBook,
+  type RosterMark,
   type RosterMember,
   applyRoster,
+  applyRosterWritten,
   chooseCustomerGateway,
   leaveGateway,
   memberWorkspaceDir,
@@ -229,7 +231,7 @@ const WARM_PLAN = 'solo';
 /** Warm containers are agents `warm-<hex>` to the host: `aop-agent-warm-<hex>` and its volume until adopted. */
 const WARM_PREFIX = 'warm-';
 
-interface Agent {
+interface Agent extends RosterMark {
   record: DockerAgentRecord;
   lock: Promise<unknown>;
   /** Shown instead of the container's state while a lifecycle operation runs (`stopping`, `starting`). */
@@ -253,11 +255,6 @@ interface Agent {
   poolReady: boolean;
   /** Its connection kept open for the adoption, opened once it was ready. */
   poolConn: Promise<PoolConnection | null> | null;
-  /**
-   * The roster changed while the container was starting: written to its volume, not certainly read by the process
-   * (only `config.apply` re-reads the secret file), so applied once it answers (`applyRosterWritten`).
-   */
-  rosterUnapplied?: boolean;
 }
 
 type ContainerInfo = Docker.ContainerInspectInfo;
@@ -2313,23 +2310,14 @@ export class DockerAgentHost implements AgentHost {
     return first === undefined || Number.isNaN(first) ? null : first;
   }
 
-  /**
-   * A roster written into the volume of a container that was starting (`rosterUnapplied`), applied now that this run
-   * answers: an agent that joined it meanwhile is in its process, with its model key, before it is called running. A
-   * failure is logged and the start goes on (the next change of its roster applies it again).
-   */
-  private async applyRosterWritten(agent: Agent, startedAt: string): Promise<void> {
-    while (agent.rosterUnapplied && agent.readyFor === startedAt) {
-      agent.rosterUnapplied = false;
-      try {
-        await this.pushConfig(agent, 'the agents that joined or changed while it started');
-        this.log(agent, '[host] the agents that joined or changed while it started are applied');
-      } catch (error) {
-        agent.rosterUnapplied = true;
-        this.log(agent, `[host] the agents that joined or changed while it started could not be applied: ${messageOf(error)}`);
-        return;
-      }
-    }
+  /** `applyRosterWritten` (shared/roster.ts) for this container run, over the platform device's connection. */
+  private applyRosterWritten(agent: Agent, startedAt: string): Promise<void> {
+    return applyRosterWritten(
+      agent,
+      () => agent.readyFor === startedAt,
+      (note) => this.pushConfig(agent, note),
+      (line) => this.log(agent, line),
+    );
   }
 
   /** `readyAt` is reported as a date and compared with the engine's `StartedAt`: the wall clock, not a monotonic one. */

@@ -50,8 +50,10 @@ import { buildOpenClawConfig, carriesWarmUp, checkAgentEnv, configMeta, secretFi
 import {
   RosterBook,
   type RosterFields,
+  type RosterMark,
   type RosterMember,
   applyRoster,
+  applyRosterWritten,
   chooseCustomerGateway,
   leaveGateway,
   openclawAgentIdOf,
@@ -219,7 +221,7 @@ interface AgentRecord extends RosterFields {
   updatedAt: string;
 }
 
-interface Agent {
+interface Agent extends RosterMark {
   record: AgentRecord;
   status: AgentStatus;
   child: ChildProcess | null;
@@ -249,12 +251,6 @@ interface Agent {
   starting?: { kind: AgentStartKind; at: number } | null;
   /** Why the next `spawnGateway` runs, when the caller knows better than the record (a new agent: `provision`). */
   nextStartKind?: AgentStartKind;
-  /**
-   * The gateway's roster changed while its process was starting (an agent joined or was stopped): written to its files,
-   * but not certainly read by the process (its file watcher may not run yet, and only `config.apply` re-reads the
-   * secret file), so applied once it answers (`applyRosterWritten`).
-   */
-  rosterUnapplied?: boolean;
 }
 
 export interface AgentPaths {
@@ -1959,23 +1955,14 @@ export class LocalAgentHost implements AgentHost {
     }
   }
 
-  /**
-   * A roster written to the files of a gateway that was starting (`rosterUnapplied`), applied now that it answers: an
-   * agent that joined it meanwhile is in its process, with its model key, before the gateway is called running. A
-   * failure is logged and the gateway started all the same (the next change of its roster applies it again).
-   */
-  private async applyRosterWritten(agent: Agent): Promise<void> {
-    while (agent.rosterUnapplied && agent.status === 'starting') {
-      agent.rosterUnapplied = false;
-      try {
-        await this.pushConfig(agent, 'the agents that joined or changed while it started');
-        this.log(agent, '[host] the agents that joined or changed while it started are applied');
-      } catch (error) {
-        agent.rosterUnapplied = true;
-        this.log(agent, `[host] the agents that joined or changed while it started could not be applied: ${(error as Error).message}`);
-        return;
-      }
-    }
+  /** `applyRosterWritten` (shared/roster.ts) while this start is under way, over the loopback connection. */
+  private applyRosterWritten(agent: Agent): Promise<void> {
+    return applyRosterWritten(
+      agent,
+      () => agent.status === 'starting',
+      (note) => this.pushConfig(agent, note),
+      (line) => this.log(agent, line),
+    );
   }
 
   /** The agent's gateway token, unsealed. */

@@ -333,6 +333,41 @@ export class RosterBook<A extends RosterAgent> {
   }
 }
 
+/** A gateway whose roster may have been written while its process started (`applyRosterWritten`). */
+export interface RosterMark {
+  /**
+   * The roster changed while the process was starting (an agent joined or was stopped): written to its files, but not
+   * certainly read by it (OpenClaw's file watcher may not run yet, and only `config.apply` re-reads the secret file).
+   * Set before those writes; cleared by a start, which reads the files as they are.
+   */
+  rosterUnapplied?: boolean;
+}
+
+/**
+ * The roster written while a gateway started (`RosterMark`), applied (`push`: `config.apply` of its config) now that
+ * it answers, for as long as the start is `current` and the mark set again meanwhile: an agent that joined it is in its
+ * process, with its model key, before it is called running. A failure is logged and the mark kept: the start goes on,
+ * and the next change of its roster applies it.
+ */
+export async function applyRosterWritten(
+  gateway: RosterMark,
+  current: () => boolean,
+  push: (note: string) => Promise<void>,
+  log: (line: string) => void,
+): Promise<void> {
+  while (gateway.rosterUnapplied && current()) {
+    gateway.rosterUnapplied = false;
+    try {
+      await push('the agents that joined or changed while it started');
+      log('[host] the agents that joined or changed while it started are applied');
+    } catch (error) {
+      gateway.rosterUnapplied = true;
+      log(`[host] the agents that joined or changed while it started could not be applied: ${(error as Error).message}`);
+      return;
+    }
+  }
+}
+
 /**
  * A running gateway's agents as recorded: the jobs of members deleted while it was down removed (`leftAgents`, then
  * cleared), a stopped agent's enabled jobs disabled (remembered in its `quietJobs`), those a stop had disabled enabled
