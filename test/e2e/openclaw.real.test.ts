@@ -540,6 +540,35 @@ describe.skipIf(skipReal)('hibernation', () => {
     expect(existsSync(host.paths(second).dir)).toBe(false);
     expect(await host.status(agentId)).toMatchObject({ status: 'running', pid: before.pid });
   }, 180_000);
+
+  it(
+    "an agent provisioned while its customer's gateway is still starting joins that start: its roster applied once it answers",
+    async () => {
+      await host.restart(agentId); // a cold start, as a customer's first agent's is
+      expect((await host.status(agentId)).status).toBe('starting');
+      const provisioned = await api('/api/provision', {
+        json: { name: 'Burst agent', autoProvision: true, aiProvider: 'openai', apiKey: 'sk-burst' },
+      });
+      expect(provisioned.status, JSON.stringify(provisioned.body)).toBe(200);
+      const burst = provisioned.body.agentId as string;
+      // A message sent at once waits for the start they share, and is answered by the agent that joined it.
+      const chat = await api('/api/chat', { json: { message: 'hello burst agent', agentId: burst } });
+      expect(chat.status, `${JSON.stringify(chat.body)}\n${await gatewayLog()}`).toBe(200);
+      expect(chat.body).toMatchObject({ reply: FAKE_LLM_REPLY, agentId: burst });
+      const [gateway, joined] = await Promise.all([host.status(agentId), host.status(burst)]);
+      expect(joined).toMatchObject({ status: 'running', openclawAgentId: burst.toLowerCase(), pid: gateway.pid });
+      // Its key reached the process (the secret file is read as a gateway starts, and by a config.apply).
+      const turn = llm.chatRequests().findLast((r) => JSON.stringify(r.body).includes('hello burst agent'));
+      expect(turn?.headers.authorization).toBe('Bearer sk-burst');
+      // Applied at ready, or read by the process as it started when the join came first (then not applied again: a
+      // needless config.apply at start was seen held 31 s and refused).
+      expect((await host.logs(agentId, { tail: 5_000 })).join('\n')).toMatch(
+        /the agents that joined or changed while it started (are applied|were read by the process as it started)/,
+      );
+      await host.delete(burst);
+    },
+    READY_MS + 60_000,
+  );
 });
 
 describe.skipIf(skipReal)('the host lifecycle on the same gateway', () => {

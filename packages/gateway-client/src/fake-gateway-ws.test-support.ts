@@ -307,7 +307,20 @@ function rosterWriteProblem(before: any, after: any): string | undefined {
   return undefined;
 }
 
+const hashOf = (raw: string) => createHash('sha256').update(raw).digest('hex');
+
 export async function startFakeGatewayWs(options: FakeGatewayOptions) {
+  /**
+   * The hash of the config the gateway runs, as OpenClaw's `appliedConfigHash`: its file as it started (read then when
+   * it can be; a file filled later, as a pod's init container fills it, at the first config call), then each
+   * `config.apply`'s. OpenClaw's file watcher is not modelled: a file written since is read only by a `config.apply`.
+   */
+  let loadedConfig: string | undefined;
+  try {
+    if (options.configFile) loadedConfig = hashOf(options.configFile.read());
+  } catch {
+    // not there yet
+  }
   /** The roster now: the given one, else `main` and the config file's `agents.entries` (the last read, if it cannot be read now). */
   let lastRoster = ['main'];
   const rosterNow = (): string[] => {
@@ -1031,14 +1044,17 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
       }
     }
 
-    /** OpenClaw's config methods over `options.configFile` (see there); the hash is of the file's text. */
+    /**
+     * OpenClaw's config methods over `options.configFile` (see there); the hash is of the file's text, and
+     * `appliedConfigHash` that of the config the gateway runs (`loadedConfig`: read as it started, or by `config.apply`).
+     */
     function handleConfig(id: string, method: string, p: any) {
       const file = options.configFile;
       if (!file) return err(id, { code: 'INVALID_REQUEST', message: `unknown method: ${method}` });
-      const hashOf = (raw: string) => createHash('sha256').update(raw).digest('hex');
       const raw = file.read();
+      loadedConfig ??= hashOf(raw);
       if (method === 'config.get') {
-        return ok(id, { hash: hashOf(raw), config: JSON.parse(raw), configRevisionHash: hashOf(raw), appliedConfigHash: hashOf(raw) });
+        return ok(id, { hash: hashOf(raw), config: JSON.parse(raw), configRevisionHash: hashOf(raw), appliedConfigHash: loadedConfig });
       }
       if (method === 'config.apply') {
         if (typeof p.raw !== 'string') return err(id, { code: 'INVALID_REQUEST', message: 'invalid config.apply params: raw' });
@@ -1048,6 +1064,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         const problem = rosterWriteProblem(JSON.parse(raw), JSON.parse(p.raw));
         if (problem) return err(id, { code: 'INVALID_REQUEST', message: problem });
         file.write(p.raw);
+        loadedConfig = hashOf(file.read());
       }
       const before = gatewayToken;
       gatewayToken = file.resolveToken();

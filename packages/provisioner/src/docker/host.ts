@@ -74,6 +74,7 @@ import {
   RosterBook,
   type RosterMark,
   type RosterMember,
+  applyConfig,
   applyRoster,
   applyRosterWritten,
   chooseCustomerGateway,
@@ -989,9 +990,12 @@ export class DockerAgentHost implements AgentHost {
       // The roster is applied; jobs that could not be switched now are tried again when the gateway is next ready.
       await this.settleRoster(gateway).catch((error: unknown) => this.log(gateway, `[host] agents' jobs not settled: ${messageOf(error)}`));
     } else if (status === 'starting' || status === 'restarting') {
-      // Marked before the write: a gateway that turns ready meanwhile applies it (`applyRosterWritten`).
+      // Marked before the write (a gateway that turns ready meanwhile applies it, `applyRosterWritten`) and again after
+      // it (its check may have come between); one that turned running meanwhile is applied to at once.
       gateway.rosterUnapplied = true;
       await this.writeConfig(gateway);
+      if ((await this.processState(gateway)).status === 'running') await this.pushConfig(gateway, note);
+      else gateway.rosterUnapplied = true;
     } else {
       await this.startHeld(gateway);
     }
@@ -1002,16 +1006,13 @@ export class DockerAgentHost implements AgentHost {
    * through `config.apply` over the platform device's connection: OpenClaw re-reads the secret file and applies the
    * roster before it answers.
    */
-  private async pushConfig(gateway: Agent, note: string): Promise<void> {
+  private async pushConfig(gateway: Agent, note: string, options: { unlessRead?: boolean } = {}): Promise<'applied' | 'read'> {
     const container = this.docker.getContainer(dockerContainerName(gateway.record.agentId));
     await this.engine('write secrets', () =>
       container.putArchive(tarArchive([this.secretFileEntry(gateway)]), { path: posix.dirname(this.stateDir) }),
     );
     const raw = `${JSON.stringify(this.gatewayConfig(gateway), null, 2)}\n`;
-    await this.onGateway(gateway, async (conn) => {
-      const { hash } = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
-      await conn.request('config.apply', { raw, baseHash: hash, note: `platform: ${note}` }, { timeoutMs: 30_000 });
-    });
+    return this.onGateway(gateway, (conn) => applyConfig(conn, raw, note, options));
   }
 
   /** A control connection to the running gateway (token and platform device), for `fn`. */
@@ -2315,7 +2316,7 @@ export class DockerAgentHost implements AgentHost {
     return applyRosterWritten(
       agent,
       () => agent.readyFor === startedAt,
-      (note) => this.pushConfig(agent, note),
+      (note, options) => this.pushConfig(agent, note, options),
       (line) => this.log(agent, line),
     );
   }

@@ -76,6 +76,7 @@ import { warmUpGateway } from '../shared/warm-up.js';
 import { DEFAULT_WAKE_LEAD_MS, askIdle, dueToWake, keepsAwake, readActivityAt, wakeAtFor } from '../shared/idle.js';
 import {
   type RosterFields,
+  applyConfig,
   chooseCustomerGateway,
   leaveGateway,
   memberWorkspaceDir,
@@ -919,7 +920,12 @@ export class KubernetesAgentHost implements AgentHost {
    * between this one's `config.get` and `config.apply`, so the pod ends with the latest. Answers the ConfigMap's
    * `resourceVersion` it applied (null: no pod runs).
    */
-  private async pushRoster(name: string, deployment: V1Deployment, note: string): Promise<string | null> {
+  private async pushRoster(
+    name: string,
+    deployment: V1Deployment,
+    note: string,
+    options: { unlessRead?: boolean } = {},
+  ): Promise<string | null> {
     let applied: string | null = null;
     for (let attempt = 1; attempt <= 3; attempt += 1) {
       const pod = await this.runningPod(name);
@@ -931,9 +937,8 @@ export class KubernetesAgentHost implements AgentHost {
       await this.writeFileInPod(pod, SECRET_FILE_PATH, unbase64(secret.data?.[SECRET_FILE_KEY]) ?? '');
       const raw = configMap.data?.[CONFIG_KEY] ?? '';
       const outdated = await this.onGateway(name, deployment, async (conn) => {
-        const { hash } = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
         try {
-          await conn.request('config.apply', { raw, baseHash: hash, note: `platform: ${note}` }, { timeoutMs: 30_000 });
+          await applyConfig(conn, raw, note, options);
           return false;
         } catch (error) {
           if (attempt < 3 && error instanceof GatewayError && /config changed since last load/.test(error.message)) return true;
@@ -952,8 +957,9 @@ export class KubernetesAgentHost implements AgentHost {
    * The roster as the gateway's objects hold it, applied to a pod that has just answered ready: an agent that joined
    * while it started (its objects written after the init container copied them, its files written into the pod, but
    * not certainly read by the process: only `config.apply` re-reads the secret file) is in the process before the pod
-   * is called running. Nothing for a gateway without members, or when the ConfigMap is still at `since` (applied
-   * already). Answers the version applied; never throws (the next change of its roster applies it again).
+   * is called running. Nothing for a gateway without members, when the ConfigMap is still at `since` (applied
+   * already), or when the process runs what its file holds (`applyConfig`'s `unlessRead`). Answers the version
+   * applied; never throws (the next change of its roster applies it again).
    */
   private async applyRosterAtReady(name: string, since: string | null = null): Promise<string | null> {
     try {
@@ -965,7 +971,7 @@ export class KubernetesAgentHost implements AgentHost {
       const deployment = await this.k8s(`read deployment ${name}`, () =>
         this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
       );
-      return await this.pushRoster(name, deployment, 'the agents that joined or changed while it started');
+      return await this.pushRoster(name, deployment, 'the agents that joined or changed while it started', { unlessRead: true });
     } catch {
       return since;
     }

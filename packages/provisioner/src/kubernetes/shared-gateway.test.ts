@@ -192,6 +192,11 @@ describe('customer-scoped gateways (kubernetes host)', () => {
     api.setReady(NS, gatewayName, false); // its gateway runs, and answers ready once the test says so
     await create(first);
     expect((await host.status(first.agentId)).status).toBe('starting');
+    // Its process has read its config, as OpenClaw does as it starts (the stand-in reads it at its first config call):
+    // what the join writes now reaches it only by the apply at ready.
+    const early = await connectGateway({ url: (await gatewayOf(gatewayName)).url, token: first.gatewayToken, retryDeadlineMs: 0 });
+    await early.request('config.get', {});
+    await early.close();
     const second = spec('usr_kburst', { llm: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-burst-second', model: 'model-2' } });
     const secondId = second.agentId.toLowerCase();
     expect(await create(second)).toMatchObject({ openclawAgentId: secondId, status: 'starting' });

@@ -52,6 +52,7 @@ import {
   type RosterFields,
   type RosterMark,
   type RosterMember,
+  applyConfig,
   applyRoster,
   applyRosterWritten,
   chooseCustomerGateway,
@@ -745,10 +746,13 @@ export class LocalAgentHost implements AgentHost {
       // The roster is applied; jobs that could not be switched now are tried again when the gateway is next ready.
       await this.settleRoster(gateway).catch((error: Error) => this.log(gateway, `[host] agents' jobs not settled: ${error.message}`));
     } else if ((gateway.status === 'starting' || gateway.status === 'restarting') && gateway.record.port !== null) {
-      // Marked before the writes: a gateway that turns ready meanwhile applies them (`applyRosterWritten`).
+      // Marked before the writes (a gateway that turns ready meanwhile applies them, `applyRosterWritten`) and again
+      // after them (its check may have come between); one that turned running meanwhile is applied to at once.
       gateway.rosterUnapplied = true;
       await this.writeSecretFile(gateway);
       await this.writeGatewayConfig(gateway, gateway.record.port);
+      if ((gateway.status as AgentStatus) === 'running' && gateway.child) await this.pushConfig(gateway, note);
+      else gateway.rosterUnapplied = true;
     } else {
       await this.withRoom(id, () => this.spawnWanted(gateway), { needed: ACTIVE.has(gateway.status) ? false : undefined });
     }
@@ -758,15 +762,12 @@ export class LocalAgentHost implements AgentHost {
    * The gateway's config (with its roster) and secret file, applied to the running process with `config.apply` over the
    * loopback token connection: OpenClaw re-reads the secret file and applies the roster before it answers.
    */
-  private async pushConfig(gateway: Agent, note: string): Promise<void> {
+  private async pushConfig(gateway: Agent, note: string, options: { unlessRead?: boolean } = {}): Promise<'applied' | 'read'> {
     const port = gateway.record.port;
     if (port === null) throw new Error('the gateway has no port');
     await this.writeSecretFile(gateway);
     const raw = `${JSON.stringify(this.gatewayConfig(gateway, port), null, 2)}\n`;
-    await this.onGateway(gateway, async (conn) => {
-      const { hash } = await conn.request<{ hash?: string }>('config.get', {}, { timeoutMs: 10_000 });
-      await conn.request('config.apply', { raw, baseHash: hash, note: `platform: ${note}` }, { timeoutMs: 30_000 });
-    });
+    return this.onGateway(gateway, (conn) => applyConfig(conn, raw, note, options));
   }
 
   private async onGateway<T>(gateway: Agent, fn: (conn: GatewayConnection) => Promise<T>): Promise<T> {
@@ -1960,7 +1961,7 @@ export class LocalAgentHost implements AgentHost {
     return applyRosterWritten(
       agent,
       () => agent.status === 'starting',
-      (note) => this.pushConfig(agent, note),
+      (note, options) => this.pushConfig(agent, note, options),
       (line) => this.log(agent, line),
     );
   }

@@ -148,6 +148,12 @@ describe('customer-scoped gateways (local host)', () => {
     const llm = { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-first', model: 'm1' };
     const first = await host.create(spec('usr_burst', { llm }));
     expect(first.status).toBe('starting');
+    // Its process has read its config (the stand-in prints this line as it starts): what the join writes now reaches
+    // it only by the apply at ready.
+    for (let i = 0; !(await host.logs(first.agentId)).some((line) => line.includes('fake openclaw 1.0.0 starting')); i++) {
+      if (i > 200) throw new Error('the stand-in did not start');
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
     const second = await host.create(spec('usr_burst', { llm: { ...llm, apiKey: 'sk-burst-second' } }));
     // In its roster at once, and as starting as the gateway it joined.
     expect(second).toMatchObject({ status: 'starting', openclawAgentId: second.agentId.toLowerCase(), pid: first.pid });

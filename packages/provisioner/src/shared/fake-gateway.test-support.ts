@@ -186,6 +186,9 @@ async function chatTurn(req, res, body) {
   res.end('data: [DONE]\n\n');
 }
 const hashOf = (text) => createHash('sha256').update(text).digest('hex');
+// Like OpenClaw's \`appliedConfigHash\`: the config the process runs, read at its start and by config.apply (OpenClaw's
+// file watcher is not modelled: a file written since is only read by a config.apply).
+let appliedHash = hashOf(JSON.stringify(config));
 const sessionsFile = join(state, 'fake-sessions.json');
 const cronFile = join(state, 'cron-jobs.json');
 const devicesFile = join(state, 'devices.json');
@@ -268,7 +271,7 @@ const clients = new Set();
 const methods = {
   'config.get': () => {
     const raw = readConfigText();
-    return { hash: hashOf(raw), config: JSON.parse(raw), configRevisionHash: hashOf(raw), appliedConfigHash: hashOf(raw) };
+    return { hash: hashOf(raw), config: JSON.parse(raw), configRevisionHash: hashOf(JSON.stringify(JSON.parse(raw))), appliedConfigHash: appliedHash };
   },
   'config.apply': (params) => {
     if (behaviour.refuseConfigApply) throw { code: 'UNAVAILABLE', message: 'config reload failed; the gateway keeps its previous config' };
@@ -276,6 +279,7 @@ const methods = {
     // Like OpenClaw, a config it writes itself carries its own \`meta\` block.
     const next = { ...JSON.parse(params.raw), meta: { lastTouchedVersion: version } };
     writeFileSync(process.env.OPENCLAW_CONFIG_PATH, JSON.stringify(next, null, 2));
+    appliedHash = hashOf(JSON.stringify(next));
     token = resolveToken(next);
     appendFileSync(join(state, 'config-applies.jsonl'), JSON.stringify({ at: Date.now() - started, model: next.agents?.defaults?.model ?? null }) + '\n');
     return { ok: true, hash: hashOf(readConfigText()), changedPaths: [] };

@@ -333,6 +333,27 @@ export class RosterBook<A extends RosterAgent> {
   }
 }
 
+/**
+ * `config.apply` of `raw` over `conn`, based on the gateway's current config (`config.get`). With `unlessRead`, nothing
+ * when the process already runs the config its file holds (`appliedConfigHash` is its `configRevisionHash`): answers
+ * `read` then, `applied` otherwise.
+ */
+export async function applyConfig(
+  conn: GatewayConnection,
+  raw: string,
+  note: string,
+  options: { unlessRead?: boolean } = {},
+): Promise<'applied' | 'read'> {
+  const got = await conn.request<{ hash?: string; configRevisionHash?: string; appliedConfigHash?: string | null }>(
+    'config.get',
+    {},
+    { timeoutMs: 10_000 },
+  );
+  if (options.unlessRead && got.appliedConfigHash && got.appliedConfigHash === got.configRevisionHash) return 'read';
+  await conn.request('config.apply', { raw, baseHash: got.hash, note: `platform: ${note}` }, { timeoutMs: 30_000 });
+  return 'applied';
+}
+
 /** A gateway whose roster may have been written while its process started (`applyRosterWritten`). */
 export interface RosterMark {
   /**
@@ -344,22 +365,30 @@ export interface RosterMark {
 }
 
 /**
- * The roster written while a gateway started (`RosterMark`), applied (`push`: `config.apply` of its config) now that
- * it answers, for as long as the start is `current` and the mark set again meanwhile: an agent that joined it is in its
- * process, with its model key, before it is called running. A failure is logged and the mark kept: the start goes on,
- * and the next change of its roster applies it.
+ * The roster written while a gateway started (`RosterMark`), applied now that it answers (`push`: `config.apply` of its
+ * config, skipped when the process already runs what its file holds — it read the file after the write — which
+ * `unlessRead` asks of it), for as long as the start is `current` and the mark set again meanwhile: an agent that
+ * joined it is in its process, with its model key, before it is called running. A failure is logged and the mark
+ * kept: the start goes on, and the next change of its roster applies it.
+ *
+ * The skip is not an optimisation: OpenClaw 2026.9.6 was seen to hold a needless `config.apply` made while it started
+ * (only its `meta` changed) for 31 s and then refuse it ("persisted but was not applied … (superseded)"), twice.
  */
 export async function applyRosterWritten(
   gateway: RosterMark,
   current: () => boolean,
-  push: (note: string) => Promise<void>,
+  push: (note: string, options: { unlessRead: true }) => Promise<'applied' | 'read'>,
   log: (line: string) => void,
 ): Promise<void> {
   while (gateway.rosterUnapplied && current()) {
     gateway.rosterUnapplied = false;
     try {
-      await push('the agents that joined or changed while it started');
-      log('[host] the agents that joined or changed while it started are applied');
+      const outcome = await push('the agents that joined or changed while it started', { unlessRead: true });
+      log(
+        outcome === 'applied'
+          ? '[host] the agents that joined or changed while it started are applied'
+          : '[host] the agents that joined or changed while it started were read by the process as it started',
+      );
     } catch (error) {
       gateway.rosterUnapplied = true;
       log(`[host] the agents that joined or changed while it started could not be applied: ${(error as Error).message}`);
