@@ -426,7 +426,10 @@ export class KubernetesAgentHost implements AgentHost {
   /** Agents this replica is creating, and when it last created one (a warm pod's start waits for both). */
   private creating = 0;
   private lastCreatedAt = 0;
-  /** First turns prepared (or being prepared) by this replica, by pod uid and kind (`prepareReadyPod`); the latest 1000. */
+  /**
+   * Pods readied (or being readied) by this replica — a first turn, a pending roster — by pod uid and kind
+   * (`prepareReadyPod`); the latest 1000.
+   */
   private readonly preparing = new Map<string, Promise<void>>();
   /** The control connection opened on each warm pod this replica made, kept for its adoption (by Deployment name). */
   private readonly poolConns = new Map<string, Promise<PoolConnection | null>>();

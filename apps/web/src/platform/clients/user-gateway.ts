@@ -1,6 +1,7 @@
 import { DomainError } from '@aop/core';
 import type { Database } from '@aop/db';
 import { type GatewayConnection, connectGateway } from '@aop/gateway-client';
+import { OWN_GATEWAY_AGENT_ID } from '@aop/provisioner/host';
 import type { WebConfig } from '../../config.js';
 import { type AuthUser, backendCaller } from '../sessions.js';
 import { type BackendClient, BackendUnavailableError } from './backend-client.js';
@@ -220,15 +221,12 @@ export const ofTargetAgent = (target: Pick<GatewayTarget, 'openclawAgentId'>, ke
  */
 export function namesTargetAgent(target: Pick<GatewayTarget, 'openclawAgentId'>, agentId: string | null | undefined): boolean {
   if (!target.openclawAgentId) return true;
-  return (agentId?.toLowerCase() || DEFAULT_OPENCLAW_AGENT) === target.openclawAgentId;
+  return (agentId?.toLowerCase() || OWN_GATEWAY_AGENT_ID) === target.openclawAgentId;
 }
-
-/** OpenClaw's default agent of a gateway: a gateway's first agent (customer-scoped gateways add further ones). */
-export const DEFAULT_OPENCLAW_AGENT = 'main';
 
 /** The target is a further agent of a customer's gateway (not its default one), which OpenClaw treats apart at places. */
 export const isFurtherAgent = (target: Pick<GatewayTarget, 'openclawAgentId'>): boolean =>
-  Boolean(target.openclawAgentId) && target.openclawAgentId !== DEFAULT_OPENCLAW_AGENT;
+  Boolean(target.openclawAgentId) && target.openclawAgentId !== OWN_GATEWAY_AGENT_ID;
 
 /**
  * The key as the user knows it, or null when the session is not theirs. On the user's own gateway every session of
