@@ -157,6 +157,11 @@ export interface FakeGatewayOptions {
    * changes with `config.apply` (checked as OpenClaw checks it) and `agents.delete`.
    */
   agents?: string[];
+  /**
+   * The first this many `config.apply` calls write and apply the config (with `configFile`), then fail (`UNAVAILABLE`),
+   * as OpenClaw's does when it wrote the file and its reload was then held and superseded.
+   */
+  failConfigApplyAfterWrite?: number;
 }
 
 /**
@@ -316,6 +321,7 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
    * `config.apply`'s. OpenClaw's file watcher is not modelled: a file written since is read only by a `config.apply`.
    */
   let loadedConfig: string | undefined;
+  let appliesToFail = options.failConfigApplyAfterWrite ?? 0;
   try {
     if (options.configFile) loadedConfig = hashOf(options.configFile.read());
   } catch {
@@ -1065,6 +1071,10 @@ export async function startFakeGatewayWs(options: FakeGatewayOptions) {
         if (problem) return err(id, { code: 'INVALID_REQUEST', message: problem });
         file.write(p.raw);
         loadedConfig = hashOf(file.read());
+        if (appliesToFail > 0) {
+          appliesToFail -= 1;
+          return err(id, { code: 'UNAVAILABLE', message: 'config reload superseded' });
+        }
       }
       const before = gatewayToken;
       gatewayToken = file.resolveToken();

@@ -51,6 +51,8 @@ export interface ImageBehaviour {
   readyDelayMs?: number;
   /** The gateway exits with code 1 right after start; the restart policy then keeps the container restarting. */
   exitImmediately?: boolean;
+  /** The first this many `config.apply` calls of each gateway write and apply the config, then fail (`UNAVAILABLE`). */
+  failConfigApplyAfterWrite?: number;
 }
 
 export interface EngineOptions {
@@ -443,6 +445,7 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
     const gateway = await startFakeGatewayWs({
       token: startToken ?? '',
       remoteListener: true,
+      failConfigApplyAfterWrite: behaviour.failConfigApplyAfterWrite,
       configFile: {
         read: () => readFileSync(configPath, 'utf8'),
         // Like OpenClaw, a config it writes itself carries its own `meta` block.

@@ -83,6 +83,7 @@ import {
   openclawAgentIdOf,
   rosterSecrets,
   settleRoster,
+  withdrawJoin,
 } from '../shared/roster.js';
 import { GATEWAY_DOWN, connectControl, probeGateway } from '../shared/gateway-probe.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
@@ -951,7 +952,8 @@ export class DockerAgentHost implements AgentHost {
     } catch (error) {
       this.members.delete(id);
       member.transition = null;
-      // Whatever the gateway got of it goes: the roster without it is written again by the next change.
+      // Whatever the gateway got of it goes: its roster entry, then its workspace.
+      await this.undoJoin(gateway, id);
       await this.removeInVolume(gateway, 'workspace removal', [memberWorkspaceDir(id)]).catch(() => undefined);
       if (this.shuttingDown || error instanceof HostFullError || error instanceof DockerUnavailableError) {
         await rm(this.registryPath(id), { force: true });
@@ -970,6 +972,24 @@ export class DockerAgentHost implements AgentHost {
   }
 
   /**
+   * What a gateway may have got of an agent whose join failed goes at once, rather than with the gateway's next roster
+   * change: out of the running process when it got there (`withdrawJoin`), out of the files written for a start. A
+   * failure is logged; that next change removes it from the files, but not from a running process's roster.
+   */
+  private async undoJoin(gateway: Agent, id: string): Promise<void> {
+    try {
+      await exclusive(gateway, async () => {
+        if ((await this.processState(gateway)).status !== 'running') await this.applyRoster(gateway, `agent ${id} did not join`);
+        else if (await this.onGateway(gateway, (conn) => withdrawJoin(conn, openclawAgentIdOf(id)))) {
+          this.log(gateway, `[host] agent ${id} was taken out of this gateway again`);
+        }
+      });
+    } catch (error) {
+      this.log(gateway, `[host] agent ${id} could not be taken out of this gateway (${messageOf(error)})`);
+    }
+  }
+
+  /**
    * After an agent of the gateway joined, stopped, started or left (called holding the gateway's lock): the container
    * stops when nobody wants it any more, starts (or wakes) when someone does, and otherwise takes the roster as
    * recorded — applied while it runs (`config.apply`, hot), written for its start otherwise — and its stopped agents'
@@ -984,21 +1004,31 @@ export class DockerAgentHost implements AgentHost {
       this.fillWarmPool();
       return;
     }
+    if (!(await this.applyRoster(gateway, note))) await this.startHeld(gateway);
+  }
+
+  /**
+   * The roster as recorded onto a gateway whose container runs (called holding its lock): applied to a running one (and
+   * its stopped agents' jobs quieted), written for one starting. False when it has none running: its start writes it.
+   */
+  private async applyRoster(gateway: Agent, note: string): Promise<boolean> {
     const { status } = await this.processState(gateway);
     if (status === 'running') {
       await this.pushConfig(gateway, note);
       // The roster is applied; jobs that could not be switched now are tried again when the gateway is next ready.
       await this.settleRoster(gateway).catch((error: unknown) => this.log(gateway, `[host] agents' jobs not settled: ${messageOf(error)}`));
-    } else if (status === 'starting' || status === 'restarting') {
+      return true;
+    }
+    if (status === 'starting' || status === 'restarting') {
       // Marked before the write (a gateway that turns ready meanwhile applies it, `applyRosterWritten`) and again after
       // it (its check may have come between); one that turned running meanwhile is applied to at once.
       gateway.rosterUnapplied = true;
       await this.writeConfig(gateway);
       if ((await this.processState(gateway)).status === 'running') await this.pushConfig(gateway, note);
       else gateway.rosterUnapplied = true;
-    } else {
-      await this.startHeld(gateway);
+      return true;
     }
+    return false;
   }
 
   /**

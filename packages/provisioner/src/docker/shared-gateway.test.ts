@@ -319,6 +319,29 @@ describe('customer-scoped gateways (docker host)', () => {
     expect(existsSync(join(volume, 'agents', 'main', 'agent', 'openclaw-agent.sqlite'))).toBe(true);
   });
 
+  it('gives an agent whose join failed after its config was applied a container of its own, and takes it out of the first', async () => {
+    const { engine, host } = await setup({}, { failConfigApplyAfterWrite: 1 });
+    const first = spec('usr_j');
+    await host.create(first);
+    await host.waitUntilReady(first.agentId);
+    const second = spec('usr_j');
+    await host.create(second);
+    const own = await host.waitUntilReady(second.agentId);
+    expect(own.openclawAgentId).toBe('main');
+    expect((await host.status(first.agentId)).sharesGatewayWith).toEqual([]);
+    expect(gatewayCreates(engine)).toHaveLength(2);
+    // The join's config.apply was written and applied, then failed; the agent was then deleted from the roster the only
+    // way OpenClaw allows (a config without it is refused), and its workspace removed.
+    expect(Object.keys((await configOf(engine, first.agentId)).agents.entries)).toEqual(['main']);
+    expect(existsSync(join(volumeOf(engine, first.agentId), `workspace-${second.agentId.toLowerCase()}`))).toBe(false);
+    expect(await host.logs(first.agentId)).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining(`agent ${second.agentId} was taken out of this gateway again`),
+        expect.stringContaining(`agent ${second.agentId} could not join`),
+      ]),
+    );
+  });
+
   it("applies a member's model to its entry at once; refuses what needs a process of its own", async () => {
     const { engine, host } = await setup();
     const first = spec('usr_f');

@@ -83,6 +83,7 @@ import {
   openclawAgentIdOf,
   settleRoster,
   wantsProcess,
+  withdrawJoin,
 } from '../shared/roster.js';
 import {
   type AgentRecord,
@@ -836,9 +837,9 @@ export class KubernetesAgentHost implements AgentHost {
       });
     } catch (error) {
       await this.removeMember(spec.agentId, name).catch(() => undefined);
-      await this.exclusive(gatewayId, () => this.rosterChanged(gateway.name, `agent ${spec.agentId} could not join`)).catch(
-        () => undefined,
-      );
+      // Its joining must not outlive it (the next roster change would not take it out of a running pod: OpenClaw
+      // refuses a config that drops an entry). Nothing is lost if this fails too: the agent gets a pod of its own.
+      await this.exclusive(gatewayId, () => this.undoJoin(gateway.name, spec.agentId)).catch(() => undefined);
       if (this.closed || error instanceof HostFullError) throw error;
       return this.stateOf(await this.createObjects(spec, version));
     }
@@ -903,6 +904,29 @@ export class KubernetesAgentHost implements AgentHost {
         await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.rosterPending]: 'true' } } });
         await this.writeRuntimeFiles(pod, name);
       }
+    }
+  }
+
+  /**
+   * What the gateway `name` may have got of an agent whose join failed (called holding its lock, the agent's objects
+   * removed): its objects rewritten without it; a running pod's roster without it when the pod got it (`withdrawJoin`),
+   * a starting pod's files without it.
+   */
+  private async undoJoin(name: string, agentId: string): Promise<void> {
+    const deployment = await this.k8s(`read deployment ${name}`, () =>
+      this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
+    );
+    const spec = await this.openSpec(name, deployment);
+    const record = this.manifests.recordOf(spec);
+    await this.upsertConfigMap(name, record, spec);
+    await this.upsertSecret(name, record, spec);
+    const pod = await this.runningPod(name);
+    if (!pod) return;
+    if (this.observed(deployment, await this.pods(name)).status === 'running') {
+      await this.onGateway(name, deployment, (conn) => withdrawJoin(conn, openclawAgentIdOf(agentId)));
+    } else {
+      await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.rosterPending]: 'true' } } });
+      await this.writeRuntimeFiles(pod, name);
     }
   }
 

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type DeviceIdentity, type GatewayConnection, connectGateway, createDeviceIdentity } from '@aop/gateway-client';
-import { startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
+import { type FakeGatewayOptions, startFakeGatewayWs } from '@aop/gateway-client/fake-gateway-ws.test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AgentNotFoundError, type AgentSpec, SharedGatewayError } from '../host.js';
 import { agentSpecs } from '../shared/agent-spec.test-support.js';
@@ -28,7 +28,7 @@ afterEach(async () => {
 const decode = (data: Record<string, string>) =>
   Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 
-async function setup(options: Partial<KubernetesHostOptions> = {}) {
+async function setup(options: Partial<KubernetesHostOptions> = {}, gatewayOptions: Partial<FakeGatewayOptions> = {}) {
   const volumesDir = await mkdtemp(join(tmpdir(), 'aop-kube-shared-'));
   cleanups.push(() => rm(volumesDir, { recursive: true, force: true }));
   const identity = createDeviceIdentity();
@@ -52,6 +52,7 @@ async function setup(options: Partial<KubernetesHostOptions> = {}) {
     let gw = gateways.get(name);
     if (!gw) {
       gw = await startFakeGatewayWs({
+        ...gatewayOptions,
         token: '',
         remoteListener: true,
         configFile: {
@@ -314,6 +315,22 @@ describe('customer-scoped gateways (kubernetes host)', () => {
     expect(api.get('deployments', NS, gatewayName)).toBeUndefined();
     expect(api.get('configmaps', NS, gatewayName)).toBeUndefined();
     expect(api.list('configmaps', NS)).toEqual([]);
+  });
+
+  it('gives an agent whose join failed after its config was applied a pod of its own, and takes it out of the first', async () => {
+    const { api, host, create, runtimeOf } = await setup({}, { failConfigApplyAfterWrite: 1 });
+    const first = spec('usr_kj');
+    await create(first);
+    await host.waitUntilReady(first.agentId);
+    const gatewayName = kubeAgentName(first.agentId);
+    const second = spec('usr_kj');
+    expect(await create(second)).toMatchObject({ openclawAgentId: 'main', sharesGatewayWith: [] });
+    expect(api.list('deployments', NS)).toHaveLength(2);
+    // The join's config.apply was written and applied, then failed; the agent was then deleted from the running pod's
+    // roster the only way OpenClaw allows (a config without it is refused), and from the gateway's objects.
+    expect(Object.keys(JSON.parse(readFileSync(join(runtimeOf(gatewayName), 'openclaw.json'), 'utf8')).agents.entries)).toEqual(['main']);
+    expect(JSON.parse(api.get('configmaps', NS, gatewayName)!.data['openclaw.json']).agents.entries).toBeUndefined();
+    expect((await host.status(first.agentId)).sharesGatewayWith).toEqual([]);
   });
 
   it("applies a member's model to its entry at once; refuses what needs a pod of its own; resets its memory alone", async () => {

@@ -60,6 +60,7 @@ import {
   openclawAgentIdOf,
   rosterSecrets,
   settleRoster,
+  withdrawJoin,
 } from '../shared/roster.js';
 import { isAlive, memAvailableBytes, processTree, treePssBytes, treeStats } from './proc.js';
 import {
@@ -713,6 +714,7 @@ export class LocalAgentHost implements AgentHost {
       }
       this.log(gateway, `[host] agent ${agentId} could not join (${(error as Error).message}); it gets a gateway of its own`);
       this.members.delete(agentId);
+      await this.undoJoin(gateway, agentId);
       member.record.gatewayOf = undefined;
       this.agents.set(agentId, member);
       await this.saveRecord(member);
@@ -722,6 +724,24 @@ export class LocalAgentHost implements AgentHost {
       );
     }
     return this.snapshot(member);
+  }
+
+  /**
+   * What a gateway may have got of an agent whose join failed goes at once, rather than with the gateway's next roster
+   * change: out of the running process when it got there (`withdrawJoin`), out of the files written for a start. A
+   * failure is logged; that next change removes it from the files, but not from a running process's roster.
+   */
+  private async undoJoin(gateway: Agent, agentId: string): Promise<void> {
+    try {
+      await exclusive(gateway, async () => {
+        if (gateway.status !== 'running' || !gateway.child) await this.applyRoster(gateway, `agent ${agentId} did not join`);
+        else if (await this.onGateway(gateway, (conn) => withdrawJoin(conn, openclawAgentIdOf(agentId)))) {
+          this.log(gateway, `[host] agent ${agentId} was taken out of this gateway again`);
+        }
+      });
+    } catch (error) {
+      this.log(gateway, `[host] agent ${agentId} could not be taken out of this gateway (${(error as Error).message})`);
+    }
   }
 
   /**
@@ -741,11 +761,23 @@ export class LocalAgentHost implements AgentHost {
       this.fillWarmPool();
       return;
     }
+    if (!(await this.applyRoster(gateway, note))) {
+      await this.withRoom(id, () => this.spawnWanted(gateway), { needed: ACTIVE.has(gateway.status) ? false : undefined });
+    }
+  }
+
+  /**
+   * The roster as recorded onto a gateway that has a process (called holding its lock): applied to a running one (and
+   * its stopped agents' jobs quieted), written for one starting. False when it has none: its next start writes it.
+   */
+  private async applyRoster(gateway: Agent, note: string): Promise<boolean> {
     if (gateway.status === 'running' && gateway.child) {
       await this.pushConfig(gateway, note);
       // The roster is applied; jobs that could not be switched now are tried again when the gateway is next ready.
       await this.settleRoster(gateway).catch((error: Error) => this.log(gateway, `[host] agents' jobs not settled: ${error.message}`));
-    } else if ((gateway.status === 'starting' || gateway.status === 'restarting') && gateway.record.port !== null) {
+      return true;
+    }
+    if ((gateway.status === 'starting' || gateway.status === 'restarting') && gateway.record.port !== null) {
       // Marked before the writes (a gateway that turns ready meanwhile applies them, `applyRosterWritten`) and again
       // after them (its check may have come between); one that turned running meanwhile is applied to at once.
       gateway.rosterUnapplied = true;
@@ -753,9 +785,9 @@ export class LocalAgentHost implements AgentHost {
       await this.writeGatewayConfig(gateway, gateway.record.port);
       if ((gateway.status as AgentStatus) === 'running' && gateway.child) await this.pushConfig(gateway, note);
       else gateway.rosterUnapplied = true;
-    } else {
-      await this.withRoom(id, () => this.spawnWanted(gateway), { needed: ACTIVE.has(gateway.status) ? false : undefined });
+      return true;
     }
+    return false;
   }
 
   /**

@@ -17,6 +17,8 @@ let work: string;
 let runtime: string;
 /** A stand-in whose config.apply fails as OpenClaw's does when it cannot apply a reload. */
 let refusing: string;
+/** A stand-in whose first config.apply writes and applies the config, then fails. */
+let applyThenFail: string;
 const key = randomBytes(32);
 const hosts: LocalAgentHost[] = [];
 
@@ -74,6 +76,10 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'aop-shared-gw-'));
   runtime = await installFakeRuntime(join(work, 'rt'), '1.0.0', { gatewayProtocol: true });
   refusing = await installFakeRuntime(join(work, 'rt-refusing'), '1.0.0', { gatewayProtocol: true, refuseConfigApply: true });
+  applyThenFail = await installFakeRuntime(join(work, 'rt-apply-then-fail'), '1.0.0', {
+    gatewayProtocol: true,
+    failConfigApplyAfterWrite: 1,
+  });
 });
 
 afterEach(async () => {
@@ -366,6 +372,22 @@ describe('customer-scoped gateways (local host)', () => {
     expect(await host.logs(first.agentId)).toEqual(
       expect.arrayContaining([expect.stringContaining(`agent ${second.agentId} could not join`)]),
     );
+  });
+
+  it('takes an agent whose join failed after its config was applied out of the gateway at once', async () => {
+    const host = await newHost(undefined, applyThenFail);
+    const first = await host.waitUntilReady((await host.create(spec('usr_w'))).agentId);
+    const second = await host.create(spec('usr_w'));
+    const ready = await host.waitUntilReady(second.agentId);
+    expect(ready.pid).not.toBe(first.pid);
+    expect(ready.sharesGatewayWith).toEqual([]);
+    // The join's config.apply was written and applied, then failed; the agent was then deleted from the roster the only
+    // way OpenClaw allows, with the files OpenClaw made for it.
+    const memberId = second.agentId.toLowerCase();
+    const deleted = (await readFile(join(stateOf(host, first.agentId), 'agents-deleted.jsonl'), 'utf8')).trim().split('\n');
+    expect(deleted.map((line) => JSON.parse(line))).toEqual([{ agentId: memberId, deleteFiles: true }]);
+    expect(Object.keys((await readJson(host.paths(first.agentId).config)).agents.entries)).toEqual(['main']);
+    expect((await host.status(first.agentId)).sharesGatewayWith).toEqual([]);
   });
 
   it("applies a member's configuration to its entry at once; refuses what needs a process of its own", async () => {

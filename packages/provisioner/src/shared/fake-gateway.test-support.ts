@@ -22,7 +22,8 @@ export interface FakeGatewayBehaviour {
   /**
    * Speak the gateway's WebSocket protocol instead of echoing: `connect` (checked against the gateway token as
    * OpenClaw resolves it: `gateway.auth.token`, a file SecretRef, else `OPENCLAW_GATEWAY_TOKEN`), `config.get`,
-   * `config.apply` (writes the file with OpenClaw's \`meta\` block, re-resolves the token, records it in
+   * `config.apply` (refuses a config that drops a roster entry, as OpenClaw does; writes the file with OpenClaw's
+   * \`meta\` block, re-resolves the token, records it in
    * `<state>/config-applies.jsonl`), `secrets.reload`, `sessions.list`/`sessions.create`/`sessions.delete` (the
    * sessions its chat turns made, kept in `<state>/fake-sessions.json` like OpenClaw keeps them on disk), `cron.list`
    * (the jobs of `<state>/cron-jobs.json`, written by a test or `cron.add`), `cron.add`, `cron.get`, `cron.update` (system-owned
@@ -43,6 +44,11 @@ export interface FakeGatewayBehaviour {
   callModel?: boolean;
   /** With `gatewayProtocol`: `config.apply` fails as OpenClaw's does when a reload cannot be applied (UNAVAILABLE). */
   refuseConfigApply?: boolean;
+  /**
+   * With `gatewayProtocol`: the first this many `config.apply` calls of each process write and apply the config, then
+   * fail (UNAVAILABLE), as OpenClaw's does when it wrote the file and its reload was then held and superseded.
+   */
+  failConfigApplyAfterWrite?: number;
 }
 
 /**
@@ -189,6 +195,7 @@ const hashOf = (text) => createHash('sha256').update(text).digest('hex');
 // Like OpenClaw's \`appliedConfigHash\`: the config the process runs, read at its start and by config.apply (OpenClaw's
 // file watcher is not modelled: a file written since is only read by a config.apply).
 let appliedHash = hashOf(JSON.stringify(config));
+let appliesToFail = behaviour.failConfigApplyAfterWrite ?? 0;
 const sessionsFile = join(state, 'fake-sessions.json');
 const cronFile = join(state, 'cron-jobs.json');
 const devicesFile = join(state, 'devices.json');
@@ -276,12 +283,20 @@ const methods = {
   'config.apply': (params) => {
     if (behaviour.refuseConfigApply) throw { code: 'UNAVAILABLE', message: 'config reload failed; the gateway keeps its previous config' };
     if (params.baseHash !== hashOf(readConfigText())) throw { code: 'INVALID_REQUEST', message: 'config changed since last load; re-run config.get and retry' };
+    // Like OpenClaw: an entry of the roster goes only by agents.delete.
+    const listed = JSON.parse(params.raw).agents?.entries ?? {};
+    const dropped = Object.keys(JSON.parse(readConfigText()).agents?.entries ?? {}).filter((id) => !(id in listed));
+    if (dropped.length > 0) throw { code: 'INVALID_REQUEST', message: 'Config write would drop agent roster entries without an explicit deletion: ' + dropped.join(', ') };
     // Like OpenClaw, a config it writes itself carries its own \`meta\` block.
     const next = { ...JSON.parse(params.raw), meta: { lastTouchedVersion: version } };
     writeFileSync(process.env.OPENCLAW_CONFIG_PATH, JSON.stringify(next, null, 2));
     appliedHash = hashOf(JSON.stringify(next));
     token = resolveToken(next);
     appendFileSync(join(state, 'config-applies.jsonl'), JSON.stringify({ at: Date.now() - started, model: next.agents?.defaults?.model ?? null }) + '\n');
+    if (appliesToFail > 0) {
+      appliesToFail -= 1;
+      throw { code: 'UNAVAILABLE', message: 'config reload superseded' };
+    }
     return { ok: true, hash: hashOf(readConfigText()), changedPaths: [] };
   },
   'secrets.reload': () => { token = resolveToken(JSON.parse(readConfigText())); return { ok: true }; },

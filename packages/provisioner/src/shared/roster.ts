@@ -291,6 +291,19 @@ export async function leaveGateway(conn: GatewayConnection, agentId: string): Pr
   await conn.request('agents.delete', { agentId, deleteFiles: true }, { timeoutMs: 30_000 });
 }
 
+/**
+ * Takes an agent whose join failed out of the running gateway, when the gateway got it (a `config.apply` OpenClaw
+ * wrote and then failed to answer or to reload): `agents.delete` with its files, since OpenClaw refuses a config that
+ * drops an entry of its roster ("Config write would drop agent roster entries without an explicit deletion"). False
+ * when its config does not list the agent.
+ */
+export async function withdrawJoin(conn: GatewayConnection, agentId: string): Promise<boolean> {
+  const got = await conn.request<{ config?: { agents?: { entries?: Record<string, unknown> } } }>('config.get', {}, { timeoutMs: 10_000 });
+  if (!Object.hasOwn(got.config?.agents?.entries ?? {}, agentId)) return false;
+  await leaveGateway(conn, agentId);
+  return true;
+}
+
 /** A host's agent as the roster helpers read it: its record's id, wanted state and roster fields. */
 export interface RosterAgent {
   record: RosterFields & { agentId: string; desired: string };
