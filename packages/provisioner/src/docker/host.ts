@@ -944,7 +944,7 @@ export class DockerAgentHost implements AgentHost {
     try {
       await exclusive(gateway, async () => {
         await this.writeSkills(gateway, memberWorkspaceDir(id));
-        await this.rosterChanged(gateway, `agent ${id} joins`);
+        await this.rosterChanged(gateway, `agent ${id} joins`, { start: true });
       });
       this.log(gateway, `[host] agent ${id} joined this gateway in ${((performance.now() - started) / 1000).toFixed(1)} s`);
       member.transition = null;
@@ -991,11 +991,13 @@ export class DockerAgentHost implements AgentHost {
 
   /**
    * After an agent of the gateway joined, stopped, started or left (called holding the gateway's lock): the container
-   * stops when nobody wants it any more, starts (or wakes) when someone does, and otherwise takes the roster as
-   * recorded — applied while it runs (`config.apply`, hot), written for its start otherwise — and its stopped agents'
-   * jobs go quiet (`settleRoster`, also run once a starting gateway is ready).
+   * stops when nobody wants it any more, and otherwise takes the roster as recorded — applied while it runs
+   * (`config.apply`, hot), written while it starts — and its stopped agents' jobs go quiet (`settleRoster`, also run
+   * once a starting gateway is ready). A container not running (asleep, stopped) is started or woken only when the
+   * change asks for it (`start`: an agent joined or started); otherwise its next start writes the roster, and a stop
+   * never wakes it.
    */
-  private async rosterChanged(gateway: Agent, note: string): Promise<void> {
+  private async rosterChanged(gateway: Agent, note: string, options: { start?: boolean } = {}): Promise<void> {
     if (!this.rosters.wantsProcess(gateway)) {
       gateway.record.desired = 'stopped';
       gateway.record.hibernation = null;
@@ -1004,7 +1006,7 @@ export class DockerAgentHost implements AgentHost {
       this.fillWarmPool();
       return;
     }
-    if (!(await this.applyRoster(gateway, note))) await this.startHeld(gateway);
+    if (!(await this.applyRoster(gateway, note)) && options.start) await this.startHeld(gateway);
   }
 
   /**
@@ -1077,9 +1079,9 @@ export class DockerAgentHost implements AgentHost {
       if (member.record.desired !== desired) {
         member.record.desired = desired;
         await this.saveRecord(member);
-        await this.rosterChanged(gateway, `agent ${id} ${desired === 'running' ? 'started' : 'stopped'}`);
+        await this.rosterChanged(gateway, `agent ${id} ${desired === 'running' ? 'started' : 'stopped'}`, { start: desired === 'running' });
       } else if (desired === 'running' && (await this.inspect(gateway.record.agentId))?.State.Running !== true) {
-        await this.rosterChanged(gateway, `agent ${id} started`); // its gateway slept or stopped: wake it
+        await this.rosterChanged(gateway, `agent ${id} started`, { start: true }); // its gateway slept or stopped: wake it
       }
       return this.publicState(member);
     });
@@ -1089,7 +1091,7 @@ export class DockerAgentHost implements AgentHost {
   private async setFirstAgentStopped(gateway: Agent, stopped: boolean): Promise<AgentState> {
     gateway.record.agentStopped = stopped;
     await this.saveRecord(gateway);
-    await this.rosterChanged(gateway, `its first agent ${stopped ? 'stopped' : 'started'}`);
+    await this.rosterChanged(gateway, `its first agent ${stopped ? 'stopped' : 'started'}`, { start: !stopped });
     return this.publicState(gateway);
   }
 
@@ -1158,7 +1160,8 @@ export class DockerAgentHost implements AgentHost {
     if (!gateway) return forget(); // its gateway's entry was lost: nothing of it runs anywhere
     await exclusive(gateway, async () => {
       const openclawId = openclawAgentIdOf(id);
-      if ((await this.processState(gateway)).status === 'running') await this.onGateway(gateway, (conn) => leaveGateway(conn, openclawId));
+      const running = (await this.processState(gateway)).status === 'running';
+      if (running) await this.onGateway(gateway, (conn) => leaveGateway(conn, openclawId));
       else {
         gateway.record.leftAgents = [...(gateway.record.leftAgents ?? []), openclawId];
         await this.saveRecord(gateway);
@@ -1168,6 +1171,9 @@ export class DockerAgentHost implements AgentHost {
       this.log(gateway, `[host] agent ${id} left this gateway and was deleted`);
       if (gateway.record.retired && this.rosters.membersOf(gateway).length === 0) await this.remove(gateway.record.agentId, gateway);
       else if (!this.rosters.wantsProcess(gateway)) await this.rosterChanged(gateway, `agent ${id} left`);
+      // A container starting gets its config without it (else a config applied to it later would drop an entry, which
+      // OpenClaw refuses); one asleep or stopped gets it with its next start.
+      else if (!running) await this.applyRoster(gateway, `agent ${id} left`);
     });
   }
 

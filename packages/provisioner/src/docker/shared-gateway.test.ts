@@ -295,9 +295,12 @@ describe('customer-scoped gateways (docker host)', () => {
     expect((await host.status(first.agentId)).status).toBe('running');
     expect(Object.keys((await configOf(engine, first.agentId)).agents.entries)).toEqual(['main', secondId]);
 
-    // Asleep with its gateway: a member shows it, and its Start wakes the container.
+    // Asleep with its gateway: a member shows it; its Stop does not wake the container, its Start does.
     await host.hibernate(second.agentId);
     expect((await host.status(second.agentId)).status).toBe('hibernated');
+    expect((await host.status(first.agentId)).status).toBe('hibernated');
+    expect(await host.stop(second.agentId)).toMatchObject({ status: 'stopped' });
+    expect(running(engine, first.agentId)).toBe(false);
     expect((await host.status(first.agentId)).status).toBe('hibernated');
     await host.start(second.agentId);
     await host.waitUntilReady(second.agentId);

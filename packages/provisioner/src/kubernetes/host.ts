@@ -833,7 +833,7 @@ export class KubernetesAgentHost implements AgentHost {
         const pod = await this.runningPod(gateway.name);
         if (!pod) throw new Error('the gateway has no running pod');
         await this.writeMemberSkills(pod, spec.agentId);
-        await this.rosterChanged(gateway.name, `agent ${spec.agentId} joins`);
+        await this.rosterChanged(gateway.name, `agent ${spec.agentId} joins`, { start: true });
       });
     } catch (error) {
       await this.removeMember(spec.agentId, name).catch(() => undefined);
@@ -872,10 +872,12 @@ export class KubernetesAgentHost implements AgentHost {
    * After a change of a gateway's agents (called holding its first agent's lock on this replica): its ConfigMap and
    * Secret rewritten with the roster as the members' objects say (`upsertConfigMap`/`upsertSecret` list them, under
    * the objects' resourceVersion: another replica's change at the same time is never lost); then the pod stops when
-   * nobody wants it, wakes when someone does, and otherwise takes the roster live (`pushRoster`), its stopped agents'
-   * jobs quieted (`settleRoster`).
+   * nobody wants it, and otherwise takes the roster live (`pushRoster`), its stopped agents' jobs quieted
+   * (`settleRoster`). A gateway scaled to 0 (asleep, stopped) is scaled up only when the change asks for it (`start`:
+   * an agent joined, started or had its memory reset, or the pod was stopped for a change of its volume); otherwise
+   * its next pod starts from the objects, and a stop, a configuration or a deletion never wakes it.
    */
-  private async rosterChanged(name: string, note: string): Promise<void> {
+  private async rosterChanged(name: string, note: string, options: { start?: boolean } = {}): Promise<void> {
     const deployment = await this.k8s(`read deployment ${name}`, () =>
       this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
     );
@@ -895,7 +897,8 @@ export class KubernetesAgentHost implements AgentHost {
       if (members.length > 0) await this.pushRoster(name, deployment, note);
       await this.settleRoster(name).catch(() => undefined);
     } else if ((deployment.spec?.replicas ?? 0) === 0) {
-      await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } }); // its pod starts from the objects
+      // its pod starts from the objects
+      if (options.start) await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } });
     } else {
       // A pod on its way up: its files, if it has copied them already, and the roster applied once it is ready (marked
       // first: `starting` until then; a pod that has not copied them yet reads them from the objects).
@@ -1058,7 +1061,9 @@ export class KubernetesAgentHost implements AgentHost {
     const gatewayId = gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
     await this.exclusive(gatewayId, async () => {
       if (member.desired !== desired) await this.annotateMember(member.name, { [KUBE_ANNOTATIONS.desired]: desired });
-      await this.rosterChanged(gateway.name, `agent ${member.agentId} ${desired === 'running' ? 'started' : 'stopped'}`);
+      await this.rosterChanged(gateway.name, `agent ${member.agentId} ${desired === 'running' ? 'started' : 'stopped'}`, {
+        start: desired === 'running',
+      });
     });
     return this.memberState((await this.findMember(member.agentId)) ?? member);
   }
@@ -1066,7 +1071,7 @@ export class KubernetesAgentHost implements AgentHost {
   /** The first agent of a gateway with members stopped or started (holding its lock): the pod runs on for them. */
   private async setFirstAgentStopped(name: string, stopped: boolean): Promise<AgentState> {
     await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.agentStopped]: stopped ? 'true' : null } } });
-    await this.rosterChanged(name, `its first agent ${stopped ? 'stopped' : 'started'}`);
+    await this.rosterChanged(name, `its first agent ${stopped ? 'stopped' : 'started'}`, { start: !stopped });
     return this.stateOf(name);
   }
 
@@ -1081,7 +1086,7 @@ export class KubernetesAgentHost implements AgentHost {
       const { name, deployment } = agent;
       if (deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentStopped] === 'true') {
         await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.agentStopped]: null } } });
-        await this.exclusive(agentId, () => this.rosterChanged(name, 'its first agent started'));
+        await this.exclusive(agentId, () => this.rosterChanged(name, 'its first agent started', { start: true }));
       }
       return { gatewayId: agentId, answer: () => this.stateOf(name) };
     }
@@ -1089,7 +1094,7 @@ export class KubernetesAgentHost implements AgentHost {
     const gatewayId = gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '';
     if (member.desired !== 'running') {
       await this.annotateMember(member.name, { [KUBE_ANNOTATIONS.desired]: 'running' });
-      await this.exclusive(gatewayId, () => this.rosterChanged(gateway.name, `agent ${agentId} started`));
+      await this.exclusive(gatewayId, () => this.rosterChanged(gateway.name, `agent ${agentId} started`, { start: true }));
     }
     return { gatewayId, answer: async () => this.memberState((await this.findMember(agentId)) ?? member) };
   }
@@ -1179,13 +1184,15 @@ export class KubernetesAgentHost implements AgentHost {
    * its last member goes.
    */
   private async retire(agent: Agent): Promise<void> {
+    const running = (agent.deployment.spec?.replicas ?? 0) > 0;
     await this.patchDeployment(agent.name, {
       metadata: { annotations: { [KUBE_ANNOTATIONS.retired]: 'true', [KUBE_ANNOTATIONS.agentStopped]: 'true' } },
       spec: { replicas: 0 },
     });
     await this.waitForNoPods(agent.name);
     await this.removeInVolume(agent, 'retire', memoryPathsOf(OWN_GATEWAY_AGENT_ID, 'workspace'));
-    await this.rosterChanged(agent.name, 'its first agent was deleted');
+    // Back up for its members when it ran; a sleeping one sleeps on.
+    await this.rosterChanged(agent.name, 'its first agent was deleted', { start: running });
   }
 
   /** A member's memory reset: its sessions and notes in the gateway's volume (a Job, the pod stopped for it). */
@@ -1203,7 +1210,8 @@ export class KubernetesAgentHost implements AgentHost {
         );
       } finally {
         if (member.desired !== 'running') await this.annotateMember(member.name, { [KUBE_ANNOTATIONS.desired]: 'running' });
-        await this.rosterChanged(gateway.name, `memory reset of agent ${member.agentId}`);
+        // Like every reset, it ends with the agent running: its gateway is started (or woken) for it.
+        await this.rosterChanged(gateway.name, `memory reset of agent ${member.agentId}`, { start: true });
       }
     });
     return this.memberState((await this.findMember(member.agentId)) ?? member);

@@ -265,6 +265,37 @@ describe('customer-scoped gateways (kubernetes host)', () => {
     expect(states[second.agentId]).toMatchObject({ status: 'running', openclawAgentId: secondId, sharesGatewayWith: [first.agentId] });
   });
 
+  it("never scales a sleeping gateway up for a member's stop, configuration or deletion; a member's Start does", async () => {
+    const { api, host, create } = await setup();
+    const first = spec('usr_kz');
+    await create(first);
+    await host.waitUntilReady(first.agentId);
+    const gatewayName = kubeAgentName(first.agentId);
+    const [second, third] = [spec('usr_kz'), spec('usr_kz')];
+    await create(second);
+    await create(third);
+    expect(api.list('deployments', NS)).toHaveLength(1);
+    await host.hibernate(first.agentId);
+    const replicas = () => api.get('deployments', NS, gatewayName)!.spec.replicas;
+    expect(replicas()).toBe(0);
+
+    expect(await host.stop(second.agentId)).toMatchObject({ status: 'stopped' });
+    await host.configure(third.agentId, { config: { agents: { defaults: { heartbeat: { every: '2h' } } } } });
+    await host.delete(second.agentId);
+    expect(replicas()).toBe(0);
+    expect((await host.status(first.agentId)).status).toBe('hibernated');
+    // What changed is in the objects its next pod starts from.
+    const entries = JSON.parse(api.get('configmaps', NS, gatewayName)!.data['openclaw.json']).agents.entries;
+    expect(Object.keys(entries)).toEqual(['main', third.agentId.toLowerCase()]);
+    expect(entries[third.agentId.toLowerCase()].heartbeat).toEqual({ every: '2h' });
+
+    await host.stop(third.agentId);
+    expect(replicas()).toBe(0);
+    await host.start(third.agentId);
+    expect(replicas()).toBe(1);
+    expect((await host.waitUntilReady(third.agentId)).status).toBe('running');
+  });
+
   it('deletes a member with agents.delete; a deleted first agent leaves the gateway to its members until the last goes', async () => {
     const { api, host, identity, create, stateDir, runtimeOf } = await setup();
     const first = spec('usr_kd');

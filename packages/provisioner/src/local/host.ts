@@ -699,7 +699,7 @@ export class LocalAgentHost implements AgentHost {
     try {
       await exclusive(gateway, async () => {
         await this.installSkills(member, paths);
-        await this.rosterChanged(gateway, `agent ${agentId} joins`);
+        await this.rosterChanged(gateway, `agent ${agentId} joins`, { start: true });
       });
       this.log(gateway, `[host] agent ${agentId} joined this gateway in ${((performance.now() - started) / 1000).toFixed(1)} s`);
       // No warm-up turn of its own: measured, it cost more than it saved (docs/decisions.md "A joining agent's first turn").
@@ -746,11 +746,12 @@ export class LocalAgentHost implements AgentHost {
 
   /**
    * After an agent of the gateway joined, stopped, started or was reconfigured (called holding the gateway's lock):
-   * the process stops when nobody wants it any more, starts (or wakes) when someone does, and otherwise takes the
-   * roster as recorded — applied while it runs (`config.apply`, hot), written for its next start otherwise — and its
-   * stopped agents' jobs go quiet (`settleRoster`).
+   * the process stops when nobody wants it any more, and otherwise takes the roster as recorded — applied while it runs
+   * (`config.apply`, hot), written while it starts — and its stopped agents' jobs go quiet (`settleRoster`). A gateway
+   * with no process (asleep, stopped, failed) is started or woken only when the change asks for it (`start`: an agent
+   * joined or started); otherwise its next start writes the roster and settles the jobs, and a stop never wakes it.
    */
-  private async rosterChanged(gateway: Agent, note: string): Promise<void> {
+  private async rosterChanged(gateway: Agent, note: string, options: { start?: boolean } = {}): Promise<void> {
     const id = gateway.record.agentId;
     if (!this.rosters.wantsProcess(gateway)) {
       gateway.record.desired = 'stopped';
@@ -761,7 +762,7 @@ export class LocalAgentHost implements AgentHost {
       this.fillWarmPool();
       return;
     }
-    if (!(await this.applyRoster(gateway, note))) {
+    if (!(await this.applyRoster(gateway, note)) && options.start) {
       await this.withRoom(id, () => this.spawnWanted(gateway), { needed: ACTIVE.has(gateway.status) ? false : undefined });
     }
   }
@@ -832,9 +833,9 @@ export class LocalAgentHost implements AgentHost {
         member.record.desired = desired;
         await this.saveRecord(member);
         this.setStatus(member, desired === 'running' ? 'running' : 'stopped', null);
-        await this.rosterChanged(gateway, `agent ${id} ${desired === 'running' ? 'started' : 'stopped'}`);
+        await this.rosterChanged(gateway, `agent ${id} ${desired === 'running' ? 'started' : 'stopped'}`, { start: desired === 'running' });
       } else if (desired === 'running' && !ACTIVE.has(gateway.status)) {
-        await this.rosterChanged(gateway, `agent ${id} started`); // its gateway slept or stopped: wake it
+        await this.rosterChanged(gateway, `agent ${id} started`, { start: true }); // its gateway slept or stopped: wake it
       }
       return this.snapshot(member);
     });
@@ -844,7 +845,7 @@ export class LocalAgentHost implements AgentHost {
   private async setFirstAgentStopped(gateway: Agent, stopped: boolean): Promise<AgentState> {
     gateway.record.agentStopped = stopped;
     await this.saveRecord(gateway);
-    await this.rosterChanged(gateway, `its first agent ${stopped ? 'stopped' : 'started'}`);
+    await this.rosterChanged(gateway, `its first agent ${stopped ? 'stopped' : 'started'}`, { start: !stopped });
     gateway.events.emit('change', gateway.status);
     return this.snapshot(gateway);
   }
@@ -895,7 +896,8 @@ export class LocalAgentHost implements AgentHost {
     await exclusive(gateway, async () => {
       const id = member.record.agentId;
       const openclawId = openclawAgentIdOf(id);
-      if (gateway.status === 'running' && gateway.child) await this.onGateway(gateway, (conn) => leaveGateway(conn, openclawId));
+      const running = gateway.status === 'running' && gateway.child !== null;
+      if (running) await this.onGateway(gateway, (conn) => leaveGateway(conn, openclawId));
       else {
         gateway.record.leftAgents = [...(gateway.record.leftAgents ?? []), openclawId];
         await this.saveRecord(gateway);
@@ -906,6 +908,9 @@ export class LocalAgentHost implements AgentHost {
       this.log(gateway, `[host] agent ${id} left this gateway and was deleted`);
       if (gateway.record.retired && this.rosters.membersOf(gateway).length === 0) await this.remove(gateway);
       else if (!this.rosters.wantsProcess(gateway)) await this.rosterChanged(gateway, `agent ${id} left`);
+      // A gateway starting gets its files without it (else a config applied to it later would drop an entry, which
+      // OpenClaw refuses); one asleep or stopped gets them with its next start.
+      else if (!running) await this.applyRoster(gateway, `agent ${id} left`);
     });
   }
 

@@ -19,6 +19,8 @@ let runtime: string;
 let refusing: string;
 /** A stand-in whose first config.apply writes and applies the config, then fails. */
 let applyThenFail: string;
+/** A stand-in whose `/readyz` answers ready 1.5 s after it started. */
+let slowReady: string;
 const key = randomBytes(32);
 const hosts: LocalAgentHost[] = [];
 
@@ -40,9 +42,9 @@ async function newHost(dataDir?: string, gatewayRuntime = runtime, options: Part
 const spec = agentSpecs('Shared', 'pro');
 
 type Json = Record<string, any>;
-async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -76,6 +78,7 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'aop-shared-gw-'));
   runtime = await installFakeRuntime(join(work, 'rt'), '1.0.0', { gatewayProtocol: true });
   refusing = await installFakeRuntime(join(work, 'rt-refusing'), '1.0.0', { gatewayProtocol: true, refuseConfigApply: true });
+  slowReady = await installFakeRuntime(join(work, 'rt-slow-ready'), '1.0.0', { gatewayProtocol: true, readyDelayMs: 1_500 });
   applyThenFail = await installFakeRuntime(join(work, 'rt-apply-then-fail'), '1.0.0', {
     gatewayProtocol: true,
     failConfigApplyAfterWrite: 1,
@@ -359,6 +362,54 @@ describe('customer-scoped gateways (local host)', () => {
     await expect(full.status(refused.agentId)).rejects.toBeInstanceOf(AgentNotFoundError);
     expect(existsSync(full.paths(refused.agentId).dir)).toBe(false);
     expect((await full.status(sleeper.agentId)).status).toBe('hibernated');
+  });
+
+  it("never wakes a sleeping gateway for a stop or a deletion; its next wake quiets the stopped agent's jobs", async () => {
+    const host = await newHost();
+    const first = await host.waitUntilReady((await host.create(spec('usr_s'))).agentId);
+    const member = (await host.create(spec('usr_s'))).agentId;
+    const other = (await host.create(spec('usr_s'))).agentId;
+    await host.waitUntilReady(other);
+    await writeCronJobs(stateOf(host, first.agentId), [{ id: 'j-member', agentId: member.toLowerCase(), enabled: true }]);
+    const starts = async () => (await readFile(join(stateOf(host, first.agentId), 'starts.txt'), 'utf8')).trim().split('\n').length;
+    const jobEnabled = async () => (await jobsOf(host, first.agentId)).find((job) => job.id === 'j-member')?.enabled;
+    await host.hibernate(first.agentId);
+    const before = await starts();
+
+    expect(await host.stop(member)).toMatchObject({ status: 'stopped' });
+    await host.delete(other);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await host.status(first.agentId)).status).toBe('hibernated');
+    expect(await starts()).toBe(before);
+
+    // Woken by its first agent's Start: the member stopped while it slept has its job disabled once it is ready.
+    await host.start(first.agentId);
+    await host.waitUntilReady(first.agentId);
+    await until(async () => (await jobEnabled()) === false);
+    expect(Object.keys((await readJson(host.paths(first.agentId).config)).agents.entries)).toEqual(['main', member.toLowerCase()]);
+
+    // A member's Start wakes its sleeping gateway, and its job runs again.
+    await host.hibernate(first.agentId);
+    expect(await host.start(member)).toMatchObject({ status: 'starting' });
+    expect((await host.waitUntilReady(member)).status).toBe('running');
+    await until(async () => (await jobEnabled()) === true);
+    expect(await starts()).toBe(before + 2);
+  });
+
+  it('a member deleted while its gateway starts is out of the roster that gateway runs: a later agent still joins it', async () => {
+    const host = await newHost(undefined, slowReady);
+    const first = await host.waitUntilReady((await host.create(spec('usr_ds'))).agentId);
+    const member = (await host.create(spec('usr_ds'))).agentId;
+    await host.waitUntilReady(member);
+    await host.restart(first.agentId);
+    expect((await host.status(first.agentId)).status).toBe('starting');
+    await host.delete(member);
+    await host.waitUntilReady(first.agentId);
+    // Without it in the files, the join's config.apply drops no entry (OpenClaw would refuse it, and the agent would get
+    // a gateway of its own).
+    const later = await host.create(spec('usr_ds'));
+    expect(later.sharesGatewayWith).toEqual([first.agentId]);
+    expect(Object.keys((await readJson(host.paths(first.agentId).config)).agents.entries)).toEqual(['main', later.agentId.toLowerCase()]);
   });
 
   it('gives an agent that could not join a gateway of its own', async () => {
