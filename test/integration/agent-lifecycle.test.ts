@@ -463,6 +463,7 @@ describe('a heartbeat saved while the agent was stopped', () => {
   let backend: TestBackend;
   let web: TestWeb;
   let cookie: string;
+  let userId: string;
   let agentId: string;
 
   beforeAll(async () => {
@@ -470,7 +471,7 @@ describe('a heartbeat saved while the agent was stopped', () => {
     host = await fakeRuntimeHost(work, { gatewayProtocol: true, readyDelayMs: 400 });
     backend = await startBackend(SHARED, { host });
     web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url }, { logs: true });
-    ({ cookie } = await web.signIn({ plan: 'pro' }));
+    ({ cookie, userId } = await web.signIn({ plan: 'pro' }));
     const res = await request(`${web.url}/api/provision`, {
       json: { name: 'Beater', autoProvision: true },
       headers: { ...from(), cookie },
@@ -519,7 +520,9 @@ describe('a heartbeat saved while the agent was stopped', () => {
     expect(await gatewayJob()).toMatchObject({ enabled: true, schedule: { kind: 'every', everyMs: 7_200_000 } });
     await expect.poll(saved).toEqual([]);
     expect(
-      web.logs.some((line) => line.msg.startsWith('heartbeat: the settings saved while the agent was stopped are on its gateway')),
+      web.logs.some((line) =>
+        line.msg.startsWith('heartbeat: the settings saved while its gateway could not take them are on its gateway now'),
+      ),
     ).toBe(true);
   });
 
@@ -538,7 +541,9 @@ describe('a heartbeat saved while the agent was stopped', () => {
       expect(start.status).toBe(202);
       await host.waitUntilReady(agentId, { timeoutMs: 10_000 });
       await expect
-        .poll(() => hasty.logs.find((line) => line.msg.startsWith('heartbeat: the started agent is not live')), { timeout: 10_000 })
+        .poll(() => hasty.logs.find((line) => line.msg.startsWith('heartbeat: the agent is not live') && line.level === LOG_LEVEL.warn), {
+          timeout: 10_000,
+        })
         .toMatchObject({ level: LOG_LEVEL.warn, agentId });
       // Not lost: still saved, for the next start (the gateway's job is still the one from before the stop).
       expect(await saved()).toMatchObject([{ enabled: false, frequency: '6h' }]);
@@ -568,4 +573,41 @@ describe('a heartbeat saved while the agent was stopped', () => {
     expect(await heartbeat()).toMatchObject({ source: 'gateway', frequency: '12h' });
     expect(await gatewayJob()).toMatchObject({ schedule: { everyMs: 12 * 3_600_000 } });
   });
+
+  // A wake is a start (issue #20): what a start is owed follows a wake the web makes for a message or a change too.
+  it('a wake by a message puts a copy saved while the agent could not be woken on its gateway', async () => {
+    await host.hibernate(agentId);
+    // As `PUT /api/heartbeat` leaves it when the sleeping agent's wake is refused (a full host: see above).
+    await web.database.db.kysely
+      .insertInto('heartbeat_settings')
+      .values({ user_id: userId, agent_id: agentId, enabled: true, frequency: '3h' })
+      .execute();
+    const chat = await call(web.url, 'POST', '/api/chat', { message: 'wake up', agentId });
+    expect(chat.status, JSON.stringify(chat.body)).toBe(200);
+    await expect.poll(gatewayJob, { timeout: 10_000 }).toMatchObject({ schedule: { everyMs: 3 * 3_600_000 } });
+    await expect.poll(saved).toEqual([]);
+    expect(await heartbeat()).toMatchObject({ source: 'gateway', frequency: '3h' });
+  });
+
+  it('a heartbeat saved because the woken agent was still starting when the wait ran out is put on its gateway once it is live', async () => {
+    const behaviour = join(work, 'rt', 'node_modules', 'openclaw', 'behaviour.json');
+    const readyAfter = (readyDelayMs: number) => writeFile(behaviour, JSON.stringify({ gatewayProtocol: true, readyDelayMs }));
+    const patient = await startWeb(
+      { ...SHARED, BACKEND_API_URL: backend.url, AGENT_START_WAIT_MS: '5000' },
+      { database: web.database, logs: true },
+    );
+    try {
+      // Its next start is ready no sooner than 6 s after it began: past the PUT's 5 s wait, within the 5 s followed after.
+      await readyAfter(6_000);
+      await host.hibernate(agentId);
+      const put = await call(patient.url, 'PUT', '/api/heartbeat', { agentId, frequency: '6h' });
+      expect(put.body).toEqual({ success: true, source: 'db', enabled: true, frequency: '6h' });
+      expect(await gatewayJob()).toMatchObject({ schedule: { everyMs: 3 * 3_600_000 } });
+      await expect.poll(gatewayJob, { timeout: 20_000 }).toMatchObject({ schedule: { everyMs: 6 * 3_600_000 } });
+      await expect.poll(saved).toEqual([]);
+    } finally {
+      await patient.close();
+      await readyAfter(400);
+    }
+  }, 40_000);
 });

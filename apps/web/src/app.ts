@@ -14,6 +14,7 @@ import { registerUsageMetrics } from './modules/usage/usage.metrics.js';
 import { BackendClient } from './platform/clients/backend-client.js';
 import { type Mail, createMailer } from './platform/clients/mailer.js';
 import { type SystemMetrics, createSystemMetrics } from './platform/clients/system-metrics.js';
+import { AfterStart } from './modules/agents/after-start.service.js';
 
 export interface WebDeps {
   config: WebConfig;
@@ -69,7 +70,15 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   const mailer = createMailer({ ...config.mail, echo }, db.kysely);
   app.addHook('onClose', async () => mailer.close());
 
-  const context: WebContext = { config, mailer, metrics: metrics ?? createSystemMetrics() };
+  const lifecycle = { db, backend: app.backend, clock, waitMs: config.lifecycleWaitMs };
+  const afterStart = new AfterStart(
+    lifecycle,
+    { waitMs: config.gateway.startWaitMs, requestTimeoutMs: config.gateway.requestTimeoutMs },
+    app.log,
+  );
+  app.addHook('onClose', async () => afterStart.close());
+
+  const context: WebContext = { config, mailer, metrics: metrics ?? createSystemMetrics(), afterStart };
   for (const module of MODULES) await app.register(module, context);
   await app.register(dashboardPlugin, config.dashboardDir ? { dir: config.dashboardDir } : {});
   return app;

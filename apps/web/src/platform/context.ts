@@ -2,6 +2,7 @@ import type { App } from '@aop/core';
 import type { WebConfig } from '../config.js';
 import type { Mailer } from './clients/mailer.js';
 import type { SystemMetrics } from './clients/system-metrics.js';
+import type { AfterStart } from '../modules/agents/after-start.service.js';
 
 /**
  * What every feature module is given when it is registered: the validated configuration and the clients built once
@@ -13,6 +14,8 @@ export interface WebContext {
   mailer: Mailer;
   /** The machine's CPU and memory readings. */
   metrics: SystemMetrics;
+  /** What follows a start (or a wake) of an agent once it is live: one for the app, its follow-ups ended when it closes. */
+  afterStart: AfterStart;
 }
 
 /** A feature module: one folder under `modules/`, registering its routes (and nothing else) on the app. */

@@ -1,5 +1,5 @@
 import { type App, DomainError } from '@aop/core';
-import type { WebConfig } from '../../config.js';
+import type { WebContext } from '../../platform/context.js';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requireUser } from '../../platform/http/auth.js';
@@ -15,9 +15,9 @@ import { probeGateway } from '../../platform/clients/gateway-probe.js';
  * Spec §4.15: `POST /api/instance/:userId/{action}` and instance details, for the signed-in user's primary agent
  * (`users.runtime_instance_id`; the user picks it with `PUT /api/agents/:id/primary`).
  */
-export async function instanceRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+export async function instanceRoutes(app: App, context: WebContext): Promise<void> {
   app.addHook('onRequest', lifecycleLimit(app));
-  const deps = lifecycleRouteDeps(app, config);
+  const deps = lifecycleRouteDeps(app, context);
   const params = Type.Object({ userId: Type.String({ maxLength: 100 }) });
 
   /** The caller's agent; only its owner may act on `/api/instance/:userId`. */

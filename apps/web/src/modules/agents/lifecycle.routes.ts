@@ -1,5 +1,4 @@
 import { type App, DomainError } from '@aop/core';
-import type { WebConfig } from '../../config.js';
 import { AGENT_ACTIONS, type AgentAction, targetState } from '@aop/core/agent-state';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
@@ -10,7 +9,8 @@ import { AgentHealthView, LifecycleAnswer, PrimaryAnswer } from './agents.schema
 import { setPrimaryAgent } from './agents.service.js';
 import { requireCallersAgent } from '../../platform/owned-agent.js';
 import { eventsPath, type LifecycleDeps, readAgentState, runLifecycle } from './lifecycle.service.js';
-import { AfterStart } from './after-start.service.js';
+import type { AfterStart } from './after-start.service.js';
+import type { WebContext } from '../../platform/context.js';
 
 /** The failure shape of the lifecycle routes (`/api/instance/:userId/*` answered it first; the per-agent ones match). */
 export const FAILED = { success: false, status: 'error' } as const;
@@ -29,15 +29,9 @@ const UpdateBody = Type.Optional(
 /** The lifecycle routes' dependencies: the lifecycle's, and what follows a start once the agent is live. */
 export type LifecycleRouteDeps = LifecycleDeps & { afterStart: AfterStart };
 
-/**
- * The dependencies of a plugin serving lifecycle actions. Its `afterStart` follow-ups are ended (and waited for) when
- * the app closes.
- */
-export function lifecycleRouteDeps(app: App, config: WebConfig): LifecycleRouteDeps {
-  const deps: LifecycleDeps = { db: app.db, backend: app.backend, clock: app.clock, waitMs: config.lifecycleWaitMs };
-  const afterStart = new AfterStart(deps, { waitMs: config.gateway.startWaitMs, requestTimeoutMs: config.gateway.requestTimeoutMs });
-  app.addHook('onClose', async () => afterStart.close());
-  return { ...deps, afterStart };
+/** The dependencies of a plugin serving lifecycle actions. */
+export function lifecycleRouteDeps(app: App, { config, afterStart }: WebContext): LifecycleRouteDeps {
+  return { db: app.db, backend: app.backend, clock: app.clock, waitMs: config.lifecycleWaitMs, afterStart };
 }
 
 /**
@@ -93,10 +87,10 @@ export async function answerLifecycle(
  * (the account's primary agent, the one `/api/instance/:userId` and `/api/user/runtime` mean). Session or API key; only
  * the owner — another user's agent is 404 like a missing one.
  */
-export async function lifecycleRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+export async function lifecycleRoutes(app: App, context: WebContext): Promise<void> {
   const limit = lifecycleLimit(app);
   const agentsLimit = app.rateLimit({ name: 'agents', max: 100, windowMs: 60_000, message: 'Too many requests' });
-  const deps = lifecycleRouteDeps(app, config);
+  const deps = lifecycleRouteDeps(app, context);
 
   const owned = async (user: AuthUser, agentId: string) => {
     await requireCallersAgent(app.db, user.id, agentId);

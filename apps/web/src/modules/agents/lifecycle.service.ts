@@ -15,6 +15,7 @@ import { type BackendClient, BackendUnavailableError } from '../../platform/clie
 import { probeGateway } from '../../platform/clients/gateway-probe.js';
 import { type AuthUser, backendCaller } from '../../platform/sessions.js';
 import type { AgentHealthView } from './agents.schemas.js';
+import type { AfterStart } from './after-start.service.js';
 import { findAgentProgress, setAgentStatus } from './agents.service.js';
 
 /**
@@ -30,6 +31,8 @@ export interface LifecycleDeps {
   clock: () => number;
   /** How long a lifecycle call waits for its state (`AGENT_LIFECYCLE_WAIT_MS`, default 60 s). */
   waitMs?: number;
+  /** What follows a start once the agent is live (`AfterStart`): given, a wake made here is followed like any start. */
+  afterStart?: Pick<AfterStart, 'follow'>;
 }
 
 /** How long a lifecycle call waits by default for the state it asked for before it answers 202 with the state on the way. */
@@ -133,7 +136,8 @@ async function pollAgentState(
  * Waits up to `waitMs` for the caller's agent to be live, when it is on its way there (provisioning, starting, updating)
  * or asleep (hibernated: it is started first, issue #20); answers its state at once otherwise. Null when the caller has
  * no agent with this id. A wake the backend refuses (e.g. no room on the host) throws `AGENT_WAKE_REFUSED` with its
- * reason: the agent stays asleep, and "the next message wakes it" would not be true of this one.
+ * reason: the agent stays asleep, and "the next message wakes it" would not be true of this one. A wake is a start: what
+ * a start is owed once live (`AfterStart`, e.g. a heartbeat saved while it could not be woken) follows it.
  */
 export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId: string, waitMs: number) {
   const now = await readAgentState(deps, user, agentId);
@@ -149,6 +153,7 @@ export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId
       const said = answer.body?.error;
       throw new DomainError('AGENT_WAKE_REFUSED', { reason: typeof said === 'string' && said ? said : `HTTP ${answer.status}` });
     }
+    deps.afterStart?.follow(user, agentId);
   } else if (!now || !isOnItsWayToLive(now.state)) return now;
   return pollAgentState(deps, user, agentId, waitMs, isOnItsWayToLive);
 }

@@ -1,7 +1,7 @@
 import type { App } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import type { WebConfig } from '../../config.js';
+import type { WebContext } from '../../platform/context.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { CHAT_RATE_LIMIT, checkMessage, checkSessionKey, restAgentChat } from './agent-chat.service.js';
 import { AgentActionBody } from './chat.schemas.js';
@@ -36,8 +36,8 @@ const authenticate = async (request: FastifyRequest) => {
  * takes an `action`. Session or API key. The schema checks the action; each action checks its own fields (see
  * `AgentActionBody`), so each bad body gets its own words.
  */
-export async function agentInteractionRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
+export async function agentInteractionRoutes(app: App, { config, afterStart }: Pick<WebContext, 'config' | 'afterStart'>): Promise<void> {
+  const deps = { db: app.db, backend: app.backend, config, clock: app.clock, afterStart };
   // The `chat` action opens a turn like `POST /api/chat`, so it spends the same per-client budget.
   const chatLimit = app.rateLimit(CHAT_RATE_LIMIT);
   const credentialLimit = app.rateLimit({

@@ -1,7 +1,7 @@
 import type { App } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import type { WebConfig } from '../../config.js';
+import type { WebContext } from '../../platform/context.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { ChatBody, ChatHistory, ChatReply, GatewayChatBody } from './chat.schemas.js';
 import {
@@ -25,8 +25,8 @@ const authenticate = async (request: FastifyRequest) => {
  * WebSocket fallback `POST /api/gateway/chat`, and `GET /api/gateway/status`. Each body field answers with the spec's
  * words for it (chat.schemas.ts).
  */
-export async function chatRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
+export async function chatRoutes(app: App, { config, afterStart }: Pick<WebContext, 'config' | 'afterStart'>): Promise<void> {
+  const deps = { db: app.db, backend: app.backend, config, clock: app.clock, afterStart };
   const chatLimit = app.rateLimit(CHAT_RATE_LIMIT);
 
   app.post(

@@ -9,6 +9,7 @@ import {
 } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import type { WebConfig } from '../../config.js';
+import type { WebContext } from '../../platform/context.js';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { DeviceLists, DeviceMoveBody } from './devices.schemas.js';
 import { DEVICE_MOVES, canMove, claimMove, findDevice, listDevices, mirrorPairingList, undoMove } from './devices.service.js';
@@ -69,9 +70,9 @@ async function namedAgentScope(app: App, user: AuthUser, agentId: string): Promi
 const namedAgent = (agentId: string | undefined) => (agentId?.trim() ? agentId.trim() : undefined);
 
 /** Spec §4.12 / §3.1: the devices paired with the user's agent gateway, and the owner's approve / deny / revoke. */
-export async function deviceRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+export async function deviceRoutes(app: App, { config, afterStart }: Pick<WebContext, 'config' | 'afterStart'>): Promise<void> {
   const timeoutMs = config.gateway.requestTimeoutMs;
-  const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
+  const deps = { db: app.db, backend: app.backend, config, clock: app.clock, afterStart };
 
   /**
    * Reads the gateway's pairing state into the record. Returns null when it did, else the error to answer a move with

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { App } from '@aop/core';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { WebConfig } from '../../config.js';
+import type { WebContext } from '../../platform/context.js';
 import type { AuthUser } from '../../platform/sessions.js';
 import { CHAT_RATE_LIMIT, type ChatUsage } from '../chat/agent-chat.service.js';
 import {
@@ -116,8 +116,8 @@ async function streamCompletion(
  * Issue #22 "OpenAI-compatible endpoint": `POST /v1/chat/completions` and `GET /v1/models[/{model}]` for the caller's
  * agents, with a user API key. Refusals are in OpenAI's error shape (openai-errors.ts), unknown `/v1` paths included.
  */
-export async function openAiCompatRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
+export async function openAiCompatRoutes(app: App, { config, afterStart }: Pick<WebContext, 'config' | 'afterStart'>): Promise<void> {
+  const deps = { db: app.db, backend: app.backend, config, clock: app.clock, afterStart };
   app.setErrorHandler(openAiErrorHandler);
 
   app.post(

@@ -1,7 +1,7 @@
 import { type App, DomainError } from '@aop/core';
 import { cronAdd, cronRemove } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
-import type { WebConfig } from '../../config.js';
+import type { WebContext } from '../../platform/context.js';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { CRON_AGENT_ID_MAX, CreateCronJobBody, CronJob, CronList } from './schedule.schemas.js';
 import {
@@ -33,8 +33,8 @@ const namedAgent = (agentId: string | undefined) => agentId?.trim() || undefined
  * Spec §4.3: the caller's cron jobs on their gateway (their agent's, else the shared one where they see only their own
  * jobs; see `services/cron-jobs.ts`). Each request opens one gateway connection.
  */
-export async function cronRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
+export async function cronRoutes(app: App, { config, afterStart }: Pick<WebContext, 'config' | 'afterStart'>): Promise<void> {
+  const deps = { db: app.db, backend: app.backend, config, clock: app.clock, afterStart };
   const timeoutMs = config.gateway.requestTimeoutMs;
   // A change to a sleeping agent's jobs wakes it and waits for it, like a message; reading them does not.
   const { startWaitMs } = config.gateway;

@@ -2,7 +2,7 @@ import { type App, DomainError, isDomainError } from '@aop/core';
 import type { GatewayConnection } from '@aop/gateway-client';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { WebConfig } from '../../config.js';
+import type { WebContext } from '../../platform/context.js';
 import { requireUser, userBeforeBody } from '../../platform/http/auth.js';
 import { gatewayFailureMessage } from './cron-jobs.service.js';
 import { DeleteHeartbeatBody, Heartbeat, HeartbeatWrite, WriteHeartbeatBody } from './schedule.schemas.js';
@@ -35,8 +35,8 @@ const deprecatedObjectBody = async (request: FastifyRequest, reply: FastifyReply
 };
 
 /** Spec §4.10 heartbeat: the platform's heartbeat job on the caller's gateway, else settings kept in the database. */
-export async function heartbeatRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
-  const deps = { db: app.db, backend: app.backend, config, clock: app.clock };
+export async function heartbeatRoutes(app: App, { config, afterStart }: Pick<WebContext, 'config' | 'afterStart'>): Promise<void> {
+  const deps = { db: app.db, backend: app.backend, config, clock: app.clock, afterStart };
 
   /**
    * Runs `fn` against the gateway that holds `agentId`'s heartbeat. Null when there is none or the call failed: the
@@ -141,6 +141,8 @@ export async function heartbeatRoutes(app: App, { config }: { config: WebConfig 
 
     if (!agentId) throw new DomainError('AGENT_ID_REQUIRED');
     const saved = await saveHeartbeatSettings(app.db, user.id, agentId, { enabled, frequency });
+    // An agent still on its way up when the wait ran out gets them once it is live; a stopped one at its start.
+    afterStart.follow(user, agentId, null, request.log);
     return { success: true as const, source: 'db' as const, enabled: saved.enabled, frequency: saved.frequency };
   }
 

@@ -1,6 +1,6 @@
 import { type App, beforeObjectBody, DomainError, checkJsonText } from '@aop/core';
 import { Type } from '@sinclair/typebox';
-import type { WebConfig } from '../../config.js';
+import type { WebContext } from '../../platform/context.js';
 import { requireUser } from '../../platform/http/auth.js';
 import { listWorkflowRuns, runWorkflow } from './workflow-runs.service.js';
 import {
@@ -70,7 +70,7 @@ const userBeforeWorkflowBody = beforeObjectBody(async (request) => {
 });
 
 /** Spec §4.9 / §2.7: workflows and their nodes, user-scoped; and (issue #19) their runs. */
-export async function workflowRoutes(app: App, { config }: { config: WebConfig }): Promise<void> {
+export async function workflowRoutes(app: App, { config, afterStart }: Pick<WebContext, 'config' | 'afterStart'>): Promise<void> {
   app.get(
     '/api/workflows',
     {
@@ -180,7 +180,7 @@ export async function workflowRoutes(app: App, { config }: { config: WebConfig }
     },
     async (request, reply) => {
       const user = await requireUser(request);
-      const deps = { db: app.db, backend: app.backend, config, clock: app.clock, log: request.log };
+      const deps = { db: app.db, backend: app.backend, config, clock: app.clock, afterStart, log: request.log };
       const run = await runWorkflow(deps, user, request.params.workflowId, request.body?.input);
       return reply.code(201).send({ run });
     },
