@@ -878,13 +878,7 @@ export class KubernetesAgentHost implements AgentHost {
    * its next pod starts from the objects, and a stop, a configuration or a deletion never wakes it.
    */
   private async rosterChanged(name: string, note: string, options: { start?: boolean } = {}): Promise<void> {
-    const deployment = await this.k8s(`read deployment ${name}`, () =>
-      this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
-    );
-    const spec = await this.openSpec(name, deployment);
-    const record = this.manifests.recordOf(spec);
-    await this.upsertConfigMap(name, record, spec);
-    await this.upsertSecret(name, record, spec);
+    const deployment = await this.writeRosterObjects(name);
     const members = await this.allMembers(name);
     if (!wantsProcess(rosterFieldsOf(deployment), members)) {
       await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 0 } });
@@ -910,12 +904,8 @@ export class KubernetesAgentHost implements AgentHost {
     }
   }
 
-  /**
-   * What the gateway `name` may have got of an agent whose join failed (called holding its lock, the agent's objects
-   * removed): its objects rewritten without it; a running pod's roster without it when the pod got it (`withdrawJoin`),
-   * a starting pod's files without it.
-   */
-  private async undoJoin(name: string, agentId: string): Promise<void> {
+  /** The gateway's ConfigMap and Secret rewritten with its roster as the members' objects say; answers its Deployment. */
+  private async writeRosterObjects(name: string): Promise<V1Deployment> {
     const deployment = await this.k8s(`read deployment ${name}`, () =>
       this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
     );
@@ -923,6 +913,16 @@ export class KubernetesAgentHost implements AgentHost {
     const record = this.manifests.recordOf(spec);
     await this.upsertConfigMap(name, record, spec);
     await this.upsertSecret(name, record, spec);
+    return deployment;
+  }
+
+  /**
+   * What the gateway `name` may have got of an agent whose join failed (called holding its lock, the agent's objects
+   * removed): its objects rewritten without it; a running pod's roster without it when the pod got it (`withdrawJoin`),
+   * a starting pod's files without it.
+   */
+  private async undoJoin(name: string, agentId: string): Promise<void> {
+    const deployment = await this.writeRosterObjects(name);
     const pod = await this.runningPod(name);
     if (!pod) return;
     if (this.observed(deployment, await this.pods(name)).status === 'running') {
