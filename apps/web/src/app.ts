@@ -70,9 +70,8 @@ export async function buildApp({ config, db, counters, logger, metrics, clock = 
   const mailer = createMailer({ ...config.mail, echo }, db.kysely);
   app.addHook('onClose', async () => mailer.close());
 
-  const lifecycle = { db, backend: app.backend, clock, waitMs: config.lifecycleWaitMs };
   const afterStart = new AfterStart(
-    lifecycle,
+    { db, backend: app.backend, clock },
     { waitMs: config.gateway.startWaitMs, requestTimeoutMs: config.gateway.requestTimeoutMs },
     app.log,
   );
