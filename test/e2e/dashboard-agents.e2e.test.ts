@@ -160,6 +160,9 @@ describe('two agents of one customer in the dashboard', () => {
     // Its chat says what the state means for a message before one is sent (issue #19).
     await page.getByRole('tab', { name: 'Chat' }).click();
     await page.getByRole('status').filter({ hasText: 'The agent is stopped: start it on the Lifecycle tab to chat.' }).waitFor();
+    // Its Send is off, and says why beside it: the web would refuse the message.
+    expect(await page.getByRole('button', { name: 'Send' }).isDisabled()).toBe(true);
+    await page.getByText('Start the agent on the Lifecycle tab to send a message.').waitFor();
     // Typing to a stopped agent starts nothing: stopped is its owner's choice (only a sleeping agent wakes ahead).
     await page.getByRole('textbox', { name: 'Message' }).fill('Anyone there?');
     await new Promise((resolve) => setTimeout(resolve, 1_500));

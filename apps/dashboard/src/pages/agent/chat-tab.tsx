@@ -53,6 +53,13 @@ function stateNotice(s: AgentStateNow | undefined, waking: WakeAhead): { tone: '
   return { tone: 'down', text: `The agent is ${what}: start it on the Lifecycle tab to chat.` };
 }
 
+/**
+ * The states in which the web refuses a message (409 or "not live": the agent is not coming up by itself), so Send is
+ * off and says why; in every other state a message goes, or waits for the agent.
+ */
+const refusesMessages = (s: AgentStateNow | undefined): boolean =>
+  s !== undefined && (s.state === 'stopped' || s.state === 'stopping' || s.state === 'failed');
+
 type WakeAhead = { kind: 'idle' } | { kind: 'asked' } | { kind: 'failed'; error: string };
 
 /**
@@ -81,6 +88,7 @@ function useWakeAhead(agentId: string, state: AgentStateNow['state'] | undefined
 export function ChatTab({ agentId, agentState }: { agentId: string; agentState?: AgentStateNow | undefined }) {
   const { waking, typed } = useWakeAhead(agentId, agentState?.state);
   const notice = stateNotice(agentState, waking);
+  const refused = refusesMessages(agentState);
   const [params, setParams] = useSearchParams();
   const asked = params.get('session');
   const sessionKey = asked && SESSION_KEY.test(asked) ? asked : DEFAULT_SESSION;
@@ -176,7 +184,7 @@ export function ChatTab({ agentId, agentState }: { agentId: string; agentState?:
 
   const send = async (event?: FormEvent) => {
     event?.preventDefault();
-    if (pending) return;
+    if (pending || refused) return;
     const text = draft;
     if (text.trim() === '') {
       setSendError('Type a message first.');
@@ -364,9 +372,9 @@ export function ChatTab({ agentId, agentState }: { agentId: string; agentState?:
         />
         <div className="row chat-actions">
           <span id="chat-message-hint" className="hint">
-            Enter sends; Shift+Enter starts a new line.
+            {refused ? 'Start the agent on the Lifecycle tab to send a message.' : 'Enter sends; Shift+Enter starts a new line.'}
           </span>
-          <button type="submit" className="button primary" disabled={pending !== null}>
+          <button type="submit" className="button primary" disabled={pending !== null || refused}>
             Send
           </button>
         </div>
