@@ -163,6 +163,7 @@ describe('two agents of one customer in the dashboard', () => {
     // Its Send is off, and says why beside it: the web would refuse the message.
     expect(await page.getByRole('button', { name: 'Send' }).isDisabled()).toBe(true);
     await page.getByText('Start the agent on the Lifecycle tab to send a message.').waitFor();
+    await page.getByText('No messages in session “main” yet.', { exact: true }).waitFor();
     // Typing to a stopped agent starts nothing: stopped is its owner's choice (only a sleeping agent wakes ahead).
     await page.getByRole('textbox', { name: 'Message' }).fill('Anyone there?');
     await new Promise((resolve) => setTimeout(resolve, 1_500));

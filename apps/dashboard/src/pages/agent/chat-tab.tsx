@@ -303,7 +303,9 @@ export function ChatTab({ agentId, agentState }: { agentId: string; agentState?:
         {loadError ? <ErrorState message={loadError} onRetry={() => void loadLatest()} /> : null}
         {!loading && !loadError && messages.length === 0 && !pending && !sendError ? (
           <Empty>
-            <p>No messages in session “{sessionKey}” yet. Write the first one below.</p>
+            <p>
+              No messages in session “{sessionKey}” yet.{refused ? '' : ' Write the first one below.'}
+            </p>
           </Empty>
         ) : null}
         <ol className="chat-log" ref={logRef} aria-label="Messages" aria-live="polite" tabIndex={-1}>
