@@ -41,6 +41,15 @@ async function newHost(dataDir?: string, gatewayRuntime = runtime, options: Part
 
 const spec = agentSpecs('Shared', 'pro');
 
+/** A customer's first agent (ready) and `count` more of theirs, each joined to its gateway and ready. */
+async function customerGateway<N extends 1 | 2>(host: LocalAgentHost, userId: string, count: N) {
+  const first = await host.waitUntilReady((await host.create(spec(userId))).agentId);
+  const members: string[] = [];
+  for (let i = 0; i < count; i += 1) members.push((await host.create(spec(userId))).agentId);
+  for (const member of members) await host.waitUntilReady(member);
+  return { first, members: members as N extends 1 ? [string] : [string, string] };
+}
+
 type Json = Record<string, any>;
 async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -202,9 +211,10 @@ describe('customer-scoped gateways (local host)', () => {
 
   it('stops a member by disabling its jobs and heartbeat (the gateway runs on), and starts it by enabling them again', async () => {
     const host = await newHost();
-    const first = await host.waitUntilReady((await host.create(spec('usr_c'))).agentId);
-    const member = (await host.create(spec('usr_c'))).agentId;
-    await host.waitUntilReady(member);
+    const {
+      first,
+      members: [member],
+    } = await customerGateway(host, 'usr_c', 1);
     const inGateway = member.toLowerCase();
     await writeCronJobs(stateOf(host, first.agentId), [
       { id: 'j-main', agentId: 'main', enabled: true },
@@ -240,9 +250,10 @@ describe('customer-scoped gateways (local host)', () => {
 
   it('keeps the gateway for its members when the first agent stops; stops it when nobody wants it; restores it all', async () => {
     const host = await newHost();
-    const first = await host.waitUntilReady((await host.create(spec('usr_d'))).agentId);
-    const member = (await host.create(spec('usr_d'))).agentId;
-    await host.waitUntilReady(member);
+    const {
+      first,
+      members: [member],
+    } = await customerGateway(host, 'usr_d', 1);
     await writeCronJobs(stateOf(host, first.agentId), [{ id: 'j-main', enabled: true }]);
 
     expect((await host.stop(first.agentId)).status).toBe('stopped');
@@ -276,11 +287,10 @@ describe('customer-scoped gateways (local host)', () => {
 
   it('deletes a member with agents.delete; a deleted first agent leaves the gateway to its members until the last goes', async () => {
     const host = await newHost();
-    const first = await host.waitUntilReady((await host.create(spec('usr_e'))).agentId);
-    const a = (await host.create(spec('usr_e'))).agentId;
-    const b = (await host.create(spec('usr_e'))).agentId;
-    await host.waitUntilReady(a);
-    await host.waitUntilReady(b);
+    const {
+      first,
+      members: [a, b],
+    } = await customerGateway(host, 'usr_e', 2);
     const gatewayState = stateOf(host, first.agentId);
     // An agent-less system job, as OpenClaw keeps them: its owner is the first agent (the roster says so).
     await writeCronJobs(gatewayState, [{ id: 'system', enabled: true, system: true }]);
@@ -309,9 +319,10 @@ describe('customer-scoped gateways (local host)', () => {
 
   it('a member deleted while its gateway is down leaves no jobs behind: they are removed when it is up again', async () => {
     const host = await newHost();
-    const first = await host.waitUntilReady((await host.create(spec('usr_g'))).agentId);
-    const member = (await host.create(spec('usr_g'))).agentId;
-    await host.waitUntilReady(member);
+    const {
+      first,
+      members: [member],
+    } = await customerGateway(host, 'usr_g', 1);
     const inGateway = member.toLowerCase();
     await writeCronJobs(stateOf(host, first.agentId), [
       { id: 'j-main', agentId: 'main', enabled: true },
@@ -366,10 +377,10 @@ describe('customer-scoped gateways (local host)', () => {
 
   it("never wakes a sleeping gateway for a stop or a deletion; its next wake quiets the stopped agent's jobs", async () => {
     const host = await newHost();
-    const first = await host.waitUntilReady((await host.create(spec('usr_s'))).agentId);
-    const member = (await host.create(spec('usr_s'))).agentId;
-    const other = (await host.create(spec('usr_s'))).agentId;
-    await host.waitUntilReady(other);
+    const {
+      first,
+      members: [member, other],
+    } = await customerGateway(host, 'usr_s', 2);
     await writeCronJobs(stateOf(host, first.agentId), [{ id: 'j-member', agentId: member.toLowerCase(), enabled: true }]);
     const starts = async () => (await readFile(join(stateOf(host, first.agentId), 'starts.txt'), 'utf8')).trim().split('\n').length;
     const jobEnabled = async () => (await jobsOf(host, first.agentId)).find((job) => job.id === 'j-member')?.enabled;
@@ -398,9 +409,10 @@ describe('customer-scoped gateways (local host)', () => {
 
   it('a member deleted while its gateway starts is out of the roster that gateway runs: a later agent still joins it', async () => {
     const host = await newHost(undefined, slowReady);
-    const first = await host.waitUntilReady((await host.create(spec('usr_ds'))).agentId);
-    const member = (await host.create(spec('usr_ds'))).agentId;
-    await host.waitUntilReady(member);
+    const {
+      first,
+      members: [member],
+    } = await customerGateway(host, 'usr_ds', 1);
     await host.restart(first.agentId);
     expect((await host.status(first.agentId)).status).toBe('starting');
     await host.delete(member);
@@ -443,9 +455,10 @@ describe('customer-scoped gateways (local host)', () => {
 
   it("applies a member's configuration to its entry at once; refuses what needs a process of its own", async () => {
     const host = await newHost();
-    const first = await host.waitUntilReady((await host.create(spec('usr_f'))).agentId);
-    const member = (await host.create(spec('usr_f'))).agentId;
-    await host.waitUntilReady(member);
+    const {
+      first,
+      members: [member],
+    } = await customerGateway(host, 'usr_f', 1);
     await host.configure(member, {
       llm: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-new', model: 'm3' },
       config: { agents: { defaults: { heartbeat: { every: '2h' } } }, tools: { profile: 'messaging' } },
