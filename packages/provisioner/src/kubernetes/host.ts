@@ -894,14 +894,19 @@ export class KubernetesAgentHost implements AgentHost {
       // its pod starts from the objects
       if (options.start) await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } });
     } else {
-      // A pod on its way up: its files, if it has copied them already, and the roster applied once it is ready (marked
-      // first: `starting` until then; a pod that has not copied them yet reads them from the objects).
-      const pod = await this.runningPod(name);
-      if (pod) {
-        await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.rosterPending]: 'true' } } });
-        await this.writeRuntimeFiles(pod, name);
-      }
+      await this.writeStartingRoster(name);
     }
+  }
+
+  /**
+   * The roster for a pod on its way up: its files, if it has copied them already, and the roster applied once it is
+   * ready (marked first: `starting` until then; a pod that has not copied them yet reads them from the objects).
+   */
+  private async writeStartingRoster(name: string): Promise<void> {
+    const pod = await this.runningPod(name);
+    if (!pod) return;
+    await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.rosterPending]: 'true' } } });
+    await this.writeRuntimeFiles(pod, name);
   }
 
   /** The gateway's ConfigMap and Secret rewritten with its roster as the members' objects say; answers its Deployment. */
@@ -923,14 +928,9 @@ export class KubernetesAgentHost implements AgentHost {
    */
   private async undoJoin(name: string, agentId: string): Promise<void> {
     const deployment = await this.writeRosterObjects(name);
-    const pod = await this.runningPod(name);
-    if (!pod) return;
     if (this.observed(deployment, await this.pods(name)).status === 'running') {
       await this.onGateway(name, deployment, (conn) => withdrawJoin(conn, openclawAgentIdOf(agentId)));
-    } else {
-      await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.rosterPending]: 'true' } } });
-      await this.writeRuntimeFiles(pod, name);
-    }
+    } else await this.writeStartingRoster(name);
   }
 
   /** The gateway's config and secret file, as its objects hold them now, into a pod's runtime directory. */
