@@ -62,7 +62,7 @@ const SCRIPT = String.raw`
 import { WebSocketServer } from '__WS_URL__';
 import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -200,6 +200,8 @@ const sessionsFile = join(state, 'fake-sessions.json');
 const cronFile = join(state, 'cron-jobs.json');
 const devicesFile = join(state, 'devices.json');
 const readJson = (file, fallback) => { try { return JSON.parse(readFileSync(file, 'utf8')); } catch { return fallback; } };
+// Like OpenClaw, its job store and config are replaced in one step: a test or host reading one never sees half of it.
+const replaceFile = (file, text) => { writeFileSync(file + '.tmp', text); renameSync(file + '.tmp', file); };
 if (config.gateway?.mode !== 'local') { console.error('Gateway start blocked: set gateway.mode=local'); process.exit(1); }
 const workspace = config.agents?.defaults?.workspace ?? join(state, 'workspace');
 mkdirSync(join(workspace, 'memory'), { recursive: true });
@@ -289,7 +291,7 @@ const methods = {
     if (dropped.length > 0) throw { code: 'INVALID_REQUEST', message: 'Config write would drop agent roster entries without an explicit deletion: ' + dropped.join(', ') };
     // Like OpenClaw, a config it writes itself carries its own \`meta\` block.
     const next = { ...JSON.parse(params.raw), meta: { lastTouchedVersion: version } };
-    writeFileSync(process.env.OPENCLAW_CONFIG_PATH, JSON.stringify(next, null, 2));
+    replaceFile(process.env.OPENCLAW_CONFIG_PATH, JSON.stringify(next, null, 2));
     appliedHash = hashOf(JSON.stringify(next));
     token = resolveToken(next);
     appendFileSync(join(state, 'config-applies.jsonl'), JSON.stringify({ at: Date.now() - started, model: next.agents?.defaults?.model ?? null }) + '\n');
@@ -332,7 +334,7 @@ const methods = {
     const everyMs = params.schedule?.kind === 'every' ? params.schedule.everyMs : undefined;
     const job = { id: randomUUID(), enabled: true, createdAtMs: now, updatedAtMs: now, ...params,
       state: typeof everyMs === 'number' ? { nextRunAtMs: now + everyMs } : {} };
-    writeFileSync(cronFile, JSON.stringify([...readJson(cronFile, []), job]));
+    replaceFile(cronFile, JSON.stringify([...readJson(cronFile, []), job]));
     return job;
   },
   'cron.get': (params) => {
@@ -347,12 +349,12 @@ const methods = {
     if (!job) throw { code: 'NOT_FOUND', message: 'unknown cron job ' + params.id };
     if (job.system) throw { code: 'INVALID_REQUEST', message: 'system-owned job' };
     Object.assign(job, params.patch);
-    writeFileSync(cronFile, JSON.stringify(jobs));
+    replaceFile(cronFile, JSON.stringify(jobs));
     return job;
   },
   'cron.remove': (params) => {
     const jobs = readJson(cronFile, []);
-    writeFileSync(cronFile, JSON.stringify(jobs.filter((job) => job.id !== params.id)));
+    replaceFile(cronFile, JSON.stringify(jobs.filter((job) => job.id !== params.id)));
     return { ok: true, removed: jobs.some((job) => job.id === params.id) };
   },
   // Like OpenClaw: the agent leaves the roster (written to the config), its jobs go, its files with deleteFiles.
@@ -364,8 +366,8 @@ const methods = {
       throw { code: 'INVALID_REQUEST', message: 'Agent-less cron job has no resolvable owner. Pass --agent <id> when creating or editing the job, or set agents.defaults.systemAgent.agentId.' };
     }
     delete cfg.agents.entries[params.agentId];
-    writeFileSync(process.env.OPENCLAW_CONFIG_PATH, JSON.stringify({ ...cfg, meta: { lastTouchedVersion: version } }, null, 2));
-    writeFileSync(cronFile, JSON.stringify(readJson(cronFile, []).filter((job) => job.agentId !== params.agentId)));
+    replaceFile(process.env.OPENCLAW_CONFIG_PATH, JSON.stringify({ ...cfg, meta: { lastTouchedVersion: version } }, null, 2));
+    replaceFile(cronFile, JSON.stringify(readJson(cronFile, []).filter((job) => job.agentId !== params.agentId)));
     if (params.deleteFiles) rmSync(join(state, 'agents', params.agentId), { recursive: true, force: true });
     appendFileSync(join(state, 'agents-deleted.jsonl'), JSON.stringify({ agentId: params.agentId, deleteFiles: params.deleteFiles === true }) + '\n');
     return { ok: true };
