@@ -457,6 +457,7 @@ describe('a hibernated agent, woken by a message', () => {
 
 // Spec §4.10: a heartbeat set while the agent is stopped can only be saved in the database (`source: 'db'`). Starting
 // the agent puts it on its gateway once it is live, after the start has answered; the saved copy is then forgotten.
+const NO_SWEEP = { SAVED_HEARTBEAT_SWEEP_MS: '0' };
 describe('a heartbeat saved while the agent was stopped', () => {
   let work: string;
   let host: LocalAgentHost;
@@ -470,7 +471,8 @@ describe('a heartbeat saved while the agent was stopped', () => {
     work = await mkdtemp(join(tmpdir(), 'aop-stopped-heartbeat-'));
     host = await fakeRuntimeHost(work, { gatewayProtocol: true, readyDelayMs: 400 });
     backend = await startBackend(SHARED, { host });
-    web = await startWeb({ ...SHARED, BACKEND_API_URL: backend.url }, { logs: true });
+    // Without its sweep: these tests follow what the starts the web makes do; the last one, the sweep.
+    web = await startWeb({ ...SHARED, ...NO_SWEEP, BACKEND_API_URL: backend.url }, { logs: true });
     ({ cookie, userId } = await web.signIn({ plan: 'pro' }));
     const res = await request(`${web.url}/api/provision`, {
       json: { name: 'Beater', autoProvision: true },
@@ -529,7 +531,7 @@ describe('a heartbeat saved while the agent was stopped', () => {
   it('a start whose agent is not live in time keeps the saved settings and says so; the next start puts them there', async () => {
     // The same service with no patience: its start answers 202 at once, and follows the agent for no time at all.
     const hasty = await startWeb(
-      { ...SHARED, BACKEND_API_URL: backend.url, AGENT_LIFECYCLE_WAIT_MS: '0', AGENT_START_WAIT_MS: '0' },
+      { ...SHARED, ...NO_SWEEP, BACKEND_API_URL: backend.url, AGENT_LIFECYCLE_WAIT_MS: '0', AGENT_START_WAIT_MS: '0' },
       { database: web.database, logs: true },
     );
     try {
@@ -593,7 +595,7 @@ describe('a heartbeat saved while the agent was stopped', () => {
     const behaviour = join(work, 'rt', 'node_modules', 'openclaw', 'behaviour.json');
     const readyAfter = (readyDelayMs: number) => writeFile(behaviour, JSON.stringify({ gatewayProtocol: true, readyDelayMs }));
     const patient = await startWeb(
-      { ...SHARED, BACKEND_API_URL: backend.url, AGENT_START_WAIT_MS: '5000' },
+      { ...SHARED, ...NO_SWEEP, BACKEND_API_URL: backend.url, AGENT_START_WAIT_MS: '5000' },
       { database: web.database, logs: true },
     );
     try {
@@ -610,4 +612,39 @@ describe('a heartbeat saved while the agent was stopped', () => {
       await readyAfter(400);
     }
   }, 40_000);
+
+  // A start the web did not make (the host's own wake for a due job, a restart after a crash) is caught by the web's
+  // sweep (`SAVED_HEARTBEAT_SWEEP_MS`), which reads each agent's state and wakes none.
+  it('the sweep puts a saved heartbeat on an agent the host started by itself, and wakes none that sleeps', async () => {
+    const sweeping = await startWeb(
+      { ...SHARED, BACKEND_API_URL: backend.url, SAVED_HEARTBEAT_SWEEP_MS: '100' },
+      { database: web.database, logs: true },
+    );
+    try {
+      await host.hibernate(agentId);
+      // As `PUT /api/heartbeat` leaves it when the sleeping agent's wake is refused (a full host: see above).
+      await web.database.db.kysely
+        .insertInto('heartbeat_settings')
+        .values({ user_id: userId, agent_id: agentId, enabled: true, frequency: '12h' })
+        .execute();
+      // Passes go by (every 100 ms) and it sleeps on, its copy saved and not held by anyone.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect((await host.status(agentId)).status).toBe('hibernated');
+      expect(await saved()).toMatchObject([{ frequency: '12h', claimed_until: null }]);
+
+      // Woken by the host, as for a due job: a pass puts the copy on its gateway once it is live, and drops it.
+      await host.start(agentId);
+      await host.waitUntilReady(agentId, { timeoutMs: 10_000 });
+      await expect.poll(gatewayJob, { timeout: 10_000 }).toMatchObject({ schedule: { everyMs: 12 * 3_600_000 } });
+      await expect.poll(saved).toEqual([]);
+      expect(await heartbeat()).toMatchObject({ source: 'gateway', frequency: '12h' });
+      expect(
+        sweeping.logs.filter((line) =>
+          line.msg.startsWith('heartbeat: the settings saved while its gateway could not take them are on its gateway now'),
+        ),
+      ).toMatchObject([{ agentId, frequency: '12h' }]);
+    } finally {
+      await sweeping.close();
+    }
+  });
 });

@@ -340,6 +340,8 @@ export interface HeartbeatSettingsTable {
   /** `30m`, `1h`, `2h`, `3h`, `6h` or `12h`. */
   frequency: Generated<string>;
   updated_at: Timestamp;
+  /** Until when one caller is putting it on the agent's gateway (migration 0024); null: nobody. */
+  claimed_until: NullableTimestamp;
 }
 
 /** `POST /api/chat` turns (migration 0011): the user's message and the agent's reply, one row each. */

@@ -46,12 +46,14 @@ export const identityOf = (row: IdentityRow, adminEmails: ReadonlySet<string>) =
   isAdmin: hasAdminRights(row, adminEmails),
 });
 
+/** Who a call acts for, as far as the database (row-level security) and the backend (`backendCaller`) need to know. */
+export type Caller = Pick<AuthUser, 'id' | 'email' | 'emailVerified'>;
+
 /**
  * Who the backend is told is calling. The address travels only once verified: the backend grants administrator
  * rights by `x-user-email` (spec §5), so an unverified one must never reach it.
  */
-export const backendCaller = (user: Pick<AuthUser, 'id' | 'email' | 'emailVerified'>): BackendCaller =>
-  user.emailVerified ? { id: user.id, email: user.email } : { id: user.id };
+export const backendCaller = (user: Caller): BackendCaller => (user.emailVerified ? { id: user.id, email: user.email } : { id: user.id });
 
 export interface NewSession {
   /** The cookie value; only its SHA-256 is stored. */

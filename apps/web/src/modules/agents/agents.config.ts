@@ -11,6 +11,7 @@ export const AgentsEnvSchema = Type.Object({
   HOSTING_STATUS_POLL_MS: Env.int(5_000, 10),
   HOSTING_DEPLOY_TIMEOUT_MS: Env.int(600_000, 100),
   AGENT_LIFECYCLE_WAIT_MS: Env.int(60_000, 0),
+  SAVED_HEARTBEAT_SWEEP_MS: Env.int(60_000, 0),
 });
 
 export interface AgentsConfig {
@@ -31,12 +32,18 @@ export interface AgentsConfig {
   provisioningDisabled: boolean;
   /** How long a lifecycle call waits for the state it asked for before it answers 202 (issue #19, docs/decisions.md). */
   lifecycleWaitMs: number;
+  /**
+   * How often the web puts heartbeats saved while an agent's gateway could not take them on agents live again without a
+   * start it made (a wake for a due job, a restart after a crash): `AfterStart.sweep`. 0: only starts it makes do.
+   */
+  savedHeartbeatSweepMs: number;
 }
 
 export function toAgentsConfig(env: Static<typeof AgentsEnvSchema>): AgentsConfig {
   return {
     provisioningDisabled: env.PROVISIONING_DISABLED,
     lifecycleWaitMs: env.AGENT_LIFECYCLE_WAIT_MS,
+    savedHeartbeatSweepMs: env.SAVED_HEARTBEAT_SWEEP_MS,
     hosting:
       env.HOSTING_API_URL && env.HOSTING_API_KEY && env.HOSTING_PROJECT_ID && env.HOSTING_ENVIRONMENT_ID
         ? {

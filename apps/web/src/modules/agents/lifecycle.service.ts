@@ -13,7 +13,7 @@ import type { Database } from '@aop/db';
 import { GatewayError } from '@aop/gateway-client';
 import { type BackendClient, BackendUnavailableError } from '../../platform/clients/backend-client.js';
 import { probeGateway } from '../../platform/clients/gateway-probe.js';
-import { type AuthUser, backendCaller } from '../../platform/sessions.js';
+import { type Caller, backendCaller } from '../../platform/sessions.js';
 import type { AgentHealthView } from './agents.schemas.js';
 import type { AfterStart } from './after-start.service.js';
 import { findAgentProgress, setAgentStatus } from './agents.service.js';
@@ -52,7 +52,7 @@ export const eventsPath = (agentId: string) => `/api/agents/${encodeURIComponent
  */
 export async function readAgentState(
   deps: LifecycleDeps,
-  user: AuthUser,
+  user: Caller,
   agentId: string,
   options: { waitMs?: number } = {},
 ): Promise<AgentHealthView | null> {
@@ -114,7 +114,7 @@ export async function readAgentState(
  */
 async function pollAgentState(
   deps: LifecycleDeps,
-  user: AuthUser,
+  user: Caller,
   agentId: string,
   waitMs: number,
   keepWaiting: (state: AgentLifecycleState) => boolean,
@@ -139,7 +139,7 @@ async function pollAgentState(
  * reason: the agent stays asleep, and "the next message wakes it" would not be true of this one. A wake is a start: what
  * a start is owed once live (`AfterStart`, e.g. a heartbeat saved while it could not be woken) follows it.
  */
-export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId: string, waitMs: number) {
+export async function waitUntilLive(deps: LifecycleDeps, user: Caller, agentId: string, waitMs: number) {
   const now = await readAgentState(deps, user, agentId);
   if (now && wakesOnMessage(now.state)) {
     const answer = await deps.backend.request<Record<string, unknown>>(`/api/agents/${encodeURIComponent(agentId)}/start`, {
@@ -165,7 +165,7 @@ export async function waitUntilLive(deps: LifecycleDeps, user: AuthUser, agentId
  */
 export function whileStarting(
   deps: LifecycleDeps,
-  user: AuthUser,
+  user: Caller,
   agentId: string,
   waitMs: number,
   signal?: AbortSignal,
@@ -180,7 +180,7 @@ export function whileStarting(
  */
 export async function untilLive(
   deps: LifecycleDeps,
-  user: AuthUser,
+  user: Caller,
   agentId: string,
   waitMs: number,
 ): Promise<{ state: AgentHealthView; waitedMs: number }> {
@@ -214,7 +214,7 @@ export const gatewayDown = (err: unknown): boolean =>
  */
 export async function againOnceLive<T>(
   deps: LifecycleDeps,
-  user: AuthUser,
+  user: Caller,
   agentId: string | null | undefined,
   waitMs: number,
   call: () => Promise<T>,
@@ -247,7 +247,7 @@ export type LifecycleOutcome =
  */
 export async function runLifecycle(
   deps: LifecycleDeps,
-  user: AuthUser,
+  user: Caller,
   agentId: string,
   action: AgentAction,
   body: unknown,

@@ -1,9 +1,10 @@
-import type { Database } from '@aop/db';
+import type { DB, Database } from '@aop/db';
+import type { Kysely } from 'kysely';
 import { type CronJob, type GatewayConnection, cronAdd, cronRemove } from '@aop/gateway-client';
 import { requireOwnAgent } from '../../platform/owned-agent.js';
 import { HEARTBEAT_MARK, cronAddParams, cronJobView, hasMark, listOwnJobs } from './cron-jobs.service.js';
 import { type GatewayDeps, type GatewayTarget, ownAgentGateway, withGateway } from '../../platform/clients/user-gateway.js';
-import type { AuthUser } from '../../platform/sessions.js';
+import type { Caller } from '../../platform/sessions.js';
 
 /**
  * The heartbeat the platform manages (spec §4.10): one ordinary cron job per user on their gateway, found by the
@@ -157,7 +158,7 @@ export async function deleteHeartbeatSettings(db: Database, userId: string, agen
  */
 export async function applySavedHeartbeat(
   deps: Pick<GatewayDeps, 'db' | 'backend'>,
-  user: AuthUser,
+  user: Caller,
   agentId: string,
   timeoutMs: number,
 ): Promise<StoredHeartbeat | null> {
@@ -175,4 +176,75 @@ export async function applySavedHeartbeat(
       .execute(),
   );
   return saved;
+}
+
+/**
+ * How long one caller holds a saved heartbeat while it puts it on the gateway (`claimSavedHeartbeat`): longer than an
+ * apply takes (a gateway call bounded by `GATEWAY_REQUEST_TIMEOUT_MS`, retried as long), so a claim ends by its
+ * release, and one left by a process that died ends by itself.
+ */
+const CLAIM_MS = 120_000;
+
+/**
+ * Claims `agentId`'s saved heartbeat for the caller to put on its gateway (`applySavedHeartbeat`, then
+ * `releaseSavedHeartbeat`): true when one is saved and nobody else holds it. Another replica's sweep, or a start's
+ * follow-up beside the sweep, would otherwise add the job twice. Two claims at once: the row's lock makes the second
+ * re-read it, claimed, and match nothing.
+ */
+export async function claimSavedHeartbeat(db: Database, userId: string, agentId: string, now: number): Promise<boolean> {
+  const claimed = await db.withUser(userId, (trx) =>
+    trx
+      .updateTable('heartbeat_settings')
+      .set({ claimed_until: new Date(now + CLAIM_MS) })
+      .where('agent_id', '=', agentId)
+      .where((eb) => eb.or([eb('claimed_until', 'is', null), eb('claimed_until', '<=', new Date(now))]))
+      .returning('agent_id')
+      .executeTakeFirst(),
+  );
+  return claimed !== undefined;
+}
+
+/** Ends the caller's claim on a saved copy still there (the apply failed, or a newer one was saved meanwhile). */
+export async function releaseSavedHeartbeat(db: Database, userId: string, agentId: string): Promise<void> {
+  await db.withUser(userId, (trx) =>
+    trx.updateTable('heartbeat_settings').set({ claimed_until: null }).where('agent_id', '=', agentId).execute(),
+  );
+}
+
+/** A saved heartbeat nobody holds, with who its agent belongs to (for the sweep: `AfterStart.sweep`). */
+export interface SavedHeartbeatOwner {
+  agentId: string;
+  owner: Caller;
+}
+
+/**
+ * Up to `limit` saved heartbeats nobody holds now, of agents after `after` in id order (the sweep's cursor), read over
+ * the owner connection: the sweep acts for every user, each call after this one as the agent's owner.
+ */
+export async function unclaimedSavedHeartbeats(
+  kysely: Kysely<DB>,
+  options: { now: number; after: string | null; limit: number },
+): Promise<SavedHeartbeatOwner[]> {
+  const rows = await kysely
+    .selectFrom('heartbeat_settings as h')
+    .innerJoin('users as u', 'u.id', 'h.user_id')
+    .select(['h.agent_id', 'u.id', 'u.email', 'u.email_verified_at'])
+    .where((eb) => eb.or([eb('h.claimed_until', 'is', null), eb('h.claimed_until', '<=', new Date(options.now))]))
+    .$if(options.after !== null, (qb) => qb.where('h.agent_id', '>', options.after as string))
+    .orderBy('h.agent_id')
+    .limit(options.limit)
+    .execute();
+  return rows.map((row) => ({
+    agentId: row.agent_id,
+    owner: { id: row.id, email: row.email, emailVerified: row.email_verified_at !== null },
+  }));
+}
+
+/** How many heartbeats wait in the database for their agent's gateway (the sweep's queue depth, /metrics). */
+export async function savedHeartbeatCount(kysely: Kysely<DB>): Promise<number> {
+  const row = await kysely
+    .selectFrom('heartbeat_settings')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
 }

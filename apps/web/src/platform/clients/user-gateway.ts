@@ -3,7 +3,7 @@ import type { Database } from '@aop/db';
 import { type GatewayConnection, connectGateway } from '@aop/gateway-client';
 import { OWN_GATEWAY_AGENT_ID } from '@aop/provisioner/host';
 import type { WebConfig } from '../../config.js';
-import { type AuthUser, backendCaller } from '../sessions.js';
+import { type AuthUser, type Caller, backendCaller } from '../sessions.js';
 import { type BackendClient, BackendUnavailableError } from './backend-client.js';
 import { type BackendControl, BackendGatewayConnection } from './backend-gateway.js';
 
@@ -95,7 +95,7 @@ interface BackendToken {
 /** OpenClaw agent ids as OpenClaw writes them (`agents.entries` keys): anything else is not put into a session key. */
 const OPENCLAW_AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
-async function backendToken(backend: BackendClient, path: string, user: AuthUser): Promise<BackendToken> {
+async function backendToken(backend: BackendClient, path: string, user: Caller): Promise<BackendToken> {
   let answer: Awaited<ReturnType<BackendClient['request']>>;
   try {
     answer = await backend.request<{ token?: string }>(path, { caller: backendCaller(user) });
@@ -132,7 +132,7 @@ const toWs = (url: string) => url.replace(/^http/, 'ws');
  * The gateway of one named agent of the user, whichever is primary (404 `Agent not found` when it is not theirs or
  * does not exist, 409 `Agent is not deployed` while it has no address yet).
  */
-export async function ownAgentGateway(deps: Pick<GatewayDeps, 'db' | 'backend'>, user: AuthUser, agentId: string): Promise<GatewayTarget> {
+export async function ownAgentGateway(deps: Pick<GatewayDeps, 'db' | 'backend'>, user: Caller, agentId: string): Promise<GatewayTarget> {
   const agent = await deps.db.readAsUser(user.id, (trx) =>
     trx.selectFrom('agents').select(['id', 'name', 'url']).where('id', '=', agentId).executeTakeFirst(),
   );
@@ -148,7 +148,7 @@ export const chosenGateway = (deps: GatewayDeps, user: AuthUser, agentId: string
 /** The gateway of one of the user's agents, with its token from the backend (and how to control it). */
 export async function agentGatewayTarget(
   deps: Pick<GatewayDeps, 'backend'>,
-  user: AuthUser,
+  user: Caller,
   agent: { id: string; name: string; url: string },
 ): Promise<GatewayTarget> {
   const { token, viaBackend, openclawAgentId, stopped } = await backendToken(
