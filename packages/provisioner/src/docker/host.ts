@@ -61,13 +61,16 @@ import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
 import { POOL_NEEDS_DEVICE, type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import {
   DEFAULT_WAKE_LEAD_MS,
+  type Due,
+  asDue,
   type IdleVerdict,
   askIdle,
   dueToWake,
   hibernateIdlest,
+  hibernationOf,
   keepsAwake,
   readActivityAt,
-  wakeAtFor,
+  rewakeAsleep,
 } from '../shared/idle.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import {
@@ -800,7 +803,7 @@ export class DockerAgentHost implements AgentHost {
         }
         const verdict = await this.askIdle(agent, idleMs);
         if (!verdict?.sleep) continue;
-        await this.hibernateAgent(agent, verdict.nextDueMs).catch((error: unknown) =>
+        await this.hibernateAgent(agent, verdict).catch((error: unknown) =>
           this.log(agent, `[host] hibernation failed: ${messageOf(error)}`),
         );
       }
@@ -841,7 +844,7 @@ export class DockerAgentHost implements AgentHost {
     return hibernateIdlest(requester, this.agents.values(), this.config, {
       ask: (agent, idleMs) => this.askIdle(agent, idleMs),
       log: (agent, line) => this.log(agent, line),
-      hibernate: (agent, nextDueMs) => this.hibernateAgent(agent, nextDueMs),
+      hibernate: (agent, due) => this.hibernateAgent(agent, due),
     });
   }
 
@@ -856,21 +859,22 @@ export class DockerAgentHost implements AgentHost {
 
   /**
    * Stops an idle agent's container with its state volume kept: `hibernated` until `start` (a message) or `wakeLeadMs`
-   * before `nextDueMs`. The container is kept too (a wake starts it as it was). Public for operators and tests; the
-   * idle check calls it.
+   * before `nextDueMs` (or its agents' due times, as the idle check reads them). The container is kept too (a wake
+   * starts it as it was). Public for operators and tests; the idle check calls it.
    */
-  async hibernate(agentId: string, nextDueMs: number | null = null): Promise<AgentState> {
+  async hibernate(agentId: string, due: number | null | Due = null): Promise<AgentState> {
+    const next = asDue(due);
     const member = await this.member(agentId);
-    if (!member) return this.hibernateAgent(await this.get(agentId), nextDueMs);
-    await this.hibernateAgent(this.rosters.gatewayOf(member), nextDueMs);
+    if (!member) return this.hibernateAgent(await this.get(agentId), next);
+    await this.hibernateAgent(this.rosters.gatewayOf(member), next);
     return this.publicState(member);
   }
 
-  private hibernateAgent(agent: Agent, nextDueMs: number | null): Promise<AgentState> {
+  private hibernateAgent(agent: Agent, due: Due): Promise<AgentState> {
     return exclusive(agent, async () => {
       if ((await this.observe(agent)).status !== 'running') return this.publicState(agent);
-      const wakeAt = wakeAtFor(nextDueMs, this.wakeLeadMs);
-      agent.record.hibernation = { since: new Date().toISOString(), wakeAt };
+      agent.record.hibernation = hibernationOf(due, this.wakeLeadMs);
+      const { wakeAt } = agent.record.hibernation;
       await this.saveRecord(agent);
       this.log(agent, `[host] hibernating after being idle; ${wakeAt ? `wakes at ${wakeAt} for its next due job` : 'no job due'}`);
       await this.stopContainer(agent);
@@ -1006,7 +1010,15 @@ export class DockerAgentHost implements AgentHost {
       this.fillWarmPool();
       return;
     }
-    if (!(await this.applyRoster(gateway, note)) && options.start) await this.startHeld(gateway);
+    if (await this.applyRoster(gateway, note)) return;
+    if (options.start) await this.startHeld(gateway);
+    else {
+      // One asleep wakes for the jobs of the agents that still want to run in it, not those of one stopped or deleted.
+      await rewakeAsleep(gateway.record, this.rosters.wantedIds(gateway), this.wakeLeadMs, note, {
+        save: () => this.saveRecord(gateway),
+        log: (line) => this.log(gateway, line),
+      });
+    }
   }
 
   /**
@@ -1172,8 +1184,8 @@ export class DockerAgentHost implements AgentHost {
       if (gateway.record.retired && this.rosters.membersOf(gateway).length === 0) await this.remove(gateway.record.agentId, gateway);
       else if (!this.rosters.wantsProcess(gateway)) await this.rosterChanged(gateway, `agent ${id} left`);
       // A container starting gets its config without it (else a config applied to it later would drop an entry, which
-      // OpenClaw refuses); one asleep or stopped gets it with its next start.
-      else if (!running) await this.applyRoster(gateway, `agent ${id} left`);
+      // OpenClaw refuses); one asleep or stopped gets it with its next start, and sleeps on without waking for its jobs.
+      else if (!running) await this.rosterChanged(gateway, `agent ${id} left`);
     });
   }
 
@@ -1191,7 +1203,7 @@ export class DockerAgentHost implements AgentHost {
     await this.saveRecord(gateway);
     this.log(gateway, '[host] its first agent was deleted (sessions and memory removed); the gateway stays for its members');
     if (wasRunning && this.rosters.wantsProcess(gateway)) await this.startHeld(gateway);
-    else if (!this.rosters.wantsProcess(gateway)) await this.rosterChanged(gateway, 'its first agent was deleted');
+    else await this.rosterChanged(gateway, 'its first agent was deleted');
   }
 
   /** A member's memory reset: its sessions and its workspace's notes, in the gateway's volume; the gateway restarted. */

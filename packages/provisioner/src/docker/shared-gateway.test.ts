@@ -322,6 +322,44 @@ describe('customer-scoped gateways (docker host)', () => {
     expect(existsSync(join(volume, 'agents', 'main', 'agent', 'openclaw-agent.sqlite'))).toBe(true);
   });
 
+  it('a container asleep wakes for the jobs of the agents that still want to run: one stopped or deleted meanwhile does not wake it', async () => {
+    const { engine, host, options } = await setup({ wakeLeadMs: 1_000 });
+    const first = spec('usr_w');
+    await host.create(first);
+    await host.waitUntilReady(first.agentId);
+    const [member, other] = [spec('usr_w'), spec('usr_w')];
+    for (const s of [member, other]) await host.create(s);
+    for (const s of [member, other]) await host.waitUntilReady(s.agentId);
+    const now = Date.now();
+    const due = { member: now + 60_000, other: now + 90_000, main: now + 120_000 };
+    const ahead = (ms: number) => new Date(ms - 1_000).toISOString();
+    // As the idle check reads the gateway's jobs (shared/idle.ts `readGatewayActivity`, tested on the local host).
+    await host.hibernate(first.agentId, {
+      nextDueMs: due.member,
+      dueByAgent: { [member.agentId.toLowerCase()]: due.member, [other.agentId.toLowerCase()]: due.other, main: due.main },
+    });
+    expect(await host.status(other.agentId)).toMatchObject({ status: 'hibernated', wakesAt: ahead(due.member) });
+    const gateway = engine.container(dockerContainerName(first.agentId));
+    const starts = () =>
+      engine
+        .callsTo('POST', /\/containers\/[^/]+\/start$/)
+        .filter((call) => [gateway?.Id, gateway?.Name].some((id) => id && call.path.includes(id))).length;
+    const before = starts();
+
+    await host.stop(member.agentId);
+    expect(await host.status(first.agentId)).toMatchObject({ status: 'hibernated', wakesAt: ahead(due.other) });
+    await host.delete(other.agentId);
+    expect(await host.status(first.agentId)).toMatchObject({ status: 'hibernated', wakesAt: ahead(due.main) });
+    // Kept in the registry: a backend started again reads it back.
+    await host.shutdown();
+    const again = new DockerAgentHost(options);
+    cleanups.push(() => again.shutdown());
+    await again.restore();
+    expect(await again.status(first.agentId)).toMatchObject({ status: 'hibernated', wakesAt: ahead(due.main) });
+    expect(starts()).toBe(before);
+    expect(running(engine, first.agentId)).toBe(false);
+  });
+
   it('gives an agent whose join failed after its config was applied a container of its own, and takes it out of the first', async () => {
     const { engine, host } = await setup({}, { failConfigApplyAfterWrite: 1 });
     const first = spec('usr_j');

@@ -73,7 +73,18 @@ import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { settleWithin } from '../shared/settle-within.js';
 import { POOL_NEEDS_DEVICE, type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import { warmUpGateway } from '../shared/warm-up.js';
-import { DEFAULT_WAKE_LEAD_MS, askIdle, dueToWake, keepsAwake, readActivityAt, wakeAtFor } from '../shared/idle.js';
+import {
+  DEFAULT_WAKE_LEAD_MS,
+  type Due,
+  asDue,
+  type Hibernation,
+  askIdle,
+  dueToWake,
+  hibernationFor,
+  hibernationOf,
+  keepsAwake,
+  readActivityAt,
+} from '../shared/idle.js';
 import {
   type RosterFields,
   applyConfig,
@@ -82,6 +93,7 @@ import {
   memberWorkspaceDir,
   openclawAgentIdOf,
   settleRoster,
+  wantedAgentIds,
   wantsProcess,
   withdrawJoin,
 } from '../shared/roster.js';
@@ -153,7 +165,32 @@ const BENIGN_WAITING = new Set(['ContainerCreating', 'PodInitializing']);
 /** Scaled to 0 for being idle (`hibernate`), not stopped. */
 const isHibernated = (deployment: V1Deployment) => Boolean(deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.hibernatedSince]);
 /** The metadata patch that wakes a hibernated agent: its hibernation annotations removed. */
-const AWAKE = { annotations: { [KUBE_ANNOTATIONS.hibernatedSince]: null, [KUBE_ANNOTATIONS.wakeAt]: null } };
+const AWAKE = {
+  annotations: { [KUBE_ANNOTATIONS.hibernatedSince]: null, [KUBE_ANNOTATIONS.wakeAt]: null, [KUBE_ANNOTATIONS.dueByAgent]: null },
+};
+
+/** A hibernation as the Deployment's annotations keep it (`hibernationOf`, `hibernationFor`). */
+const hibernationAnnotations = (hibernation: Hibernation) => ({
+  [KUBE_ANNOTATIONS.hibernatedSince]: hibernation.since,
+  [KUBE_ANNOTATIONS.wakeAt]: hibernation.wakeAt,
+  [KUBE_ANNOTATIONS.dueByAgent]: hibernation.dueByAgent ? JSON.stringify(hibernation.dueByAgent) : null,
+});
+
+/** The hibernation a Deployment's annotations say (null: awake); due times that do not parse are left out. */
+function hibernationIn(deployment: V1Deployment): Hibernation | null {
+  const annotations = deployment.metadata?.annotations ?? {};
+  const since = annotations[KUBE_ANNOTATIONS.hibernatedSince];
+  if (!since) return null;
+  let dueByAgent: Record<string, number> | undefined;
+  try {
+    const parsed: unknown = JSON.parse(annotations[KUBE_ANNOTATIONS.dueByAgent] ?? 'null');
+    if (parsed && typeof parsed === 'object' && Object.values(parsed).every((t) => typeof t === 'number'))
+      dueByAgent = parsed as Record<string, number>;
+  } catch {
+    dueByAgent = undefined;
+  }
+  return { since, wakeAt: annotations[KUBE_ANNOTATIONS.wakeAt] ?? null, dueByAgent };
+}
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const iso = (value: Date | string | undefined | null): string | null =>
   value === undefined || value === null ? null : value instanceof Date ? value.toISOString() : new Date(value).toISOString();
@@ -893,9 +930,22 @@ export class KubernetesAgentHost implements AgentHost {
     } else if ((deployment.spec?.replicas ?? 0) === 0) {
       // its pod starts from the objects
       if (options.start) await this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } });
+      else await this.rewake(name, deployment, members);
     } else {
       await this.writeStartingRoster(name);
     }
+  }
+
+  /**
+   * A sleeping gateway whose roster changed (an agent stopped or deleted): woken for the jobs of the agents that still
+   * want to run in it alone (`hibernationFor`).
+   */
+  private async rewake(name: string, deployment: V1Deployment, members: readonly Member[]): Promise<void> {
+    const asleep = hibernationIn(deployment);
+    if (!asleep) return;
+    const hibernation = hibernationFor(asleep, wantedAgentIds(rosterFieldsOf(deployment), members), this.wakeLeadMs);
+    if (hibernation.wakeAt !== asleep.wakeAt)
+      await this.patchDeployment(name, { metadata: { annotations: hibernationAnnotations(hibernation) } });
   }
 
   /**
@@ -1514,7 +1564,7 @@ export class KubernetesAgentHost implements AgentHost {
         );
         if (!verdict) continue;
         this.lastActiveAt.set(id, verdict.lastActiveAt);
-        if (verdict.sleep) await this.hibernateGateway(id, verdict.nextDueMs).catch(() => undefined);
+        if (verdict.sleep) await this.hibernateGateway(id, verdict).catch(() => undefined);
       }
     } catch {
       // the API server is unreachable: the next pass tries again
@@ -1532,25 +1582,23 @@ export class KubernetesAgentHost implements AgentHost {
    * due job) in the same patch: `hibernated` until `start` (a message) or the idle check at `aop/wake-at`. Public for
    * operators and tests; the idle check calls it.
    */
-  async hibernate(agentId: string, nextDueMs: number | null = null): Promise<AgentState> {
+  async hibernate(agentId: string, due: number | null | Due = null): Promise<AgentState> {
+    const next = asDue(due);
     const { member } = await this.resolve(agentId);
     if (!member) {
       await this.agent(agentId);
-      return this.hibernateGateway(agentId, nextDueMs);
+      return this.hibernateGateway(agentId, next);
     }
     const gateway = await this.gatewayOfMember(member);
-    await this.hibernateGateway(gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '', nextDueMs);
+    await this.hibernateGateway(gateway.deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.agentId] ?? '', next);
     return this.memberState(member);
   }
 
-  private async hibernateGateway(agentId: string, nextDueMs: number | null): Promise<AgentState> {
+  private async hibernateGateway(agentId: string, due: Due): Promise<AgentState> {
     return this.exclusive(agentId, async () => {
       const { name } = await this.agent(agentId, { retired: true });
       if ((await this.processStateOf(name)).status !== 'running') return this.stateOf(name);
-      const annotations = {
-        [KUBE_ANNOTATIONS.hibernatedSince]: new Date().toISOString(),
-        [KUBE_ANNOTATIONS.wakeAt]: wakeAtFor(nextDueMs, this.wakeLeadMs),
-      };
+      const annotations = hibernationAnnotations(hibernationOf(due, this.wakeLeadMs));
       await this.patchDeployment(name, { metadata: { annotations }, spec: { replicas: 0 } });
       this.lastActiveAt.delete(agentId);
       return this.stateOf(name);

@@ -91,6 +91,11 @@ export const KUBE_ANNOTATIONS = {
   hibernatedSince: 'aop/hibernated-since',
   /** When a hibernated agent is woken for its next due job (absent: none due). */
   wakeAt: 'aop/wake-at',
+  /**
+   * A hibernated gateway's next due time of each of its agents' jobs (JSON, by OpenClaw agent id): an agent stopped or
+   * deleted while it sleeps no longer wakes it (shared/idle.ts `hibernationFor`).
+   */
+  dueByAgent: 'aop/due-by-agent',
   /** `prepare`: the agent's config carries the warm-up, so a new pod is `starting` until its first turn is prepared. */
   firstTurn: 'aop/first-turn',
   /** The uid of the pod whose first turn was prepared (the warm-up turn ran, or was tried). */

@@ -265,8 +265,8 @@ describe('customer-scoped gateways (kubernetes host)', () => {
     expect(states[second.agentId]).toMatchObject({ status: 'running', openclawAgentId: secondId, sharesGatewayWith: [first.agentId] });
   });
 
-  it("never scales a sleeping gateway up for a member's stop, configuration or deletion; a member's Start does", async () => {
-    const { api, host, create } = await setup();
+  it("never scales a sleeping gateway up for a member's stop, configuration or deletion, nor for their jobs; a member's Start does", async () => {
+    const { api, host, create } = await setup({ wakeLeadMs: 1_000 });
     const first = spec('usr_kz');
     await create(first);
     await host.waitUntilReady(first.agentId);
@@ -275,15 +275,27 @@ describe('customer-scoped gateways (kubernetes host)', () => {
     await create(second);
     await create(third);
     expect(api.list('deployments', NS)).toHaveLength(1);
-    await host.hibernate(first.agentId);
+    // Each agent's next due job, as the idle check reads them from the gateway (shared/idle.ts `readGatewayActivity`).
+    const now = Date.now();
+    const due = { second: now + 60_000, third: now + 90_000, main: now + 120_000 };
+    const [secondId, thirdId] = [second.agentId.toLowerCase(), third.agentId.toLowerCase()];
+    await host.hibernate(first.agentId, {
+      nextDueMs: due.second,
+      dueByAgent: { [secondId]: due.second, [thirdId]: due.third, main: due.main },
+    });
     const replicas = () => api.get('deployments', NS, gatewayName)!.spec.replicas;
+    const wakesAt = async () => (await host.status(first.agentId)).wakesAt;
+    const ahead = (ms: number) => new Date(ms - 1_000).toISOString();
     expect(replicas()).toBe(0);
+    expect(await wakesAt()).toBe(ahead(due.second));
 
+    // Stopped while it sleeps: the second's job no longer wakes it, the third's does.
     expect(await host.stop(second.agentId)).toMatchObject({ status: 'stopped' });
+    expect(await wakesAt()).toBe(ahead(due.third));
     await host.configure(third.agentId, { config: { agents: { defaults: { heartbeat: { every: '2h' } } } } });
     await host.delete(second.agentId);
     expect(replicas()).toBe(0);
-    expect((await host.status(first.agentId)).status).toBe('hibernated');
+    expect(await host.status(first.agentId)).toMatchObject({ status: 'hibernated', wakesAt: ahead(due.third) });
     // What changed is in the objects its next pod starts from.
     const entries = JSON.parse(api.get('configmaps', NS, gatewayName)!.data['openclaw.json']).agents.entries;
     expect(Object.keys(entries)).toEqual(['main', third.agentId.toLowerCase()]);
@@ -291,6 +303,7 @@ describe('customer-scoped gateways (kubernetes host)', () => {
 
     await host.stop(third.agentId);
     expect(replicas()).toBe(0);
+    expect(await wakesAt()).toBe(ahead(due.main));
     await host.start(third.agentId);
     expect(replicas()).toBe(1);
     expect((await host.waitUntilReady(third.agentId)).status).toBe('running');

@@ -86,14 +86,17 @@ import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
 import { type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import {
   DEFAULT_WAKE_LEAD_MS,
+  type Due,
+  asDue,
   type Hibernation,
   type IdleVerdict,
   askIdle,
   hibernateIdlest,
   dueToWake,
+  hibernationOf,
   keepsAwake,
   readActivityAt,
-  wakeAtFor,
+  rewakeAsleep,
 } from '../shared/idle.js';
 
 export interface LocalHostOptions {
@@ -762,8 +765,15 @@ export class LocalAgentHost implements AgentHost {
       this.fillWarmPool();
       return;
     }
-    if (!(await this.applyRoster(gateway, note)) && options.start) {
+    if (await this.applyRoster(gateway, note)) return;
+    if (options.start) {
       await this.withRoom(id, () => this.spawnWanted(gateway), { needed: ACTIVE.has(gateway.status) ? false : undefined });
+    } else {
+      // One asleep wakes for the jobs of the agents that still want to run in it, not those of one stopped or deleted.
+      await rewakeAsleep(gateway.record, this.rosters.wantedIds(gateway), this.wakeLeadMs, note, {
+        save: () => this.saveRecord(gateway),
+        log: (line) => this.log(gateway, line),
+      });
     }
   }
 
@@ -909,8 +919,8 @@ export class LocalAgentHost implements AgentHost {
       if (gateway.record.retired && this.rosters.membersOf(gateway).length === 0) await this.remove(gateway);
       else if (!this.rosters.wantsProcess(gateway)) await this.rosterChanged(gateway, `agent ${id} left`);
       // A gateway starting gets its files without it (else a config applied to it later would drop an entry, which
-      // OpenClaw refuses); one asleep or stopped gets them with its next start.
-      else if (!running) await this.applyRoster(gateway, `agent ${id} left`);
+      // OpenClaw refuses); one asleep or stopped gets them with its next start, and sleeps on without waking for its jobs.
+      else if (!running) await this.rosterChanged(gateway, `agent ${id} left`);
     });
   }
 
@@ -929,7 +939,7 @@ export class LocalAgentHost implements AgentHost {
     await this.saveRecord(gateway);
     this.log(gateway, '[host] its first agent was deleted (sessions and memory removed); the gateway stays for its members');
     if (wasRunning && this.rosters.wantsProcess(gateway)) await this.withRoom(gateway.record.agentId, () => this.spawnWanted(gateway));
-    else if (!this.rosters.wantsProcess(gateway)) await this.rosterChanged(gateway, 'its first agent was deleted');
+    else await this.rosterChanged(gateway, 'its first agent was deleted');
   }
 
   /** What a memory reset of an agent with a gateway of its own removes; with members, only `main`'s sessions. */
@@ -1031,9 +1041,7 @@ export class LocalAgentHost implements AgentHost {
         }
         const verdict = await this.askIdle(agent, idleMs);
         if (!verdict?.sleep) continue;
-        await this.hibernateAgent(agent, verdict.nextDueMs).catch((error: Error) =>
-          this.log(agent, `[host] hibernation failed: ${error.message}`),
-        );
+        await this.hibernateAgent(agent, verdict).catch((error: Error) => this.log(agent, `[host] hibernation failed: ${error.message}`));
       }
     } finally {
       this.checkingIdle = false;
@@ -1063,17 +1071,18 @@ export class LocalAgentHost implements AgentHost {
 
   /**
    * Stops an idle agent's gateway with its state kept: `hibernated` until `start` (a message) or `wakeLeadMs` before
-   * `nextDueMs`. Public for operators and tests; the idle check calls it.
+   * `nextDueMs` (or its agents' due times, as the idle check reads them). Public for operators and tests; the idle check
+   * calls it.
    */
-  async hibernate(agentId: string, nextDueMs: number | null = null): Promise<AgentState> {
-    return this.hibernateAgent(this.get(agentId), nextDueMs);
+  async hibernate(agentId: string, due: number | null | Due = null): Promise<AgentState> {
+    return this.hibernateAgent(this.get(agentId), asDue(due));
   }
 
-  private hibernateAgent(agent: Agent, nextDueMs: number | null): Promise<AgentState> {
+  private hibernateAgent(agent: Agent, due: Due): Promise<AgentState> {
     return exclusive(agent, async () => {
       if (agent.status !== 'running') return this.snapshot(agent);
-      const wakeAt = wakeAtFor(nextDueMs, this.wakeLeadMs);
-      agent.record.hibernation = { since: new Date().toISOString(), wakeAt };
+      agent.record.hibernation = hibernationOf(due, this.wakeLeadMs);
+      const { wakeAt } = agent.record.hibernation;
       await this.saveRecord(agent);
       this.log(agent, `[host] hibernating after being idle; ${wakeAt ? `wakes at ${wakeAt} for its next due job` : 'no job due'}`);
       await this.stopGateway(agent);
@@ -1756,7 +1765,7 @@ export class LocalAgentHost implements AgentHost {
     return hibernateIdlest(requester, this.agents.values(), this.config, {
       ask: (agent, idleMs) => this.askIdle(agent, idleMs),
       log: (agent, line) => this.log(agent, line),
-      hibernate: (agent, nextDueMs) => this.hibernateAgent(agent, nextDueMs),
+      hibernate: (agent, due) => this.hibernateAgent(agent, due),
     });
   }
 

@@ -407,6 +407,44 @@ describe('customer-scoped gateways (local host)', () => {
     expect(await starts()).toBe(before + 2);
   });
 
+  it('a gateway asleep wakes for the jobs of the agents that still want to run: one stopped or deleted meanwhile does not wake it', async () => {
+    const host = await newHost(undefined, runtime, { idleMs: 500, idleCheckMs: 100, wakeLeadMs: 1_000 });
+    const {
+      first,
+      members: [member, other],
+    } = await customerGateway(host, 'usr_w', 2);
+    const now = Date.now();
+    const due = { member: now + 60_000, other: now + 90_000, main: now + 120_000 };
+    await writeCronJobs(stateOf(host, first.agentId), [
+      { id: 'j-member', agentId: member.toLowerCase(), enabled: true, nextRunAtMs: due.member },
+      { id: 'j-other', agentId: other.toLowerCase(), enabled: true, state: { nextRunAtMs: due.other } },
+      { id: 'j-main', enabled: true, nextRunAtMs: due.main }, // no agent named: its default agent's (`main`)
+    ]);
+    const wakesAt = async (agentId: string) => (await host.status(agentId)).wakesAt;
+    const ahead = (ms: number) => new Date(ms - 1_000).toISOString();
+    await until(async () => (await host.status(first.agentId)).status === 'hibernated', 10_000);
+    expect(await wakesAt(first.agentId)).toBe(ahead(due.member));
+    const starts = async () => (await readFile(join(stateOf(host, first.agentId), 'starts.txt'), 'utf8')).trim().split('\n').length;
+    const before = await starts();
+
+    // Its member stopped while it sleeps: the member's job no longer wakes it, the next one of the others does.
+    await host.stop(member);
+    expect(await wakesAt(first.agentId)).toBe(ahead(due.other));
+    expect((await host.status(member)).status).toBe('stopped');
+    expect((await host.status(other)).wakesAt).toBe(ahead(due.other));
+    await host.delete(other);
+    expect(await wakesAt(first.agentId)).toBe(ahead(due.main));
+    // Kept across a restart of the host, and nothing of it started a process.
+    await host.shutdown();
+    const again = await newHost(join(host.agentsDir, '..'), runtime, { idleMs: 500, idleCheckMs: 100, wakeLeadMs: 1_000 });
+    await again.restore();
+    expect(await again.status(first.agentId)).toMatchObject({ status: 'hibernated', wakesAt: ahead(due.main) });
+    expect(await starts()).toBe(before);
+    // Its member started again wakes it now: a start asks for a process.
+    expect(await again.start(member)).toMatchObject({ status: 'starting' });
+    expect((await again.waitUntilReady(member)).status).toBe('running');
+  });
+
   it('a member deleted while its gateway starts is out of the roster that gateway runs: a later agent still joins it', async () => {
     const host = await newHost(undefined, slowReady);
     const {

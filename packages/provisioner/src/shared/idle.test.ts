@@ -5,6 +5,8 @@ import {
   dueToWake,
   evictionLogLine,
   hibernateIdlest,
+  hibernationFor,
+  hibernationOf,
   idlestOf,
   jobActivity,
   keepsAwake,
@@ -19,7 +21,7 @@ import {
 const NOW = Date.parse('2026-11-27T12:00:00Z');
 const MIN = 60_000;
 const options = { idleMs: 15 * MIN, wakeLeadMs: 90_000 };
-const quiet = { lastActiveMs: NOW - 20 * MIN, busy: false, nextDueMs: null };
+const quiet = { lastActiveMs: NOW - 20 * MIN, busy: false, nextDueMs: null, dueByAgent: {} };
 const since = { readyAt: NOW - 60 * MIN, lastActiveAt: null };
 
 describe('hibernation rules (shared/idle.ts)', () => {
@@ -107,13 +109,49 @@ describe('hibernation rules (shared/idle.ts)', () => {
     // Before: the skipped beat 20 minutes ago read as activity and the next one (10 minutes away) as due, so with the
     // default 30-minute heartbeat and 15 idle minutes an agent never slept.
     const standing = await readGatewayActivity(gateway([skippedFor('no-route')]));
-    expect(standing).toEqual({ lastActiveMs: NOW - 40 * MIN, busy: false, nextDueMs: null });
+    expect(standing).toEqual({ lastActiveMs: NOW - 40 * MIN, busy: false, nextDueMs: null, dueByAgent: {} });
     expect(maySleep(standing, since, options, NOW)).toBe(true);
     const dreaming = { id: 'd', name: 'Memory Dreaming Promotion', enabled: true, state: { nextRunAtMs: NOW + 15 * 60 * MIN } };
     expect((await readGatewayActivity(gateway([skippedFor('no-route'), dreaming]))).nextDueMs).toBe(NOW + 15 * 60 * MIN);
     const moment = await readGatewayActivity(gateway([skippedFor('requests-in-flight')]));
     expect(moment.nextDueMs).toBe(NOW + 10 * MIN);
     expect(maySleep(moment, since, options, NOW)).toBe(false);
+  });
+
+  it("reads each agent's next due job, and a gateway asleep wakes for those of the agents that still want to run", async () => {
+    const gateway = {
+      request: async (method: string) => {
+        if (method === 'sessions.list') return { sessions: [] };
+        if (method === 'system-presence') return [{ reason: 'self' }];
+        return {
+          jobs: [
+            { id: 'a', agentId: 'agt_two', enabled: true, state: { nextRunAtMs: NOW + 20 * MIN } },
+            { id: 'b', agentId: 'agt_two', enabled: true, nextRunAtMs: NOW + 10 * MIN },
+            { id: 'c', agentId: 'agt_three', enabled: false, nextRunAtMs: NOW + 5 * MIN },
+            { id: 'd', agentId: 'agt_three', enabled: true, nextRunAtMs: NOW + 30 * MIN },
+            { id: 'e', enabled: true, nextRunAtMs: NOW + 40 * MIN }, // no agent named: the default one's
+          ],
+        };
+      },
+    } as unknown as GatewayConnection;
+    const activity = await readGatewayActivity(gateway);
+    expect(activity.nextDueMs).toBe(NOW + 10 * MIN);
+    expect(activity.dueByAgent).toEqual({ agt_two: NOW + 10 * MIN, agt_three: NOW + 30 * MIN, main: NOW + 40 * MIN });
+
+    const asleep = hibernationOf(activity, 90_000, NOW);
+    expect(asleep).toEqual({
+      since: new Date(NOW).toISOString(),
+      wakeAt: wakeAtFor(NOW + 10 * MIN, 90_000),
+      dueByAgent: activity.dueByAgent,
+    });
+    const withoutTwo = hibernationFor(asleep, new Set(['main', 'agt_three']), 90_000);
+    expect(withoutTwo.wakeAt).toBe(wakeAtFor(NOW + 30 * MIN, 90_000));
+    expect(withoutTwo.since).toBe(asleep.since);
+    expect(hibernationFor(withoutTwo, new Set(['main']), 90_000).wakeAt).toBe(wakeAtFor(NOW + 40 * MIN, 90_000));
+    expect(hibernationFor(withoutTwo, new Set(), 90_000).wakeAt).toBeNull();
+    // Put to sleep with one time (an operator's `hibernate`, a record from before due times by agent): it stands.
+    const oneTime = hibernationOf({ nextDueMs: NOW + 10 * MIN }, 90_000, NOW);
+    expect(hibernationFor(oneTime, new Set(), 90_000)).toEqual(oneTime);
   });
 
   it('keeps agents with a messaging channel awake: a token given, or WhatsApp linked by QR code', () => {
@@ -136,11 +174,21 @@ describe('hibernation rules (shared/idle.ts)', () => {
     expect(await askIdle({ readyAt: NOW - 5 * MIN, lastActiveAt: null }, options, awake, clock)).toBeNull();
     expect(await askIdle(since, options, { keptAwake: async () => true, read }, clock)).toBeNull();
     expect(reads).toBe(0);
-    expect(await askIdle(since, options, awake, clock)).toEqual({ lastActiveAt: NOW - 20 * MIN, sleep: true, nextDueMs: null });
+    expect(await askIdle(since, options, awake, clock)).toEqual({
+      lastActiveAt: NOW - 20 * MIN,
+      sleep: true,
+      nextDueMs: null,
+      dueByAgent: {},
+    });
     const failing = { keptAwake: () => false, read: () => Promise.reject(new Error('connection refused')) };
     expect(await askIdle(since, options, failing, clock)).toBeNull();
     const talking = { keptAwake: () => false, read: async () => ({ ...quiet, lastActiveMs: NOW - MIN }) };
-    expect(await askIdle(since, options, talking, clock)).toEqual({ lastActiveAt: NOW - MIN, sleep: false, nextDueMs: null });
+    expect(await askIdle(since, options, talking, clock)).toEqual({
+      lastActiveAt: NOW - MIN,
+      sleep: false,
+      nextDueMs: null,
+      dueByAgent: {},
+    });
     expect(reads).toBe(1);
   });
 

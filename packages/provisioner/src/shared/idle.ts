@@ -1,7 +1,7 @@
 import { isWarmUpSession, sessionIsActive, sessionLastActivityMs } from '@aop/core/agent-state';
 import { STANDING_HEARTBEAT_SKIPS, heartbeatReason, isOpenClawHeartbeat, lastRunOutcome } from '@aop/core/cron-run';
 import type { GatewayConnection } from '@aop/gateway-client';
-import type { ControlCredentials } from '../host.js';
+import { type ControlCredentials, OWN_GATEWAY_AGENT_ID } from '../host.js';
 import { type Exclusive, isBusy } from './registry.js';
 import { connectControl } from './gateway-probe.js';
 
@@ -49,6 +49,11 @@ export interface GatewayActivity {
    * `jobActivity`), null when none is due.
    */
   nextDueMs: number | null;
+  /**
+   * The next due time of each agent's enabled jobs, by OpenClaw agent id (a job naming no agent is its default agent's,
+   * `main`): a gateway asleep wakes only for the agents that still want to run in it (`hibernationFor`).
+   */
+  dueByAgent: Record<string, number>;
 }
 
 /**
@@ -70,17 +75,21 @@ export async function readGatewayActivity(conn: GatewayConnection): Promise<Gate
     if (sessionIsActive(row)) busy = true;
   }
   let nextDueMs: number | null = null;
+  const dueByAgent: Record<string, number> = {};
   for (const job of cron.jobs ?? []) {
     if (job.enabled === false) continue;
     const run = jobActivity(job);
     lastActiveMs = Math.max(lastActiveMs, run.lastRanMs);
     if (run.running) busy = true;
-    if (run.nextDueMs > 0) nextDueMs = nextDueMs === null ? run.nextDueMs : Math.min(nextDueMs, run.nextDueMs);
+    if (run.nextDueMs <= 0) continue;
+    nextDueMs = nextDueMs === null ? run.nextDueMs : Math.min(nextDueMs, run.nextDueMs);
+    const agent = typeof job.agentId === 'string' && job.agentId ? job.agentId : OWN_GATEWAY_AGENT_ID;
+    dueByAgent[agent] = Math.min(dueByAgent[agent] ?? run.nextDueMs, run.nextDueMs);
   }
   const entries = Array.isArray(presence) ? presence : [];
   if (entries.some((entry) => typeof entry === 'object' && entry !== null && (entry as { reason?: unknown }).reason !== 'self'))
     busy = true;
-  return { lastActiveMs, busy, nextDueMs };
+  return { lastActiveMs, busy, nextDueMs, dueByAgent };
 }
 
 /**
@@ -124,10 +133,15 @@ export function maySleep(
 }
 
 /** What `askIdle` found: the gateway's latest activity as now known, and whether it may sleep (and its next due job). */
-export interface IdleVerdict {
+export interface IdleVerdict extends Due {
   lastActiveAt: number;
   sleep: boolean;
+}
+
+/** When a gateway's jobs are next due: all of them (null: none), and by agent (as `GatewayActivity` reads them). */
+export interface Due {
   nextDueMs: number | null;
+  dueByAgent?: Record<string, number> | undefined;
 }
 
 /**
@@ -145,7 +159,8 @@ export async function askIdle(
   const activity = await gateway.read().catch(() => null);
   if (!activity) return null;
   const lastActiveAt = Math.max(at.lastActiveAt ?? 0, activity.lastActiveMs);
-  return { lastActiveAt, sleep: maySleep(activity, { readyAt: at.readyAt, lastActiveAt }, options, now()), nextDueMs: activity.nextDueMs };
+  const sleep = maySleep(activity, { readyAt: at.readyAt, lastActiveAt }, options, now());
+  return { lastActiveAt, sleep, nextDueMs: activity.nextDueMs, dueByAgent: activity.dueByAgent };
 }
 
 /**
@@ -157,13 +172,13 @@ export async function idlestOf<A>(
   candidates: Iterable<A>,
   ask: (candidate: A) => Promise<IdleVerdict | null>,
   readyAtOf: (candidate: A) => number | null,
-): Promise<{ candidate: A; since: number; nextDueMs: number | null } | null> {
-  let idlest: { candidate: A; since: number; nextDueMs: number | null } | null = null;
+): Promise<({ candidate: A; since: number } & Due) | null> {
+  let idlest: ({ candidate: A; since: number } & Due) | null = null;
   for (const candidate of candidates) {
     const verdict = await ask(candidate).catch(() => null);
     if (!verdict?.sleep) continue;
     const since = Math.max(readyAtOf(candidate) ?? 0, verdict.lastActiveAt);
-    if (!idlest || since < idlest.since) idlest = { candidate, since, nextDueMs: verdict.nextDueMs };
+    if (!idlest || since < idlest.since) idlest = { candidate, since, nextDueMs: verdict.nextDueMs, dueByAgent: verdict.dueByAgent };
   }
   return idlest;
 }
@@ -195,7 +210,7 @@ export async function hibernateIdlest<A extends EvictionCandidate>(
     /** The host's `askIdle` for an agent, with the idle time given. */
     ask: (agent: A, idleMs: number) => Promise<IdleVerdict | null>;
     log: (agent: A, line: string) => void;
-    hibernate: (agent: A, nextDueMs: number | null) => Promise<{ status: string }>;
+    hibernate: (agent: A, due: Due) => Promise<{ status: string }>;
   },
 ): Promise<boolean> {
   // Only where hibernation is on (`idleMs`), and only agents idle for `evictIdleMs` (0: never).
@@ -209,7 +224,7 @@ export async function hibernateIdlest<A extends EvictionCandidate>(
   );
   if (!idlest || isBusy(idlest.candidate)) return false;
   host.log(idlest.candidate, evictionLogLine(idlest.since, requester));
-  return (await host.hibernate(idlest.candidate, idlest.nextDueMs)).status === 'hibernated';
+  return (await host.hibernate(idlest.candidate, idlest)).status === 'hibernated';
 }
 
 /** When a hibernated agent is started for its next due job: the wake lead before it (null: no job due). */
@@ -222,8 +237,57 @@ export function dueToWake(hibernation: { wakeAt: string | null } | null | undefi
   return Boolean(hibernation?.wakeAt && Date.parse(hibernation.wakeAt) <= now);
 }
 
-/** What a host keeps of a hibernated agent: since when, and when to wake it for its next due job (null: none). */
+/**
+ * What a host keeps of a hibernated agent: since when, and when to wake it for its next due job (null: none); in a
+ * gateway of several agents, each one's next due time too (OpenClaw agent ids), so an agent stopped while the gateway
+ * sleeps no longer wakes it (`hibernationFor`).
+ */
 export interface Hibernation {
   since: string;
   wakeAt: string | null;
+  dueByAgent?: Record<string, number> | undefined;
+}
+
+/** What a host's public `hibernate` is given (one due time, or the idle check's `Due`) as a `Due`. */
+export const asDue = (due: number | null | Due): Due => (typeof due === 'object' && due !== null ? due : { nextDueMs: due });
+
+/** The record of a gateway falling asleep now, woken `wakeLeadMs` before its next due job. */
+export function hibernationOf(due: Due, wakeLeadMs: number, now = Date.now()): Hibernation {
+  return {
+    since: new Date(now).toISOString(),
+    wakeAt: wakeAtFor(due.nextDueMs, wakeLeadMs),
+    ...(due.dueByAgent ? { dueByAgent: due.dueByAgent } : {}),
+  };
+}
+
+/**
+ * A sleeping gateway's record once only the agents `wanted` (OpenClaw ids) want to run in it (one was stopped or
+ * deleted while it slept): woken for their jobs alone. Without due times by agent (put to sleep with one time) it
+ * stands as it was.
+ */
+export function hibernationFor(hibernation: Hibernation, wanted: ReadonlySet<string>, wakeLeadMs: number): Hibernation {
+  if (!hibernation.dueByAgent) return hibernation;
+  const dueByAgent = Object.fromEntries(Object.entries(hibernation.dueByAgent).filter(([agent]) => wanted.has(agent)));
+  const times = Object.values(dueByAgent);
+  return { ...hibernation, dueByAgent, wakeAt: wakeAtFor(times.length > 0 ? Math.min(...times) : null, wakeLeadMs) };
+}
+
+/**
+ * A host's sleeping gateway whose roster changed (`note`: an agent stopped or deleted): its record woken for the jobs of
+ * the agents still `wanted` alone (`hibernationFor`), saved and logged when its wake time moved (local, docker; the
+ * kubernetes host keeps it in annotations).
+ */
+export async function rewakeAsleep(
+  record: { hibernation?: Hibernation | null | undefined },
+  wanted: ReadonlySet<string>,
+  wakeLeadMs: number,
+  note: string,
+  host: { save: () => Promise<void>; log: (line: string) => void },
+): Promise<void> {
+  if (!record.hibernation) return;
+  const hibernation = hibernationFor(record.hibernation, wanted, wakeLeadMs);
+  if (hibernation.wakeAt === record.hibernation.wakeAt) return;
+  record.hibernation = hibernation;
+  await host.save();
+  host.log(`[host] ${note} while asleep: ${hibernation.wakeAt ? `wakes at ${hibernation.wakeAt} for its next due job` : 'no job due'}`);
 }

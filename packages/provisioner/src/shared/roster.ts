@@ -45,6 +45,16 @@ export function wantsProcess(gateway: RosterFields, members: ReadonlyArray<{ des
   return (!gateway.agentStopped && !gateway.retired) || members.some((member) => member.desired === 'running');
 }
 
+/**
+ * The OpenClaw ids of a gateway's agents that want to run: its first agent (`main`) unless stopped or deleted, and its
+ * members not stopped. A sleeping gateway wakes for their jobs alone (`hibernationFor`).
+ */
+export function wantedAgentIds(gateway: RosterFields, members: ReadonlyArray<{ agentId: string; desired: string }>): Set<string> {
+  const wanted = new Set(members.filter((member) => member.desired === 'running').map((member) => openclawAgentIdOf(member.agentId)));
+  if (!gateway.agentStopped && !gateway.retired) wanted.add(OWN_GATEWAY_AGENT_ID);
+  return wanted;
+}
+
 /** A gateway a new agent might join (`chooseCustomerGateway`), as its host sees it. */
 export interface GatewayCandidate<G> {
   gateway: G;
@@ -334,6 +344,14 @@ export class RosterBook<A extends RosterAgent> {
 
   wantsProcess(gateway: A): boolean {
     return wantsProcess(
+      gateway.record,
+      this.membersOf(gateway).map((member) => member.record),
+    );
+  }
+
+  /** `wantedAgentIds` of `gateway`. */
+  wantedIds(gateway: A): Set<string> {
+    return wantedAgentIds(
       gateway.record,
       this.membersOf(gateway).map((member) => member.record),
     );
