@@ -436,11 +436,11 @@ describe('two agents of one customer in the dashboard', () => {
     await page.goto(`/agents/${second}?tab=devices`);
     await badgeSays('hibernated');
     const wakes = await page.getByTestId('wakes-at').textContent();
-    // One statement with the reason above it: "…the next message or its next scheduled job wakes it" / "That job wakes it at …".
+    // One statement with the reason above it: "…the next message or its next scheduled job wakes it" / "That job wakes it by …".
     expect(await page.getByRole('region', { name: 'Agent details' }).locator('.agent-state .hint').first().textContent()).toBe(
       'asleep after being idle: the next message or its next scheduled job wakes it',
     );
-    expect(wakes).toMatch(/^That job wakes it at .+\.$/);
+    expect(wakes).toMatch(/^That job wakes it by .+\.$/);
     expect(wakes).toContain(await page.evaluate((at) => new Date(at).toLocaleString(), dueAt - 90_000));
     // Its devices are not read again while it sleeps (its gateway is down: each read would answer the same record, and
     // log on the server), and are read at once when it is live again.

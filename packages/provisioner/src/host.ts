@@ -81,8 +81,9 @@ export interface AgentState {
   restarts: number;
   lastError: string | null;
   /**
-   * Only while `hibernated`: when the host starts it for its next due cron job or heartbeat (ISO 8601, the job's due
-   * time less the wake lead); null when no job is due, so only a message, a Start or its own address wakes it.
+   * Only while `hibernated`: by when the host starts it for its next due cron job or heartbeat (ISO 8601, the job's due
+   * time less the wake lead; its last idle check before that time does it); null when no job is due, so only a message,
+   * a Start or its own address wakes it.
    */
   wakesAt?: string | null;
 }

@@ -105,7 +105,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
                   {live.state.state === 'hibernated' ? (
                     <span className="hint line" data-testid="wakes-at">
                       {live.state.wakesAt
-                        ? `That job wakes it at ${formatTime(live.state.wakesAt)}.`
+                        ? `That job wakes it by ${formatTime(live.state.wakesAt)}.`
                         : 'No job is due: nothing is scheduled to wake it.'}
                     </span>
                   ) : null}

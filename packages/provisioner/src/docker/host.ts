@@ -60,6 +60,7 @@ import { type SecretBox, newSealedRecord, openSealedSpec, sealSpecSecrets, secre
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
 import { POOL_NEEDS_DEVICE, type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import {
+  DEFAULT_IDLE_CHECK_MS,
   DEFAULT_WAKE_LEAD_MS,
   type Due,
   asDue,
@@ -403,7 +404,7 @@ export class DockerAgentHost implements AgentHost {
     });
     this.poolTarget = typeof config.warmPool === 'number' ? Math.max(0, Math.floor(config.warmPool)) : 0;
     if ((config.idleMs ?? 0) > 0) {
-      this.idleTimer = setInterval(() => void this.checkIdle(), config.idleCheckMs ?? 60_000);
+      this.idleTimer = setInterval(() => void this.checkIdle(), config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS);
       this.idleTimer.unref();
     }
   }
@@ -794,7 +795,7 @@ export class DockerAgentHost implements AgentHost {
       for (const agent of [...this.agents.values()]) {
         if (this.shuttingDown) return;
         if (agent.record.hibernation) {
-          if (dueToWake(agent.record.hibernation)) {
+          if (dueToWake(agent.record.hibernation, Date.now(), this.config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS)) {
             await this.startGateway(agent).catch((error: unknown) =>
               this.log(agent, `[host] could not wake for its due job: ${messageOf(error)}`),
             );

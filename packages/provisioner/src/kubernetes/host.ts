@@ -74,6 +74,7 @@ import { settleWithin } from '../shared/settle-within.js';
 import { POOL_NEEDS_DEVICE, type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import { warmUpGateway } from '../shared/warm-up.js';
 import {
+  DEFAULT_IDLE_CHECK_MS,
   DEFAULT_WAKE_LEAD_MS,
   type Due,
   asDue,
@@ -517,7 +518,7 @@ export class KubernetesAgentHost implements AgentHost {
       (plan) => this.resourcesFor(plan),
     );
     if ((options.idleMs ?? 0) > 0) {
-      this.idleTimer = setInterval(() => void this.checkIdle(), options.idleCheckMs ?? 60_000);
+      this.idleTimer = setInterval(() => void this.checkIdle(), options.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS);
       this.idleTimer.unref();
     }
     this.filler = new PoolFiller({
@@ -1542,7 +1543,7 @@ export class KubernetesAgentHost implements AgentHost {
         const id = state.agentId;
         if (state.status === 'hibernated') {
           const wakeAt = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.wakeAt] ?? null;
-          if (dueToWake({ wakeAt })) {
+          if (dueToWake({ wakeAt }, Date.now(), this.options.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS)) {
             await this.exclusive(id, () => this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } })).catch(() => undefined);
           }
           continue;

@@ -85,6 +85,7 @@ import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
 import { type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import {
+  DEFAULT_IDLE_CHECK_MS,
   DEFAULT_WAKE_LEAD_MS,
   type Due,
   asDue,
@@ -392,7 +393,7 @@ export class LocalAgentHost implements AgentHost {
     this.memorySampler = setInterval(() => void this.sampleMemory(), Math.max(1, Math.round(this.memorySampleMs / 6)));
     this.memorySampler.unref();
     if ((config.idleMs ?? 0) > 0) {
-      this.idleTimer = setInterval(() => void this.checkIdle(), config.idleCheckMs ?? 60_000);
+      this.idleTimer = setInterval(() => void this.checkIdle(), config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS);
       this.idleTimer.unref();
     }
   }
@@ -1034,7 +1035,7 @@ export class LocalAgentHost implements AgentHost {
       for (const agent of [...this.agents.values()]) {
         if (this.shuttingDown) return;
         if (agent.status === 'hibernated') {
-          if (dueToWake(agent.record.hibernation)) {
+          if (dueToWake(agent.record.hibernation, Date.now(), this.config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS)) {
             await this.wake(agent).catch((error: Error) => this.log(agent, `[host] could not wake for its due job: ${error.message}`));
           }
           continue;

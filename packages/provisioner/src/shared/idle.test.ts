@@ -49,6 +49,10 @@ describe('hibernation rules (shared/idle.ts)', () => {
     expect(dueToWake({ wakeAt: '2026-11-27T12:08:30.000Z' }, NOW + 8.5 * MIN)).toBe(true);
     expect(dueToWake({ wakeAt: '2026-11-27T12:08:30.000Z' }, NOW + 8 * MIN)).toBe(false);
     expect(dueToWake({ wakeAt: null }, NOW)).toBe(false);
+    // Checked every minute: woken at the last check before its wake time, not up to a minute after it.
+    expect(dueToWake({ wakeAt: '2026-11-27T12:08:30.000Z' }, NOW + 7.5 * MIN, MIN)).toBe(true);
+    expect(dueToWake({ wakeAt: '2026-11-27T12:08:30.000Z' }, NOW + 7.4 * MIN, MIN)).toBe(false);
+    expect(dueToWake({ wakeAt: null }, NOW, MIN)).toBe(false);
     expect(dueToWake(null, NOW)).toBe(false);
   });
 

@@ -11,6 +11,9 @@ import { connectControl } from './gateway-probe.js';
  * its own way; what counts as idle is decided here, once.
  */
 
+/** How often a host checks its gateways for idleness and its sleeping ones for a due job, by default. */
+export const DEFAULT_IDLE_CHECK_MS = 60_000;
+
 /** A hibernated agent is started this long before its next due job by default: a cold start and its warm-up. */
 export const DEFAULT_WAKE_LEAD_MS = 90_000;
 
@@ -232,9 +235,14 @@ export function wakeAtFor(nextDueMs: number | null, wakeLeadMs: number): string 
   return nextDueMs === null ? null : new Date(nextDueMs - wakeLeadMs).toISOString();
 }
 
-/** A hibernated agent's next due job has come close enough to wake it. */
-export function dueToWake(hibernation: { wakeAt: string | null } | null | undefined, now = Date.now()): boolean {
-  return Boolean(hibernation?.wakeAt && Date.parse(hibernation.wakeAt) <= now);
+/**
+ * A hibernated agent's next due job has come close enough to wake it: its wake time has come, or comes before the
+ * host's next check (`checkEveryMs` from now). Woken at the check before it rather than the one after, a gateway gets
+ * the whole wake lead to start: one woken late finds its job overdue, and OpenClaw reschedules an agent turn overdue at
+ * its start instead of running it.
+ */
+export function dueToWake(hibernation: { wakeAt: string | null } | null | undefined, now = Date.now(), checkEveryMs = 0): boolean {
+  return Boolean(hibernation?.wakeAt && Date.parse(hibernation.wakeAt) <= now + checkEveryMs);
 }
 
 /**

@@ -133,7 +133,7 @@ export const AgentHealthView = Type.Object({
   wakesAt: nullable(
     Type.String({
       description:
-        'while `hibernated`: when its host starts it for its next due cron job or heartbeat (ISO 8601, ahead of the job by the wake lead); null otherwise, or when no job is due (a message or Start wakes it)',
+        'while `hibernated`: by when its host starts it for its next due cron job or heartbeat (ISO 8601, ahead of the job by the wake lead; its last idle check before this time does it); null otherwise, or when no job is due (a message or Start wakes it)',
     }),
   ),
   source: Type.Union([Type.Literal('host'), Type.Literal('gateway')], {
