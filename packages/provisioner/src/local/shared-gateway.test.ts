@@ -420,6 +420,8 @@ describe('customer-scoped gateways (local host)', () => {
       { id: 'j-other', agentId: other.toLowerCase(), enabled: true, state: { nextRunAtMs: due.other } },
       { id: 'j-main', enabled: true, nextRunAtMs: due.main }, // no agent named: its default agent's (`main`)
     ]);
+    // Started again with its jobs written: on a busy machine its idle check may have put it to sleep before they were.
+    await host.restart(first.agentId);
     const wakesAt = async (agentId: string) => (await host.status(agentId)).wakesAt;
     const ahead = (ms: number) => new Date(ms - 1_000).toISOString();
     await until(async () => (await host.status(first.agentId)).status === 'hibernated', 10_000);
