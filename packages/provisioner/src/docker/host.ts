@@ -72,6 +72,7 @@ import {
   keepsAwake,
   readActivityAt,
   rewakeAsleep,
+  wakeNote,
 } from '../shared/idle.js';
 import { type AgentWorkspace, ProgramWorkspace } from '../shared/workspace.js';
 import {
@@ -877,7 +878,7 @@ export class DockerAgentHost implements AgentHost {
       agent.record.hibernation = hibernationOf(due, this.wakeLeadMs);
       const { wakeAt } = agent.record.hibernation;
       await this.saveRecord(agent);
-      this.log(agent, `[host] hibernating after being idle; ${wakeAt ? `wakes at ${wakeAt} for its next due job` : 'no job due'}`);
+      this.log(agent, `[host] hibernating after being idle; ${wakeNote(wakeAt)}`);
       await this.stopContainer(agent);
       agent.lastActiveAt = null;
       return this.publicState(agent);

@@ -98,6 +98,7 @@ import {
   keepsAwake,
   readActivityAt,
   rewakeAsleep,
+  wakeNote,
 } from '../shared/idle.js';
 
 export interface LocalHostOptions {
@@ -1085,7 +1086,7 @@ export class LocalAgentHost implements AgentHost {
       agent.record.hibernation = hibernationOf(due, this.wakeLeadMs);
       const { wakeAt } = agent.record.hibernation;
       await this.saveRecord(agent);
-      this.log(agent, `[host] hibernating after being idle; ${wakeAt ? `wakes at ${wakeAt} for its next due job` : 'no job due'}`);
+      this.log(agent, `[host] hibernating after being idle; ${wakeNote(wakeAt)}`);
       await this.stopGateway(agent);
       this.setStatus(agent, 'hibernated', null);
       await this.openDoorbell(agent);

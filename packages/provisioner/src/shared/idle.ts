@@ -256,6 +256,9 @@ export interface Hibernation {
   dueByAgent?: Record<string, number> | undefined;
 }
 
+/** How a host's log says when a sleeping gateway wakes (`wakeAt`, null: no job due). */
+export const wakeNote = (wakeAt: string | null): string => (wakeAt ? `wakes at ${wakeAt} for its next due job` : 'no job due');
+
 /** What a host's public `hibernate` is given (one due time, or the idle check's `Due`) as a `Due`. */
 export const asDue = (due: number | null | Due): Due => (typeof due === 'object' && due !== null ? due : { nextDueMs: due });
 
@@ -297,5 +300,5 @@ export async function rewakeAsleep(
   if (hibernation.wakeAt === record.hibernation.wakeAt) return;
   record.hibernation = hibernation;
   await host.save();
-  host.log(`[host] ${note} while asleep: ${hibernation.wakeAt ? `wakes at ${hibernation.wakeAt} for its next due job` : 'no job due'}`);
+  host.log(`[host] ${note} while asleep: ${wakeNote(hibernation.wakeAt)}`);
 }
