@@ -39,6 +39,17 @@ describe('deriveAgentState', () => {
     });
   });
 
+  it("is degraded when the gateway answers but the host says its scheduler is down (its jobs do not run), with the host's words", () => {
+    const schedulerDown =
+      "OpenClaw's scheduler did not start (failed to start: …): scheduled jobs and heartbeats do not run until the agent is restarted";
+    expect(deriveAgentState({ host: 'running', ready: true, schedulerDown })).toEqual({
+      state: 'degraded',
+      reason: `the gateway answers, but ${schedulerDown}`,
+      actions: ['stop', 'restart', 'update', 'repair', 'reset-memory'],
+    });
+    expect(deriveAgentState({ host: 'running', ready: true, schedulerDown: null }).state).toBe('live');
+  });
+
   it('says stopped for a stopped agent, whatever the (unreachable) gateway says', () => {
     expect(deriveAgentState({ host: 'stopped', ready: null })).toEqual({
       state: 'stopped',

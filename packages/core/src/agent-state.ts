@@ -69,6 +69,8 @@ export interface AgentStateInput {
   lastError?: string | null;
   /** What `/readyz` reports as failing (e.g. `startup-sidecars`). */
   failing?: readonly string[];
+  /** The host's word that the gateway's scheduler is down while it runs (it answers chat; its jobs do not run). */
+  schedulerDown?: string | null;
 }
 
 export interface AgentStateView {
@@ -90,7 +92,7 @@ export function deriveAgentState(input: AgentStateInput): AgentStateView {
   return { state, reason, actions: validActions(state) };
 }
 
-function derive({ host, ready, record, pending, lastError, failing }: AgentStateInput): [AgentLifecycleState, string] {
+function derive({ host, ready, record, pending, lastError, failing, schedulerDown }: AgentStateInput): [AgentLifecycleState, string] {
   const notReady = failing?.length ? `the gateway is not ready yet (${failing.join(', ')})` : 'the gateway is not ready yet';
   if (pending === 'update') return ['updating', 'a new runtime version is being installed'];
   switch (host) {
@@ -113,6 +115,7 @@ function derive({ host, ready, record, pending, lastError, failing }: AgentState
           : 'the gateway stopped unexpectedly and is being restarted',
       ];
     case 'running':
+      if (ready === true && schedulerDown) return ['degraded', `the gateway answers, but ${schedulerDown}`];
       if (ready === true) return ['live', 'the gateway answers /readyz'];
       return ['degraded', ready === false ? `the process runs but ${notReady}` : 'the process runs but the gateway does not answer'];
     case 'stopping':

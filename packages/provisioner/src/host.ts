@@ -81,6 +81,11 @@ export interface AgentState {
   restarts: number;
   lastError: string | null;
   /**
+   * Only while `running`: OpenClaw's scheduler did not start in this gateway and the host gave up starting it again
+   * (shared/scheduler-start.ts), in words: it answers chat, but its scheduled jobs and heartbeats do not run.
+   */
+  schedulerDown?: string | null;
+  /**
    * Only while `hibernated`: by when the host starts it for its next due cron job or heartbeat (ISO 8601, the job's due
    * time less the wake lead; its last idle check before that time does it); null when no job is due, so only a message,
    * a Start or its own address wakes it.

@@ -14,8 +14,13 @@ const START_BUCKETS = [0.5, 1, 2, 3, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180];
  * only once it has seen the gateway ready and warmed up, so `running` counts as live here, and a gateway that stopped
  * answering since shows when it crashes (`restarting`: degraded) rather than at once.
  */
-export const metricsStateOf = (state: Pick<AgentState, 'status' | 'lastError'>): AgentLifecycleState =>
-  deriveAgentState({ host: state.status, ready: state.status === 'running' ? true : null, lastError: state.lastError }).state;
+export const metricsStateOf = (state: Pick<AgentState, 'status' | 'lastError' | 'schedulerDown'>): AgentLifecycleState =>
+  deriveAgentState({
+    host: state.status,
+    ready: state.status === 'running' ? true : null,
+    lastError: state.lastError,
+    schedulerDown: state.schedulerDown,
+  }).state;
 
 /**
  * The backend's agent families (issue #21): agents by lifecycle state and the host's warm pool, read from the host at

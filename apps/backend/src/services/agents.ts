@@ -358,6 +358,7 @@ export async function agentLifecycleState(
     pending,
     lastError: state?.lastError ?? null,
     failing: health?.failing ?? [],
+    schedulerDown: state?.schedulerDown ?? null,
   });
   return {
     agentId: row.id,

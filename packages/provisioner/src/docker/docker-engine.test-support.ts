@@ -53,6 +53,11 @@ export interface ImageBehaviour {
   exitImmediately?: boolean;
   /** The first this many `config.apply` calls of each gateway write and apply the config, then fail (`UNAVAILABLE`). */
   failConfigApplyAfterWrite?: number;
+  /**
+   * The first this many starts of a state volume (its `starts.txt`) print OpenClaw's `[cron] failed to start: …` line
+   * on stderr as the gateway comes up, as the pinned OpenClaw does when its scheduler lost a race for its state database.
+   */
+  schedulerFailsStarts?: number;
 }
 
 export interface EngineOptions {
@@ -407,6 +412,10 @@ export async function startDockerEngine(options: EngineOptions): Promise<DockerE
     mkdirSync(state, { recursive: true });
     appendFileSync(join(state, 'starts.txt'), `${tag}\n`);
     if (behaviour.exitImmediately) return fail('fatal: this version cannot start');
+    const starts = readFileSync(join(state, 'starts.txt'), 'utf8').split('\n').filter(Boolean).length;
+    if (starts <= (behaviour.schedulerFailsStarts ?? 0)) {
+      log(c, 2, '[cron] failed to start: StateDatabaseCoordinatorContentionError: another OpenClaw process owns state-lifecycle');
+    }
     const workspace = resolve(c, config.agents?.defaults?.workspace ?? `${env.OPENCLAW_STATE_DIR}/workspace`);
     mkdirSync(join(workspace, 'memory'), { recursive: true });
     if (!existsSync(join(workspace, 'AGENTS.md'))) {

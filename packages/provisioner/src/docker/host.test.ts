@@ -317,6 +317,39 @@ describe('DockerAgentHost (emulated Docker Engine)', () => {
     expect((await host.status(b.agentId)).lastError).toBe('Gateway was killed: out of memory (limit 4 GiB)');
   });
 
+  it("starts the container again when OpenClaw's scheduler did not start, twice in a row at most, then reports it down while running", async () => {
+    const { engine, host } = await setup({
+      images: {
+        [`${REPO}:1.0.0`]: {},
+        [`${REPO}:cron-race`]: { schedulerFailsStarts: 1 },
+        [`${REPO}:cron-broken`]: { schedulerFailsStarts: 3 },
+      },
+    });
+    const starts = (name: string) => engine.callsTo('POST', new RegExp(`^/containers/${name}/start$`)).length;
+    const race = spec({ version: 'cron-race' });
+    await host.create(race);
+    expect(await host.waitUntilReady(race.agentId)).toMatchObject({ status: 'running', schedulerDown: null });
+    expect(starts(dockerContainerName(race.agentId))).toBe(2);
+    expect((await host.logs(race.agentId)).join('\n')).toContain(
+      "[host] OpenClaw's scheduler did not start (failed to start: StateDatabaseCoordinatorContentionError: another OpenClaw process owns state-lifecycle); starting the gateway again so its jobs run (1 of 2)",
+    );
+
+    const broken = spec({ version: 'cron-broken' });
+    await host.create(broken);
+    const down = await host.waitUntilReady(broken.agentId);
+    expect(starts(dockerContainerName(broken.agentId))).toBe(3);
+    expect(down).toMatchObject({
+      status: 'running',
+      schedulerDown: expect.stringMatching(
+        /^OpenClaw's scheduler did not start \(failed to start: .*\): scheduled jobs and heartbeats do not run until the agent is restarted$/,
+      ),
+    });
+    // A restart by request is a new run whose scheduler comes up (the image fails only its first three): nothing is down.
+    await host.restart(broken.agentId);
+    expect(await host.waitUntilReady(broken.agentId)).toMatchObject({ status: 'running', schedulerDown: null });
+    expect(starts(dockerContainerName(broken.agentId))).toBe(4);
+  });
+
   it('updates: pulls the new image while the agent runs, backs the state volume up, recreates the container', async () => {
     const { engine, host } = await setup();
     const s = spec();

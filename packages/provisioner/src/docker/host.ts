@@ -91,6 +91,7 @@ import {
   withdrawJoin,
 } from '../shared/roster.js';
 import { GATEWAY_DOWN, connectControl, probeGateway } from '../shared/gateway-probe.js';
+import { onSchedulerFailure, schedulerFailure } from '../shared/scheduler-start.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
 import {
   ContainerSpec,
@@ -262,6 +263,13 @@ interface Agent extends RosterMark {
   poolReady: boolean;
   /** Its connection kept open for the adoption, opened once it was ready. */
   poolConn: Promise<PoolConnection | null> | null;
+  /**
+   * Starts again because OpenClaw's scheduler did not start (shared/scheduler-start.ts), in a row (the next launch is
+   * one of them: `schedulerRetry`); and, for the run the host gave up on (`State.StartedAt`), why.
+   */
+  schedulerRestarts: number;
+  schedulerRetry: boolean;
+  schedulerDown: { run: string; reason: string } | null;
 }
 
 type ContainerInfo = Docker.ContainerInspectInfo;
@@ -1952,6 +1960,9 @@ export class DockerAgentHost implements AgentHost {
       agent.readyAt = null;
       agent.lastError = null;
       agent.pairedFor = null;
+      // A start for any other reason than the scheduler's own failure begins the count of such starts again.
+      if (!agent.schedulerRetry) agent.schedulerRestarts = 0;
+      agent.schedulerRetry = false;
       this.log(agent, `[host] started ${dockerContainerName(record.agentId)} (OpenClaw ${record.version}, ${record.image})`);
       this.schedulePairing(agent);
     } catch (error) {
@@ -2330,7 +2341,12 @@ export class DockerAgentHost implements AgentHost {
       // Running once the warm-up turn after the first ready answer is over.
       const ready = agent.warmedFor === s.StartedAt && health !== 'unhealthy';
       if (ready) {
-        return { ...running, status: 'running', readyAt: agent.readyAt === null ? null : new Date(agent.readyAt).toISOString() };
+        return {
+          ...running,
+          status: 'running',
+          readyAt: agent.readyAt === null ? null : new Date(agent.readyAt).toISOString(),
+          schedulerDown: agent.schedulerDown?.run === s.StartedAt ? agent.schedulerDown.reason : null,
+        };
       }
       if (health === 'unhealthy') return { ...running, status: 'error', lastError: 'Gateway failed its health check (/readyz)' };
       // Wall clock: measured from the engine's `StartedAt`, a date (the host has no injected clock).
@@ -2403,6 +2419,8 @@ export class DockerAgentHost implements AgentHost {
           })
         : { outcome: 'incomplete' as const, ms: 0, detail: 'the container run ended before its warm-up' };
     if (agent.readyFor !== startedAt) return; // another run began meanwhile
+    if (await this.startAgainForScheduler(agent, startedAt)) return; // that run is warmed up in its turn
+    if (agent.readyFor !== startedAt) return;
     // Once more for a change made during the warm-up; none can come between this and `warmedFor` (no await).
     await this.applyRosterWritten(agent, startedAt);
     if (agent.readyFor !== startedAt) return;
@@ -2419,6 +2437,44 @@ export class DockerAgentHost implements AgentHost {
         .finally(() => this.background.delete(settling));
       this.background.add(settling);
     }
+  }
+
+  /**
+   * The run's output said OpenClaw's scheduler did not start (shared/scheduler-start.ts): the container is started
+   * again, or, after `SCHEDULER_RESTARTS` in a row, the run is left as it is and reported so; true when it started
+   * again. Read once the warm-up is over (the scheduler starts a moment after `/readyz`), and without the agent's lock,
+   * like the warm-up itself: the caller that started the container may hold it while it waits for `running`.
+   */
+  private async startAgainForScheduler(agent: Agent, startedAt: string): Promise<boolean> {
+    const line = schedulerFailure(await this.runOutput(agent, startedAt));
+    if (line === null || agent.readyFor !== startedAt) return false;
+    const next = onSchedulerFailure(line, agent.schedulerRestarts);
+    this.log(agent, next.log);
+    if (!next.restart) {
+      agent.schedulerDown = { run: startedAt, reason: next.lastError };
+      return false;
+    }
+    const restarts = agent.schedulerRestarts + 1;
+    await this.stopContainer(agent);
+    // Stopped, restarted or deleted by someone else meanwhile: theirs is the last word.
+    if (agent.record.desired !== 'running' || this.shuttingDown || agent.readyFor !== null) return true;
+    agent.schedulerRestarts = restarts;
+    agent.schedulerRetry = true;
+    await this.launch(agent);
+    return true;
+  }
+
+  /** What the gateway printed in the container run that started at `startedAt` (the engine's time), without timestamps. */
+  private async runOutput(agent: Agent, startedAt: string): Promise<string[]> {
+    const since = (Date.parse(startedAt) / 1000).toFixed(3);
+    const raw = await this.orNull(() =>
+      this.engine('read logs', () =>
+        this.docker
+          .getContainer(dockerContainerName(agent.record.agentId))
+          .logs({ stdout: true, stderr: true, timestamps: false, since, follow: false }),
+      ),
+    ).catch(() => null);
+    return demuxLogs(Buffer.isBuffer(raw) ? raw : Buffer.from(raw ? String(raw) : '')).map((entry) => entry.text);
   }
 
   private async probeReady(agent: Agent, url: string, startedAt: string): Promise<boolean> {
@@ -2622,6 +2678,9 @@ export class DockerAgentHost implements AgentHost {
       pairedFor: null,
       pairing: null,
       lastActiveAt: null,
+      schedulerRestarts: 0,
+      schedulerRetry: false,
+      schedulerDown: null,
       warmSlot: false,
       poolReady: false,
       poolConn: null,

@@ -608,6 +608,64 @@ describe('KubernetesAgentHost', () => {
     expect((await host.status(plain.agentId)).status).toBe('running');
   });
 
+  it("asks for a new pod when OpenClaw's scheduler did not start in one, twice in a row at most, then says so while it runs", async () => {
+    const FAILED = '[cron] failed to start: StateDatabaseCoordinatorContentionError: another OpenClaw process owns state-lifecycle';
+    const llm = { baseUrl: 'https://llm.example/v1', apiKey: 'sk-a', model: 'model-a' };
+    const race = spec({ llm });
+    const broken = spec({ llm, gatewayToken: race.gatewayToken });
+    const gw = await startFakeGatewayWs({ token: race.gatewayToken, remoteListener: true });
+    cleanups.push(() => gw.close());
+    // The first pod of `race` and the first three of `broken` print OpenClaw's line as they start.
+    const failing = new Map([
+      [kubeAgentName(race.agentId), 1],
+      [kubeAgentName(broken.agentId), 3],
+    ]);
+    const printed = new Set<string>();
+    let emulator: Awaited<ReturnType<typeof setup>>['api'] | undefined;
+    const { api, host } = await setup(
+      {
+        autoReady: (deployment) => {
+          const name = deployment.metadata.name as string;
+          for (const pod of emulator?.podsOf(NS, name) ?? []) {
+            if (printed.has(pod.metadata.uid) || (failing.get(name) ?? 0) <= 0) continue;
+            printed.add(pod.metadata.uid);
+            failing.set(name, (failing.get(name) ?? 0) - 1);
+            emulator?.appendLogs(NS, pod.metadata.name, ['fake openclaw starting', FAILED]);
+          }
+          return true;
+        },
+      },
+      { serviceUrl: () => gw.remoteHttpUrl as string },
+    );
+    emulator = api;
+    const annotations = (agentId: string) => api.get('deployments', NS, kubeAgentName(agentId))!.metadata.annotations;
+    const podUid = (agentId: string) => api.podsOf(NS, kubeAgentName(agentId)).at(-1)!.metadata.uid as string;
+
+    await host.create(race);
+    expect(await host.waitUntilReady(race.agentId, { timeoutMs: 20_000 })).toMatchObject({ status: 'running', schedulerDown: null });
+    // Its second pod is the one prepared; the count was cleared by it.
+    expect(annotations(race.agentId)['aop/prepared-pod']).toBe(podUid(race.agentId));
+    expect(printed.has(podUid(race.agentId))).toBe(false);
+    expect(annotations(race.agentId)['aop/scheduler-restarts']).toBeUndefined();
+
+    await host.create(broken);
+    await vi.waitFor(async () => expect((await host.status(broken.agentId)).status).toBe('running'), { timeout: 20_000, interval: 50 });
+    const down = await host.status(broken.agentId);
+    expect(down.schedulerDown).toMatch(
+      /^OpenClaw's scheduler did not start \(failed to start: .*\): scheduled jobs and heartbeats do not run until the agent is restarted$/,
+    );
+    expect(printed.has(podUid(broken.agentId))).toBe(true);
+    expect(annotations(broken.agentId)['aop/scheduler-restarts']).toBe('2');
+    // A restart by request: a new pod whose scheduler starts; nothing is down, the count is gone.
+    await host.restart(broken.agentId);
+    await vi.waitFor(async () => expect(await host.status(broken.agentId)).toMatchObject({ status: 'running', schedulerDown: null }), {
+      timeout: 20_000,
+      interval: 50,
+    });
+    expect(printed.has(podUid(broken.agentId))).toBe(false);
+    expect(annotations(broken.agentId)['aop/scheduler-restarts']).toBeUndefined();
+  });
+
   it('a pod whose warm-up cannot run is marked prepared all the same (running, not stuck starting)', async () => {
     const { api, host } = await setup({ autoReady: () => true }, { serviceUrl: () => `http://127.0.0.1:${1}` });
     const s = spec({ llm: { baseUrl: 'https://llm.example/v1', apiKey: 'sk-a', model: 'model-a' } });

@@ -73,6 +73,7 @@ import { pruneOldest, updateWithRollback } from '../shared/update.js';
 import { settleWithin } from '../shared/settle-within.js';
 import { POOL_NEEDS_DEVICE, type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import { warmUpGateway } from '../shared/warm-up.js';
+import { onSchedulerFailure, schedulerFailure } from '../shared/scheduler-start.js';
 import {
   DEFAULT_IDLE_CHECK_MS,
   DEFAULT_WAKE_LEAD_MS,
@@ -166,6 +167,16 @@ const BENIGN_WAITING = new Set(['ContainerCreating', 'PodInitializing']);
 /** Scaled to 0 for being idle (`hibernate`), not stopped. */
 const isHibernated = (deployment: V1Deployment) => Boolean(deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.hibernatedSince]);
 /** The metadata patch that wakes a hibernated agent: its hibernation annotations removed. */
+/** Why the scheduler of this pod is down, when the host gave up starting it again (`startAgainForScheduler`). */
+function schedulerDownOf(annotations: Record<string, string>, pod: V1Pod | null): string | null {
+  try {
+    const down = JSON.parse(annotations[KUBE_ANNOTATIONS.schedulerDown] ?? 'null') as { pod?: unknown; reason?: unknown } | null;
+    return down && pod?.metadata?.uid && down.pod === pod.metadata.uid && typeof down.reason === 'string' ? down.reason : null;
+  } catch {
+    return null;
+  }
+}
+
 const AWAKE = {
   annotations: { [KUBE_ANNOTATIONS.hibernatedSince]: null, [KUBE_ANNOTATIONS.wakeAt]: null, [KUBE_ANNOTATIONS.dueByAgent]: null },
 };
@@ -1612,7 +1623,7 @@ export class KubernetesAgentHost implements AgentHost {
     await this.exclusive(gatewayId, async () => {
       const { name } = await this.agent(gatewayId, { retired: true });
       await this.patchDeployment(name, {
-        metadata: { annotations: { ...AWAKE.annotations, [ADOPTING]: null } },
+        metadata: { annotations: { ...AWAKE.annotations, [ADOPTING]: null, [KUBE_ANNOTATIONS.schedulerRestarts]: null } },
         spec: { replicas: 1, template: { metadata: { annotations: { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() } } } },
       });
     });
@@ -2474,21 +2485,63 @@ export class KubernetesAgentHost implements AgentHost {
       });
     })()
       .catch(() => undefined)
-      // Agents that joined while it started are in its process before it is called running; one that joined after this
-      // and before the mark landed took the starting path (its files only), so the roster is applied once more if its
-      // objects changed meanwhile (a join after the mark applies itself).
-      .then(() => this.applyRosterAtReady(name))
-      .then(async (applied) => {
-        const marks = { ...(firstTurn ? { [KUBE_ANNOTATIONS.preparedPod]: podUid } : {}), [KUBE_ANNOTATIONS.rosterPending]: null };
+      // Its scheduler started a moment after /readyz: a new pod is asked for when it did not, and that pod is readied in
+      // its turn.
+      .then(() => (firstTurn ? this.startAgainForScheduler(name, podUid) : false))
+      .catch(() => false)
+      .then(async (startedAgain) => {
+        if (startedAgain) return;
+        // Agents that joined while it started are in its process before it is called running; one that joined after
+        // this and before the mark landed took the starting path (its files only), so the roster is applied once more
+        // if its objects changed meanwhile (a join after the mark applies itself).
+        const applied = await this.applyRosterAtReady(name);
+        const marks = {
+          ...(firstTurn ? { [KUBE_ANNOTATIONS.preparedPod]: podUid } : {}),
+          [KUBE_ANNOTATIONS.rosterPending]: null,
+        };
         await this.patchDeployment(name, { metadata: { annotations: marks } });
         await this.applyRosterAtReady(name, applied);
+        // Agents stopped or deleted while the gateway was down: their jobs are settled now that it can be asked.
+        await this.settleIfShared(name);
       })
-      // Agents stopped or deleted while the gateway was down: their jobs are settled now that it can be asked.
-      .then(() => this.settleIfShared(name))
       .catch(() => undefined);
     // Kept once done: a state read before the mark landed must not start a second warm-up on the same pod.
     this.preparing.set(key, run);
     if (this.preparing.size > 1_000) this.preparing.delete(this.preparing.keys().next().value as string);
+  }
+
+  /**
+   * The pod's output said OpenClaw's scheduler did not start (shared/scheduler-start.ts): a new pod is asked for (the
+   * rollout a restart makes), or, after `SCHEDULER_RESTARTS` in a row, the pod is left running and marked so; true when
+   * a new pod was asked for. A pod whose scheduler started clears the count.
+   */
+  private async startAgainForScheduler(name: string, podUid: string): Promise<boolean> {
+    const podName = (await this.pods(name)).find((pod) => pod.metadata?.uid === podUid)?.metadata?.name;
+    const output = podName
+      ? await this.k8s(`read log of pod ${podName}`, () =>
+          this.core.readNamespacedPodLog({ name: podName, namespace: this.namespace, container: GATEWAY_CONTAINER }),
+        ).catch(() => '')
+      : '';
+    const line = schedulerFailure(String(output).split('\n'));
+    const deployment = await this.k8s(`read deployment ${name}`, () =>
+      this.apps.readNamespacedDeployment({ name, namespace: this.namespace }),
+    );
+    const restarts = Number(deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.schedulerRestarts] ?? 0) || 0;
+    if (line === null) {
+      if (restarts > 0) await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.schedulerRestarts]: null } } });
+      return false;
+    }
+    const next = onSchedulerFailure(line, restarts);
+    if (!next.restart) {
+      const down = JSON.stringify({ pod: podUid, reason: next.lastError });
+      await this.patchDeployment(name, { metadata: { annotations: { [KUBE_ANNOTATIONS.schedulerDown]: down } } });
+      return false;
+    }
+    await this.patchDeployment(name, {
+      metadata: { annotations: { [KUBE_ANNOTATIONS.schedulerRestarts]: String(restarts + 1) } },
+      spec: { template: { metadata: { annotations: { [KUBE_ANNOTATIONS.restartedAt]: new Date().toISOString() } } } },
+    });
+    return true;
   }
 
   /** Maps a Deployment and its pods to the provider-neutral state. */
@@ -2533,6 +2586,7 @@ export class KubernetesAgentHost implements AgentHost {
       readyAt: state === 'running' ? iso(readyCondition?.lastTransitionTime) : null,
       restarts: container?.restartCount ?? 0,
       lastError,
+      ...(state === 'running' ? { schedulerDown: schedulerDownOf(annotations, pod) } : {}),
       ...(state === 'hibernated' ? { wakesAt: annotations[KUBE_ANNOTATIONS.wakeAt] ?? null } : {}),
     };
   }

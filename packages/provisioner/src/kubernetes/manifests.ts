@@ -106,6 +106,13 @@ export const KUBE_ANNOTATIONS = {
    */
   rosterPending: 'aop/roster-pending',
   /**
+   * OpenClaw's scheduler did not start in a pod (shared/scheduler-start.ts): `schedulerRestarts`, new pods asked for
+   * that in a row (cleared by a pod whose scheduler started, and by a restart); `schedulerDown`, JSON `{ pod, reason }`
+   * for the pod the host gave up on (it runs, and says its jobs do not).
+   */
+  schedulerRestarts: 'aop/scheduler-restarts',
+  schedulerDown: 'aop/scheduler-down',
+  /**
    * Customer-scoped gateways (shared/roster.ts `RosterFields`): on a gateway's Deployment, `agentStopped` (`true`: its
    * first agent is stopped while the pod runs on for its members), `retired` (`true`: its first agent was deleted),
    * `leftAgents` (JSON: members deleted while no pod ran) and `quietJobs` (JSON: the first agent's jobs its stop

@@ -73,6 +73,17 @@ beforeAll(async () => {
       warmUpMs: 100,
       gatewayProtocol: true,
     }),
+    // OpenClaw's scheduler fails to start (shared/scheduler-start.ts): during the first start's warm-up, or after the
+    // gateway is running on its first three starts.
+    'cron-race': await installFakeRuntime(join(work, 'rt-cron-race'), 'cron-race', {
+      warmUpMs: 600,
+      schedulerFailsStarts: 1,
+      schedulerFailsAfterMs: 100,
+    }),
+    'cron-broken': await installFakeRuntime(join(work, 'rt-cron-broken'), 'cron-broken', {
+      schedulerFailsStarts: 3,
+      schedulerFailsAfterMs: 400,
+    }),
     refusing: await installFakeRuntime(join(work, 'rt-refusing'), 'refusing', {
       warmUpMs: 100,
       gatewayProtocol: true,
@@ -227,6 +238,47 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
     const stopped = await host.status(s.agentId);
     await new Promise((resolve) => setTimeout(resolve, 700));
     expect(await host.status(s.agentId)).toMatchObject({ status: 'stopped', restarts: stopped.restarts });
+  });
+
+  it("starts a gateway again when OpenClaw's scheduler did not start (its jobs would never run), before calling it running", async () => {
+    const host = await newHost({ defaultVersion: 'cron-race' });
+    const s = spec({ llm: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-llm-secret', model: 'm' } });
+    await host.create(s);
+    const running = await host.waitUntilReady(s.agentId);
+    expect(running).toMatchObject({ status: 'running', restarts: 0, lastError: null, schedulerDown: null });
+    // The first process printed the failure during its warm-up; the second is the one that runs.
+    expect(await readFile(join(host.paths(s.agentId).state, 'starts.txt'), 'utf8')).toBe('cron-race\ncron-race\n');
+    const log = (await host.logs(s.agentId, { tail: 100 })).join('\n');
+    expect(log).toContain(
+      "[host] OpenClaw's scheduler did not start (failed to start: StateDatabaseCoordinatorContentionError: another OpenClaw process owns state-lifecycle); starting the gateway again so its jobs run (1 of 2)",
+    );
+    expect(log.match(/\[host\] ready after/g)).toHaveLength(1);
+  });
+
+  it('a running gateway whose scheduler fails is started again twice, then reported as running without it until a restart', async () => {
+    const host = await newHost({ defaultVersion: 'cron-broken' });
+    const s = spec();
+    await host.create(s);
+    await host.waitUntilReady(s.agentId);
+    await until(async () => Boolean((await host.status(s.agentId)).schedulerDown), 15_000);
+    const down = await host.status(s.agentId);
+    expect(down).toMatchObject({
+      status: 'running',
+      schedulerDown:
+        "OpenClaw's scheduler did not start (failed to start: StateDatabaseCoordinatorContentionError: another OpenClaw process owns state-lifecycle): scheduled jobs and heartbeats do not run until the agent is restarted",
+    });
+    const starts = join(host.paths(s.agentId).state, 'starts.txt');
+    expect((await readFile(starts, 'utf8')).trim().split('\n')).toHaveLength(3);
+    const log = (await host.logs(s.agentId, { tail: 200 })).join('\n');
+    expect(log).toMatch(
+      /starting the gateway again so its jobs run \(1 of 2\)[\s\S]*\(2 of 2\)[\s\S]*do not run until the agent is restarted/,
+    );
+    // A restart by request is a new start: its scheduler comes up (the fake fails only its first three), nothing is down.
+    await host.restart(s.agentId);
+    const restarted = await host.waitUntilReady(s.agentId);
+    await new Promise((resolve) => setTimeout(resolve, 700)); // past when the failure would have been printed
+    expect(await host.status(s.agentId)).toMatchObject({ status: 'running', pid: restarted.pid, schedulerDown: null });
+    expect((await readFile(starts, 'utf8')).trim().split('\n')).toHaveLength(4);
   });
 
   it('SIGKILLs a gateway that ignores SIGTERM after the stop timeout', async () => {

@@ -83,6 +83,7 @@ import {
 import { type AgentWorkspace, ProgramWorkspace, runProgramLocally } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
+import { onSchedulerFailure, schedulerFailure } from '../shared/scheduler-start.js';
 import { type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import {
   DEFAULT_IDLE_CHECK_MS,
@@ -258,6 +259,12 @@ interface Agent extends RosterMark {
   starting?: { kind: AgentStartKind; at: number } | null;
   /** Why the next `spawnGateway` runs, when the caller knows better than the record (a new agent: `provision`). */
   nextStartKind?: AgentStartKind;
+  /** The start (`generation`) whose output said OpenClaw's scheduler did not start, and that line (shared/scheduler-start.ts). */
+  schedulerFailed?: { generation: number; line: string } | null;
+  /** Starts again for that, in a row (the next start is one of them: `schedulerRetry`); why the host gave up, if it did. */
+  schedulerRestarts?: number;
+  schedulerRetry?: boolean;
+  schedulerDown?: string | null;
 }
 
 export interface AgentPaths {
@@ -1618,6 +1625,7 @@ export class LocalAgentHost implements AgentHost {
       readyAt: agent.readyAt === null ? null : new Date(agent.readyAt).toISOString(),
       restarts: agent.restarts,
       lastError: agent.lastError,
+      schedulerDown: agent.status === 'running' ? (agent.schedulerDown ?? null) : null,
     };
   }
 
@@ -1882,20 +1890,60 @@ export class LocalAgentHost implements AgentHost {
     agent.logFile.on('error', () => undefined);
   }
 
-  private pipeLines(agent: Agent, stream: NodeJS.ReadableStream | null): void {
+  private pipeLines(agent: Agent, stream: NodeJS.ReadableStream | null, generation: number): void {
     if (!stream) return;
     let pending = '';
+    const line = (text: string) => {
+      this.log(agent, text);
+      if (schedulerFailure([text])) this.onSchedulerFailure(agent, generation, text);
+    };
     stream.setEncoding('utf8');
     stream.on('data', (chunk: string) => {
       pending += chunk;
       const lines = pending.split('\n');
       pending = lines.pop() ?? '';
-      for (const line of lines) this.log(agent, line);
+      for (const text of lines) line(text);
     });
     stream.on('end', () => {
-      if (pending) this.log(agent, pending);
+      if (pending) line(pending);
       pending = '';
     });
+  }
+
+  /**
+   * The gateway's output said its scheduler did not start (shared/scheduler-start.ts). While it starts, `pollReady`
+   * deals with it once the warm-up is over (one start, not two at once); once running, it is started again at once.
+   */
+  private onSchedulerFailure(agent: Agent, generation: number, line: string): void {
+    if (agent.generation !== generation || agent.schedulerFailed?.generation === generation) return;
+    agent.schedulerFailed = { generation, line };
+    if (agent.status !== 'running') return;
+    void exclusive(agent, async () => {
+      if (agent.generation === generation && agent.status === 'running') await this.startAgainForScheduler(agent, generation, line);
+    }).catch((error: Error) => this.setStatus(agent, 'error', error.message));
+  }
+
+  /**
+   * Starts the gateway again for its scheduler, or gives up (and says so) after `SCHEDULER_RESTARTS` in a row; true
+   * when it started again. From `pollReady` it runs without the agent's lock, as the rest of a start does: the caller
+   * that started the gateway may hold that lock while it waits for `running` (an update), and a start again keeps it
+   * waiting (`stopped` on the way to a start is not the end of a wait).
+   */
+  private async startAgainForScheduler(agent: Agent, generation: number, line: string): Promise<boolean> {
+    const next = onSchedulerFailure(line, agent.schedulerRestarts ?? 0);
+    this.log(agent, next.log);
+    if (!next.restart) {
+      agent.schedulerDown = next.lastError;
+      return false;
+    }
+    const restarts = (agent.schedulerRestarts ?? 0) + 1;
+    await this.stopGateway(agent);
+    // Stopped, restarted or deleted by someone else meanwhile: theirs is the last word.
+    if (agent.generation !== generation || agent.record.desired !== 'running' || this.shuttingDown) return true;
+    agent.schedulerRestarts = restarts;
+    agent.schedulerRetry = true;
+    await this.spawnGateway(agent, { supervise: agent.supervise });
+    return true;
   }
 
   private async spawnGateway(agent: Agent, options: { supervise: boolean }): Promise<void> {
@@ -1910,6 +1958,11 @@ export class LocalAgentHost implements AgentHost {
     if (agent.child) await this.stopGateway(agent); // e.g. a gateway in `error` that never became ready
     const kind = agent.nextStartKind ?? (agent.record.hibernation ? 'wake' : agent.record.warmSlot ? 'warm-pool' : 'start');
     agent.nextStartKind = undefined;
+    // A start for any other reason than the scheduler's own failure begins the count of such restarts again.
+    if (!agent.schedulerRetry) agent.schedulerRestarts = 0;
+    agent.schedulerRetry = false;
+    agent.schedulerFailed = null;
+    agent.schedulerDown = null;
     if (agent.record.hibernation) {
       this.log(agent, `[host] waking from hibernation (asleep since ${agent.record.hibernation.since})`);
       agent.record.hibernation = null;
@@ -1951,8 +2004,8 @@ export class LocalAgentHost implements AgentHost {
       child.once('exit', (code, signal) => finish(code, signal));
       child.once('error', (error) => finish(null, null, error));
     });
-    this.pipeLines(agent, child.stdout);
-    this.pipeLines(agent, child.stderr);
+    this.pipeLines(agent, child.stdout, generation);
+    this.pipeLines(agent, child.stderr, generation);
     agent.record.pid = child.pid ?? null;
     await this.saveRecord(agent);
     this.log(agent, `[host] started OpenClaw ${runtime.version} (pid ${child.pid}) on 127.0.0.1:${port}`);
@@ -1977,6 +2030,11 @@ export class LocalAgentHost implements AgentHost {
           if (agent.generation !== generation || agent.status !== 'starting') return;
           // Once more for a change made during the warm-up; none can come between this and `running` (no await).
           await this.applyRosterWritten(agent);
+          if (agent.generation !== generation || agent.status !== 'starting') return;
+          const failed = agent.schedulerFailed;
+          if (failed?.generation === generation && (await this.startAgainForScheduler(agent, generation, failed.line))) {
+            return; // that start reports ready
+          }
           if (agent.generation !== generation || agent.status !== 'starting') return;
           agent.readyAt = Date.now();
           this.log(agent, `[host] ready after ${((agent.readyAt - (agent.startedAt ?? agent.readyAt)) / 1000).toFixed(1)} s`);

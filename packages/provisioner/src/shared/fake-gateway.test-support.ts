@@ -14,6 +14,13 @@ export interface FakeGatewayBehaviour {
   /** Keep running on SIGTERM (to exercise SIGKILL). */
   ignoreSigterm?: boolean;
   /**
+   * The first this many starts (counted in `<state>/starts.txt`) print OpenClaw's `[cron] failed to start: …` line on
+   * stderr this long after `/readyz` turns ready (`schedulerFailsAfterMs`, default 0), as the pinned OpenClaw does when
+   * its scheduler's start lost a race for its state database.
+   */
+  schedulerFailsStarts?: number;
+  schedulerFailsAfterMs?: number;
+  /**
    * Answer the platform's warm-up turn (`POST /v1/chat/completions` asking for the warm-up model) after this long, with
    * OpenClaw's answer to it (400, the refused model call), and record it in `<state>/warm-ups.jsonl` (with the agent the
    * body's `model` names, `target`). Unset: 404.
@@ -425,6 +432,11 @@ server.on('upgrade', (req, socket, head) => {
 });
 server.listen(port, config.gateway.bind === 'loopback' ? '127.0.0.1' : '0.0.0.0', () => console.log('[gateway] http server listening'));
 if (behaviour.crashAfterMs !== undefined) setTimeout(() => { console.error('fatal: crashed'); helper.kill(); process.exit(1); }, behaviour.crashAfterMs);
+const startNumber = readFileSync(join(state, 'starts.txt'), 'utf8').split('\n').filter(Boolean).length;
+if (startNumber <= (behaviour.schedulerFailsStarts ?? 0)) {
+  setTimeout(() => console.error(new Date().toISOString() + ' [cron] failed to start: StateDatabaseCoordinatorContentionError: another OpenClaw process owns state-lifecycle'),
+    (behaviour.readyDelayMs ?? 150) + (behaviour.schedulerFailsAfterMs ?? 0));
+}
 process.on('SIGTERM', () => {
   if (behaviour.ignoreSigterm) { console.log('ignoring SIGTERM'); return; }
   console.log('[gateway] signal SIGTERM received, shutting down');
