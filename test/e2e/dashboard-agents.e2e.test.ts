@@ -489,6 +489,41 @@ describe('two agents of one customer in the dashboard', () => {
     expect(JSON.parse(await readFile(host.paths(second).config, 'utf8')).logging.level).toBe('warn');
   }, 60_000);
 
+  it("an agent whose gateway's scheduler does not start says so: degraded, why, Restart on; a restart that brings it up is live", async () => {
+    // The stand-in prints OpenClaw's `[cron] failed to start: …` at every start while `<state>/scheduler-fails` exists:
+    // the host starts it again twice, then leaves it answering chat without its scheduler, and says so.
+    const marker = join(host.paths(first).state, 'scheduler-fails');
+    await writeFile(marker, '');
+    await openLifecycle(first);
+    await badgeSays('live');
+    await action('Restart').click();
+    await panel().getByRole('button', { name: 'Confirm' }).click();
+    // The restart is one start to the page, through the host's own starts again: it ends degraded, not stopped.
+    await panel().getByRole('status').filter({ hasText: 'Restart done; the agent is degraded' }).waitFor({ timeout: 30_000 });
+    await badgeSays('degraded');
+    await panel()
+      .getByText(
+        "the gateway answers, but OpenClaw's scheduler did not start: scheduled jobs and heartbeats do not run until the agent is restarted",
+      )
+      .waitFor();
+    expect((await readFile(join(host.paths(first).state, 'starts.txt'), 'utf8')).split('\n').filter(Boolean).length).toBeGreaterThanOrEqual(
+      3,
+    );
+    for (const label of ['Stop', 'Restart', 'Update', 'Repair', 'Reset memory'])
+      expect(await action(label).isDisabled(), label).toBe(false);
+    await screenshot(page, 'agents-20-first-scheduler-down-1280');
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'agents-20b-first-scheduler-down-390');
+    await page.setViewportSize(DESKTOP);
+
+    await rm(marker);
+    await action('Restart').click();
+    await panel().getByRole('button', { name: 'Confirm' }).click();
+    await panel().getByRole('status').filter({ hasText: 'Restart done; the agent is live' }).waitFor({ timeout: 30_000 });
+    await badgeSays('live');
+    expect((await host.status(first)).schedulerDown).toBeNull();
+  });
+
   it('has no uncaught errors or failed requests', () => {
     expect(problems).toEqual([]);
   });

@@ -40,8 +40,7 @@ describe('deriveAgentState', () => {
   });
 
   it("is degraded when the gateway answers but the host says its scheduler is down (its jobs do not run), with the host's words", () => {
-    const schedulerDown =
-      "OpenClaw's scheduler did not start (failed to start: …): scheduled jobs and heartbeats do not run until the agent is restarted";
+    const schedulerDown = "OpenClaw's scheduler did not start: scheduled jobs and heartbeats do not run until the agent is restarted";
     expect(deriveAgentState({ host: 'running', ready: true, schedulerDown })).toEqual({
       state: 'degraded',
       reason: `the gateway answers, but ${schedulerDown}`,

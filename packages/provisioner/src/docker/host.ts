@@ -2104,8 +2104,9 @@ export class DockerAgentHost implements AgentHost {
   }
 
   /** SIGTERM, then SIGKILL after the grace period (Docker's stop). An explicit stop also pauses the restart policy. */
-  private async stopContainer(agent: Agent): Promise<void> {
-    agent.transition = 'stopping';
+  /** `startsAgain`: launched again at once as part of the same start (`startAgainForScheduler`): `starting` throughout. */
+  private async stopContainer(agent: Agent, options: { startsAgain?: boolean } = {}): Promise<void> {
+    agent.transition = options.startsAgain ? 'starting' : 'stopping';
     try {
       const t = Math.ceil(this.options.stopTimeoutMs / 1000);
       await this.ignoreStatus([304, 404], () =>
@@ -2455,7 +2456,7 @@ export class DockerAgentHost implements AgentHost {
       return false;
     }
     const restarts = agent.schedulerRestarts + 1;
-    await this.stopContainer(agent);
+    await this.stopContainer(agent, { startsAgain: true });
     // Stopped, restarted or deleted by someone else meanwhile: theirs is the last word.
     if (agent.record.desired !== 'running' || this.shuttingDown || agent.readyFor !== null) return true;
     agent.schedulerRestarts = restarts;

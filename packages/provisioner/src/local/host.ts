@@ -1937,9 +1937,12 @@ export class LocalAgentHost implements AgentHost {
       return false;
     }
     const restarts = (agent.schedulerRestarts ?? 0) + 1;
-    await this.stopGateway(agent);
+    await this.stopGateway(agent, { startsAgain: true });
     // Stopped, restarted or deleted by someone else meanwhile: theirs is the last word.
-    if (agent.generation !== generation || agent.record.desired !== 'running' || this.shuttingDown) return true;
+    if (agent.generation !== generation || agent.record.desired !== 'running' || this.shuttingDown) {
+      if (!agent.child && agent.status === 'starting') this.setStatus(agent, 'stopped');
+      return true;
+    }
     agent.schedulerRestarts = restarts;
     agent.schedulerRetry = true;
     await this.spawnGateway(agent, { supervise: agent.supervise });
@@ -2140,19 +2143,22 @@ export class LocalAgentHost implements AgentHost {
    * SIGTERM, wait, then SIGKILL for the whole process tree. Resolves when the gateway is gone.
    * `kill`: SIGKILL at once, for a warm gateway nobody adopted (nothing to drain; one still starting was seen to ignore
    * SIGTERM past the backend's own shutdown grace, and live on as an orphan).
+   * `startsAgain`: the caller starts it again at once, as part of the same start (its scheduler did not start): it is
+   * `starting` throughout, never `stopping` or `stopped` (a caller following the start would take those as its end).
    */
-  private async stopGateway(agent: Agent, options: { kill?: boolean } = {}): Promise<void> {
+  private async stopGateway(agent: Agent, options: { kill?: boolean; startsAgain?: boolean } = {}): Promise<void> {
     if (agent.restartTimer) {
       clearTimeout(agent.restartTimer);
       agent.restartTimer = null;
     }
+    const shown = (status: AgentStatus) => this.setStatus(agent, options.startsAgain ? 'starting' : status);
     const child = agent.child;
     if (!child?.pid) {
-      if (agent.status !== 'stopped') this.setStatus(agent, 'stopped');
+      if (agent.status !== 'stopped') shown('stopped');
       return;
     }
     agent.stopping = true;
-    this.setStatus(agent, 'stopping');
+    shown('stopping');
     const tree = await processTree(child.pid);
     const exited = agent.exited ?? Promise.resolve();
     let timedOut = true;
@@ -2173,7 +2179,7 @@ export class LocalAgentHost implements AgentHost {
     agent.readyAt = null;
     agent.record.pid = null;
     await rm(this.secretFile(agent), { force: true });
-    this.setStatus(agent, 'stopped');
+    shown('stopped');
     await this.saveRecord(agent).catch(() => undefined);
   }
 

@@ -16,7 +16,8 @@ export interface FakeGatewayBehaviour {
   /**
    * The first this many starts (counted in `<state>/starts.txt`) print OpenClaw's `[cron] failed to start: …` line on
    * stderr this long after `/readyz` turns ready (`schedulerFailsAfterMs`, default 0), as the pinned OpenClaw does when
-   * its scheduler's start lost a race for its state database.
+   * its scheduler's start lost a race for its state database. So does every start while `<state>/scheduler-fails`
+   * exists (written by a test), whatever this says.
    */
   schedulerFailsStarts?: number;
   schedulerFailsAfterMs?: number;
@@ -433,7 +434,7 @@ server.on('upgrade', (req, socket, head) => {
 server.listen(port, config.gateway.bind === 'loopback' ? '127.0.0.1' : '0.0.0.0', () => console.log('[gateway] http server listening'));
 if (behaviour.crashAfterMs !== undefined) setTimeout(() => { console.error('fatal: crashed'); helper.kill(); process.exit(1); }, behaviour.crashAfterMs);
 const startNumber = readFileSync(join(state, 'starts.txt'), 'utf8').split('\n').filter(Boolean).length;
-if (startNumber <= (behaviour.schedulerFailsStarts ?? 0)) {
+if (startNumber <= (behaviour.schedulerFailsStarts ?? 0) || existsSync(join(state, 'scheduler-fails'))) {
   setTimeout(() => console.error(new Date().toISOString() + ' [cron] failed to start: StateDatabaseCoordinatorContentionError: another OpenClaw process owns state-lifecycle'),
     (behaviour.readyDelayMs ?? 150) + (behaviour.schedulerFailsAfterMs ?? 0));
 }

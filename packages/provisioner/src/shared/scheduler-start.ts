@@ -12,6 +12,8 @@
 /** The line OpenClaw's console log prints when its scheduler's start failed (`logCron.error`, `startGatewayCronWithLogging`). */
 const SCHEDULER_FAILED = /\[cron\] failed to (?:start|enter start root)\b/;
 
+const NOT_RUNNING = 'scheduled jobs and heartbeats do not run until the agent is restarted';
+
 /** Restarts of a gateway whose scheduler did not start, in a row, before the host leaves it as it is (and says so). */
 export const SCHEDULER_RESTARTS = 2;
 
@@ -23,7 +25,8 @@ export function schedulerFailure(lines: Iterable<string>): string | null {
 
 /**
  * What a host does about a gateway whose scheduler did not start, `restarts` restarts in a row after the first such
- * start: start it again, or give up, with the line to log and, on giving up, the error the agent reports while it runs.
+ * start: start it again, or give up, with the line to log and, on giving up, what the agent reports while it runs
+ * (`AgentState.schedulerDown`).
  */
 export function onSchedulerFailure(
   line: string,
@@ -36,6 +39,10 @@ export function onSchedulerFailure(
       log: `[host] OpenClaw's scheduler did not start (${detail}); starting the gateway again so its jobs run (${restarts + 1} of ${SCHEDULER_RESTARTS})`,
     };
   }
-  const lastError = `OpenClaw's scheduler did not start (${detail}): scheduled jobs and heartbeats do not run until the agent is restarted`;
-  return { restart: false, log: `[host] ${lastError}`, lastError };
+  // What the owner reads is short; the log keeps OpenClaw's own words.
+  return {
+    restart: false,
+    log: `[host] OpenClaw's scheduler did not start (${detail}) ${SCHEDULER_RESTARTS + 1} times in a row; the gateway runs on without it: ${NOT_RUNNING}`,
+    lastError: `OpenClaw's scheduler did not start: ${NOT_RUNNING}`,
+  };
 }

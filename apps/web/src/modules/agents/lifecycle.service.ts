@@ -117,17 +117,17 @@ async function pollAgentState(
   user: Caller,
   agentId: string,
   waitMs: number,
-  keepWaiting: (state: AgentLifecycleState) => boolean,
+  keepWaiting: (state: AgentHealthView) => boolean,
   signal?: AbortSignal,
 ): Promise<AgentHealthView | null> {
   // A duration on the monotonic clock: how long this call has waited.
   const started = performance.now();
   let state = await readAgentState(deps, user, agentId);
-  while (state && keepWaiting(state.state) && performance.now() - started < waitMs && !signal?.aborted) {
+  while (state && keepWaiting(state) && performance.now() - started < waitMs && !signal?.aborted) {
     const asked = performance.now();
     state = await readAgentState(deps, user, agentId, { waitMs: waitMs - (asked - started) });
     const took = performance.now() - asked;
-    if (state && keepWaiting(state.state) && took < POLL_MS) await new Promise((resolve) => setTimeout(resolve, POLL_MS - took));
+    if (state && keepWaiting(state) && took < POLL_MS) await new Promise((resolve) => setTimeout(resolve, POLL_MS - took));
   }
   return state;
 }
@@ -155,7 +155,7 @@ export async function waitUntilLive(deps: LifecycleDeps, user: Caller, agentId: 
     }
     deps.afterStart?.follow(user, agentId);
   } else if (!now || !isOnItsWayToLive(now.state)) return now;
-  return pollAgentState(deps, user, agentId, waitMs, isOnItsWayToLive);
+  return pollAgentState(deps, user, agentId, waitMs, (s) => isOnItsWayToLive(s.state));
 }
 
 /**
@@ -170,7 +170,7 @@ export function whileStarting(
   waitMs: number,
   signal?: AbortSignal,
 ): Promise<AgentHealthView | null> {
-  return pollAgentState(deps, user, agentId, waitMs, isOnItsWayToLive, signal);
+  return pollAgentState(deps, user, agentId, waitMs, (s) => isOnItsWayToLive(s.state), signal);
 }
 
 /**
@@ -238,8 +238,18 @@ export const isWakeFailure = (err: unknown): err is DomainError =>
 export type LifecycleOutcome =
   /** The backend refused or failed: its status and body, passed on. */
   | { kind: 'refused'; status: number; body: Record<string, unknown> }
-  /** The agent reached the state the action asked for (`reached`), ended `failed`, or is still on its way (`pending`). */
+  /**
+   * The agent reached the state the action asked for (`reached`; or, asked to be live, runs degraded for good: see
+   * `degradedForGood`), ended `failed`, or is still on its way (`pending`).
+   */
   | { kind: 'reached' | 'failed' | 'pending'; body: Record<string, unknown>; state: AgentHealthView };
+
+/**
+ * Degraded while its gateway answers `/readyz` and its host says it runs: the host reports a part of it that does not
+ * work and that it no longer tries to fix (OpenClaw's scheduler did not start, docs/operations.md "A scheduler that did
+ * not start"). Unlike a crash being restarted, nothing changes until someone acts: a wait for live ends there.
+ */
+const degradedForGood = (s: AgentHealthView) => s.state === 'degraded' && s.host === 'running' && s.ready === true;
 
 /**
  * Runs `action` on the caller's agent through the backend's per-agent route, then waits up to `deps.waitMs` for the state
@@ -263,12 +273,13 @@ export async function runLifecycle(
   if (answer.status >= 400) return { kind: 'refused', status: answer.status, body: answer.body ?? {} };
 
   const wanted: AgentLifecycleState = targetState(action);
+  const reached = (s: AgentHealthView) => s.state === wanted || (wanted === 'live' && degradedForGood(s));
   // `failed` ends the wait: the host gave up, and nothing changes until someone acts again.
-  const state = await pollAgentState(deps, user, agentId, waitMs, (s) => s !== wanted && s !== 'failed');
+  const state = await pollAgentState(deps, user, agentId, waitMs, (s) => !reached(s) && s.state !== 'failed');
   if (!state) throw new DomainError('AGENT_NOT_FOUND');
   // The record follows what the agent is now, so lists and the primary-agent lookup see the truth.
   if (state.state === 'live') await setAgentStatus(deps.db, user.id, agentId, 'running');
   else if (state.state === 'stopped') await setAgentStatus(deps.db, user.id, agentId, 'stopped');
-  const kind = state.state === wanted ? 'reached' : state.state === 'failed' ? 'failed' : 'pending';
+  const kind = reached(state) ? 'reached' : state.state === 'failed' ? 'failed' : 'pending';
   return { kind, body: answer.body ?? {}, state };
 }
