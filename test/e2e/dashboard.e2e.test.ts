@@ -171,6 +171,8 @@ describe.skipIf(skip)('the dashboard in a real browser', () => {
       .defaults.model.primary;
     expect(applied).toBe('platform/gpt-4.1-mini');
     expect((await page.getByTestId('agent-model').textContent())?.trim()).toBe(applied);
+    // `platform/…` is the provider written from the owner's own key, which the model's tooltip says.
+    expect(await page.getByTestId('agent-model').getAttribute('title')).toMatch(/^Written from the AI provider key you gave/);
     expect(await messages.locator('.chat-msg.assistant .chat-model').last().textContent()).toContain(applied);
     const ledger = await web.database.db.kysely.selectFrom('usage_events').select(['kind', 'model']).execute();
     expect(ledger).toContainEqual({ kind: 'chat', model: applied });

@@ -81,5 +81,12 @@ export function formatDuration(ms: number): string {
  * (its applied configuration could not be read). The same words as the Configuration tab.
  */
 export const modelLabel = (source: string) => (source === 'default' ? 'OpenClaw’s default' : 'unknown');
+/** Where the model shown comes from, for its tooltip (`modelSource` of `GET /api/agents`). */
 export const modelWhy = (source: string) =>
-  source === 'default' ? 'The configuration names no model: OpenClaw uses its default' : 'The model could not be read from the agent';
+  source === 'platform'
+    ? 'Written from the AI provider key you gave: “platform” is what the agent’s configuration calls that provider, and the key is yours'
+    : source === 'config'
+      ? 'Named in the agent’s configuration'
+      : source === 'default'
+        ? 'The configuration names no model: OpenClaw uses its default'
+        : 'The model could not be read from the agent';

@@ -140,7 +140,7 @@ export default function AgentPage({ agentId }: { agentId: string }) {
           <div>
             <dt>Model</dt>
             {/* Read from the configuration the agent's host applies; never a default when it cannot be read. */}
-            <dd className={a.model ? 'mono' : undefined} data-testid="agent-model" title={a.model ? undefined : modelWhy(a.modelSource)}>
+            <dd className={a.model ? 'mono' : undefined} data-testid="agent-model" title={modelWhy(a.modelSource)}>
               {a.model ?? modelLabel(a.modelSource)}
             </dd>
           </div>

@@ -154,7 +154,7 @@ export default function DashboardPage() {
                           seen={seen?.agentId === agent.id ? seen.state : undefined}
                         />
                       </td>
-                      <td className={agent.model ? 'mono' : undefined} title={agent.model ? undefined : modelWhy(agent.modelSource)}>
+                      <td className={agent.model ? 'mono' : undefined} title={modelWhy(agent.modelSource)}>
                         {agent.model ?? modelLabel(agent.modelSource)}
                       </td>
                       <td>{new Date(agent.createdAt).toLocaleString()}</td>
