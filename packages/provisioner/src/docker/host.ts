@@ -2103,8 +2103,10 @@ export class DockerAgentHost implements AgentHost {
     }
   }
 
-  /** SIGTERM, then SIGKILL after the grace period (Docker's stop). An explicit stop also pauses the restart policy. */
-  /** `startsAgain`: launched again at once as part of the same start (`startAgainForScheduler`): `starting` throughout. */
+  /**
+   * SIGTERM, then SIGKILL after the grace period (Docker's stop). An explicit stop also pauses the restart policy.
+   * `startsAgain`: launched again at once as part of the same start (`startAgainForScheduler`): `starting` throughout.
+   */
   private async stopContainer(agent: Agent, options: { startsAgain?: boolean } = {}): Promise<void> {
     agent.transition = options.startsAgain ? 'starting' : 'stopping';
     try {

@@ -166,7 +166,7 @@ const BENIGN_WAITING = new Set(['ContainerCreating', 'PodInitializing']);
 
 /** Scaled to 0 for being idle (`hibernate`), not stopped. */
 const isHibernated = (deployment: V1Deployment) => Boolean(deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.hibernatedSince]);
-/** The metadata patch that wakes a hibernated agent: its hibernation annotations removed. */
+
 /** Why the scheduler of this pod is down, when the host gave up starting it again (`startAgainForScheduler`). */
 function schedulerDownOf(annotations: Record<string, string>, pod: V1Pod | null): string | null {
   try {
@@ -177,6 +177,7 @@ function schedulerDownOf(annotations: Record<string, string>, pod: V1Pod | null)
   }
 }
 
+/** The metadata patch that wakes a hibernated agent: its hibernation annotations removed. */
 const AWAKE = {
   annotations: { [KUBE_ANNOTATIONS.hibernatedSince]: null, [KUBE_ANNOTATIONS.wakeAt]: null, [KUBE_ANNOTATIONS.dueByAgent]: null },
 };

@@ -1926,8 +1926,8 @@ export class LocalAgentHost implements AgentHost {
   /**
    * Starts the gateway again for its scheduler, or gives up (and says so) after `SCHEDULER_RESTARTS` in a row; true
    * when it started again. From `pollReady` it runs without the agent's lock, as the rest of a start does: the caller
-   * that started the gateway may hold that lock while it waits for `running` (an update), and a start again keeps it
-   * waiting (`stopped` on the way to a start is not the end of a wait).
+   * that started the gateway may hold that lock while it waits for `running` (an update), and waits on through this
+   * (the agent stays `starting`).
    */
   private async startAgainForScheduler(agent: Agent, generation: number, line: string): Promise<boolean> {
     const next = onSchedulerFailure(line, agent.schedulerRestarts ?? 0);
