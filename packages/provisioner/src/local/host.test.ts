@@ -64,6 +64,7 @@ beforeAll(async () => {
     broken: await installFakeRuntime(join(work, 'rt-broken'), 'broken', { exitImmediately: true }),
     crashy: await installFakeRuntime(join(work, 'rt-crashy'), 'crashy', { crashAfterMs: 300 }),
     stubborn: await installFakeRuntime(join(work, 'rt-stubborn'), 'stubborn', { ignoreSigterm: true }),
+    stray: await installFakeRuntime(join(work, 'rt-stray'), 'stray', { strayHelper: true }),
     slow: await installFakeRuntime(join(work, 'rt-slow'), 'slow', { readyDelayMs: 60_000 }),
     warming: await installFakeRuntime(join(work, 'rt-warming'), 'warming', { warmUpMs: 700 }),
     protocol: await installFakeRuntime(join(work, 'rt-protocol'), 'protocol', { warmUpMs: 100, gatewayProtocol: true }),
@@ -223,6 +224,21 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
     await host.start(s.agentId);
     await host.waitUntilReady(s.agentId);
     expect(await readFile(join(host.paths(s.agentId).state, 'starts.txt'), 'utf8')).toBe('1.0.0\n1.0.0\n');
+  });
+
+  it("stop ends the gateway's whole process group: a helper re-parented away from its tree goes too", async () => {
+    const host = await newHost();
+    const s = spec({ version: 'stray' });
+    await host.create(s);
+    await host.waitUntilReady(s.agentId);
+    const strayFile = join(host.paths(s.agentId).state, 'stray.pid');
+    await until(() => existsSync(strayFile));
+    const stray = Number(await readFile(strayFile, 'utf8'));
+    await until(() => isAlive(stray));
+    const { pid } = await host.status(s.agentId);
+    expect(await processTree(pid!)).not.toContain(stray); // not the gateway's descendant any more
+    await host.stop(s.agentId);
+    await until(() => !isAlive(stray), 5_000);
   });
 
   it('restarts a crashed gateway with back-off', async () => {

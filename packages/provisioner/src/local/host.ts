@@ -2168,11 +2168,16 @@ export class LocalAgentHost implements AgentHost {
     }
     if (timedOut) {
       if (!options.kill) this.log(agent, `[host] no exit ${this.options.stopTimeoutMs} ms after SIGTERM: SIGKILL`);
+      killQuietly(-child.pid, 'SIGKILL'); // its process group, below
       for (const pid of [...(await processTree(child.pid)), ...tree]) killQuietly(pid, 'SIGKILL');
       await exited;
     }
-    // Helpers that outlived the gateway (they normally exit with it).
+    // Helpers that outlived the gateway (they normally exit with it): those of the tree read before the stop, and all of
+    // its process group (it was spawned detached, so the group is its pid): a helper started after that read (a gateway
+    // killed as it starts, seen leaking from a warm gateway killed at shutdown) or one whose own parent exited is not in
+    // the tree, but is in the group.
     for (const pid of tree) if (pid !== child.pid && isAlive(pid)) killQuietly(pid, 'SIGKILL');
+    killQuietly(-child.pid, 'SIGKILL');
     agent.stopping = false;
     agent.child = null;
     agent.startedAt = null;

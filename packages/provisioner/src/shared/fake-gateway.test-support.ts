@@ -22,6 +22,11 @@ export interface FakeGatewayBehaviour {
   schedulerFailsStarts?: number;
   schedulerFailsAfterMs?: number;
   /**
+   * Also leaves a helper whose own parent exits at once: re-parented away from the gateway's process tree, still in its
+   * process group (as a grandchild of a gateway is when its parent dies first); its pid in `<state>/stray.pid`.
+   */
+  strayHelper?: boolean;
+  /**
    * Answer the platform's warm-up turn (`POST /v1/chat/completions` asking for the warm-up model) after this long, with
    * OpenClaw's answer to it (400, the refused model call), and record it in `<state>/warm-ups.jsonl` (with the agent the
    * body's `model` names, `target`). Unset: 404.
@@ -219,6 +224,10 @@ if (!existsSync(join(workspace, 'AGENTS.md'))) {
 appendFileSync(join(state, 'starts.txt'), version + '\n');
 
 const helper = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+if (behaviour.strayHelper) {
+  const launcher = "const c = require('node:child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }); c.unref(); require('node:fs').writeFileSync(process.argv[1], String(c.pid));";
+  spawn(process.execPath, ['-e', launcher, join(state, 'stray.pid')], { stdio: 'ignore' });
+}
 const started = Date.now();
 const server = http.createServer((req, res) => {
   const json = (status, body) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
