@@ -462,6 +462,25 @@ describe('LocalAgentHost (fake OpenClaw)', () => {
     expect(await again.spec(running.agentId)).toMatchObject({ gatewayToken: running.gatewayToken });
   });
 
+  it('restore stops the gateway a previous host left running (a backend killed with SIGKILL), its whole process group', async () => {
+    // The first host's own restart of the gateway the second one stops is a minute away: the second one's start is the only one.
+    const first = await newHost({ backoff: { initialMs: 60_000, maxMs: 60_000, resetAfterMs: 60_000 } });
+    const s = spec({ version: 'stray' });
+    await first.create(s);
+    const { pid } = await first.waitUntilReady(s.agentId);
+    const strayFile = join(first.paths(s.agentId).state, 'stray.pid');
+    await until(() => existsSync(strayFile));
+    const stray = Number(await readFile(strayFile, 'utf8'));
+    await rm(strayFile);
+
+    const again = await newHost({ dataDir: first.agentsDir.replace(/\/agents$/, '') });
+    await again.restore();
+    expect(isAlive(pid!)).toBe(false);
+    await until(() => !isAlive(stray), 5_000);
+    const restarted = await again.waitUntilReady(s.agentId);
+    expect(restarted.pid).not.toBe(pid);
+  });
+
   it('configure: a config change is written for hot reload, a token change restarts with the new secrets', async () => {
     const host = await newHost();
     const s = spec();

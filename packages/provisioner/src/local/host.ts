@@ -2191,11 +2191,15 @@ export class LocalAgentHost implements AgentHost {
   private async killLeftover(pid: number): Promise<void> {
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
     if (!cmdline.includes('openclaw')) return; // the pid was reused by something else
+    // Spawned detached by a host, it leads a process group of its own (field 5 of /proc/<pid>/stat, after the name).
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const leadsGroup = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) === pid;
     const tree = await processTree(pid);
     killQuietly(pid, 'SIGTERM');
     const deadline = performance.now() + this.options.stopTimeoutMs;
     while (isAlive(pid) && performance.now() < deadline) await sleep(200);
     for (const p of tree) if (isAlive(p)) killQuietly(p, 'SIGKILL');
+    if (leadsGroup) killQuietly(-pid, 'SIGKILL'); // as `stopGateway` does
   }
 
   private waitForRunning(agent: Agent, timeoutMs: number): Promise<void> {
