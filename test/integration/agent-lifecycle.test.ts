@@ -107,6 +107,33 @@ describe('two agents of one customer, each with its own lifecycle', () => {
     expect((await host.status(first)).startedAt).toBe(state.startedAt);
   });
 
+  it("a restart whose gateway's scheduler will not start answers degraded at once, with why; the next restart is live", async () => {
+    // The stand-in prints OpenClaw's `[cron] failed to start: …` at every start while `<state>/scheduler-fails` exists:
+    // the host starts it again twice (the agent stays starting meanwhile), then leaves it running without its scheduler.
+    const marker = join(host.paths(second).state, 'scheduler-fails');
+    await writeFile(marker, '');
+    try {
+      const restart = await call('POST', `/api/agents/${second}/restart`);
+      expect(restart.status).toBe(200);
+      expect(restart.body).toMatchObject({
+        success: true,
+        agentId: second,
+        state: 'degraded',
+        reason:
+          "the gateway answers, but OpenClaw's scheduler did not start: scheduled jobs and heartbeats do not run until the agent is restarted",
+        actions: ['stop', 'restart', 'update', 'repair', 'reset-memory'],
+        live: true,
+        ready: true,
+        pending: false,
+      });
+      expect(await health(second)).toMatchObject({ state: 'degraded', host: 'running', ready: true });
+    } finally {
+      await rm(marker, { force: true });
+    }
+    const again = await call('POST', `/api/agents/${second}/restart`);
+    expect(again.body).toMatchObject({ success: true, state: 'live', pending: false });
+  });
+
   it('the event stream pushes each state: stopping the agent shows stopping/stopped, starting it starting then live', async () => {
     const controller = new AbortController();
     const res = await fetch(`${web.url}/api/agents/${first}/events?follow=1`, { headers: { cookie }, signal: controller.signal });

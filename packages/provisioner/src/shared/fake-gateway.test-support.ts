@@ -17,7 +17,8 @@ export interface FakeGatewayBehaviour {
    * The first this many starts (counted in `<state>/starts.txt`) print OpenClaw's `[cron] failed to start: …` line on
    * stderr this long after `/readyz` turns ready (`schedulerFailsAfterMs`, default 0), as the pinned OpenClaw does when
    * its scheduler's start lost a race for its state database. So does every start while `<state>/scheduler-fails`
-   * exists (written by a test), whatever this says.
+   * exists (written by a test), whatever this says, and then 100 ms before `/readyz` turns ready: a start with no
+   * warm-up turn is over at `/readyz`, and the pinned OpenClaw's line comes before a warm-up turn is over.
    */
   schedulerFailsStarts?: number;
   schedulerFailsAfterMs?: number;
@@ -443,9 +444,10 @@ server.on('upgrade', (req, socket, head) => {
 server.listen(port, config.gateway.bind === 'loopback' ? '127.0.0.1' : '0.0.0.0', () => console.log('[gateway] http server listening'));
 if (behaviour.crashAfterMs !== undefined) setTimeout(() => { console.error('fatal: crashed'); helper.kill(); process.exit(1); }, behaviour.crashAfterMs);
 const startNumber = readFileSync(join(state, 'starts.txt'), 'utf8').split('\n').filter(Boolean).length;
-if (startNumber <= (behaviour.schedulerFailsStarts ?? 0) || existsSync(join(state, 'scheduler-fails'))) {
+const schedulerMarked = existsSync(join(state, 'scheduler-fails'));
+if (startNumber <= (behaviour.schedulerFailsStarts ?? 0) || schedulerMarked) {
   setTimeout(() => console.error(new Date().toISOString() + ' [cron] failed to start: StateDatabaseCoordinatorContentionError: another OpenClaw process owns state-lifecycle'),
-    (behaviour.readyDelayMs ?? 150) + (behaviour.schedulerFailsAfterMs ?? 0));
+    schedulerMarked ? Math.max(0, (behaviour.readyDelayMs ?? 150) - 100) : (behaviour.readyDelayMs ?? 150) + (behaviour.schedulerFailsAfterMs ?? 0));
 }
 process.on('SIGTERM', () => {
   if (behaviour.ignoreSigterm) { console.log('ignoring SIGTERM'); return; }
