@@ -6,6 +6,7 @@ import {
   actionBlockedReason,
   deriveAgentState,
   isActionValid,
+  isDegradedForGood,
   targetState,
   validActions,
 } from './agent-state.js';
@@ -47,6 +48,10 @@ describe('deriveAgentState', () => {
       actions: ['stop', 'restart', 'update', 'repair', 'reset-memory'],
     });
     expect(deriveAgentState({ host: 'running', ready: true, schedulerDown: null }).state).toBe('live');
+    // Degraded for good (a wait for live ends there), unlike a gateway that is not ready or crashed and is restarting.
+    expect(isDegradedForGood({ state: 'degraded', host: 'running', ready: true })).toBe(true);
+    expect(isDegradedForGood({ state: 'degraded', host: 'running', ready: false })).toBe(false);
+    expect(isDegradedForGood({ state: 'degraded', host: 'restarting', ready: null })).toBe(false);
   });
 
   it('says stopped for a stopped agent, whatever the (unreachable) gateway says', () => {

@@ -144,6 +144,14 @@ function derive({ host, ready, record, pending, lastError, failing, schedulerDow
 export const isOnItsWayToLive = (state: AgentLifecycleState): boolean =>
   state === 'provisioning' || state === 'starting' || state === 'updating';
 
+/**
+ * Degraded while its host says the process runs and its gateway answers `/readyz`: only a part of it the host no longer
+ * tries to fix gives that (its scheduler is down, `schedulerDown`). Unlike a crash being restarted, nothing changes until
+ * someone acts, so a wait for live ends there.
+ */
+export const isDegradedForGood = (view: { state: AgentLifecycleState; host: string | null; ready: boolean | null }) =>
+  view.state === 'degraded' && view.host === 'running' && view.ready === true;
+
 /** A gateway process is up for it (or being brought up): what "running now" counts. Asleep, stopped and failed are not. */
 export const isRunningNow = (state: AgentLifecycleState): boolean =>
   state === 'live' || state === 'degraded' || state === 'stopping' || isOnItsWayToLive(state);

@@ -91,7 +91,7 @@ import {
   withdrawJoin,
 } from '../shared/roster.js';
 import { GATEWAY_DOWN, connectControl, probeGateway } from '../shared/gateway-probe.js';
-import { onSchedulerFailure, schedulerFailure } from '../shared/scheduler-start.js';
+import { SchedulerRestarts, schedulerFailure } from '../shared/scheduler-start.js';
 import { messageOf, pruneOldest, updateWithRollback } from '../shared/update.js';
 import {
   ContainerSpec,
@@ -264,11 +264,10 @@ interface Agent extends RosterMark {
   /** Its connection kept open for the adoption, opened once it was ready. */
   poolConn: Promise<PoolConnection | null> | null;
   /**
-   * Starts again because OpenClaw's scheduler did not start (shared/scheduler-start.ts), in a row (the next launch is
-   * one of them: `schedulerRetry`); and, for the run the host gave up on (`State.StartedAt`), why.
+   * Starts again because OpenClaw's scheduler did not start (shared/scheduler-start.ts), in a row; and, for the run the
+   * host gave up on (`State.StartedAt`), why.
    */
-  schedulerRestarts: number;
-  schedulerRetry: boolean;
+  schedulerRestarts: SchedulerRestarts;
   schedulerDown: { run: string; reason: string } | null;
 }
 
@@ -413,7 +412,7 @@ export class DockerAgentHost implements AgentHost {
     });
     this.poolTarget = typeof config.warmPool === 'number' ? Math.max(0, Math.floor(config.warmPool)) : 0;
     if ((config.idleMs ?? 0) > 0) {
-      this.idleTimer = setInterval(() => void this.checkIdle(), config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS);
+      this.idleTimer = setInterval(() => void this.checkIdle(), this.idleCheckMs);
       this.idleTimer.unref();
     }
   }
@@ -804,7 +803,7 @@ export class DockerAgentHost implements AgentHost {
       for (const agent of [...this.agents.values()]) {
         if (this.shuttingDown) return;
         if (agent.record.hibernation) {
-          if (dueToWake(agent.record.hibernation, Date.now(), this.config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS)) {
+          if (dueToWake(agent.record.hibernation, Date.now(), this.idleCheckMs)) {
             await this.startGateway(agent).catch((error: unknown) =>
               this.log(agent, `[host] could not wake for its due job: ${messageOf(error)}`),
             );
@@ -826,6 +825,10 @@ export class DockerAgentHost implements AgentHost {
 
   private get wakeLeadMs(): number {
     return this.config.wakeLeadMs ?? DEFAULT_WAKE_LEAD_MS;
+  }
+
+  private get idleCheckMs(): number {
+    return this.config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS;
   }
 
   /** `askIdle` (shared/idle.ts) for an agent, asking its gateway through the platform device's connection. */
@@ -1960,9 +1963,7 @@ export class DockerAgentHost implements AgentHost {
       agent.readyAt = null;
       agent.lastError = null;
       agent.pairedFor = null;
-      // A start for any other reason than the scheduler's own failure begins the count of such starts again.
-      if (!agent.schedulerRetry) agent.schedulerRestarts = 0;
-      agent.schedulerRetry = false;
+      agent.schedulerRestarts.started();
       this.log(agent, `[host] started ${dockerContainerName(record.agentId)} (OpenClaw ${record.version}, ${record.image})`);
       this.schedulePairing(agent);
     } catch (error) {
@@ -2451,18 +2452,16 @@ export class DockerAgentHost implements AgentHost {
   private async startAgainForScheduler(agent: Agent, startedAt: string): Promise<boolean> {
     const line = schedulerFailure(await this.runOutput(agent, startedAt));
     if (line === null || agent.readyFor !== startedAt) return false;
-    const next = onSchedulerFailure(line, agent.schedulerRestarts);
+    const next = agent.schedulerRestarts.decide(line);
     this.log(agent, next.log);
     if (!next.restart) {
       agent.schedulerDown = { run: startedAt, reason: next.lastError };
       return false;
     }
-    const restarts = agent.schedulerRestarts + 1;
     await this.stopContainer(agent, { startsAgain: true });
     // Stopped, restarted or deleted by someone else meanwhile: theirs is the last word.
     if (agent.record.desired !== 'running' || this.shuttingDown || agent.readyFor !== null) return true;
-    agent.schedulerRestarts = restarts;
-    agent.schedulerRetry = true;
+    agent.schedulerRestarts.startingAgain();
     await this.launch(agent);
     return true;
   }
@@ -2681,8 +2680,7 @@ export class DockerAgentHost implements AgentHost {
       pairedFor: null,
       pairing: null,
       lastActiveAt: null,
-      schedulerRestarts: 0,
-      schedulerRetry: false,
+      schedulerRestarts: new SchedulerRestarts(),
       schedulerDown: null,
       warmSlot: false,
       poolReady: false,

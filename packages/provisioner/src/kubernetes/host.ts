@@ -530,7 +530,7 @@ export class KubernetesAgentHost implements AgentHost {
       (plan) => this.resourcesFor(plan),
     );
     if ((options.idleMs ?? 0) > 0) {
-      this.idleTimer = setInterval(() => void this.checkIdle(), options.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS);
+      this.idleTimer = setInterval(() => void this.checkIdle(), this.idleCheckMs);
       this.idleTimer.unref();
     }
     this.filler = new PoolFiller({
@@ -1555,7 +1555,7 @@ export class KubernetesAgentHost implements AgentHost {
         const id = state.agentId;
         if (state.status === 'hibernated') {
           const wakeAt = deployment.metadata?.annotations?.[KUBE_ANNOTATIONS.wakeAt] ?? null;
-          if (dueToWake({ wakeAt }, Date.now(), this.options.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS)) {
+          if (dueToWake({ wakeAt }, Date.now(), this.idleCheckMs)) {
             await this.exclusive(id, () => this.patchDeployment(name, { metadata: AWAKE, spec: { replicas: 1 } })).catch(() => undefined);
           }
           continue;
@@ -1588,6 +1588,10 @@ export class KubernetesAgentHost implements AgentHost {
 
   private get wakeLeadMs(): number {
     return this.options.wakeLeadMs ?? DEFAULT_WAKE_LEAD_MS;
+  }
+
+  private get idleCheckMs(): number {
+    return this.options.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS;
   }
 
   /**

@@ -83,7 +83,7 @@ import {
 import { type AgentWorkspace, ProgramWorkspace, runProgramLocally } from '../shared/workspace.js';
 import { GATEWAY_DOWN, probeGateway } from '../shared/gateway-probe.js';
 import { warmUpGateway, warmUpLogLine } from '../shared/warm-up.js';
-import { onSchedulerFailure, schedulerFailure } from '../shared/scheduler-start.js';
+import { SchedulerRestarts, schedulerFailure } from '../shared/scheduler-start.js';
 import { type PoolConnection, PoolFiller, applyAdoption, openPoolConnection } from '../shared/adoption.js';
 import {
   DEFAULT_IDLE_CHECK_MS,
@@ -261,9 +261,8 @@ interface Agent extends RosterMark {
   nextStartKind?: AgentStartKind;
   /** The start (`generation`) whose output said OpenClaw's scheduler did not start, and that line (shared/scheduler-start.ts). */
   schedulerFailed?: { generation: number; line: string } | null;
-  /** Starts again for that, in a row (the next start is one of them: `schedulerRetry`); why the host gave up, if it did. */
-  schedulerRestarts?: number;
-  schedulerRetry?: boolean;
+  /** Starts again for that, in a row; and why the host gave up on this start's scheduler, if it did. */
+  schedulerRestarts: SchedulerRestarts;
   schedulerDown?: string | null;
 }
 
@@ -401,7 +400,7 @@ export class LocalAgentHost implements AgentHost {
     this.memorySampler = setInterval(() => void this.sampleMemory(), Math.max(1, Math.round(this.memorySampleMs / 6)));
     this.memorySampler.unref();
     if ((config.idleMs ?? 0) > 0) {
-      this.idleTimer = setInterval(() => void this.checkIdle(), config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS);
+      this.idleTimer = setInterval(() => void this.checkIdle(), this.idleCheckMs);
       this.idleTimer.unref();
     }
   }
@@ -1043,7 +1042,7 @@ export class LocalAgentHost implements AgentHost {
       for (const agent of [...this.agents.values()]) {
         if (this.shuttingDown) return;
         if (agent.status === 'hibernated') {
-          if (dueToWake(agent.record.hibernation, Date.now(), this.config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS)) {
+          if (dueToWake(agent.record.hibernation, Date.now(), this.idleCheckMs)) {
             await this.wake(agent).catch((error: Error) => this.log(agent, `[host] could not wake for its due job: ${error.message}`));
           }
           continue;
@@ -1059,6 +1058,10 @@ export class LocalAgentHost implements AgentHost {
 
   private get wakeLeadMs(): number {
     return this.config.wakeLeadMs ?? DEFAULT_WAKE_LEAD_MS;
+  }
+
+  private get idleCheckMs(): number {
+    return this.config.idleCheckMs ?? DEFAULT_IDLE_CHECK_MS;
   }
 
   /** `askIdle` (shared/idle.ts) for a running agent, asking its gateway over the loopback token connection. */
@@ -1593,6 +1596,7 @@ export class LocalAgentHost implements AgentHost {
       restarts: 0,
       lastError: null,
       backoff: new Backoff(this.config.backoff),
+      schedulerRestarts: new SchedulerRestarts(),
       restartTimer: null,
       logs: [],
       logFile: null,
@@ -1930,21 +1934,19 @@ export class LocalAgentHost implements AgentHost {
    * (the agent stays `starting`).
    */
   private async startAgainForScheduler(agent: Agent, generation: number, line: string): Promise<boolean> {
-    const next = onSchedulerFailure(line, agent.schedulerRestarts ?? 0);
+    const next = agent.schedulerRestarts.decide(line);
     this.log(agent, next.log);
     if (!next.restart) {
       agent.schedulerDown = next.lastError;
       return false;
     }
-    const restarts = (agent.schedulerRestarts ?? 0) + 1;
     await this.stopGateway(agent, { startsAgain: true });
     // Stopped, restarted or deleted by someone else meanwhile: theirs is the last word.
     if (agent.generation !== generation || agent.record.desired !== 'running' || this.shuttingDown) {
       if (!agent.child && agent.status === 'starting') this.setStatus(agent, 'stopped');
       return true;
     }
-    agent.schedulerRestarts = restarts;
-    agent.schedulerRetry = true;
+    agent.schedulerRestarts.startingAgain();
     await this.spawnGateway(agent, { supervise: agent.supervise });
     return true;
   }
@@ -1961,9 +1963,7 @@ export class LocalAgentHost implements AgentHost {
     if (agent.child) await this.stopGateway(agent); // e.g. a gateway in `error` that never became ready
     const kind = agent.nextStartKind ?? (agent.record.hibernation ? 'wake' : agent.record.warmSlot ? 'warm-pool' : 'start');
     agent.nextStartKind = undefined;
-    // A start for any other reason than the scheduler's own failure begins the count of such restarts again.
-    if (!agent.schedulerRetry) agent.schedulerRestarts = 0;
-    agent.schedulerRetry = false;
+    agent.schedulerRestarts.started();
     agent.schedulerFailed = null;
     agent.schedulerDown = null;
     if (agent.record.hibernation) {

@@ -46,3 +46,29 @@ export function onSchedulerFailure(
     lastError: `OpenClaw's scheduler did not start: ${NOT_RUNNING}`,
   };
 }
+
+/**
+ * How many times in a row a local or docker host has started one gateway again for its scheduler (the kubernetes host
+ * keeps the count on the Deployment, `aop/scheduler-restarts`): a start for any other reason begins the count again.
+ */
+export class SchedulerRestarts {
+  private count = 0;
+  private again = false;
+
+  /** A start of the gateway begins (every start). */
+  started(): void {
+    if (!this.again) this.count = 0;
+    this.again = false;
+  }
+
+  /** What to do about the failure `line` in the output of the start under way (`onSchedulerFailure`). */
+  decide(line: string): ReturnType<typeof onSchedulerFailure> {
+    return onSchedulerFailure(line, this.count);
+  }
+
+  /** The next start is one again for the scheduler. */
+  startingAgain(): void {
+    this.count += 1;
+    this.again = true;
+  }
+}

@@ -5,6 +5,7 @@ import {
   type AgentStateView,
   deriveAgentState,
   isAgentLifecycleState,
+  isDegradedForGood,
   isOnItsWayToLive,
   targetState,
   wakesOnMessage,
@@ -239,17 +240,10 @@ export type LifecycleOutcome =
   /** The backend refused or failed: its status and body, passed on. */
   | { kind: 'refused'; status: number; body: Record<string, unknown> }
   /**
-   * The agent reached the state the action asked for (`reached`; or, asked to be live, runs degraded for good: see
-   * `degradedForGood`), ended `failed`, or is still on its way (`pending`).
+   * The agent reached the state the action asked for (`reached`; or, asked to be live, runs degraded for good:
+   * `isDegradedForGood`), ended `failed`, or is still on its way (`pending`).
    */
   | { kind: 'reached' | 'failed' | 'pending'; body: Record<string, unknown>; state: AgentHealthView };
-
-/**
- * Degraded while its gateway answers `/readyz` and its host says it runs: the host reports a part of it that does not
- * work and that it no longer tries to fix (OpenClaw's scheduler did not start, docs/operations.md "A scheduler that did
- * not start"). Unlike a crash being restarted, nothing changes until someone acts: a wait for live ends there.
- */
-const degradedForGood = (s: AgentHealthView) => s.state === 'degraded' && s.host === 'running' && s.ready === true;
 
 /**
  * Runs `action` on the caller's agent through the backend's per-agent route, then waits up to `deps.waitMs` for the state
@@ -273,7 +267,7 @@ export async function runLifecycle(
   if (answer.status >= 400) return { kind: 'refused', status: answer.status, body: answer.body ?? {} };
 
   const wanted: AgentLifecycleState = targetState(action);
-  const reached = (s: AgentHealthView) => s.state === wanted || (wanted === 'live' && degradedForGood(s));
+  const reached = (s: AgentHealthView) => s.state === wanted || (wanted === 'live' && isDegradedForGood(s));
   // `failed` ends the wait: the host gave up, and nothing changes until someone acts again.
   const state = await pollAgentState(deps, user, agentId, waitMs, (s) => !reached(s) && s.state !== 'failed');
   if (!state) throw new DomainError('AGENT_NOT_FOUND');
