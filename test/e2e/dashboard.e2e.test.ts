@@ -173,6 +173,7 @@ describe.skipIf(skip)('the dashboard in a real browser', () => {
     expect((await page.getByTestId('agent-model').textContent())?.trim()).toBe(applied);
     // `platform/…` is the provider written from the owner's own key, which the model's tooltip says.
     expect(await page.getByTestId('agent-model').getAttribute('title')).toMatch(/^Written from the AI provider key you gave/);
+    await page.getByText('from your own AI provider key', { exact: true }).waitFor();
     expect(await messages.locator('.chat-msg.assistant .chat-model').last().textContent()).toContain(applied);
     const ledger = await web.database.db.kysely.selectFrom('usage_events').select(['kind', 'model']).execute();
     expect(ledger).toContainEqual({ kind: 'chat', model: applied });

@@ -143,6 +143,8 @@ export default function AgentPage({ agentId }: { agentId: string }) {
             <dd className={a.model ? 'mono' : undefined} data-testid="agent-model" title={modelWhy(a.modelSource)}>
               {a.model ?? modelLabel(a.modelSource)}
             </dd>
+            {/* Said on the page too, not only in the tooltip a phone never shows: `platform/` is the owner's own key. */}
+            {a.modelSource === 'platform' ? <dd className="hint">from your own AI provider key</dd> : null}
           </div>
           <div>
             <dt>Address</dt>
