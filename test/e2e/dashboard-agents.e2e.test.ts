@@ -121,6 +121,17 @@ describe('two agents of one customer in the dashboard', () => {
     await screenshot(page, 'agents-01-list-1280');
   });
 
+  it('mission control says what its line measures: two agents that never messaged each other are not shown talking', async () => {
+    await page.goto('/mission-control');
+    // No message passed between them, so the line is the orchestrator's link by the other's share of the work.
+    const connections = page.getByRole('table', { name: /^Connections/ });
+    await connections.getByText('Your agents have not messaged each other in the last 7 days.', { exact: false }).waitFor();
+    expect(await connections.getByRole('columnheader').allInnerTexts()).toEqual(['From', 'To', 'Share of recent work']);
+    expect(await connections.getByRole('row').filter({ hasText: 'Support desk' }).innerText()).toContain('Research assistant');
+    await page.locator('.mc-legend').getByText("line width: the agent's share of the fleet's recent work").waitFor();
+    await screenshot(page, 'agents-01b-mission-control-1280');
+  });
+
   it("each agent page acts on its own agent: Lifecycle buttons and Health card name this page's agent", async () => {
     await openLifecycle(first);
     await panel().getByText(first, { exact: true }).waitFor();

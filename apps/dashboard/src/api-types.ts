@@ -40,6 +40,7 @@ export type WorkflowRunStep = WorkflowRun['steps'][number];
 
 export type FleetGraph = ApiResponse<'/api/mission-control/fleet/graph'>;
 export type FleetNode = FleetGraph['nodes'][number];
+export type FleetEdge = FleetGraph['edges'][number];
 export type FleetBooking = ApiResponse<'/api/mission-control/fleet/bookings'>['bookings'][number];
 
 export type CostReport = ApiResponse<'/api/dashboard/cost'>;

@@ -43,6 +43,12 @@ export const FleetEdgeSchema = Type.Object({
   from: Type.String(),
   to: Type.String(),
   strength: Type.Number({ minimum: 0, maximum: 1 }),
+  basis: Type.Optional(
+    Type.Union([Type.Literal('messages'), Type.Literal('work')], {
+      description:
+        "live only: what `strength` measures. `messages`: what one agent sent the other over the underground bus in the last 7 days, relative to the busiest pair. `work`: the agents have not messaged each other, so each edge links the orchestrator to an agent and `strength` is that agent's share of the fleet's recent work (ledger tokens, relative to the busiest)",
+    }),
+  ),
 });
 export type FleetEdge = Static<typeof FleetEdgeSchema>;
 

@@ -8864,6 +8864,8 @@ export interface paths {
                 from: string;
                 to: string;
                 strength: number;
+                /** @description live only: what `strength` measures. `messages`: what one agent sent the other over the underground bus in the last 7 days, relative to the busiest pair. `work`: the agents have not messaged each other, so each edge links the orchestrator to an agent and `strength` is that agent's share of the fleet's recent work (ledger tokens, relative to the busiest) */
+                basis?: 'messages' | 'work';
               }[];
               /** @description ISO 8601 */
               timestamp: string;

@@ -223,7 +223,7 @@ function fleetEdges(
     const busiest = Math.max(...bus.map((b) => b.messages));
     return [...bus]
       .sort((a, b) => (order.get(a.from) ?? 0) - (order.get(b.from) ?? 0) || (order.get(a.to) ?? 0) - (order.get(b.to) ?? 0))
-      .map((b) => ({ id: `${b.from}->${b.to}`, from: b.from, to: b.to, strength: strengthOf(b.messages, busiest) }));
+      .map((b) => ({ id: `${b.from}->${b.to}`, from: b.from, to: b.to, strength: strengthOf(b.messages, busiest), basis: 'messages' }));
   }
   const [orchestrator, ...others] = agents;
   if (!orchestrator) return [];
@@ -233,6 +233,7 @@ function fleetEdges(
     from: orchestrator.id,
     to: agent.id,
     strength: strengthOf(traffic.get(agent.id)?.tokens ?? 0, busiest),
+    basis: 'work',
   }));
 }
 

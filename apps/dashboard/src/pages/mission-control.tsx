@@ -6,7 +6,7 @@ import { Empty, Loaded } from '../components/states.js';
 import { StatusBadge } from '../components/status-badge.js';
 import { formatDateTime, formatDuration, formatInteger, formatMoney, formatPercent, formatTime, USD_NOTE } from '../format.js';
 import { useApi } from '../use-api.js';
-import { FleetGraph, FleetLegend } from './mission-control/fleet-graph.js';
+import { edgesMeaning, FleetGraph, FleetLegend } from './mission-control/fleet-graph.js';
 import { traceSession } from './mission-control/session-label.js';
 
 const REFRESH_MS = 10_000;
@@ -207,6 +207,9 @@ function SessionName({ description }: { description: string }) {
 function FleetSection({ graph }: { graph: FleetGraphData }) {
   const live = graph.source === 'soul';
   const byId = new Map(graph.nodes.map((n) => [n.id, n]));
+  // One graph's edges share their basis (bus messages, or the orchestrator's links by share of work).
+  const edgeBasis = graph.edges[0]?.basis;
+  const meaning = edgesMeaning(edgeBasis);
   return (
     <div className="stack">
       {!live ? (
@@ -226,7 +229,7 @@ function FleetSection({ graph }: { graph: FleetGraphData }) {
         <div className="card mc-graph-card">
           <FleetGraph graph={graph} />
         </div>
-        <FleetLegend />
+        <FleetLegend hasEdges={graph.edges.length > 0} basis={edgeBasis} />
       </div>
 
       <div className="table-wrap">
@@ -280,13 +283,16 @@ function FleetSection({ graph }: { graph: FleetGraphData }) {
       {graph.edges.length > 0 ? (
         <div className="table-wrap">
           <table className="mc-table">
-            <caption>Connections</caption>
+            <caption>
+              Connections
+              {meaning.explained ? <span className="mc-caption-note muted">{meaning.explained}</span> : null}
+            </caption>
             <thead>
               <tr>
                 <th scope="col">From</th>
                 <th scope="col">To</th>
                 <th scope="col" className="num">
-                  Strength
+                  {meaning.column}
                 </th>
               </tr>
             </thead>

@@ -225,8 +225,8 @@ describe('backend mission control: graph, costs, bookings, auth', () => {
         },
       ],
       edges: [
-        { id: 'agt_mc_lead->agt_mc_research', from: 'agt_mc_lead', to: 'agt_mc_research', strength: 1 },
-        { id: 'agt_mc_lead->agt_mc_inbox', from: 'agt_mc_lead', to: 'agt_mc_inbox', strength: 0.25 },
+        { id: 'agt_mc_lead->agt_mc_research', from: 'agt_mc_lead', to: 'agt_mc_research', strength: 1, basis: 'work' },
+        { id: 'agt_mc_lead->agt_mc_inbox', from: 'agt_mc_lead', to: 'agt_mc_inbox', strength: 0.25, basis: 'work' },
       ],
       timestamp: expect.stringMatching(ISO),
       source: 'soul',
@@ -259,8 +259,8 @@ describe('backend mission control: graph, costs, bookings, auth', () => {
 
     const res = await fleet(backend, 'graph', 'usr_fleet');
     expect(res.body.edges).toEqual([
-      { id: 'agt_mc_lead->agt_mc_research', from: 'agt_mc_lead', to: 'agt_mc_research', strength: 0.5 },
-      { id: 'agt_mc_research->agt_mc_inbox', from: 'agt_mc_research', to: 'agt_mc_inbox', strength: 1 },
+      { id: 'agt_mc_lead->agt_mc_research', from: 'agt_mc_lead', to: 'agt_mc_research', strength: 0.5, basis: 'messages' },
+      { id: 'agt_mc_research->agt_mc_inbox', from: 'agt_mc_research', to: 'agt_mc_inbox', strength: 1, basis: 'messages' },
     ]);
     expect(res.body.nodes.map((n: { walletAddress?: string }) => n.walletAddress)).toEqual([undefined, address, undefined]);
   });

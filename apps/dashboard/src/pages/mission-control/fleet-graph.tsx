@@ -1,4 +1,4 @@
-import type { FleetGraph as FleetGraphData, FleetNode } from '../../api-types.js';
+import type { FleetEdge, FleetGraph as FleetGraphData, FleetNode } from '../../api-types.js';
 import { useLayoutEffect, useRef } from 'react';
 import { formatPercent } from '../../format.js';
 import { useElementWidth } from '../../use-element-width.js';
@@ -147,8 +147,30 @@ export function FleetGraph({ graph }: { graph: FleetGraphData }) {
   );
 }
 
-/** The legend: status colours, role shapes, and what the ring and line widths mean. */
-export function FleetLegend() {
+type EdgeBasis = FleetEdge['basis'];
+
+/** What the edges' widths and strengths measure, by the basis the graph gives for them (unknown: said as such). */
+export function edgesMeaning(basis: EdgeBasis): { legend: string; column: string; explained: string } {
+  if (basis === 'messages') {
+    return {
+      legend: 'line width: messages between the pair (last 7 days)',
+      column: 'Messages (share of the busiest pair)',
+      explained: 'Messages one agent sent the other over the last 7 days, relative to the busiest pair.',
+    };
+  }
+  if (basis === 'work') {
+    return {
+      legend: "line width: the agent's share of the fleet's recent work",
+      column: 'Share of recent work',
+      explained:
+        "Your agents have not messaged each other in the last 7 days. Each line links the orchestrator to an agent, as strong as that agent's share of the fleet's recent work (tokens, relative to the busiest agent).",
+    };
+  }
+  return { legend: 'line width: strength of the link', column: 'Strength', explained: '' };
+}
+
+/** The legend: status colours, role shapes, and what the ring and (when the graph has lines) line widths mean. */
+export function FleetLegend({ hasEdges, basis }: { hasEdges: boolean; basis: EdgeBasis }) {
   return (
     <div className="mc-legend">
       <div>
@@ -188,13 +210,15 @@ export function FleetLegend() {
             </svg>
             <span>ring: CPU load, full circle is 100%</span>
           </li>
-          <li>
-            <svg width="28" height="18" viewBox="0 0 28 18" aria-hidden="true">
-              <path d="M 2 5 L 26 5" className="mc-edge" strokeWidth={1.5} />
-              <path d="M 2 13 L 26 13" className="mc-edge" strokeWidth={6} />
-            </svg>
-            <span>line width: how much the pair works together</span>
-          </li>
+          {hasEdges ? (
+            <li>
+              <svg width="28" height="18" viewBox="0 0 28 18" aria-hidden="true">
+                <path d="M 2 5 L 26 5" className="mc-edge" strokeWidth={1.5} />
+                <path d="M 2 13 L 26 13" className="mc-edge" strokeWidth={6} />
+              </svg>
+              <span>{edgesMeaning(basis).legend}</span>
+            </li>
+          ) : null}
         </ul>
       </div>
     </div>
