@@ -535,6 +535,38 @@ describe('two agents of one customer in the dashboard', () => {
     expect((await host.status(first)).schedulerDown).toBeNull();
   });
 
+  it('a fleet that is all asleep: the jobs card says why once for both, mission control draws both agents asleep', async () => {
+    await host.hibernate(first);
+    if ((await host.status(second)).status !== 'hibernated') await host.hibernate(second);
+    await page.goto('/dashboard');
+    const jobs = page.locator('.stat').filter({ hasText: 'scheduled jobs' });
+    const hint = jobs.locator('.hint').filter({ hasText: /^Unknown: / });
+    await hint.waitFor();
+    // Both names, then the reason once (it was written out for each agent).
+    expect(await hint.innerText()).toMatch(
+      /^Unknown: (Research assistant, Support desk|Support desk, Research assistant) \(The agent is asleep/,
+    );
+    expect((await hint.innerText()).match(/asleep/g)).toHaveLength(1);
+
+    // Not the spec's "none reachable" stand-in node: the user's own agents, asleep, with no load to show.
+    await page.goto('/mission-control');
+    const agents = page.getByRole('table', { name: 'Agents in the graph' });
+    for (const name of ['Research assistant', 'Support desk']) {
+      const row = agents.getByRole('row').filter({ hasText: name });
+      await row.getByText('asleep: a message or its next due job wakes it').waitFor();
+      expect(await row.locator('.badge').innerText()).toBe('idle');
+    }
+    expect(await page.getByText('No live fleet data').count()).toBe(0);
+    expect(await page.locator('.mc-graph-card .mc-load').allTextContents()).toEqual(['asleep', 'asleep']);
+    await screenshot(page, 'agents-21-fleet-asleep-mission-control-1280');
+    await page.setViewportSize(PHONE);
+    await screenshot(page, 'agents-21b-fleet-asleep-mission-control-390');
+    await page.setViewportSize(DESKTOP);
+    // Looking wakes nothing.
+    expect((await host.status(first)).status).toBe('hibernated');
+    expect((await host.status(second)).status).toBe('hibernated');
+  });
+
   it('has no uncaught errors or failed requests', () => {
     expect(problems).toEqual([]);
   });

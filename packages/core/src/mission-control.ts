@@ -31,6 +31,12 @@ export const FleetNodeSchema = Type.Object({
         "live only: the user's other agents in the same gateway (issue #20); its load and memory are then that gateway's, the same figures for each of them",
     }),
   ),
+  asleep: Type.Optional(
+    Type.Boolean({
+      description:
+        'live only: the agent is hibernated (issue #20): `idle`, with no process, so load and memory are 0; a message or its next due job wakes it',
+    }),
+  ),
   children: Type.Optional(Type.Number({ description: 'parent only: how many other agents it coordinates' })),
   url: Type.Optional(Type.String({ description: "parent only: the agent's public URL" })),
 });

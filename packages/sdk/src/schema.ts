@@ -8854,6 +8854,8 @@ export interface paths {
                 walletAddress?: string;
                 /** @description live only: the user's other agents in the same gateway (issue #20); its load and memory are then that gateway's, the same figures for each of them */
                 sharesGatewayWith?: string[];
+                /** @description live only: the agent is hibernated (issue #20): `idle`, with no process, so load and memory are 0; a message or its next due job wakes it */
+                asleep?: boolean;
                 /** @description parent only: how many other agents it coordinates */
                 children?: number;
                 /** @description parent only: the agent's public URL */

@@ -243,7 +243,8 @@ function fleetEdges(
  * memory limit), its colony fitness score when the x402 gateway gives one, and its underground wallet when it has one.
  * The orchestrator also carries `children` (how many other agents the fleet has) and `url` (its public address).
  * `endpoints`, `cycles`, `regime` and `freeEnergy` are left out: nothing the platform records measures them.
- * Edges: see `fleetEdges`. `soul` when at least one agent answers `/healthz`; otherwise the spec's fallback node.
+ * Edges: see `fleetEdges`. `soul` when at least one agent answers `/healthz` or sleeps (hibernated: a message wakes it);
+ * otherwise the spec's fallback node.
  */
 export async function fleetGraph(deps: MissionControlDeps, userId: string, now: number): Promise<FleetGraph> {
   const agents = await userAgents(deps.db, userId);
@@ -260,7 +261,9 @@ export async function fleetGraph(deps: MissionControlDeps, userId: string, now: 
     agentWallets(deps.db, userId),
     deps.fitness.scores(agents.map((a) => a.id)),
   ]);
-  if (!probes.some((p) => p.health?.live)) return fallbackFleetGraph('fallback', new Date(now));
+  // A sleeping agent is reachable too: the host answers for it and a message wakes it. A fleet that is all asleep is
+  // the user's agents, quiet, not the spec's "none reachable" stand-in node.
+  if (!probes.some((p) => p.health?.live || p.state?.status === 'hibernated')) return fallbackFleetGraph('fallback', new Date(now));
 
   const others = agents.length - 1;
   const readings = gatewayReadings(
@@ -285,6 +288,8 @@ export async function fleetGraph(deps: MissionControlDeps, userId: string, now: 
     if (score !== undefined) node.fitness = score;
     const wallet = wallets.get(agent.id);
     if (wallet) node.walletAddress = wallet;
+    // `idle` covers both quiet and asleep; which one is the host's to say (no process: its load and memory are 0).
+    if (p.state?.status === 'hibernated') node.asleep = true;
     // One process for several agents: its figures are not this agent's alone, and the node says so.
     const companions = p.state?.sharesGatewayWith ?? [];
     if (companions.length > 0) node.sharesGatewayWith = companions;

@@ -253,6 +253,16 @@ function useCronOfEach(agents: AgentList['agents'] | undefined, seen: SeenState 
   return { byAgent };
 }
 
+/** The agents not counted, grouped by why (three sleeping agents say "asleep" once), in the order they came. */
+function byReason(agents: AgentCron[]): [string, string[]][] {
+  const groups = new Map<string, string[]>();
+  for (const a of agents) {
+    const reason = a.list?.error ?? a.error ?? 'the agent gateway did not answer';
+    groups.set(reason, [...(groups.get(reason) ?? []), a.name]);
+  }
+  return [...groups];
+}
+
 /**
  * The scheduled jobs of all the user's agents: the sum of what each agent's Schedule tab lists, from that agent's
  * gateway. An agent whose gateway cannot be asked (asleep, stopped, unreachable) is named as not counted, with the
@@ -286,7 +296,10 @@ function ScheduledJobsStat({ cron, noAgents }: { cron: CronOfEach; noAgents: boo
       {unknown.length > 0 ? (
         <div className="hint">
           {counted ? 'Not counted' : 'Unknown'}:{' '}
-          {unknown.map((a) => `${a.name} (${a.list?.error ?? a.error ?? 'the agent gateway did not answer'})`).join('; ')}.
+          {byReason(unknown)
+            .map(([reason, names]) => `${names.join(', ')} (${reason})`)
+            .join('; ')}
+          .
         </div>
       ) : null}
       {all === null ? <div className="hint">Asking the agent gateways…</div> : null}

@@ -260,8 +260,9 @@ function FleetSection({ graph }: { graph: FleetGraphData }) {
                       coordinates {node.children} other agent{node.children === 1 ? '' : 's'}
                     </div>
                   ) : null}
+                  {node.asleep ? <div className="muted">asleep: a message or its next due job wakes it</div> : null}
                   {/* Several agents in one gateway: one process, so load and memory are the gateway's. */}
-                  {node.sharesGatewayWith?.length ? (
+                  {node.sharesGatewayWith?.length && !node.asleep ? (
                     <div className="muted">
                       shares its gateway with {node.sharesGatewayWith.length} other agent
                       {node.sharesGatewayWith.length === 1 ? '' : 's'}: load and memory are the gateway’s

@@ -337,6 +337,24 @@ describe('backend mission control: graph, costs, bookings, auth', () => {
     expect((await fleet(backend, 'traces', 'usr_fleet')).body).toEqual([]);
   });
 
+  it('a fleet that is all asleep is still its own agents: the sleeping one idle and asleep, with no load or memory', async () => {
+    // Continues from the stopped fleet above: one agent started again, then put to sleep as the idle check does.
+    const start = await request(`${backend.url}/api/agents/agt_mc_research/start`, { method: 'POST', headers: as('usr_fleet') });
+    expect(start.status, JSON.stringify(start.body)).toBe(200);
+    await host.waitUntilReady('agt_mc_research', { timeoutMs: 10_000 });
+    expect((await host.hibernate('agt_mc_research')).status).toBe('hibernated');
+
+    const asleep = await fleet(backend, 'graph', 'usr_fleet');
+    expect(asleep.body.source).toBe('soul');
+    expect(asleep.body.nodeCount).toBe(3);
+    expect(asleep.body.nodes.map((n: { id: string; status: string; asleep?: boolean }) => [n.id, n.status, n.asleep])).toEqual([
+      ['agt_mc_lead', 'offline', undefined],
+      ['agt_mc_research', 'idle', true],
+      ['agt_mc_inbox', 'offline', undefined],
+    ]);
+    expect(asleep.body.nodes[1]).toMatchObject({ load: 0, memory: 0 });
+  });
+
   it("costs come from the user's usage ledger: all spend, and the part run on the platform's AI keys", async () => {
     await ledger(backend, { userId: 'usr_spend', kind: 'ai-chat', costUsd: '0.5' });
     await ledger(backend, { userId: 'usr_spend', kind: 'plugin', costUsd: '0.25' });

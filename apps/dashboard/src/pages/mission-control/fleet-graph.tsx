@@ -9,7 +9,7 @@ export const STATUSES: readonly FleetNode['status'][] = ['active', 'idle', 'stal
 /** What each status means, for the legend. */
 export const STATUS_MEANING: Record<FleetNode['status'], string> = {
   active: 'running, worked or started recently',
-  idle: 'running, quiet for a while',
+  idle: 'running and quiet for a while, or asleep until a message or job wakes it',
   stale: 'starting, restarting or not ready yet',
   offline: 'stopped or not answering',
 };
@@ -130,14 +130,18 @@ export function FleetGraph({ graph }: { graph: FleetGraphData }) {
           const r = RADIUS[node.role];
           return (
             <g key={node.id} transform={`translate(${node.x} ${node.y})`} className={`mc-node mc-status-${node.status}`}>
-              <title>{`${node.name}: ${node.role}, ${node.status}, load ${formatPercent(node.load)}, memory ${formatPercent(node.memory)}`}</title>
+              <title>
+                {node.asleep
+                  ? `${node.name}: ${node.role}, asleep (a message or its next due job wakes it)`
+                  : `${node.name}: ${node.role}, ${node.status}, load ${formatPercent(node.load)}, memory ${formatPercent(node.memory)}`}
+              </title>
               <LoadRing r={r + RING_GAP} load={node.load} />
               <RoleShape role={node.role} r={r} className="mc-shape" />
               <text className="mc-name" y={r + RING_GAP + px(17)} fontSize={px(13)}>
                 {node.name.length > 22 ? `${node.name.slice(0, 21)}…` : node.name}
               </text>
               <text className="mc-load" y={r + RING_GAP + px(32)} fontSize={px(11)}>
-                {formatPercent(node.load)} load
+                {node.asleep ? 'asleep' : `${formatPercent(node.load)} load`}
               </text>
             </g>
           );
