@@ -297,6 +297,9 @@ describe('a hibernated agent, woken by a message', () => {
       live: false,
       wakesAt: null, // no job due
     });
+    // The agent list and record keep the record's `running` and say beside it what the host says: asleep.
+    expect((await call('GET', '/api/agents')).body.agents).toMatchObject([{ id: agentId, status: 'running', hostStatus: 'hibernated' }]);
+    expect((await call('GET', `/api/agents/${agentId}`)).body.agent).toMatchObject({ status: 'running', hostStatus: 'hibernated' });
     // The dashboard's "running now" counts what the host says, not the agent's record (still `running`).
     expect((await call('GET', '/api/dashboard/stats')).body.agents).toMatchObject({ active: 0, total: 1 });
     expect((await call('GET', '/api/dashboard/cost')).body).toMatchObject({ activeAgents: 0, agentCount: 1 });
@@ -315,6 +318,7 @@ describe('a hibernated agent, woken by a message', () => {
     expect(now.status).toBe('running');
     expect(now.pid).not.toBe(pid);
     expect((await call('GET', `/api/agents/${agentId}/health`)).body).toMatchObject({ state: 'live' });
+    expect((await call('GET', '/api/agents')).body.agents).toMatchObject([{ id: agentId, status: 'running', hostStatus: 'running' }]);
     expect((await call('GET', '/api/dashboard/stats')).body.agents).toMatchObject({ active: 1, total: 1 });
     expect((await call('GET', '/api/dashboard/cost')).body).toMatchObject({ activeAgents: 1, agentCount: 1 });
     // The conversation is the one from before the nap: both turns, in order.

@@ -4721,6 +4721,7 @@ export interface paths {
                 /** @description `platform`: written from the agent’s AI provider key; `config`: its configuration names it; `default`: nothing names one (OpenClaw’s default); `unknown`: its applied configuration could not be read */
                 modelSource: 'platform' | 'config' | 'default' | 'unknown';
                 status: string;
+                hostStatus: string | null;
                 url: string | null;
                 websocketUrl: string | null;
                 /** @description the account’s primary agent: the one `/api/instance/:userId` and `/api/user/runtime` act on */
@@ -4855,6 +4856,7 @@ export interface paths {
                 /** @description `platform`: written from the agent’s AI provider key; `config`: its configuration names it; `default`: nothing names one (OpenClaw’s default); `unknown`: its applied configuration could not be read */
                 modelSource: 'platform' | 'config' | 'default' | 'unknown';
                 status: string;
+                hostStatus: string | null;
                 subdomain: string | null;
                 url: string | null;
                 websocketUrl: string | null;

@@ -304,6 +304,11 @@ export interface AgentModelView {
    * read, e.g. no host runs the agent). `model` is null for the last two.
    */
   source: 'platform' | 'config' | 'default' | 'unknown';
+  /**
+   * The host's word for the agent, read for the model anyway (null: no host of this backend runs it): lets a list of
+   * agents say which sleep (`hibernated`) while their records keep `running`, without a health probe per agent.
+   */
+  hostStatus: AgentState['status'] | null;
 }
 
 /**
@@ -315,10 +320,11 @@ export interface AgentModelView {
 export function agentModelView(
   row: { id: string; ai_provider: string },
   applied: { model: string | null; modelSource: 'platform' | 'config' | 'default' } | null,
+  hostStatus: AgentState['status'] | null,
 ): AgentModelView {
   const model = applied?.model ?? null;
   const provider = !model ? null : applied?.modelSource === 'platform' ? row.ai_provider : model.split('/')[0] || null;
-  return { agentId: row.id, model, provider, source: applied?.modelSource ?? 'unknown' };
+  return { agentId: row.id, model, provider, source: applied?.modelSource ?? 'unknown', hostStatus };
 }
 
 /** What `GET /agents/:id/state` answers: the shared state machine's view, with the evidence it was derived from. */

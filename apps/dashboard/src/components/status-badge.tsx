@@ -40,7 +40,8 @@ export function StatusBadge({ status }: { status: string }) {
 /**
  * An agent's state in a list (`GET /api/agents/:id/health`, the state machine's state), read again every 30 seconds
  * (each is a look at the agent's host and gateway, and a long list shares the `/api/agents` rate limit).
- * Until the first answer it shows the record's word, marked as such; the reason is the badge's tooltip.
+ * Until the first answer it shows `recorded` (the host's word from the agent list, else the record's), marked as such;
+ * the reason is the badge's tooltip.
  */
 export function AgentStateBadge({ agentId, recorded, seen }: { agentId: string; recorded: string; seen?: string }) {
   const health = useApi('/api/agents/{id}/health', { params: { path: { id: agentId } }, refreshMs: 30_000 });

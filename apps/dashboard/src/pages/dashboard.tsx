@@ -150,7 +150,7 @@ export default function DashboardPage() {
                       <td>
                         <AgentStateBadge
                           agentId={agent.id}
-                          recorded={agent.status}
+                          recorded={agent.hostStatus ?? agent.status}
                           seen={seen?.agentId === agent.id ? seen.state : undefined}
                         />
                       </td>

@@ -578,11 +578,12 @@ export async function agentRoutes(app: App, { config, host }: AgentRoutesOptions
   });
 
   // Issue #19: the model the agent runs, for the web's agent record, chat footers and usage ledger (a lighter read
-  // than the configuration route: no config body, no backups).
+  // than the configuration route: no config body, no backups), with the host's status it was read beside.
   app.get('/agents/:id/model', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {
     const row = await app.db.withUser(callerId(request), (trx) => ownDeployment(trx, request.params.id));
-    const applied = (await hostState(host, row.id)) ? await onHost(() => appliedConfigOnHost(host, row.id)) : null;
-    return agentModelView(row, applied);
+    const state = await hostState(host, row.id);
+    const applied = state ? await onHost(() => appliedConfigOnHost(host, row.id)) : null;
+    return agentModelView(row, applied, state?.status ?? null);
   });
 
   app.get('/agents/:id/token', { schema: { tags: ['agents'], params: IdParams } }, async (request) => {

@@ -14,6 +14,13 @@ const ModelSource = Type.Union(
   },
 );
 
+const HostStatus = nullable(
+  Type.String({
+    description:
+      "what the agent's host says of it now: `running`, `hibernated` (asleep after being idle; a message or its next due job wakes it), `starting`, `restarting`, `stopping`, `stopped` or `error`. `status` is the agent's record, which stays `running` while it sleeps. Null when the host could not be asked. The state with its evidence: `GET /api/agents/:id/health`",
+  }),
+);
+
 /** One of `GET /api/agents`' agents (agents.service.ts `listAgents`). */
 export const AgentSummary = Type.Object({
   id: Type.String(),
@@ -25,6 +32,7 @@ export const AgentSummary = Type.Object({
   ),
   modelSource: ModelSource,
   status: Type.String(),
+  hostStatus: HostStatus,
   url: nullable(Type.String()),
   websocketUrl: nullable(Type.String({ description: 'the gateway URL with `ws` for `http`' })),
   primary: Type.Boolean({ description: 'the account’s primary agent: the one `/api/instance/:userId` and `/api/user/runtime` act on' }),
@@ -52,6 +60,7 @@ export const AgentRecord = Type.Object({
   ),
   modelSource: ModelSource,
   status: Type.String(),
+  hostStatus: HostStatus,
   subdomain: nullable(Type.String()),
   url: nullable(Type.String()),
   websocketUrl: nullable(Type.String()),

@@ -47,7 +47,13 @@ export interface AppliedModel {
   source: ModelSourceName;
 }
 
-export const UNKNOWN_MODEL: AppliedModel = { model: null, provider: null, source: 'unknown' };
+/** The model, and the host's word for the agent read beside it (`hibernated` while the record says `running`). */
+export interface ModelOnHost extends AppliedModel {
+  /** Null: unknown (no host runs it, or the backend did not answer). */
+  hostStatus: string | null;
+}
+
+export const UNKNOWN_MODEL: ModelOnHost = { model: null, provider: null, source: 'unknown', hostStatus: null };
 /** A model read is part of a page load or a chat turn: a backend slower than this leaves the model unknown. */
 const APPLIED_MODEL_TIMEOUT_MS = 5_000;
 
@@ -55,15 +61,15 @@ const APPLIED_MODEL_TIMEOUT_MS = 5_000;
  * The model the agent's gateway runs, read from the configuration its host applies (the backend's
  * `GET /api/agents/:id/model`, from the host's spec as it writes openclaw.json), never a default: an agent no backend
  * knows (a direct deployment at the hosting provider), a backend that does not answer or a configuration naming no
- * model is "unknown" (null).
+ * model is "unknown" (null). The host's status comes with it (the backend reads it anyway): the agent list's `hostStatus`.
  */
 export async function readAppliedModel(
   backend: BackendClient,
   user: Pick<AuthUser, 'id' | 'email' | 'emailVerified'>,
   agentId: string,
-): Promise<AppliedModel> {
+): Promise<ModelOnHost> {
   try {
-    const answer = await backend.request<{ model?: unknown; provider?: unknown; source?: unknown }>(
+    const answer = await backend.request<{ model?: unknown; provider?: unknown; source?: unknown; hostStatus?: unknown }>(
       `/api/agents/${encodeURIComponent(agentId)}/model`,
       {
         caller: backendCaller(user),
@@ -71,11 +77,12 @@ export async function readAppliedModel(
       },
     );
     if (answer.status !== 200 || !answer.body) return UNKNOWN_MODEL;
-    const { model, provider, source } = answer.body;
+    const { model, provider, source, hostStatus } = answer.body;
     return {
       model: typeof model === 'string' && model ? model : null,
       provider: typeof provider === 'string' && provider ? provider : null,
       source: MODEL_SOURCES.includes(source as ModelSourceName) ? (source as ModelSourceName) : 'unknown',
+      hostStatus: typeof hostStatus === 'string' && hostStatus ? hostStatus : null,
     };
   } catch (err) {
     if (err instanceof BackendUnavailableError) return UNKNOWN_MODEL;
@@ -98,6 +105,7 @@ export async function listAgents(db: Database, backend: BackendClient, user: Aut
     model: models[i]?.model ?? null,
     modelSource: models[i]?.source ?? 'unknown',
     status: a.status,
+    hostStatus: models[i]?.hostStatus ?? null,
     url: a.url,
     websocketUrl: wsUrl(a.url),
     primary: a.id === primaryId,
@@ -131,13 +139,14 @@ export async function findAgent(db: Database, backend: BackendClient, user: Auth
     await primaryOf(trx, userId),
   ]);
   if (!agent) return null;
-  const { model, source } = await readAppliedModel(backend, user, agent.id);
+  const { model, source, hostStatus } = await readAppliedModel(backend, user, agent.id);
   return {
     id: agent.id,
     name: agent.name,
     model,
     modelSource: source,
     status: agent.status,
+    hostStatus,
     subdomain: agent.subdomain,
     url: agent.url,
     websocketUrl: wsUrl(agent.url),
