@@ -547,6 +547,11 @@ describe('two agents of one customer in the dashboard', () => {
       /^Unknown: (Research assistant, Support desk|Support desk, Research assistant) \(The agent is asleep/,
     );
     expect((await hint.innerText()).match(/asleep/g)).toHaveLength(1);
+    // None runs, and the card says where the others are.
+    const running = page.locator('.stat').filter({ hasText: 'running now' });
+    expect(await running.locator('.value').innerText()).toBe('0');
+    await running.getByText('2 asleep after being idle: a message or their next due job wakes each').waitFor();
+    await screenshot(page, 'agents-21a-fleet-asleep-dashboard-1280');
 
     // Not the spec's "none reachable" stand-in node: the user's own agents, asleep, with no load to show.
     await page.goto('/mission-control');
@@ -558,6 +563,11 @@ describe('two agents of one customer in the dashboard', () => {
     }
     expect(await page.getByText('No live fleet data').count()).toBe(0);
     expect(await page.locator('.mc-graph-card .mc-load').allTextContents()).toEqual(['asleep', 'asleep']);
+    // Their sessions are not read while they sleep, and the list says so rather than "no sessions yet".
+    await page
+      .getByRole('region', { name: 'Recent sessions' })
+      .getByText('Your agents are asleep: their sessions are kept, and listed here once they are awake', { exact: false })
+      .waitFor();
     await screenshot(page, 'agents-21-fleet-asleep-mission-control-1280');
     await page.setViewportSize(PHONE);
     await screenshot(page, 'agents-21b-fleet-asleep-mission-control-390');

@@ -19,6 +19,8 @@ export default function DashboardPage() {
   const [seen, setSeen] = useState<SeenState | null>(null);
   // Each agent's Schedule tab list, from that agent's gateway: the dashboard counts the jobs they show.
   const cron = useCronOfEach(agents.data?.agents, seen);
+  // The host's word from the list: "running now" counts what runs, and the rest of the recorded-running are asleep.
+  const asleep = (agents.data?.agents ?? []).filter((a) => a.hostStatus === 'hibernated').length;
   const [wizardOpen, setWizardOpen] = useState(false);
   const blocked = gate.data !== undefined && !gate.data.allowed;
   // Until the gate is known the button waits too: opening the wizard and refusing at its end is what this prevents.
@@ -78,6 +80,12 @@ export default function DashboardPage() {
               <div className="card stat">
                 <div className="value">{s.agents.active}</div>
                 <div className="label">running now</div>
+                {asleep > 0 ? (
+                  <div className="hint">
+                    {asleep} asleep after being idle: a message or {asleep === 1 ? 'its' : 'their'} next due job wakes{' '}
+                    {asleep === 1 ? 'it' : 'each'}
+                  </div>
+                ) : null}
               </div>
               <div className="card stat">
                 <div className="value">{s.skills.installed}</div>

@@ -25,6 +25,10 @@ export default function MissionControlPage() {
   const refreshAll = () => Promise.all([graph.reload(), traces.reload(), costs.reload(), bookings.reload()]);
   const names = new Map((graph.data?.source === 'soul' ? graph.data.nodes : []).map((n) => [n.id, n.name]));
   const agentName = (id: string) => names.get(id) ?? id;
+  // Sleeping agents' sessions are kept but not read (a look wakes nothing): the list says whose are missing.
+  const asleep = (graph.data?.source === 'soul' ? graph.data.nodes : []).filter((n) => n.asleep).map((n) => n.name);
+  const allAsleep = asleep.length > 0 && asleep.length === graph.data?.nodes.length;
+  const notListed = asleep.length > 0 ? `Not listed while they sleep: the sessions of ${asleep.join(', ')}.` : null;
 
   return (
     <>
@@ -85,10 +89,24 @@ export default function MissionControlPage() {
         <Loaded
           resource={traces}
           isEmpty={(t) => t.length === 0}
-          empty={<p>No sessions to show. They appear here once one of your agents is running and has worked on something.</p>}
+          empty={
+            allAsleep ? (
+              <p>Your agents are asleep: their sessions are kept, and listed here once they are awake (looking does not wake them).</p>
+            ) : (
+              <p>
+                No sessions to show. They appear here once one of your agents is running and has worked on something.
+                {notListed ? ` ${notListed}` : ''}
+              </p>
+            )
+          }
         >
           {(t) => (
             <div className="table-wrap">
+              {notListed ? (
+                <p className="muted" role="note">
+                  {notListed}
+                </p>
+              ) : null}
               <table>
                 <caption className="visually-hidden">Up to 20 recent sessions of your agents, newest first</caption>
                 <thead>
