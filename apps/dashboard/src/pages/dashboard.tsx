@@ -237,16 +237,20 @@ function useCronOfEach(agents: AgentList['agents'] | undefined, seen: SeenState 
   const generation = useRef(0);
   // The agents as a value, so a refresh of the list that changes nothing starts no new round; a new state seen of one
   // of them (the agent the wizard follows turning live) does.
-  const key = agents ? JSON.stringify(agents.map((a) => [a.id, a.name, a.status, seen?.agentId === a.id ? seen.state : null])) : null;
+  const key = agents
+    ? JSON.stringify(agents.map((a) => [a.id, a.name, a.status, a.hostStatus, seen?.agentId === a.id ? seen.state : null]))
+    : null;
   const load = useCallback(async () => {
     if (key === null) return;
     const mine = ++generation.current;
-    const list = JSON.parse(key) as [string, string, string, unknown][];
+    const list = JSON.parse(key) as [string, string, string, string | null, unknown][];
     const answers = await Promise.all(
-      list.map(async ([agentId, name, status, seenState]): Promise<AgentCron> => {
-        // A stopped agent's gateway is not there to ask (its jobs run again when it is started), nor yet that of the
-        // agent the wizard sees on its way to live (asked again when it is).
+      list.map(async ([agentId, name, status, hostStatus, seenState]): Promise<AgentCron> => {
+        // A stopped agent's gateway is not there to ask (its jobs run again when it is started), nor a sleeping one's
+        // (its jobs are kept; the next due one wakes it), nor yet that of the agent the wizard sees on its way to live
+        // (asked again when it is).
         if (status === 'stopped') return { name, error: 'stopped' };
+        if (hostStatus === 'hibernated') return { name, error: 'asleep' };
         if (seenState === 'provisioning' || seenState === 'starting') return { name, error: 'starting' };
         try {
           return { name, list: await request(client.GET('/api/cron', { params: { query: { agentId } } })) };
