@@ -261,8 +261,8 @@ export async function fleetGraph(deps: MissionControlDeps, userId: string, now: 
     agentWallets(deps.db, userId),
     deps.fitness.scores(agents.map((a) => a.id)),
   ]);
-  // A sleeping agent is reachable too: the host answers for it and a message wakes it. A fleet that is all asleep is
-  // the user's agents, quiet, not the spec's "none reachable" stand-in node.
+  // A sleeping agent is reachable too: a message to it is delivered by waking it. A fleet that is all asleep is the
+  // user's agents, quiet, not the spec's "none reachable" stand-in node.
   if (!probes.some((p) => p.health?.live || p.state?.status === 'hibernated')) return fallbackFleetGraph('fallback', new Date(now));
 
   const others = agents.length - 1;
