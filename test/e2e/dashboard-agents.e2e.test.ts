@@ -96,6 +96,14 @@ async function whyOff(label: string): Promise<{ disabled: boolean; title: string
   };
 }
 
+/** Screenshots of the page as it is, at desktop width and then at phone width (the page is left at desktop width). */
+async function atBothWidths(desktop: string, phone: string): Promise<void> {
+  await screenshot(page, desktop);
+  await page.setViewportSize(PHONE);
+  await screenshot(page, phone);
+  await page.setViewportSize(DESKTOP);
+}
+
 async function openLifecycle(agentId: string): Promise<void> {
   await page.goto(`/agents/${agentId}?tab=lifecycle`);
   await page.getByRole('heading', { name: 'Health' }).waitFor();
@@ -129,7 +137,7 @@ describe('two agents of one customer in the dashboard', () => {
     expect(await connections.getByRole('columnheader').allInnerTexts()).toEqual(['From', 'To', 'Share of recent work']);
     expect(await connections.getByRole('row').filter({ hasText: 'Support desk' }).innerText()).toContain('Research assistant');
     await page.locator('.mc-legend').getByText("line width: the agent's share of the fleet's recent work").waitFor();
-    await screenshot(page, 'agents-01b-mission-control-1280');
+    await atBothWidths('agents-01b-mission-control-1280', 'agents-01c-mission-control-390');
   });
 
   it("each agent page acts on its own agent: Lifecycle buttons and Health card name this page's agent", async () => {
@@ -180,10 +188,7 @@ describe('two agents of one customer in the dashboard', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect((await host.status(first)).status).toBe('stopped');
     await page.getByRole('textbox', { name: 'Message' }).fill('');
-    await screenshot(page, 'agents-03b-first-stopped-chat-1280');
-    await page.setViewportSize(PHONE);
-    await screenshot(page, 'agents-03c-first-stopped-chat-390');
-    await page.setViewportSize(DESKTOP);
+    await atBothWidths('agents-03b-first-stopped-chat-1280', 'agents-03c-first-stopped-chat-390');
 
     // The second agent is untouched: live, with its own buttons.
     expect((await host.status(second)).status).toBe('running');
@@ -193,10 +198,7 @@ describe('two agents of one customer in the dashboard', () => {
     expect(await whyOff('Start')).toMatchObject({ disabled: true, title: 'The agent is already running.' });
     for (const label of ['Stop', 'Restart', 'Update', 'Repair', 'Reset memory'])
       expect(await action(label).isDisabled(), label).toBe(false);
-    await screenshot(page, 'agents-04-second-live-1280');
-    await page.setViewportSize(PHONE);
-    await screenshot(page, 'agents-05-second-live-390');
-    await page.setViewportSize(DESKTOP);
+    await atBothWidths('agents-04-second-live-1280', 'agents-05-second-live-390');
 
     await page.goto('/dashboard');
     await page.getByRole('row').filter({ hasText: 'Research assistant' }).locator('[data-agent-state="stopped"]').waitFor();
@@ -206,10 +208,7 @@ describe('two agents of one customer in the dashboard', () => {
     await jobs.getByText('scheduled jobs on 1 of 2 agents').waitFor();
     expect(await jobs.locator('.value').innerText()).toBe('2');
     expect(await jobs.locator('.hint').innerText()).toBe('Not counted: Research assistant (stopped).');
-    await screenshot(page, 'agents-06-list-one-stopped-1280');
-    await page.setViewportSize(PHONE);
-    await screenshot(page, 'agents-07-list-one-stopped-390');
-    await page.setViewportSize(DESKTOP);
+    await atBothWidths('agents-06-list-one-stopped-1280', 'agents-07-list-one-stopped-390');
   });
 
   it('starts the first again: the page follows starting → live, and Start answers only once it is live', async () => {
@@ -224,10 +223,7 @@ describe('two agents of one customer in the dashboard', () => {
     await page.getByText('Not listed while the agent is stopped.').waitFor();
     expect(await page.getByRole('alert').count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Add job' }).isDisabled()).toBe(true);
-    await screenshot(page, 'agents-07b-first-stopped-heartbeat-saved-1280');
-    await page.setViewportSize(PHONE);
-    await screenshot(page, 'agents-07c-first-stopped-heartbeat-saved-390');
-    await page.setViewportSize(DESKTOP);
+    await atBothWidths('agents-07b-first-stopped-heartbeat-saved-1280', 'agents-07c-first-stopped-heartbeat-saved-390');
 
     await openLifecycle(first);
     await badgeSays('stopped');
@@ -322,10 +318,7 @@ describe('two agents of one customer in the dashboard', () => {
     // Reading the page wakes nothing.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect((await host.status(second)).status).toBe('hibernated');
-    await screenshot(page, 'agents-12-second-asleep-chat-1280');
-    await page.setViewportSize(PHONE);
-    await screenshot(page, 'agents-12b-second-asleep-chat-390');
-    await page.setViewportSize(DESKTOP);
+    await atBothWidths('agents-12-second-asleep-chat-1280', 'agents-12b-second-asleep-chat-390');
 
     const box = page.getByRole('textbox', { name: 'Message' });
     await box.pressSequentially('Good morning');
@@ -474,10 +467,7 @@ describe('two agents of one customer in the dashboard', () => {
     await badgeSays('hibernated');
     expect(await page.getByTestId('wakes-at').textContent()).toBe('No job is due: nothing is scheduled to wake it.');
     await page.getByRole('status').filter({ hasText: 'these are its devices as last seen' }).waitFor();
-    await screenshot(page, 'agents-18-second-asleep-devices-1280');
-    await page.setViewportSize(PHONE);
-    await screenshot(page, 'agents-18b-second-asleep-devices-390');
-    await page.setViewportSize(DESKTOP);
+    await atBothWidths('agents-18-second-asleep-devices-1280', 'agents-18b-second-asleep-devices-390');
 
     await page.goto(`/agents/${second}?tab=config`);
     await badgeSays('hibernated');
@@ -490,10 +480,7 @@ describe('two agents of one customer in the dashboard', () => {
     // A log level does not decide its next wake: it sleeps on, with the change kept for its gateway.
     expect((await host.status(second)).status).toBe('hibernated');
     expect(((await host.spec(second)).config.logging as { level?: string }).level).toBe('warn');
-    await screenshot(page, 'agents-19-second-asleep-config-1280');
-    await page.setViewportSize(PHONE);
-    await screenshot(page, 'agents-19b-second-asleep-config-390');
-    await page.setViewportSize(DESKTOP);
+    await atBothWidths('agents-19-second-asleep-config-1280', 'agents-19b-second-asleep-config-390');
     // Its gateway takes it when it wakes.
     await host.start(second);
     await host.waitUntilReady(second, { timeoutMs: 15_000 });
@@ -522,10 +509,7 @@ describe('two agents of one customer in the dashboard', () => {
     );
     for (const label of ['Stop', 'Restart', 'Update', 'Repair', 'Reset memory'])
       expect(await action(label).isDisabled(), label).toBe(false);
-    await screenshot(page, 'agents-20-first-scheduler-down-1280');
-    await page.setViewportSize(PHONE);
-    await screenshot(page, 'agents-20b-first-scheduler-down-390');
-    await page.setViewportSize(DESKTOP);
+    await atBothWidths('agents-20-first-scheduler-down-1280', 'agents-20b-first-scheduler-down-390');
 
     await rm(marker);
     await action('Restart').click();
@@ -548,7 +532,7 @@ describe('two agents of one customer in the dashboard', () => {
     const running = page.locator('.stat').filter({ hasText: 'running now' });
     expect(await running.locator('.value').innerText()).toBe('0');
     await running.getByText('2 asleep after being idle: a message or their next due job wakes each').waitFor();
-    await screenshot(page, 'agents-21a-fleet-asleep-dashboard-1280');
+    await atBothWidths('agents-21a-fleet-asleep-dashboard-1280', 'agents-21c-fleet-asleep-dashboard-390');
 
     // Not the spec's "none reachable" stand-in node: the user's own agents, asleep, with no load to show.
     await page.goto('/mission-control');
@@ -565,10 +549,7 @@ describe('two agents of one customer in the dashboard', () => {
       .getByRole('region', { name: 'Recent sessions' })
       .getByText('Your agents are asleep: their sessions are kept, and listed here once they are awake', { exact: false })
       .waitFor();
-    await screenshot(page, 'agents-21-fleet-asleep-mission-control-1280');
-    await page.setViewportSize(PHONE);
-    await screenshot(page, 'agents-21b-fleet-asleep-mission-control-390');
-    await page.setViewportSize(DESKTOP);
+    await atBothWidths('agents-21-fleet-asleep-mission-control-1280', 'agents-21b-fleet-asleep-mission-control-390');
     // Looking wakes nothing.
     expect((await host.status(first)).status).toBe('hibernated');
     expect((await host.status(second)).status).toBe('hibernated');

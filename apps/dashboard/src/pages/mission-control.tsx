@@ -23,11 +23,12 @@ export default function MissionControlPage() {
   const bookings = useApi('/api/mission-control/fleet/bookings', { refreshMs });
 
   const refreshAll = () => Promise.all([graph.reload(), traces.reload(), costs.reload(), bookings.reload()]);
-  const names = new Map((graph.data?.source === 'soul' ? graph.data.nodes : []).map((n) => [n.id, n.name]));
+  const liveNodes = graph.data?.source === 'soul' ? graph.data.nodes : [];
+  const names = new Map(liveNodes.map((n) => [n.id, n.name]));
   const agentName = (id: string) => names.get(id) ?? id;
   // Sleeping agents' sessions are kept but not read (a look wakes nothing): the list says whose are missing.
-  const asleep = (graph.data?.source === 'soul' ? graph.data.nodes : []).filter((n) => n.asleep).map((n) => n.name);
-  const allAsleep = asleep.length > 0 && asleep.length === graph.data?.nodes.length;
+  const asleep = liveNodes.filter((n) => n.asleep).map((n) => n.name);
+  const allAsleep = asleep.length > 0 && asleep.length === liveNodes.length;
   const notListed = asleep.length > 0 ? `Not listed while they sleep: the sessions of ${asleep.join(', ')}.` : null;
 
   return (

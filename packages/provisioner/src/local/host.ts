@@ -2168,7 +2168,6 @@ export class LocalAgentHost implements AgentHost {
     }
     if (timedOut) {
       if (!options.kill) this.log(agent, `[host] no exit ${this.options.stopTimeoutMs} ms after SIGTERM: SIGKILL`);
-      killQuietly(-child.pid, 'SIGKILL'); // its process group, below
       for (const pid of [...(await processTree(child.pid)), ...tree]) killQuietly(pid, 'SIGKILL');
       await exited;
     }
